@@ -1,0 +1,184 @@
+"""Connection to FalkorDB: the embedded server by default, or ``Settings.falkordb_url``.
+
+``GraphStore`` owns one client; ``GraphStore.graph(name)`` hands out ``Graph`` objects that run
+queries with an explicit timeout and turn transport failures into ``FalkorDBOffline`` and server
+timeouts into ``QueryTimeout``. Nothing here retries a query.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import redis
+from falkordb import FalkorDB
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from orbit_lsp.config import Settings
+from orbit_lsp.graph import embedded
+from orbit_lsp.graph.errors import FalkorDBOffline, QueryRejected, QueryTimeout
+
+CODE_GRAPH_PREFIX = "orbit_code_"
+MEMORY_GRAPH = "orbit_memory"
+
+_TRANSPORT_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
+                     ConnectionError, FileNotFoundError, OSError)
+
+
+def code_graph_name(workspace: Path | str) -> str:
+    """``orbit_code_<id>`` for a workspace; ``id`` is derived from its real (symlink-resolved)
+    absolute path, so two workspaces never share a graph and one workspace always gets the same."""
+    real = os.path.realpath(os.path.abspath(os.fspath(workspace)))
+    return CODE_GRAPH_PREFIX + hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+
+def _redact_url(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.password:
+        netloc = parts.netloc.replace(":" + parts.password + "@", ":***@")
+        return urlunsplit(parts._replace(netloc=netloc))
+    return url
+
+
+@dataclass
+class QueryResult:
+    """Rows of a query (list of lists, values as decoded by falkordb-py) with the Cypher text and
+    parameters that produced them."""
+
+    rows: list[list]
+    cypher: str
+    params: dict = field(default_factory=dict)
+    header: list[str] = field(default_factory=list)
+
+
+class GraphStore:
+    """A FalkorDB client for the configured location.
+
+    ``where`` is the socket path (embedded) or the URL with its password masked.
+    Connecting is lazy; ``connect()`` raises ``FalkorDBOffline`` when nothing answers.
+    """
+
+    def __init__(self, settings: Settings | None = None):
+        self.settings = settings or Settings.from_env()
+        self.embedded = not self.settings.falkordb_url
+        if self.embedded:
+            self.where = str(embedded.EmbeddedPaths.for_data_dir(self.settings.data_dir).socket)
+        else:
+            self.where = _redact_url(self.settings.falkordb_url)
+        self._db: FalkorDB | None = None
+        self._lock = threading.Lock()
+
+    # -- connection -----------------------------------------------------------------------
+    def connect(self) -> FalkorDB:
+        """Return a live client, starting the embedded server when needed.
+
+        Raises ``FalkorDBOffline``.
+        """
+        with self._lock:
+            if self._db is not None:
+                return self._db
+            try:
+                if self.embedded:
+                    sock = embedded.ensure_running(self.settings.data_dir)
+                    db = FalkorDB(unix_socket_path=str(sock), retry=Retry(NoBackoff(), 0),
+                                  socket_connect_timeout=5)
+                else:
+                    db = FalkorDB.from_url(self.settings.falkordb_url, retry=Retry(NoBackoff(), 0),
+                                           socket_connect_timeout=5)
+                db.connection.ping()
+            except FalkorDBOffline:
+                raise
+            except _TRANSPORT_ERRORS + (redis.exceptions.RedisError,) as exc:
+                raise FalkorDBOffline(self.where, str(exc) or type(exc).__name__) from exc
+            self._db = db
+            return db
+
+    def reset(self) -> None:
+        """Drop the client so the next call reconnects (used after a transport failure)."""
+        with self._lock:
+            db, self._db = self._db, None
+        if db is not None:
+            try:
+                db.close()
+            except Exception:  # noqa: BLE001 - closing a dead connection may fail in any way
+                pass
+
+    def healthy(self) -> bool:
+        """True when the server answers PING now (does not start the embedded server)."""
+        try:
+            if self.embedded:
+                return embedded.ping(Path(self.where))
+            return bool(self.connect().connection.ping())
+        except (FalkorDBOffline, *_TRANSPORT_ERRORS, redis.exceptions.RedisError):
+            self.reset()
+            return False
+
+    def graph(self, name: str) -> "Graph":
+        """A handle on graph ``name`` (created on first write)."""
+        return Graph(self, name)
+
+    def list_graphs(self) -> list[str]:
+        """Names of all graphs on the server. Raises ``FalkorDBOffline``."""
+        db = self.connect()
+        try:
+            return list(db.list_graphs())
+        except _TRANSPORT_ERRORS as exc:
+            self.reset()
+            raise FalkorDBOffline(self.where, str(exc)) from exc
+
+    def close(self) -> None:
+        self.reset()
+
+
+class Graph:
+    """One named graph. ``query``/``ro_query`` return ``QueryResult`` and raise
+    ``FalkorDBOffline``, ``QueryTimeout`` or ``QueryRejected`` (server-side errors)."""
+
+    def __init__(self, store: GraphStore, name: str):
+        self.store = store
+        self.name = name
+
+    def _run(self, cypher: str, params: dict | None, timeout_ms: int | None, read_only: bool) -> QueryResult:
+        db = self.store.connect()
+        timeout = int(timeout_ms or self.store.settings.query_timeout_ms)
+        g = db.select_graph(self.name)
+        try:
+            res = g.ro_query(cypher, params, timeout=timeout) if read_only else g.query(cypher, params, timeout=timeout)
+        except _TRANSPORT_ERRORS as exc:
+            self.store.reset()
+            raise FalkorDBOffline(self.store.where, str(exc) or type(exc).__name__) from exc
+        except redis.exceptions.ResponseError as exc:
+            msg = str(exc)
+            if "timed out" in msg.lower():
+                raise QueryTimeout(f"query stopped at its {timeout} ms timeout") from exc
+            raise QueryRejected(msg, cypher) from exc
+        header = [h[1] if isinstance(h, (list, tuple)) else h for h in (res.header or [])]
+        return QueryResult(rows=res.result_set or [], cypher=cypher, params=params or {}, header=header)
+
+    def query(self, cypher: str, params: dict | None = None, timeout_ms: int | None = None) -> QueryResult:
+        """Run a (possibly writing) product query with ``GRAPH.QUERY``."""
+        return self._run(cypher, params, timeout_ms, read_only=False)
+
+    def ro_query(self, cypher: str, params: dict | None = None, timeout_ms: int | None = None) -> QueryResult:
+        """Run a query with ``GRAPH.RO_QUERY`` (the server refuses writes)."""
+        return self._run(cypher, params, timeout_ms, read_only=True)
+
+    def exists(self) -> bool:
+        """True when the graph key exists on the server."""
+        return self.name in self.store.list_graphs()
+
+    def delete(self) -> None:
+        """Delete the whole graph (no error when it does not exist)."""
+        db = self.store.connect()
+        try:
+            db.select_graph(self.name).delete()
+        except redis.exceptions.ResponseError:
+            pass
+        except _TRANSPORT_ERRORS as exc:
+            self.store.reset()
+            raise FalkorDBOffline(self.store.where, str(exc)) from exc

@@ -1,0 +1,305 @@
+"""Named, parameterised read queries on a code graph.
+
+Every function returns an ``Answer``: ``rows`` (list of dicts), ``cypher`` (every statement it
+ran, in order, with the parameters of each) and ``notes`` (ambiguities, truncation). Traversals
+that go several hops run one query per hop over a frontier (``WHERE x.path IN $frontier``):
+measured faster than one variable-length path query and exact about minimal hop counts.
+All raise ``FalkorDBOffline`` / ``QueryTimeout`` from the graph layer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from orbit_lsp.graph.connection import Graph
+
+MAX_HOPS = 4
+
+
+@dataclass
+class Answer:
+    rows: list[dict] = field(default_factory=list)
+    cypher: list[dict] = field(default_factory=list)  # [{"query": str, "params": dict}]
+    notes: list[str] = field(default_factory=list)
+
+    def run(self, graph: Graph, query: str, params: dict | None = None) -> list[list]:
+        """Run a read query, record it, return its raw rows."""
+        params = params or {}
+        res = graph.ro_query(query, params)
+        self.cypher.append({"query": query, "params": params})
+        return res.rows
+
+    def to_dict(self) -> dict:
+        return {"rows": self.rows, "cypher": self.cypher, "notes": self.notes}
+
+
+# -- symbols ----------------------------------------------------------------------------------
+SYMBOL_FIELDS = ("s.qual AS qual, s.name AS name, s.kind AS kind, s.file AS file, s.line AS line, "
+                 "s.end_line AS end_line, s.col AS col, s.unresolved_calls AS unresolved_calls")
+_SYMBOL_KEYS = ("qual", "name", "kind", "file", "line", "end_line", "col", "unresolved_calls")
+
+
+def _sym(row) -> dict:
+    return dict(zip(_SYMBOL_KEYS, row))
+
+
+def find_symbols(graph: Graph, text: str, ans: Answer | None = None) -> Answer:
+    """Symbols matching ``text``: an exact qualified name (``pkg.mod.f``), else the exact short
+    name, else a qualified name ending in ``.text`` (``Class.method``). Module symbols are
+    included only when asked by qualified name.
+    ``rows``: symbol dicts sorted by (file, line)."""
+    ans = ans or Answer()
+    rows = ans.run(graph, f"MATCH (s:Symbol {{qual: $q}}) RETURN {SYMBOL_FIELDS} ORDER BY file, line", {"q": text})
+    if not rows:
+        rows = ans.run(graph, f"MATCH (s:Symbol {{name: $n}}) WHERE s.kind <> 'module' "
+                              f"RETURN {SYMBOL_FIELDS} ORDER BY file, line", {"n": text})
+    if not rows and "." in text:
+        rows = ans.run(graph, f"MATCH (s:Symbol) WHERE s.qual ENDS WITH $suffix "
+                              f"RETURN {SYMBOL_FIELDS} ORDER BY file, line", {"suffix": "." + text})
+    ans.rows = [_sym(r) for r in rows]
+    return ans
+
+
+def symbol_at(graph: Graph, path: str, line: int) -> Answer:
+    """The innermost symbol of file ``path`` whose definition spans 1-based ``line``
+    (modules excluded unless nothing else matches). ``rows``: zero or one symbol dict."""
+    ans = Answer()
+    rows = ans.run(graph, f"MATCH (s:Symbol {{file: $p}}) WHERE s.line <= $line AND s.end_line >= $line "
+                          f"RETURN {SYMBOL_FIELDS} ORDER BY s.line DESC, s.end_line ASC", {"p": path, "line": line})
+    syms = [_sym(r) for r in rows]
+    non_module = [s for s in syms if s["kind"] != "module"]
+    ans.rows = (non_module or syms)[:1]
+    return ans
+
+
+def _walk_calls(graph: Graph, start: dict, depth: int, incoming: bool, ans: Answer) -> list[dict]:
+    """Frontier BFS over CALLS from one symbol (by (file, qual)); returns rows with depth."""
+    if incoming:
+        q = ("UNWIND $frontier AS t MATCH (c:Symbol)-[e:CALLS]->(s:Symbol {qual: t[1]}) WHERE s.file = t[0] "
+             "RETURN c.qual, c.name, c.kind, c.file, c.line, c.end_line, c.col, c.unresolved_calls, "
+             "s.qual, e.lines, e.resolved")
+    else:
+        q = ("UNWIND $frontier AS t MATCH (s:Symbol {qual: t[1]})-[e:CALLS]->(c:Symbol) WHERE s.file = t[0] "
+             "RETURN c.qual, c.name, c.kind, c.file, c.line, c.end_line, c.col, c.unresolved_calls, "
+             "s.qual, e.lines, e.resolved")
+    seen = {(start["file"], start["qual"])}
+    frontier = [[start["file"], start["qual"]]]
+    out: list[dict] = []
+    for d in range(1, depth + 1):
+        if not frontier:
+            break
+        rows = ans.run(graph, q, {"frontier": frontier})
+        nxt = []
+        for r in sorted(rows, key=lambda r: (r[3], r[4], r[0])):
+            key = (r[3], r[0])
+            if key in seen:
+                continue
+            seen.add(key)
+            row = _sym(r[:8])
+            row.update({"depth": d, "via": r[8], "lines": r[9], "resolved": r[10]})
+            out.append(row)
+            nxt.append([r[3], r[0]])
+        frontier = nxt
+    return out
+
+
+def callers(graph: Graph, symbol: str, depth: int = 1) -> Answer:
+    """Who calls ``symbol`` (name or qualified name), transitively up to ``depth`` hops.
+
+    One answer per candidate when the name is ambiguous: ``rows`` = [{"target": symbol dict,
+    "callers": [symbol dict + depth, via, lines, resolved], "unresolved_elsewhere": int}];
+    ``unresolved_elsewhere`` counts call sites in the workspace whose target could not be
+    bound and that use the same name (they *may* call it: the count is then a lower bound).
+    """
+    ans = find_symbols(graph, symbol)
+    targets = ans.rows
+    if len(targets) > 1:
+        ans.notes.append(f"'{symbol}' matches {len(targets)} symbols; answering for each")
+    if not targets:
+        ans.notes.append(f"no symbol named '{symbol}' in the graph")
+    ans.rows = []
+    for t in targets:
+        found = _walk_calls(graph, t, depth, True, ans)
+        unresolved = ans.run(graph, "MATCH (c:Symbol) WHERE $n IN c.unresolved_names RETURN count(c)",
+                             {"n": t["name"]})[0][0]
+        ans.rows.append({"target": t, "callers": found, "unresolved_elsewhere": unresolved})
+    return ans
+
+
+def callees(graph: Graph, symbol: str, depth: int = 1) -> Answer:
+    """What ``symbol`` calls, transitively up to ``depth`` hops; same shape as ``callers``
+    with ``callees`` instead of ``callers`` and the target's own unresolved call count."""
+    ans = find_symbols(graph, symbol)
+    targets = ans.rows
+    if len(targets) > 1:
+        ans.notes.append(f"'{symbol}' matches {len(targets)} symbols; answering for each")
+    ans.rows = [{"target": t, "callees": _walk_calls(graph, t, depth, False, ans)} for t in targets]
+    return ans
+
+
+def call_chain(graph: Graph, source: str, target: str, max_len: int = 10) -> Answer:
+    """Shortest CALLS path from ``source`` to ``target`` (names or qualified names).
+
+    ``rows``: one per (source candidate, target candidate) pair that is connected:
+    {"from": qual, "to": qual, "path": [{"qual", "file", "line"}...]}, shortest first. Notes say
+    when a name matched several symbols (every pair is tried) or when no path exists.
+    """
+    ans = Answer()
+    srcs = find_symbols(graph, source, ans).rows
+    dsts = find_symbols(graph, target, ans).rows
+    for label, name, cands in (("source", source, srcs), ("target", target, dsts)):
+        if not cands:
+            ans.notes.append(f"no symbol named '{name}' ({label})")
+        elif len(cands) > 1:
+            ans.notes.append(f"{label} '{name}' matches {len(cands)} symbols: "
+                             + ", ".join(c["qual"] for c in cands))
+    q = ("MATCH (a:Symbol {qual: $a}) WHERE a.file = $af MATCH (b:Symbol {qual: $b}) WHERE b.file = $bf "
+         f"WITH shortestPath((a)-[:CALLS*1..{int(max_len)}]->(b)) AS p WHERE p IS NOT NULL "
+         "RETURN [n IN nodes(p) | [n.qual, n.file, n.line]]")
+    rows = []
+    for s in srcs:
+        for t in dsts:
+            if (s["file"], s["qual"]) == (t["file"], t["qual"]):
+                continue
+            for r in ans.run(graph, q, {"a": s["qual"], "af": s["file"], "b": t["qual"], "bf": t["file"]}):
+                rows.append({"from": s["qual"], "to": t["qual"],
+                             "path": [{"qual": n[0], "file": n[1], "line": n[2]} for n in r[0]]})
+    rows.sort(key=lambda r: (len(r["path"]), r["from"], r["to"]))
+    if srcs and dsts and not rows:
+        ans.notes.append(f"no CALLS path of at most {max_len} hops")
+    ans.rows = rows
+    return ans
+
+
+# -- files --------------------------------------------------------------------------------------
+def impact(graph: Graph, path: str, max_hops: int = MAX_HOPS) -> Answer:
+    """Files that depend on ``path`` through 1..``max_hops`` IMPORTS edges, each with its
+    minimal hop count. ``rows``: [{"path", "hops"}] sorted by (hops, path); the file itself is
+    never listed. A note says when ``path`` is not in the graph."""
+    ans = Answer()
+    if not ans.run(graph, "MATCH (f:File {path: $p}) RETURN count(f)", {"p": path})[0][0]:
+        ans.notes.append(f"{path} is not in the graph (not indexed or skipped)")
+        return ans
+    q = ("MATCH (d:File)-[:IMPORTS]->(f:File) WHERE f.path IN $frontier "
+         "RETURN DISTINCT d.path")
+    seen = {path}
+    frontier = [path]
+    rows = []
+    for hop in range(1, max_hops + 1):
+        if not frontier:
+            break
+        found = sorted({r[0] for r in ans.run(graph, q, {"frontier": frontier})} - seen)
+        rows.extend({"path": p, "hops": hop} for p in found)
+        seen.update(found)
+        frontier = found
+    ans.rows = rows
+    return ans
+
+
+def file_context(graph: Graph, path: str) -> Answer:
+    """One file's neighbourhood. ``rows``: [{"path", "lang", "lines", "parse_error",
+    "unresolved_imports", "imports": [path], "importers": [path], "packages": [name],
+    "symbols": int}] (empty when the file is not in the graph)."""
+    ans = Answer()
+    rows = ans.run(graph, "MATCH (f:File {path: $p}) "
+                          "OPTIONAL MATCH (f)-[:IMPORTS]->(i:File) WITH f, collect(DISTINCT i.path) AS imports "
+                          "OPTIONAL MATCH (d:File)-[:IMPORTS]->(f) WITH f, imports, collect(DISTINCT d.path) AS importers "
+                          "OPTIONAL MATCH (f)-[:USES_PACKAGE]->(p:Package) WITH f, imports, importers, collect(DISTINCT p.name) AS pkgs "
+                          "OPTIONAL MATCH (f)-[:DEFINES]->(s:Symbol) "
+                          "RETURN f.path, f.lang, f.lines, f.parse_error, f.unresolved_imports, imports, importers, pkgs, count(s)",
+                   {"p": path})
+    ans.rows = [{"path": r[0], "lang": r[1], "lines": r[2], "parse_error": r[3], "unresolved_imports": r[4] or [],
+                 "imports": sorted(r[5]), "importers": sorted(r[6]), "packages": sorted(r[7]), "symbols": r[8]}
+                for r in rows]
+    if not rows:
+        ans.notes.append(f"{path} is not in the graph (not indexed or skipped)")
+    return ans
+
+
+def package_users(graph: Graph, name: str) -> Answer:
+    """Files that import package ``name``. ``rows``: [{"path", "line"}]; a note carries whether
+    it is a standard-library module and its distribution name."""
+    ans = Answer()
+    info = ans.run(graph, "MATCH (p:Package {name: $n}) RETURN p.stdlib, p.dist", {"n": name})
+    if not info:
+        ans.notes.append(f"no file uses a package named '{name}'")
+        return ans
+    stdlib, dist = info[0]
+    ans.notes.append(("standard library" if stdlib else "third-party") + (f", distribution {dist}" if dist else ""))
+    rows = ans.run(graph, "MATCH (f:File)-[u:USES_PACKAGE]->(:Package {name: $n}) RETURN f.path, u.line ORDER BY f.path",
+                   {"n": name})
+    ans.rows = [{"path": r[0], "line": r[1]} for r in rows]
+    return ans
+
+
+def file_symbols(graph: Graph, path: str) -> Answer:
+    """Code-lens data of one file in one aggregated query. ``rows``: symbol dicts with
+    ``callers`` (distinct direct callers) and ``unresolved_elsewhere`` (unbound call sites in the
+    workspace using the symbol's name), sorted by line."""
+    ans = Answer()
+    rows = ans.run(graph, f"MATCH (s:Symbol {{file: $p}}) OPTIONAL MATCH (c:Symbol)-[:CALLS]->(s) "
+                          f"WITH s, count(DISTINCT c) AS callers "
+                          f"RETURN {SYMBOL_FIELDS}, callers ORDER BY line", {"p": path})
+    names = sorted({r[1] for r in rows if r[2] != "module"})
+    unresolved = {}
+    if names:
+        for n, c in ans.run(graph, "UNWIND $names AS n MATCH (c:Symbol) WHERE n IN c.unresolved_names "
+                                   "RETURN n, count(c)", {"names": names}):
+            unresolved[n] = c
+    out = []
+    for r in rows:
+        d = _sym(r[:8])
+        d["callers"] = r[8]
+        d["unresolved_elsewhere"] = unresolved.get(d["name"], 0)
+        out.append(d)
+    ans.rows = out
+    return ans
+
+
+def most_depended_on(graph: Graph, limit: int = 10) -> Answer:
+    """Files with the most direct importers. ``rows``: [{"path", "importers"}]."""
+    ans = Answer()
+    rows = ans.run(graph, "MATCH (d:File)-[:IMPORTS]->(f:File) RETURN f.path, count(d) AS n "
+                          "ORDER BY n DESC, f.path LIMIT $limit", {"limit": limit})
+    ans.rows = [{"path": r[0], "importers": r[1]} for r in rows]
+    return ans
+
+
+def counts(graph: Graph) -> Answer:
+    """Node and edge counts. ``rows``: [{"files", "symbols", "packages", "imports", "calls",
+    "inherits", "uses_package"}]."""
+    ans = Answer()
+    out = {}
+    for key, q in (("files", "MATCH (n:File) RETURN count(n)"), ("symbols", "MATCH (n:Symbol) RETURN count(n)"),
+                   ("packages", "MATCH (n:Package) RETURN count(n)"),
+                   ("imports", "MATCH ()-[e:IMPORTS]->() RETURN count(e)"),
+                   ("calls", "MATCH ()-[e:CALLS]->() RETURN count(e)"),
+                   ("inherits", "MATCH ()-[e:INHERITS]->() RETURN count(e)"),
+                   ("uses_package", "MATCH ()-[e:USES_PACKAGE]->() RETURN count(e)")):
+        out[key] = ans.run(graph, q)[0][0]
+    ans.rows = [out]
+    return ans
+
+
+def export(graph: Graph) -> dict:
+    """The whole graph as plain data: {"files": [...], "symbols": [...], "packages": [...],
+    "edges": [{"type", "from", "to", ...properties}]} with nodes identified by path (files),
+    ``file::qual`` (symbols) or name (packages); lists are sorted, so two exports of equal
+    graphs are equal."""
+    t = 120_000
+    files = [r[0] for r in graph.ro_query("MATCH (f:File) RETURN properties(f)", timeout_ms=t).rows]
+    symbols = [r[0] for r in graph.ro_query("MATCH (s:Symbol) RETURN properties(s)", timeout_ms=t).rows]
+    packages = [r[0] for r in graph.ro_query("MATCH (p:Package) RETURN properties(p)", timeout_ms=t).rows]
+    edges = []
+    for etype, q in (
+        ("DEFINES", "MATCH (a:File)-[e:DEFINES]->(b:Symbol) RETURN a.path, b.file + '::' + b.qual, properties(e)"),
+        ("IMPORTS", "MATCH (a:File)-[e:IMPORTS]->(b:File) RETURN a.path, b.path, properties(e)"),
+        ("USES_PACKAGE", "MATCH (a:File)-[e:USES_PACKAGE]->(b:Package) RETURN a.path, b.name, properties(e)"),
+        ("CALLS", "MATCH (a:Symbol)-[e:CALLS]->(b:Symbol) RETURN a.file + '::' + a.qual, b.file + '::' + b.qual, properties(e)"),
+        ("INHERITS", "MATCH (a:Symbol)-[e:INHERITS]->(b:Symbol) RETURN a.file + '::' + a.qual, b.file + '::' + b.qual, properties(e)"),
+    ):
+        for a, b, props in graph.ro_query(q, timeout_ms=t).rows:
+            edges.append({"type": etype, "from": a, "to": b, **props})
+    key = lambda d: sorted((k, repr(v)) for k, v in d.items())  # noqa: E731
+    return {"files": sorted(files, key=key), "symbols": sorted(symbols, key=key),
+            "packages": sorted(packages, key=key), "edges": sorted(edges, key=key)}

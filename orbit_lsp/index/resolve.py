@@ -1,0 +1,605 @@
+"""Cross-file resolution for Python: module lookup, name binding and call binding.
+
+Input: the ``PyFacts`` of every Python file of a workspace and the set of all indexed paths.
+Output, per file, a ``FileEdges``: ``IMPORTS`` targets, packages, ``CALLS`` and ``INHERITS`` edges,
+and the unresolved calls of each caller. A call is bound only when the value of the called
+expression can be followed through scopes, imports, re-exports, classes (MRO over workspace
+classes), instances, return values, ``functools.partial`` and dict literals; otherwise it is counted
+as unresolved on its caller and never matched by name.
+
+Each file's resolution also records which other files it consulted (``deps``), so that when a
+file's interface changes only the files that looked at it need to be resolved again.
+"""
+
+from __future__ import annotations
+
+import builtins
+import sys
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from orbit_lsp.index.python import PyFacts
+
+_BUILTINS = frozenset(dir(builtins)) | {"__name__", "__file__", "__doc__", "__spec__", "__path__",
+                                         "__package__", "__loader__", "__builtins__", "__debug__",
+                                         "__annotations__", "__dict__", "__module__", "__qualname__"}
+STDLIB = frozenset(sys.stdlib_module_names)
+_OBJECT_ATTRS = frozenset(dir(object))
+_MAX_DEPTH = 48
+
+
+@lru_cache(maxsize=1)
+def _distributions() -> dict[str, list[str]]:
+    try:
+        from importlib.metadata import packages_distributions
+
+        return packages_distributions()
+    except Exception:  # noqa: BLE001 - broken metadata in the environment must not stop indexing
+        return {}
+
+
+def package_info(top: str) -> tuple[str, bool, str]:
+    """``(name, stdlib, dist)`` of a top-level import name; ``dist`` is the distribution name
+    when the running environment knows it, else ``""``."""
+    dists = _distributions().get(top) or []
+    return top, top in STDLIB, dists[0] if dists else ""
+
+
+def module_name(rel: str, src_is_root: bool = True) -> str:
+    """Dotted module name of a workspace path: ``app/jenkins/build_tree.py`` ->
+    ``app.jenkins.build_tree``; ``pkg/__init__.py`` -> ``pkg``; a leading ``src/`` is dropped
+    (``src`` layouts)."""
+    path = rel[:-3] if rel.endswith(".py") else rel
+    if path.endswith("/__init__") or path == "__init__":
+        path = path[: -len("__init__")].rstrip("/")
+    if src_is_root and path.startswith("src/"):
+        path = path[4:]
+    return path.replace("/", ".")
+
+
+def full_qual(rel: str, qual: str) -> str:
+    """Workspace-wide qualified name of a symbol (``module.Class.method``)."""
+    mod = module_name(rel)
+    if not qual:
+        return mod or rel
+    return f"{mod}.{qual}" if mod else qual
+
+
+@dataclass(slots=True)
+class CallEdge:
+    src_qual: str
+    dst_file: str
+    dst_qual: str
+    resolved: str
+    lines: list[int] = field(default_factory=list)
+    cols: list[int] = field(default_factory=list)
+    end_cols: list[int] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class FileEdges:
+    """Resolution result of one file (in-file quals; the writer adds module names)."""
+
+    imports: dict[str, int] = field(default_factory=dict)  # dst path -> first line
+    packages: dict[str, int] = field(default_factory=dict)  # top-level name -> first line
+    calls: dict[tuple, CallEdge] = field(default_factory=dict)  # (src, dst_file, dst) -> edge
+    inherits: list[tuple[str, str, str]] = field(default_factory=list)  # (src, dst_file, dst)
+    unresolved: dict[str, list[str]] = field(default_factory=dict)  # caller qual -> called names
+    unresolved_imports: list[str] = field(default_factory=list)  # "line:module"
+    deps: frozenset[str] = frozenset()
+
+    def key(self) -> tuple:
+        """Comparable form (everything but ``deps``)."""
+        return (tuple(sorted(self.imports.items())), tuple(sorted(self.packages.items())),
+                tuple(sorted((k, tuple(e.lines), tuple(e.cols), tuple(e.end_cols), e.resolved)
+                             for k, e in self.calls.items())),
+                tuple(sorted(self.inherits)),
+                tuple(sorted((k, tuple(v)) for k, v in self.unresolved.items())),
+                tuple(self.unresolved_imports))
+
+
+class _Cut(Exception):
+    pass
+
+
+class Resolver:
+    """Binds names across the files of one workspace.
+
+    ``facts``: path -> PyFacts for every Python file that parsed; ``files``: every indexed path
+    (any language); ``aliases``: in-workspace symlinked directory -> its target directory.
+    """
+
+    def __init__(self, facts: dict[str, PyFacts], files: set[str], aliases: dict[str, str] | None = None):
+        self.facts = facts
+        self.files = files
+        self.aliases = dict(aliases or {})
+        self.dirs: set[str] = {""}
+        for f in files:
+            parts = f.split("/")[:-1]
+            for i in range(1, len(parts) + 1):
+                self.dirs.add("/".join(parts[:i]))
+        self.src_root = "src" if "src" in self.dirs and "src/__init__.py" not in files else None
+        self.memo: dict = {}
+        self._deps: set[str] = set()
+        self._active: set = set()
+        self._cut = 0
+
+    # -- module lookup ----------------------------------------------------------------------
+    def _canon(self, path: str) -> str:
+        for _ in range(8):
+            for link, target in self.aliases.items():
+                if path == link or path.startswith(link + "/"):
+                    path = (target + path[len(link):]).lstrip("/")
+                    break
+            else:
+                return path
+        return path
+
+    def _module_at(self, path: str):
+        """('mod', key) for a module at ``path`` (no extension), or None."""
+        path = self._canon(path)
+        if path + ".py" in self.files:
+            return ("mod", path + ".py")
+        init = (path + "/__init__.py") if path else "__init__.py"
+        if init in self.files:
+            return ("mod", init)
+        if path in self.dirs:
+            return ("mod", path + "/" if path else "")
+        return None
+
+    def _package_root(self, rel: str) -> str:
+        parts = rel.split("/")[:-1]
+        while parts and "/".join(parts) + "/__init__.py" in self.files:
+            parts.pop()
+        return "/".join(parts)
+
+    def roots_for(self, rel: str) -> list[str]:
+        roots = [""]
+        if self.src_root:
+            roots.append(self.src_root)
+        pr = self._package_root(rel)
+        if pr not in roots:
+            roots.append(pr)
+        return roots
+
+    def find_module(self, spec: tuple, importer: str):
+        """Resolve a module spec: ('mod', key) | ('ext', dotted) | ('missing', text)."""
+        base, dotted = spec
+        sub = dotted.replace(".", "/")
+        if base == "<outside>":
+            return ("missing", "." + dotted)
+        if base is not None:
+            path = f"{base}/{sub}" if base and sub else (base or sub)
+            m = self._module_at(path)
+            return m if m else ("missing", dotted or ".")
+        if not dotted:
+            return ("missing", "")
+        top = sub.split("/")[0]
+        top_seen = False
+        for root in self.roots_for(importer):
+            path = f"{root}/{sub}" if root else sub
+            m = self._module_at(path)
+            if m:
+                return m
+            top_path = f"{root}/{top}" if root else top
+            if self._module_at(top_path):
+                top_seen = True
+        if top_seen:
+            return ("missing", dotted)
+        return ("ext", dotted)
+
+    @staticmethod
+    def module_file(mod) -> str | None:
+        key = mod[1]
+        return key if key.endswith(".py") else None
+
+    def submodule(self, mod, name: str):
+        key = mod[1]
+        if key.endswith("/__init__.py") or key == "__init__.py":
+            base = key[: -len("__init__.py")].rstrip("/")
+        elif key.endswith("/") or key == "":
+            base = key.rstrip("/")
+        else:
+            return None
+        return self._module_at(f"{base}/{name}" if base else name)
+
+    # -- evaluation -----------------------------------------------------------------------
+    def _touch(self, rel: str) -> PyFacts | None:
+        self._deps.add(rel)
+        return self.facts.get(rel)
+
+    def ev(self, rel: str, si: int, ref: tuple):
+        key = (rel, si, ref)
+        hit = self.memo.get(key)
+        if hit is not None:
+            val, deps = hit
+            self._deps |= deps
+            return val
+        if key in self._active or len(self._active) > _MAX_DEPTH:
+            self._cut += 1
+            return None
+        self._active.add(key)
+        saved_deps, saved_cut = self._deps, self._cut
+        self._deps, self._cut = set(), 0
+        try:
+            val = self._ev(rel, si, ref)
+        finally:
+            deps, cut = self._deps, self._cut
+            self._deps = saved_deps | deps
+            self._cut = saved_cut + cut
+            self._active.discard(key)
+        if not cut:
+            self.memo[key] = (val, frozenset(deps))
+        return val
+
+    @staticmethod
+    def combine(values: list):
+        out = []
+        unknown = False
+        for v in values:
+            if v is None:
+                unknown = True
+            elif v[0] == "union":
+                for m in v[1]:
+                    if m not in out:
+                        out.append(m)
+                unknown = unknown or v[2]
+            elif v not in out:
+                out.append(v)
+        if not out:
+            return None
+        if len(out) == 1 and not unknown:
+            return out[0]
+        return ("union", tuple(out), unknown)
+
+    def _ev(self, rel: str, si: int, ref: tuple):
+        t = ref[0]
+        if t == "n":
+            return self.lookup_name(rel, si, ref[1])
+        if t == "a":
+            return self.attr_of(self.ev(rel, si, ref[1]), ref[2])
+        if t == "c":
+            return self.call_result(self.ev(rel, si, ref[1]), rel, si, ref[2])
+        if t == "s":
+            base = self.ev(rel, si, ref[1])
+            if base is not None and base[0] == "dict":
+                for k, r in base[3]:
+                    if k == ref[2]:
+                        return self.ev(base[1], base[2], r)
+            return None
+        if t == "d":
+            return ("dict", rel, si, ref[1])
+        if t == "lit":
+            return ("builtin", ref[1])
+        if t == "u":
+            return self.combine([self.ev(rel, si, r) for r in ref[1]])
+        if t == "def":
+            facts = self._touch(rel)
+            kind = next((s.kind for s in facts.symbols if s.qual == ref[1]), "function") if facts else "function"
+            return ("sym", rel, ref[1], kind)
+        if t == "imod":
+            m = self.find_module(ref[1], rel)
+            return m if m[0] in ("mod", "ext") else None
+        if t == "ifrom":
+            m = self.find_module(ref[1], rel)
+            if m[0] == "mod":
+                return self.module_attr(m, ref[2])
+            if m[0] == "ext":
+                return ("ext", f"{m[1]}.{ref[2]}")
+            return None
+        if t == "ann":
+            v = self.ev(rel, si, ref[1])
+            if v is not None and v[0] == "sym" and v[3] == "class":
+                return ("inst", v[1], v[2])
+            return None
+        return None
+
+    def lookup_name(self, rel: str, si: int, name: str):
+        facts = self._touch(rel)
+        if facts is None:
+            return None
+        idx, first = si, True
+        while idx >= 0:
+            sc = facts.scopes[idx]
+            if name in sc.globals:
+                idx = 0
+                first = True
+                continue
+            if (first or sc.kind != "class") and name in sc.names:
+                return self.combine([self.ev(rel, idx, r) for r in sc.names[name]])
+            if sc.self_name == name and sc.class_qual is not None:
+                if sc.self_kind == "class":
+                    return ("sym", rel, sc.class_qual, "class")
+                return ("inst", rel, sc.class_qual)
+            first = False
+            idx = sc.parent
+        v = self._star_lookup(rel, facts, name)
+        if v is not None:
+            return v
+        if name in _BUILTINS:
+            return ("builtin", name)
+        return None
+
+    def _star_lookup(self, rel: str, facts: PyFacts, name: str):
+        for spec in facts.stars:
+            m = self.find_module(spec, rel)
+            if m[0] == "mod":
+                v = self.module_binding(m, name)
+                if v is not None:
+                    return v
+            elif m[0] == "ext":
+                return None  # could come from the external module: unknown
+        return None
+
+    def module_binding(self, mod, name: str):
+        key = self.module_file(mod)
+        if key is None:
+            return None
+        facts = self._touch(key)
+        if facts is None:
+            return None
+        top = facts.scopes[0]
+        if name in top.names:
+            return self.combine([self.ev(key, 0, r) for r in top.names[name]])
+        return self._star_lookup(key, facts, name)
+
+    def module_attr(self, mod, name: str):
+        v = self.module_binding(mod, name)
+        if v is not None:
+            return v
+        return self.submodule(mod, name)
+
+    def mro(self, rel: str, qual: str) -> list[tuple[str, str]]:
+        out: list[tuple[str, str]] = []
+        stack = [(rel, qual)]
+        seen = set()
+        while stack:
+            r, q = stack.pop(0)
+            if (r, q) in seen:
+                continue
+            seen.add((r, q))
+            facts = self._touch(r)
+            if facts is None or q not in facts.classes:
+                continue
+            out.append((r, q))
+            cls = facts.classes[q]
+            bases = []
+            for b in cls.bases:
+                v = self.ev(r, cls.outer, b)
+                for m in (v[1] if v and v[0] == "union" else [v]):
+                    if m and m[0] == "sym" and m[3] == "class":
+                        bases.append((m[1], m[2]))
+            stack = bases + stack
+        return out
+
+    def _mro_complete(self, mro: list[tuple[str, str]]) -> bool:
+        """True when every base of every class in ``mro`` is a workspace class (or ``object``),
+        so an attribute missing from all of them can only come from ``object``."""
+        for r, q in mro:
+            facts = self.facts[r]
+            cls = facts.classes[q]
+            for b in cls.bases:
+                v = self.ev(r, cls.outer, b)
+                if v == ("builtin", "object"):
+                    continue
+                if not (v and v[0] == "sym" and v[3] == "class"):
+                    return False
+        return True
+
+    def class_attr(self, rel: str, qual: str, attr: str, via_instance: bool, skip_first: bool = False):
+        mro = self.mro(rel, qual)
+        for i, (r, q) in enumerate(mro):
+            if skip_first and i == 0:
+                continue
+            facts = self.facts[r]
+            cls = facts.classes[q]
+            body = facts.scopes[cls.body]
+            if attr in body.names:
+                return self.combine([self.ev(r, cls.body, x) for x in body.names[attr]])
+            if via_instance and attr in cls.attrs:
+                return self.combine([self.ev(r, msi, x) for msi, x in cls.attrs[attr]])
+        if attr in _OBJECT_ATTRS and self._mro_complete(mro):
+            return ("ext", f"builtins.object.{attr}")
+        return None
+
+    def attr_of(self, base, attr: str):
+        if base is None:
+            return None
+        t = base[0]
+        if t == "mod":
+            return self.module_attr(base, attr)
+        if t == "sym":
+            if base[3] == "class":
+                return self.class_attr(base[1], base[2], attr, via_instance=False)
+            return None
+        if t == "inst":
+            return self.class_attr(base[1], base[2], attr, via_instance=True)
+        if t == "super":
+            return self.class_attr(base[1], base[2], attr, via_instance=base[3], skip_first=True)
+        if t == "ext":
+            return ("ext", f"{base[1]}.{attr}")
+        if t == "builtin":
+            return ("ext", f"builtins.{base[1]}.{attr}")
+        if t == "dict":
+            return ("ext", f"builtins.dict.{attr}")
+        if t == "union":
+            return self.combine([self.attr_of(m, attr) for m in base[1]] + ([None] if base[2] else []))
+        return None
+
+    def _enclosing_method(self, rel: str, si: int):
+        facts = self.facts.get(rel)
+        idx = si
+        while facts is not None and idx >= 0:
+            sc = facts.scopes[idx]
+            if sc.class_qual is not None:
+                return sc
+            idx = sc.parent
+        return None
+
+    def call_result(self, f, rel: str, si: int, arg0: tuple):
+        if f is None:
+            return None
+        t = f[0]
+        if t == "sym":
+            if f[3] == "class":
+                return ("inst", f[1], f[2])
+            if f[3] in ("function", "method"):
+                facts = self._touch(f[1])
+                fsi = facts.scope_of.get(f[2]) if facts else None
+                if fsi is None:
+                    return None
+                rets = facts.scopes[fsi].returns
+                if not rets:
+                    return None
+                return self.combine([self.ev(f[1], fsi, r) for r in rets])
+            return None
+        if t == "builtin" and f[1] == "super":
+            sc = self._enclosing_method(rel, si)
+            if sc is None:
+                return None
+            return ("super", rel, sc.class_qual, sc.self_kind == "instance")
+        if t == "ext" and f[1] == "functools.partial":
+            inner = self.ev(rel, si, arg0)
+            return ("partial", inner) if inner is not None else None
+        if t in ("ext", "builtin"):
+            return ("ext", f"{f[1]}()")  # what external code returns is external
+        if t == "union":
+            return self.combine([self.call_result(m, rel, si, arg0) for m in f[1]] + ([None] if f[2] else []))
+        return None
+
+    # -- call binding -----------------------------------------------------------------------
+    def call_targets(self, v, how: str) -> tuple[list[tuple[str, str, str]], bool]:
+        """Workspace targets ``[(file, qual, resolved)]`` of calling value ``v``, and whether
+        part of the call stayed unknown."""
+        if v is None:
+            return [], True
+        t = v[0]
+        if t == "sym":
+            if v[3] == "class":
+                out = [(v[1], v[2], "class")]
+                init = self.class_attr(v[1], v[2], "__init__", via_instance=True)
+                if init is not None and init[0] == "sym" and init[3] == "method":
+                    out.append((init[1], init[2], "init"))
+                return out, False
+            if v[3] in ("function", "method"):
+                return [(v[1], v[2], how)], False
+            return [], True
+        if t == "partial":
+            return self.call_targets(v[1], "partial")
+        if t == "inst":
+            call = self.class_attr(v[1], v[2], "__call__", via_instance=True)
+            if call is not None and call[0] == "sym":
+                return [(call[1], call[2], "instance")], False
+            return [], True
+        if t == "union":
+            out, unknown = [], v[2]
+            for m in v[1]:
+                o, u = self.call_targets(m, how)
+                out.extend(x for x in o if x not in out)
+                unknown = unknown or u
+            return out, unknown
+        if t in ("ext", "builtin", "mod"):
+            return [], False
+        return [], True
+
+    def _how(self, rel: str, si: int, ref: tuple, target_file: str) -> str:
+        t = ref[0]
+        if t == "n":
+            return "local" if target_file == rel else "import"
+        if t == "a":
+            base = ref[1]
+            facts = self.facts[rel]
+            if base[0] == "n":
+                idx = si
+                while idx >= 0:
+                    sc = facts.scopes[idx]
+                    if sc.self_name == base[1] and base[1] not in sc.names:
+                        return "self" if sc.self_kind == "instance" else "class"
+                    idx = sc.parent
+            if base[0] == "c" and base[1] == ("n", "super"):
+                return "super"
+            bv = self.ev(rel, si, base)
+            if bv is not None:
+                if bv[0] == "mod":
+                    return "module"
+                if bv[0] == "sym" and bv[3] == "class":
+                    return "class"
+                if bv[0] == "inst":
+                    return "instance"
+            return "attribute"
+        if t == "c":
+            return "return"
+        if t == "s":
+            return "dict"
+        return "other"
+
+    def resolve_file(self, rel: str) -> FileEdges:
+        """Bind the imports, calls and bases of one file."""
+        facts = self.facts[rel]
+        self._deps = set()
+        out = FileEdges()
+        for imp in facts.imports:
+            self._import_edges(rel, imp, out)
+        for own, sc in enumerate(facts.scopes):
+            caller = sc.qual
+            for site in sc.calls:
+                si = site.scope if site.scope >= 0 else own
+                v = self.ev(rel, si, site.ref)
+                targets, unknown = self.call_targets(v, "")
+                if site.decorator and unknown and not targets:
+                    continue  # a decorator we cannot follow is not a call we failed to bind
+                for dst_file, dst_qual, resolved in targets:
+                    if not resolved:
+                        resolved = self._how(rel, si, site.ref, dst_file)
+                    if site.decorator:
+                        resolved = "decorator"
+                    k = (caller, dst_file, dst_qual)
+                    e = out.calls.get(k)
+                    if e is None:
+                        e = out.calls[k] = CallEdge(caller, dst_file, dst_qual, resolved)
+                    e.lines.append(site.line)
+                    e.cols.append(site.col)
+                    e.end_cols.append(site.end_col)
+                if unknown and site.name and not site.decorator:
+                    out.unresolved.setdefault(caller, []).append(site.name)
+        for cls in facts.classes.values():
+            for b in cls.bases:
+                v = self.ev(rel, cls.outer, b)
+                for m in (v[1] if v and v[0] == "union" else [v]):
+                    if m and m[0] == "sym" and m[3] == "class":
+                        edge = (cls.qual, m[1], m[2])
+                        if edge not in out.inherits:
+                            out.inherits.append(edge)
+        self._deps.discard(rel)
+        out.deps = frozenset(self._deps)
+        self._deps = set()
+        return out
+
+    def _import_edges(self, rel: str, imp, out: FileEdges) -> None:
+        spec, names, line = imp.spec, imp.names, imp.line
+        if spec[0] is None and spec[1].split(".")[0] == "__future__":
+            return
+        m = self.find_module(spec, rel)
+        if m[0] == "ext":
+            top = spec[1].split(".")[0]
+            out.packages.setdefault(top, line)
+            return
+        if m[0] == "missing":
+            dots = "" if spec[0] is None else "."
+            out.unresolved_imports.append(f"{line}:{dots}{spec[1]}")
+            return
+        targets = []
+        if not names:
+            targets.append(self.module_file(m))
+        else:
+            for n in names:
+                sub = self.submodule(m, n) if n != "*" else None
+                if sub is not None and self.module_file(sub):
+                    targets.append(self.module_file(sub))
+                elif self.module_file(m):
+                    targets.append(self.module_file(m))
+                else:
+                    out.unresolved_imports.append(f"{line}:{spec[1]}.{n}")
+        for t in targets:
+            if t and t != rel:
+                out.imports.setdefault(t, line)

@@ -1,0 +1,324 @@
+"""Workspace walk: which files of a workspace are indexed, and why the others are not.
+
+``walk_workspace(root)`` lists the source files (by extension, see ``LANGS``) under ``root``
+in sorted, deterministic order. It honours built-in excludes (VCS dirs, ``node_modules``,
+caches, virtualenvs: any directory holding ``pyvenv.cfg``, ``site-packages``), every
+``.gitignore`` from the root down (gitwildmatch semantics, deeper files override) and extra
+gitwildmatch patterns relative to the root. ``.env`` / ``.env.*`` files, and symlinks whose
+target is one, are never opened. Binary, minified and over-size files are reported in
+``WalkResult.skipped`` with a reason and logged on ``orbit_lsp.index``.
+
+Symlinks: real directories are walked first, so every real file is listed under its real
+path. Symlinked directories are then considered in sorted order: one whose real target
+was already walked becomes an entry of ``WalkResult.aliases`` (link dir -> target dir);
+one pointing to an in-root directory not walked yet (and not a built-in exclude) is
+walked under the link path. Links leaving the root, dangling links and loops are ignored.
+Symlinked files are listed only when their in-root target was not processed already.
+
+``WorkspaceFilter`` applies the same rules to a single path (file watcher, re-index).
+"""
+
+from __future__ import annotations
+
+import codecs
+import heapq
+import logging
+import os
+import re
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pathspec
+
+log = logging.getLogger("orbit_lsp.index")
+
+LANGS: dict[str, str] = {
+    ".py": "python",
+    ".js": "javascript", ".jsx": "javascript", ".mjs": "javascript", ".cjs": "javascript",
+    ".ts": "typescript", ".tsx": "typescript", ".mts": "typescript", ".cts": "typescript",
+}
+EXCLUDED_DIRS = frozenset({
+    ".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", ".tox", ".nox",
+    ".mypy_cache", ".pytest_cache", ".ruff_cache", "site-packages",
+})
+_BINARY_MAGIC = (b"\x89PNG", b"GIF87a", b"GIF89a", b"\xff\xd8\xff", b"PK\x03\x04", b"%PDF-",
+                 b"\x7fELF", b"\xca\xfe\xba\xbe", b"\x1f\x8b", b"\x00asm")
+_CONTROL = bytes(b for b in range(32) if b not in b"\t\n\r\f\b\x1b")
+_CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """A listed source file: ``rel`` workspace-relative with "/" separators (the path under
+    which it was first reached), ``abs`` that path made absolute, ``lang`` from ``LANGS``,
+    ``size`` in bytes (from stat)."""
+    rel: str
+    abs: Path
+    lang: str
+    size: int
+
+
+@dataclass
+class WalkResult:
+    """``root`` the resolved workspace root; ``files`` sorted by ``rel``; ``skipped`` as
+    ``(rel, reason)`` pairs; ``aliases`` maps the rel path of an in-workspace symlinked
+    directory to the rel path of the walked directory it points to ("" is the root)."""
+    root: Path
+    files: list[SourceFile] = field(default_factory=list)
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+    aliases: dict[str, str] = field(default_factory=dict)
+
+
+def is_dotenv(path: str | Path) -> bool:
+    """True if the basename is ``.env`` or starts with ``.env.`` (``.env.local``, ...)."""
+    name = os.path.basename(os.fspath(path))
+    return name == ".env" or name.startswith(".env.")
+
+
+def read_text(data: bytes) -> str:
+    """Decode source bytes: UTF-8 (a UTF-8/UTF-16 BOM is honoured and removed), else the
+    PEP 263 coding cookie of the first two lines, else UTF-8 with U+FFFD replacements.
+    Never raises."""
+    if data.startswith(codecs.BOM_UTF8):
+        return data[3:].decode("utf-8", errors="replace")
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return data.decode("utf-16", errors="replace")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    for line in data.split(b"\n", 2)[:2]:
+        m = _CODING.match(line)
+        if m:
+            try:
+                return data.decode(m.group(1).decode("ascii"), errors="replace")
+            except LookupError:
+                break
+    return data.decode("utf-8", errors="replace")
+
+
+def classify_file(path: Path, data: bytes, max_file_bytes: int) -> str | None:
+    """None if ``data`` (the content of ``path``) is indexable, else the skip reason:
+    ``"larger than N bytes"``, ``"binary"`` (NUL bytes, a known magic number, or > 10 %
+    control bytes) or ``"minified"`` (``*.min.*`` name, average line > 1000 chars, or at
+    least half the bytes on lines longer than 5000 chars)."""
+    if len(data) > max_file_bytes:
+        return f"larger than {max_file_bytes} bytes"
+    if b"\x00" in data or data.startswith(_BINARY_MAGIC):
+        return "binary"
+    head = data[:8192]
+    if head and len(head) - len(head.translate(None, _CONTROL)) > len(head) // 10:
+        return "binary"
+    if ".min." in os.path.basename(os.fspath(path)):
+        return "minified"
+    lines = data.count(b"\n") + 1
+    if len(data) / lines > 1000:
+        return "minified"
+    if len(data) > 5000 and sum(len(x) for x in data.split(b"\n") if len(x) > 5000) * 2 >= len(data):
+        return "minified"
+    return None
+
+
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
+
+
+class _Rules:
+    """Exclusion rules shared by the walk and ``WorkspaceFilter``."""
+
+    def __init__(self, root: Path, exclude, revalidate: bool):
+        self.root = str(Path(root).resolve())
+        self.extra = pathspec.GitIgnoreSpec.from_lines(list(exclude)) if exclude else None
+        self.revalidate = revalidate  # re-stat .gitignore files (watcher) or cache (walk)
+        self._specs: dict[str, tuple[tuple, object]] = {}
+
+    def spec(self, base: str):
+        """The parsed ``.gitignore`` of directory ``base`` (rel), or None."""
+        cached = self._specs.get(base)
+        if cached is not None and not self.revalidate:
+            return cached[1]
+        p = os.path.join(self.root, base, ".gitignore")
+        try:
+            st = os.lstat(p)
+            if stat.S_ISLNK(st.st_mode):
+                real = os.path.realpath(p)
+                if is_dotenv(real) or not _inside(real, self.root):
+                    raise OSError("unsafe .gitignore link")
+                st = os.stat(real)
+        except OSError:
+            self._specs[base] = ((), None)
+            return None
+        key = (st.st_mtime_ns, st.st_size, st.st_ino)
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        spec = None
+        if stat.S_ISREG(st.st_mode):
+            try:
+                with open(p, "rb") as f:
+                    spec = pathspec.GitIgnoreSpec.from_lines(read_text(f.read()).splitlines())
+            except (OSError, ValueError) as e:
+                log.warning("cannot read %s: %s", p, e)
+        self._specs[base] = (key, spec)
+        return spec
+
+    def ignored(self, rel: str, is_dir: bool) -> bool:
+        """True if ``rel`` is ignored by the .gitignore files of its ancestors or by the extra
+        patterns (the last decisive match wins). Ancestors themselves are not checked."""
+        parts = rel.split("/")
+        slash = "/" if is_dir else ""
+        decision = None
+        for i in range(len(parts)):
+            spec = self.spec("/".join(parts[:i]))
+            if spec is not None:
+                res = spec.check_file("/".join(parts[i:]) + slash)
+                if res.include is not None:
+                    decision = res.include
+        if self.extra is not None:
+            res = self.extra.check_file(rel + slash)
+            if res.include is not None:
+                decision = res.include
+        return bool(decision)
+
+    def builtin_excluded(self, rel: str) -> bool:
+        """True if a directory of ``rel`` is a built-in exclude, a ``.env*`` or holds
+        ``pyvenv.cfg``."""
+        dirs = rel.split("/")[:-1]
+        return any(d in EXCLUDED_DIRS or is_dotenv(d) or os.path.exists(
+            os.path.join(self.root, *dirs[:i + 1], "pyvenv.cfg")) for i, d in enumerate(dirs))
+
+
+def walk_workspace(root: Path, max_file_bytes: int = 2_000_000, exclude: list[str] = ()) -> WalkResult:
+    """Walk ``root`` (see the module docstring for the rules) and return a ``WalkResult``.
+    Unreadable files are skipped with an ``"unreadable: ..."`` reason; unreadable
+    directories are logged and left out. Raises ``NotADirectoryError`` if ``root`` is not
+    a directory."""
+    rules = _Rules(root, exclude, revalidate=False)
+    top = rules.root
+    if not os.path.isdir(top):
+        raise NotADirectoryError(top)
+    res = WalkResult(root=Path(top))
+    visited: dict[str, str] = {top: ""}          # real dir -> rel under which it was walked
+    seen_files: set[str] = set()                 # real paths of files listed or skipped
+    stack: list[tuple[str, str, str]] = [(top, "", top)]  # (abs as reached, rel, real)
+    links: list[tuple[str, str, str, bool]] = []  # (rel, abs, real target, is_dir)
+
+    def add_file(rel: str, abs_: str, real: str, size: int) -> None:
+        seen_files.add(real)
+        if size > max_file_bytes:
+            reason = f"larger than {max_file_bytes} bytes"
+        else:
+            try:
+                with open(abs_, "rb") as f:
+                    reason = classify_file(Path(abs_), f.read(max_file_bytes + 1), max_file_bytes)
+            except OSError as e:
+                reason = f"unreadable: {e.strerror or e}"
+        if reason is None:
+            res.files.append(SourceFile(rel, Path(abs_), LANGS[os.path.splitext(rel)[1]], size))
+        else:
+            res.skipped.append((rel, reason))
+            (log.warning if reason.startswith("larger") else log.info)("skipped %s: %s", rel, reason)
+
+    while stack or links:
+        if not stack:  # all reachable real dirs walked: consider symlinks in sorted order
+            rel, abs_, real, is_dir = heapq.heappop(links)
+            target = os.path.relpath(real, top).replace(os.sep, "/") + ("/x" if is_dir else "")
+            if is_dir and real in visited:
+                res.aliases[rel] = visited[real]
+            elif is_dir and not rules.builtin_excluded(target):
+                visited[real] = rel
+                stack.append((abs_, rel, real))
+            elif not is_dir and real not in seen_files and not rules.builtin_excluded(target):
+                try:
+                    add_file(rel, abs_, real, os.stat(real).st_size)
+                except OSError:
+                    pass
+            continue
+        d_abs, d_rel, d_real = stack.pop()
+        try:
+            with os.scandir(d_abs) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as e:
+            log.warning("cannot list %s: %s", d_rel or ".", e)
+            continue
+        if d_rel and any(e.name == "pyvenv.cfg" for e in entries):
+            continue  # a virtualenv
+        subdirs = []
+        for e in entries:
+            name = e.name
+            if is_dotenv(name):
+                continue  # never touched
+            rel = f"{d_rel}/{name}" if d_rel else name
+            try:
+                if e.is_symlink():
+                    real = os.path.realpath(e.path)
+                    if is_dotenv(real) or not _inside(real, top):
+                        continue
+                    st = os.stat(real)  # raises for dangling links and loops
+                    is_dir = stat.S_ISDIR(st.st_mode)
+                    if not (is_dir or (stat.S_ISREG(st.st_mode) and os.path.splitext(name)[1] in LANGS)):
+                        continue
+                    if not (is_dir and name in EXCLUDED_DIRS) and not rules.ignored(rel, is_dir):
+                        heapq.heappush(links, (rel, e.path, real, is_dir))
+                elif e.is_dir(follow_symlinks=False):
+                    real = os.path.join(d_real, name)
+                    if name not in EXCLUDED_DIRS and real not in visited and not rules.ignored(rel, True):
+                        visited[real] = rel
+                        subdirs.append((e.path, rel, real))
+                elif e.is_file(follow_symlinks=False) and os.path.splitext(name)[1] in LANGS:
+                    real = os.path.join(d_real, name)
+                    if real not in seen_files and not rules.ignored(rel, False):
+                        add_file(rel, e.path, real, e.stat(follow_symlinks=False).st_size)
+            except OSError as err:
+                log.debug("ignoring %s: %s", rel, err)
+        stack.extend(reversed(subdirs))
+    res.files.sort(key=lambda f: f.rel)
+    res.skipped.sort()
+    return res
+
+
+class WorkspaceFilter:
+    """Decides for one path (watcher event, single-file re-index) whether the walk would list
+    it, without reading it: a source extension, inside ``root``, not a ``.env*`` (nor a link
+    to one), not excluded by built-in rules, ``.gitignore`` files (re-read when changed) or
+    ``exclude``. A path through a symlink is accepted only if its real in-root target would
+    not be walked under its own path (so a file is not indexed under two names)."""
+
+    def __init__(self, root: Path, exclude: list[str] = ()):
+        self._rules = _Rules(root, exclude, revalidate=True)
+        self.root = Path(self._rules.root)
+        self._given = os.path.abspath(root)
+
+    def _rel(self, p: str) -> str | None:
+        for base in (self._rules.root, self._given):
+            if _inside(p, base) and p != base:
+                return os.path.relpath(p, base).replace(os.sep, "/")
+        return None
+
+    def _lexically_ok(self, rel: str) -> bool:
+        if os.path.splitext(rel)[1] not in LANGS or self._rules.builtin_excluded(rel):
+            return False
+        parts = rel.split("/")
+        return not any(self._rules.ignored("/".join(parts[:i]), True) for i in range(1, len(parts))) \
+            and not self._rules.ignored(rel, False)
+
+    def accepts(self, path: Path) -> bool:
+        """True if ``path`` (absolute, or relative to the root) is a file the walk would list
+        (content checks aside). Performs only stat/readlink calls and reads .gitignore files."""
+        p = os.path.abspath(os.path.join(self._given, os.fspath(path)))
+        rel = self._rel(p)
+        if rel is None or is_dotenv(rel) or not self._lexically_ok(rel):
+            return False
+        if os.path.islink(p) and not os.path.exists(p):
+            return False  # dangling link or loop (a deleted path is not a link: accepted)
+        real = os.path.realpath(p)
+        if is_dotenv(real) or not _inside(real, self._rules.root) or os.path.isdir(real):
+            return False
+        lexical = os.path.join(self._rules.root, *rel.split("/"))
+        if real == lexical:
+            return True
+        # reached through a symlink: accepted only if the real file is not walked itself
+        real_rel = os.path.relpath(real, self._rules.root).replace(os.sep, "/")
+        if self._rules.builtin_excluded(real_rel):
+            return False
+        return not self._lexically_ok(real_rel)

@@ -1,0 +1,82 @@
+"""Shared fixtures: one embedded FalkorDB per test session, a fresh graph per test."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import uuid
+from pathlib import Path
+
+import pytest
+
+from orbit_lsp.config import Settings
+from orbit_lsp.graph import embedded
+from orbit_lsp.graph.connection import GraphStore
+
+CASES = Path(__file__).resolve().parents[1].parent / "shared" / "cases"
+if not CASES.exists():  # CI lays shared/ beside the clone
+    CASES = Path(os.environ.get("ORBIT_CASES", CASES))
+
+
+@pytest.fixture(scope="session")
+def data_dir():
+    """A private data dir for the session's embedded FalkorDB (short path: unix socket limit)."""
+    d = Path(tempfile.mkdtemp(prefix="orbit-t-"))
+    old = os.environ.get("ORBIT_DATA_DIR")
+    os.environ["ORBIT_DATA_DIR"] = str(d)
+    yield d
+    embedded.stop(d)
+    if old is None:
+        os.environ.pop("ORBIT_DATA_DIR", None)
+    else:
+        os.environ["ORBIT_DATA_DIR"] = old
+    shutil.rmtree(d, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def settings(data_dir) -> Settings:
+    return Settings(data_dir=data_dir, falkordb_url=None)
+
+
+@pytest.fixture(scope="session")
+def store(settings) -> GraphStore:
+    s = GraphStore(settings)
+    s.connect()
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def graph(store):
+    """A fresh, empty graph, deleted after the test."""
+    g = store.graph("orbit_test_" + uuid.uuid4().hex[:12])
+    yield g
+    g.delete()
+
+
+@pytest.fixture
+def case_dir():
+    """Path of a shared case by its number prefix: ``case_dir("001")``."""
+    def _get(prefix: str) -> Path:
+        for d in CASES.iterdir():
+            if d.name.startswith(prefix + "-"):
+                return d
+        pytest.skip(f"shared case {prefix} not found in {CASES}")
+    return _get
+
+
+@pytest.fixture
+def case_workspace(case_dir, tmp_path):
+    """A private copy of a case's workspace (built with make_workspace.sh when the case has one)."""
+    def _make(prefix: str) -> Path:
+        d = case_dir(prefix)
+        ws = tmp_path / f"ws{prefix}"
+        script = d / "make_workspace.sh"
+        if script.exists():
+            subprocess.run(["sh", str(script), str(ws)], check=True, capture_output=True)
+        else:
+            shutil.copytree(d / "workspace", ws, symlinks=True)
+        return ws
+    return _make
