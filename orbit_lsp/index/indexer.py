@@ -84,7 +84,9 @@ class IndexReport:
 
 @contextlib.contextmanager
 def _gc_paused():
-    """(Un)pickling hundreds of thousands of small objects is 3x faster without the cyclic GC."""
+    """Pause the cyclic GC. Extraction and (un)pickling allocate hundreds of thousands of small
+    acyclic objects (AST nodes, facts); with the GC running, its repeated scans of the growing
+    heap made them 2.5-3x slower. Reference counting still frees everything."""
     enabled = gc.isenabled()
     gc.disable()
     try:
@@ -117,6 +119,48 @@ def parse_python(rel: str, data: bytes) -> tuple[pyx.PyFacts | None, str | None]
         return None, f"line {exc.lineno or 0}: {exc.msg}"
     except (ValueError, RecursionError, MemoryError) as exc:
         return None, f"line 0: {type(exc).__name__}: {exc}"
+
+
+def _parse_batch(items: list[tuple[str, bytes]]) -> list[tuple[str, pyx.PyFacts | None, str | None]]:
+    """Worker entry point: parse a batch of (rel, source) pairs."""
+    with _gc_paused():
+        return [(rel, *parse_python(rel, data)) for rel, data in items]
+
+
+PARALLEL_MIN_FILES = 300
+
+
+def parse_many(items: list[tuple[str, bytes]], workers: int | None = None) -> dict[str, tuple]:
+    """Parse many Python files, in worker processes when there are enough of them to pay for
+    starting the workers (measured: ~0.5 s of start-up against ~4 ms per file).
+    Returns ``{rel: (facts, error)}``."""
+    workers = workers or min(os.cpu_count() or 1, 8)
+    if workers < 2 or len(items) < PARALLEL_MIN_FILES:
+        return {rel: (f, e) for rel, f, e in _parse_batch(items)}
+    import concurrent.futures
+    import multiprocessing
+
+    # forkserver: safe in a multi-threaded process (the language server), unlike fork
+    ctx = multiprocessing.get_context("forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn")
+    # batches of similar total size, largest files first so the pool ends evenly
+    order = sorted(items, key=lambda it: -len(it[1]))
+    nbatch = workers * 8
+    batches: list[list] = [[] for _ in range(nbatch)]
+    sizes = [0] * nbatch
+    for it in order:
+        i = sizes.index(min(sizes))
+        batches[i].append(it)
+        sizes[i] += len(it[1])
+    out: dict[str, tuple] = {}
+    try:
+        with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+            for res in pool.map(_parse_batch, [b for b in batches if b]):
+                for rel, f, e in res:
+                    out[rel] = (f, e)
+    except (OSError, concurrent.futures.process.BrokenProcessPool) as exc:
+        log.warning("parallel parsing failed (%s); parsing in this process", exc)
+        return {rel: (f, e) for rel, f, e in _parse_batch(items)}
+    return out
 
 
 class WorkspaceIndexer:
@@ -205,12 +249,12 @@ class WorkspaceIndexer:
             return None
         return data
 
-    def _new_state(self, rel: str, data: bytes, old: FileState | None) -> FileState:
+    def _new_state(self, rel: str, data: bytes, old: FileState | None, parsed: tuple | None = None) -> FileState:
         lang = LANGS.get(os.path.splitext(rel)[1].lower(), "")
         h = content_hash(data)
         st = FileState(rel, lang, h, count_lines(data), seen_hash=h)
         if lang == "python":
-            facts, err = parse_python(rel, data)
+            facts, err = parsed if parsed is not None else parse_python(rel, data)
             if facts is not None:
                 st.facts = facts
             else:
@@ -233,7 +277,7 @@ class WorkspaceIndexer:
         only files whose content hash changed and rewrite only what changed.
         Returns an ``IndexReport``; raises ``FalkorDBOffline``.
         """
-        with self.lock:
+        with self.lock, _gc_paused():
             t0 = time.perf_counter()
             rep = IndexReport()
             timings = rep.timings
@@ -252,6 +296,7 @@ class WorkspaceIndexer:
             t1 = time.perf_counter()
             new_state: dict[str, FileState] = {}
             total = len(walk.files)
+            to_parse: list[tuple[str, bytes, FileState | None]] = []
             for i, sf in enumerate(walk.files):
                 if cancel is not None and cancel.is_set():
                     break
@@ -265,12 +310,16 @@ class WorkspaceIndexer:
                     new_state[rel] = old
                     rep.reused += 1
                 else:
-                    new_state[rel] = self._new_state(rel, data, old)
-                    rep.parsed += 1
-                    if new_state[rel].parse_error:
-                        rep.parse_errors[rel] = new_state[rel].parse_error
-                if progress is not None and (i % 50 == 0 or i == total - 1):
+                    to_parse.append((rel, data, old))
+                if progress is not None and (i % 200 == 0 or i == total - 1):
                     progress(i + 1, total, rel)
+            parsed = parse_many([(rel, data) for rel, data, _ in to_parse
+                                 if LANGS.get(os.path.splitext(rel)[1].lower()) == "python"])
+            for rel, data, old in to_parse:
+                st = new_state[rel] = self._new_state(rel, data, old, parsed.get(rel))
+                rep.parsed += 1
+                if st.parse_error:
+                    rep.parse_errors[rel] = st.parse_error
             timings["parse"] = time.perf_counter() - t1
             rep.skipped = sorted(self.skipped.items())
 
@@ -445,7 +494,7 @@ class WorkspaceIndexer:
         indexed one does nothing (so one save seen twice is indexed once). Returns an
         ``IndexReport`` whose ``parse_errors`` holds the syntax error, if any.
         """
-        with self.lock:
+        with self.lock, _gc_paused():
             t0 = time.perf_counter()
             rep = IndexReport(mode="incremental")
             rel = self.rel_of(path)
