@@ -180,6 +180,7 @@ class WorkspaceIndexer:
         self.lock = threading.RLock()
         self.last_index_time: float | None = None
         self.skipped: dict[str, str] = {}
+        self._written_root_package = ""  # root_package the graph's qualified names were built with
 
     # -- cache ------------------------------------------------------------------------------
     @property
@@ -192,6 +193,7 @@ class WorkspaceIndexer:
                 data = pickle.load(fh)
             if data.get("version") != CACHE_VERSION or data.get("root") != str(self.root):
                 return {}
+            self._written_root_package = data.get("root_package", "")
             return data["files"]
         except (OSError, pickle.PickleError, EOFError, KeyError, AttributeError, TypeError, ValueError):
             return {}
@@ -203,7 +205,8 @@ class WorkspaceIndexer:
         tmp = path.with_suffix(f".tmp{os.getpid()}")
         with self.lock, _gc_paused():
             with open(tmp, "wb") as fh:
-                pickle.dump({"version": CACHE_VERSION, "root": str(self.root), "files": self.state}, fh,
+                pickle.dump({"version": CACHE_VERSION, "root": str(self.root), "root_package": self.root_package,
+                             "files": self.state}, fh,
                             protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(tmp, path)
 
@@ -265,9 +268,14 @@ class WorkspaceIndexer:
                     st.facts, st.lines, st.hash = old.facts, old.lines, old.hash
         return st
 
+    @property
+    def root_package(self) -> str:
+        """The root directory's name when the root is itself a package (has ``__init__.py``)."""
+        return self.root.name if "__init__.py" in self.state and self.root.name.isidentifier() else ""
+
     def _resolver(self) -> Resolver:
         facts = {r: s.facts for r, s in self.state.items() if s.facts is not None}
-        return Resolver(facts, set(self.state), self.aliases)
+        return Resolver(facts, set(self.state), self.aliases, self.root_package)
 
     # -- full / re-open -----------------------------------------------------------------------
     def index_all(self, progress: Progress | None = None, cancel: threading.Event | None = None) -> IndexReport:
@@ -376,6 +384,7 @@ class WorkspaceIndexer:
         self._write_edges(w, rels)
         rep.written_files = len(rels)
         rep.mode = "full"
+        self._written_root_package = self.root_package
         rep.timings["write"] = time.perf_counter() - t
 
     # -- rows ---------------------------------------------------------------------------------
@@ -396,13 +405,14 @@ class WorkspaceIndexer:
         rows = []
         for s in st.facts.symbols:
             names = unresolved.get(s.qual, [])
-            rows.append({"file": rel, "qual": full_qual(rel, s.qual), "name": s.name, "kind": s.kind,
+            rows.append({"file": rel, "qual": full_qual(rel, s.qual, self.root_package), "name": s.name, "kind": s.kind,
                          "line": s.line, "end_line": s.end_line, "col": s.col,
                          "unresolved_calls": len(names), "unresolved_names": sorted(set(names))})
         return rows
 
     def _write_edges(self, w: GraphWriter, rels: list[str]) -> None:
         imports, pkgs, calls, inherits = [], [], [], []
+        rp = self.root_package
         for rel in rels:
             e = self.state[rel].edges
             if e is None:
@@ -416,11 +426,11 @@ class WorkspaceIndexer:
             for (src, dst_file, dst), c in sorted(e.calls.items()):
                 if dst_file not in self.state:
                     continue
-                calls.append({"src": full_qual(rel, src), "src_file": rel, "dst": full_qual(dst_file, dst),
+                calls.append({"src": full_qual(rel, src, rp), "src_file": rel, "dst": full_qual(dst_file, dst, rp),
                               "dst_file": dst_file, "line": c.lines[0], "lines": c.lines, "cols": c.cols,
                               "end_cols": c.end_cols, "resolved": c.resolved})
             for src, dst_file, dst in sorted(e.inherits):
-                inherits.append({"src": full_qual(rel, src), "src_file": rel, "dst": full_qual(dst_file, dst),
+                inherits.append({"src": full_qual(rel, src, rp), "src_file": rel, "dst": full_qual(dst_file, dst, rp),
                                  "dst_file": dst_file})
         w.create_imports(imports)
         w.create_package_uses(pkgs)
@@ -432,6 +442,10 @@ class WorkspaceIndexer:
                 rep: IndexReport) -> None:
         """Bring the graph from ``old_state`` to ``self.state``; ``changed`` are files whose
         state object is new (content changed or added)."""
+        if self.root_package != self._written_root_package:
+            # the root became (or stopped being) a package: every qualified name changes
+            self._full_build(rep)
+            return
         t = time.perf_counter()
         resolver = self._resolver()
         file_set_changed = set(old_state) != set(self.state)

@@ -8,7 +8,7 @@ No literal values, docstrings or default arguments are ever stored.
 Value references (hashable tuples, evaluated later in the scope they were found in):
 ``("n", name)`` a name; ``("a", base, attr)`` an attribute; ``("c", func, arg0)`` the result of a
 call (``arg0`` is the first positional argument's ref, kept for ``functools.partial``);
-``("s", base, key)`` a subscript with a constant key; ``("d", ((key, ref), ...))`` a dict literal;
+``("s", base, key)`` a subscript (``key`` a constant or None); ``("d", ((key, ref), ...))`` a dict literal;
 ``("lit", type)`` a literal of a builtin type; ``("u", (ref, ...))`` one of several values (``or``, conditional expression); ``("def", qual)`` a
 function or class defined in this file; ``("imod", spec)`` a module bound by ``import``;
 ``("ifrom", spec, name)`` a name bound by ``from … import``; ``("ann", ref)`` an instance of an
@@ -203,7 +203,7 @@ class _Extractor(ast.NodeVisitor):
             key = node.slice
             if isinstance(key, ast.Constant) and isinstance(key.value, (str, int)) and not isinstance(key.value, bool):
                 return ("s", self.ref(node.value), key.value)
-            return UNKNOWN
+            return ("s", self.ref(node.value), None)
         if isinstance(node, ast.Dict):
             items = []
             for k, v in zip(node.keys, node.values):
@@ -226,20 +226,33 @@ class _Extractor(ast.NodeVisitor):
         return UNKNOWN
 
     def ann_ref(self, node: ast.AST | None) -> tuple:
-        """Instance-of ref for a simple annotation (``Name``, dotted, or a string of one)."""
+        """Instance-of ref for an annotation: a class (``Widget``, ``mod.Widget``, ``"Widget"``),
+        ``Optional[X]``, ``X | None``, ``Union[X, Y]``, or a generic's origin (``list[str]``)."""
         if node is None:
             return UNKNOWN
-        if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            text = node.value.strip()
-            if re.fullmatch(r"[A-Za-z_][\w.]*", text):
-                parts = text.split(".")
-                r: tuple = ("n", parts[0])
-                for p in parts[1:]:
-                    r = ("a", r, p)
-                return ("ann", r)
+        if isinstance(node, ast.Constant):
+            if node.value is None:
+                return ("lit", "NoneType")
+            if isinstance(node.value, str) and len(node.value) < 200:
+                try:
+                    return self.ann_ref(ast.parse(node.value.strip(), mode="eval").body)
+                except (SyntaxError, ValueError, RecursionError):
+                    return UNKNOWN
             return UNKNOWN
         if isinstance(node, (ast.Name, ast.Attribute)):
             return ("ann", self.ref(node))
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.BitOr):
+            return ("u", (self.ann_ref(node.left), self.ann_ref(node.right)))
+        if isinstance(node, ast.Subscript):
+            origin = node.value.attr if isinstance(node.value, ast.Attribute) else getattr(node.value, "id", "")
+            args = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+            if origin == "Optional":
+                return ("u", (self.ann_ref(args[0]), ("lit", "NoneType")))
+            if origin == "Union":
+                return ("u", tuple(self.ann_ref(a) for a in args))
+            if origin == "Annotated":
+                return self.ann_ref(args[0])
+            return ("ann", self.ref(node.value))
         return UNKNOWN
 
     def _call_name(self, func: ast.AST) -> str:
@@ -290,6 +303,12 @@ class _Extractor(ast.NodeVisitor):
         value = self.ref(node.value)
         for t in node.targets:
             self._module_variable(t, node)
+            if (isinstance(t, (ast.Tuple, ast.List)) and isinstance(node.value, (ast.Tuple, ast.List))
+                    and len(t.elts) == len(node.value.elts)
+                    and not any(isinstance(e, ast.Starred) for e in t.elts + node.value.elts)):
+                for te, ve in zip(t.elts, node.value.elts):  # a, b = x, y
+                    self.bind_target(te, self.ref(ve) if isinstance(te, (ast.Name, ast.Attribute)) else UNKNOWN)
+                continue
             self.bind_target(t, value if isinstance(t, (ast.Name, ast.Attribute)) else UNKNOWN)
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:

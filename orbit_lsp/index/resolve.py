@@ -45,21 +45,25 @@ def package_info(top: str) -> tuple[str, bool, str]:
     return top, top in STDLIB, dists[0] if dists else ""
 
 
-def module_name(rel: str, src_is_root: bool = True) -> str:
+def module_name(rel: str, root_package: str = "") -> str:
     """Dotted module name of a workspace path: ``app/jenkins/build_tree.py`` ->
     ``app.jenkins.build_tree``; ``pkg/__init__.py`` -> ``pkg``; a leading ``src/`` is dropped
-    (``src`` layouts)."""
+    (``src`` layouts). When the workspace root is itself a package (``root_package``, its
+    directory name), names are prefixed with it, as Python would import them."""
     path = rel[:-3] if rel.endswith(".py") else rel
     if path.endswith("/__init__") or path == "__init__":
         path = path[: -len("__init__")].rstrip("/")
-    if src_is_root and path.startswith("src/"):
+    if path.startswith("src/"):
         path = path[4:]
-    return path.replace("/", ".")
+    dotted = path.replace("/", ".")
+    if root_package:
+        return f"{root_package}.{dotted}" if dotted else root_package
+    return dotted
 
 
-def full_qual(rel: str, qual: str) -> str:
+def full_qual(rel: str, qual: str, root_package: str = "") -> str:
     """Workspace-wide qualified name of a symbol (``module.Class.method``)."""
-    mod = module_name(rel)
+    mod = module_name(rel, root_package)
     if not qual:
         return mod or rel
     return f"{mod}.{qual}" if mod else qual
@@ -109,10 +113,12 @@ class Resolver:
     (any language); ``aliases``: in-workspace symlinked directory -> its target directory.
     """
 
-    def __init__(self, facts: dict[str, PyFacts], files: set[str], aliases: dict[str, str] | None = None):
+    def __init__(self, facts: dict[str, PyFacts], files: set[str], aliases: dict[str, str] | None = None,
+                 root_package: str = ""):
         self.facts = facts
         self.files = files
         self.aliases = dict(aliases or {})
+        self.root_package = root_package
         self.dirs: set[str] = {""}
         for f in files:
             parts = f.split("/")[:-1]
@@ -175,6 +181,11 @@ class Resolver:
         if not dotted:
             return ("missing", "")
         top = sub.split("/")[0]
+        if self.root_package and top == self.root_package:
+            # the workspace root is this package: ``rootpkg.a.b`` is ``a/b`` under the root
+            inner = sub[len(top) + 1:]
+            m = self._module_at(inner)
+            return m if m else ("missing", dotted)
         top_seen = False
         for root in self.roots_for(importer):
             path = f"{root}/{sub}" if root else sub
@@ -262,10 +273,12 @@ class Resolver:
             return self.call_result(self.ev(rel, si, ref[1]), rel, si, ref[2])
         if t == "s":
             base = self.ev(rel, si, ref[1])
-            if base is not None and base[0] == "dict":
+            if base is not None and base[0] == "dict" and ref[2] is not None:
                 for k, r in base[3]:
                     if k == ref[2]:
                         return self.ev(base[1], base[2], r)
+            if base is not None and base[0] in ("ext", "builtin"):
+                return ("ext", f"{base[1]}[]")  # an item of an external container is external
             return None
         if t == "d":
             return ("dict", rel, si, ref[1])
@@ -291,6 +304,8 @@ class Resolver:
             v = self.ev(rel, si, ref[1])
             if v is not None and v[0] == "sym" and v[3] == "class":
                 return ("inst", v[1], v[2])
+            if v is not None and v[0] in ("ext", "builtin"):
+                return ("ext", f"{v[1]}()")  # an instance of an external type
             return None
         return None
 
