@@ -336,15 +336,25 @@ class Resolver:
         return None
 
     def _star_lookup(self, rel: str, facts: PyFacts, name: str):
-        for spec in facts.stars:
-            m = self.find_module(spec, rel)
-            if m[0] == "mod":
-                v = self.module_binding(m, name)
-                if v is not None:
-                    return v
-            elif m[0] == "ext":
-                return None  # could come from the external module: unknown
-        return None
+        if not facts.stars:
+            return None
+        key = ("*", rel, name)
+        if key in self._active:  # star-import cycle
+            self._cut += 1
+            return None
+        self._active.add(key)
+        try:
+            for spec in facts.stars:
+                m = self.find_module(spec, rel)
+                if m[0] == "mod":
+                    v = self.module_binding(m, name)
+                    if v is not None:
+                        return v
+                elif m[0] == "ext":
+                    return None  # could come from the external module: unknown
+            return None
+        finally:
+            self._active.discard(key)
 
     def module_binding(self, mod, name: str):
         key = self.module_file(mod)
