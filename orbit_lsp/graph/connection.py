@@ -143,7 +143,8 @@ class Graph:
         self.store = store
         self.name = name
 
-    def _run(self, cypher: str, params: dict | None, timeout_ms: int | None, read_only: bool) -> QueryResult:
+    def _run(self, cypher: str, params: dict | None, timeout_ms: int | None, read_only: bool,
+             _again: bool = True) -> QueryResult:
         db = self.store.connect()
         timeout = int(timeout_ms or self.store.settings.query_timeout_ms)
         g = db.select_graph(self.name)
@@ -151,6 +152,9 @@ class Graph:
             res = g.ro_query(cypher, params, timeout=timeout) if read_only else g.query(cypher, params, timeout=timeout)
         except _TRANSPORT_ERRORS as exc:
             self.store.reset()
+            if _again and self.store.embedded and "connecting" in str(exc):
+                # the embedded server went away and the query was never sent: start it again
+                return self._run(cypher, params, timeout_ms, read_only, _again=False)
             raise FalkorDBOffline(self.store.where, str(exc) or type(exc).__name__) from exc
         except redis.exceptions.ResponseError as exc:
             msg = str(exc)

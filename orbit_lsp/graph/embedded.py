@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from orbit_lsp.graph.errors import FalkorDBOffline
 
@@ -71,12 +73,18 @@ def _read_pid(paths: EmbeddedPaths) -> int | None:
         return None
 
 
+def _client(socket_path: Path, timeout: float | None = 1.0, **kw) -> redis.Redis:
+    """A plain redis client on the socket that never retries (redis-py retries with backoff by
+    default, which turned a dead socket into seconds of waiting)."""
+    return redis.Redis(unix_socket_path=str(socket_path), socket_timeout=timeout,
+                       socket_connect_timeout=timeout, retry=Retry(NoBackoff(), 0), **kw)
+
+
 def ping(socket_path: Path, timeout: float = 1.0) -> bool:
     """True when a server answers PING on ``socket_path``."""
     if not socket_path.exists():
         return False
-    client = redis.Redis(unix_socket_path=str(socket_path), socket_timeout=timeout,
-                         socket_connect_timeout=timeout)
+    client = _client(socket_path, timeout)
     try:
         return bool(client.ping())
     except (redis.exceptions.RedisError, OSError):
@@ -96,7 +104,7 @@ def status(data_dir: Path) -> dict:
     running = ping(paths.socket)
     version = None
     if running:
-        client = redis.Redis(unix_socket_path=str(paths.socket), decode_responses=True)
+        client = _client(paths.socket, 5.0, decode_responses=True)
         try:
             for mod in client.execute_command("MODULE", "LIST"):
                 info = mod if isinstance(mod, dict) else dict(zip(mod[::2], mod[1::2]))
@@ -190,7 +198,7 @@ def stop(data_dir: Path, timeout: float = 10.0) -> bool:
     pid = _read_pid(paths)
     was_running = ping(paths.socket)
     if was_running:
-        client = redis.Redis(unix_socket_path=str(paths.socket))
+        client = _client(paths.socket, 30.0)
         try:
             client.shutdown(save=True)
         except redis.exceptions.RedisError:

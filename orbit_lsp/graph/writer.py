@@ -42,6 +42,10 @@ class GraphWriter:
         """Remove the symbols of ``paths`` (keeping the File nodes and their IMPORTS edges)."""
         self._run("UNWIND $rows AS p MATCH (s:Symbol {file: p}) DETACH DELETE s", paths)
 
+    def delete_symbol_rows(self, rows: Sequence[dict]) -> None:
+        """Remove single symbols, rows: {file, qual}."""
+        self._run("UNWIND $rows AS r MATCH (s:Symbol {qual: r.qual}) WHERE s.file = r.file DETACH DELETE s", rows)
+
     def delete_outgoing(self, paths: Sequence[str]) -> None:
         """Remove the edges that ``paths`` own: IMPORTS/USES_PACKAGE out of the files and
         CALLS/INHERITS out of their symbols."""

@@ -1,7 +1,7 @@
 """The workspace indexer: files on disk -> code graph, fully or one file at a time.
 
 ``WorkspaceIndexer`` keeps, per file, its content hash, its extracted facts and its resolved
-edges (in memory, and pickled under ``<data_dir>/cache`` between runs; the cache holds only
+edges (in memory, and in ``<data_dir>/cache/<graph>.sqlite`` between runs; the cache holds only
 structure, never file contents). Re-indexing one file replaces that file's subgraph and re-binds
 the calls *into* it from other files, so an incremental graph equals a full rebuild:
 
@@ -24,6 +24,7 @@ import hashlib
 import logging
 import os
 import pickle
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -181,34 +182,67 @@ class WorkspaceIndexer:
         self.last_index_time: float | None = None
         self.skipped: dict[str, str] = {}
         self._written_root_package = ""  # root_package the graph's qualified names were built with
+        self._touched: set[str] = set()  # files whose state changed since the cache was saved
+        self._touched_all = False
 
     # -- cache ------------------------------------------------------------------------------
     @property
     def cache_path(self) -> Path:
-        return Path(self.settings.data_dir) / "cache" / f"{self.graph.name}.pickle"
+        """SQLite file holding one pickled ``FileState`` per file (structure only)."""
+        return Path(self.settings.data_dir) / "cache" / f"{self.graph.name}.sqlite"
+
+    def _cache_db(self) -> sqlite3.Connection:
+        self.cache_path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.cache_path, timeout=30)
+        db.execute("PRAGMA synchronous = OFF")  # a cache: a torn write only costs a full rebuild
+        db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+        db.execute("CREATE TABLE IF NOT EXISTS files (rel TEXT PRIMARY KEY, state BLOB)")
+        return db
 
     def _load_cache(self) -> dict[str, FileState]:
         try:
-            with open(self.cache_path, "rb") as fh, _gc_paused():
-                data = pickle.load(fh)
-            if data.get("version") != CACHE_VERSION or data.get("root") != str(self.root):
-                return {}
-            self._written_root_package = data.get("root_package", "")
-            return data["files"]
-        except (OSError, pickle.PickleError, EOFError, KeyError, AttributeError, TypeError, ValueError):
+            db = self._cache_db()
+            try:
+                meta = dict(db.execute("SELECT key, value FROM meta"))
+                if meta.get("version") != str(CACHE_VERSION) or meta.get("root") != str(self.root):
+                    return {}
+                self._written_root_package = meta.get("root_package", "")
+                with _gc_paused():
+                    return {rel: pickle.loads(blob) for rel, blob in db.execute("SELECT rel, state FROM files")}
+            finally:
+                db.close()
+        except (sqlite3.Error, OSError, pickle.PickleError, EOFError, AttributeError, TypeError, ValueError):
             return {}
 
-    def save_cache(self) -> None:
-        """Persist the per-file state (structure only) for the next run's incremental open."""
-        path = self.cache_path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".tmp{os.getpid()}")
+    def save_cache(self, rels: set[str] | None = None) -> None:
+        """Persist per-file state for the next run's incremental open: every file, or only
+        ``rels`` (rows of files no longer indexed are deleted)."""
         with self.lock, _gc_paused():
-            with open(tmp, "wb") as fh:
-                pickle.dump({"version": CACHE_VERSION, "root": str(self.root), "root_package": self.root_package,
-                             "files": self.state}, fh,
-                            protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)
+            db = self._cache_db()
+            try:
+                with db:
+                    if rels is None:
+                        db.execute("DELETE FROM files")
+                        todo = self.state
+                    else:
+                        todo = {r: self.state[r] for r in rels if r in self.state}
+                        db.executemany("DELETE FROM files WHERE rel = ?", [(r,) for r in rels if r not in self.state])
+                    db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?)",
+                                   [(r, pickle.dumps(st, protocol=pickle.HIGHEST_PROTOCOL)) for r, st in todo.items()])
+                    db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                                   [("version", str(CACHE_VERSION)), ("root", str(self.root)),
+                                    ("root_package", self._written_root_package)])
+            finally:
+                db.close()
+
+    def _persist(self) -> None:
+        """Save what changed since the last save (everything after a full build)."""
+        if self._touched_all:
+            self.save_cache()
+        elif self._touched:
+            self.save_cache(self._touched)
+        self._touched_all = False
+        self._touched = set()
 
     def _graph_hashes(self) -> dict[str, str] | None:
         if not self.graph.exists():
@@ -350,7 +384,7 @@ class WorkspaceIndexer:
             rep.seconds = time.perf_counter() - t0
             self.last_index_time = time.time()
             t2 = time.perf_counter()
-            self.save_cache()
+            self._persist()
             timings["cache"] = time.perf_counter() - t2
             return rep
 
@@ -384,6 +418,7 @@ class WorkspaceIndexer:
         self._write_edges(w, rels)
         rep.written_files = len(rels)
         rep.mode = "full"
+        self._touched_all = True
         self._written_root_package = self.root_package
         rep.timings["write"] = time.perf_counter() - t
 
@@ -441,65 +476,72 @@ class WorkspaceIndexer:
     def _update(self, old_state: dict[str, FileState], changed: set[str], removed: set[str],
                 rep: IndexReport) -> None:
         """Bring the graph from ``old_state`` to ``self.state``; ``changed`` are files whose
-        state object is new (content changed or added)."""
+        state object is new (content changed or added).
+
+        Symbols of changed files are updated in place: only symbols that disappeared are
+        deleted (with the edges into them) and new ones created, so CALLS/INHERITS edges from
+        other files into surviving symbols stay. Files are re-resolved when the module table
+        changed (all of them) or when they consulted a changed file whose interface changed;
+        only those whose edges differ are rewritten."""
         if self.root_package != self._written_root_package:
             # the root became (or stopped being) a package: every qualified name changes
             self._full_build(rep)
             return
         t = time.perf_counter()
         resolver = self._resolver()
-        file_set_changed = set(old_state) != set(self.state)
         added = {r for r in changed if r not in old_state}
-        recreate: set[str] = set()  # existing files whose symbols are recreated
-        upsert: set[str] = set()    # existing files whose symbols are updated in place
+        iface_changed: set[str] = set()
         for rel in changed - added:
             old, new = old_state[rel], self.state[rel]
             old_if = old.facts.interface() if old.facts is not None else None
             new_if = new.facts.interface() if new.facts is not None else None
-            (upsert if old_if == new_if else recreate).add(rel)
-        if file_set_changed:
+            if old_if != new_if:
+                iface_changed.add(rel)
+        if set(old_state) != set(self.state):
             candidates = set(self.state)
         else:
             candidates = set(changed)
             for rel, st in self.state.items():
-                if st.edges is not None and st.edges.deps & recreate:
+                if st.edges is not None and st.edges.deps & iface_changed:
                     candidates.add(rel)
         rebind: set[str] = set()
         for rel in sorted(candidates):
             st = self.state[rel]
             new_edges = resolver.resolve_file(rel) if st.facts is not None else None
-            old_edges = st.edges
-            if rel in changed:
-                old_edges = old_state[rel].edges if rel in old_state else None
-            if rel in changed or rel in recreate or old_edges is None or new_edges is None \
-                    or old_edges.key() != new_edges.key():
+            old_edges = old_state[rel].edges if rel in old_state else None
+            if rel in changed or old_edges is None or new_edges is None or old_edges.key() != new_edges.key():
                 rebind.add(rel)
             st.edges = new_edges
-        # dependents of a recreated file lose their incoming CALLS/INHERITS with the old
-        # symbols: they must be rewritten even when their edges are equal.
-        for rel, st in self.state.items():
-            if st.edges is not None and st.edges.deps & recreate:
-                rebind.add(rel)
         rep.timings["resolve"] = time.perf_counter() - t
         t = time.perf_counter()
         w = GraphWriter(self.graph)
         ensure_indexes(self.graph)
         if removed:
             w.delete_files(sorted(removed))
-        if recreate:
-            w.delete_symbols(sorted(recreate))
-        existing_rebind = sorted(r for r in rebind if r not in added)
-        w.delete_outgoing(existing_rebind)
+        # symbols of changed files: delete vanished, create new, update the rest
+        gone_rows, new_rows, keep_rows = [], [], []
+        for rel in sorted(changed - added):
+            old_quals = {s.qual for s in old_state[rel].facts.symbols} if old_state[rel].facts else set()
+            rows = self._symbol_rows(rel)
+            new_quals = {s.qual for s in self.state[rel].facts.symbols} if self.state[rel].facts else set()
+            rp = self.root_package
+            gone_rows.extend({"file": rel, "qual": full_qual(rel, q, rp)} for q in sorted(old_quals - new_quals))
+            fresh = {full_qual(rel, q, rp) for q in new_quals - old_quals}
+            for row in rows:
+                (new_rows if row["qual"] in fresh else keep_rows).append(row)
+        w.delete_symbol_rows(gone_rows)
+        w.delete_outgoing(sorted(r for r in rebind if r not in added))
         w.create_files([self._file_row(r) for r in sorted(added)])
-        w.update_files([self._file_row(r) for r in sorted((rebind | upsert | recreate) - added)])
-        w.create_symbols([row for r in sorted(added | recreate) for row in self._symbol_rows(r)])
-        w.update_symbols([row for r in sorted((rebind | upsert) - added - recreate) for row in self._symbol_rows(r)])
+        w.update_files([self._file_row(r) for r in sorted((rebind | changed) - added)])
+        w.create_symbols(new_rows + [row for r in sorted(added) for row in self._symbol_rows(r)])
+        w.update_symbols(keep_rows + [row for r in sorted(rebind - changed) for row in self._symbol_rows(r)])
         self._write_edges(w, sorted(rebind))
         if removed or rebind:
             w.delete_unused_packages()
-        rep.written_files = len(rebind | upsert | recreate | added)
+        rep.written_files = len(rebind | changed)
         rep.removed_files = len(removed)
         rep.timings["write"] = time.perf_counter() - t
+        self._touched |= rebind | changed | removed | candidates
 
     def reindex_file(self, path: Path | str) -> IndexReport:
         """Re-index one file after it changed on disk (saved, created, or deleted).
@@ -508,6 +550,13 @@ class WorkspaceIndexer:
         indexed one does nothing (so one save seen twice is indexed once). Returns an
         ``IndexReport`` whose ``parse_errors`` holds the syntax error, if any.
         """
+        with self.lock:
+            try:
+                return self._reindex_file(path)
+            finally:
+                self._persist()
+
+    def _reindex_file(self, path: Path | str) -> IndexReport:
         with self.lock, _gc_paused():
             t0 = time.perf_counter()
             rep = IndexReport(mode="incremental")
@@ -539,6 +588,7 @@ class WorkspaceIndexer:
                     # keep the last good graph; only record the error
                     new.edges = old.edges
                     self.state[rel] = new
+                    self._touched.add(rel)
                     GraphWriter(self.graph).update_files([self._file_row(rel)])
                     rep.seconds = time.perf_counter() - t0
                     return rep
@@ -552,6 +602,13 @@ class WorkspaceIndexer:
 
     def remove_file(self, path: Path | str) -> IndexReport:
         """Remove a file (and, for a directory, every file under it) from the graph."""
+        with self.lock:
+            try:
+                return self._remove_file(path)
+            finally:
+                self._persist()
+
+    def _remove_file(self, path: Path | str) -> IndexReport:
         with self.lock:
             rep = IndexReport(mode="incremental")
             rel = self.rel_of(path)

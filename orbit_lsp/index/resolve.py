@@ -25,7 +25,9 @@ _BUILTINS = frozenset(dir(builtins)) | {"__name__", "__file__", "__doc__", "__sp
                                          "__annotations__", "__dict__", "__module__", "__qualname__"}
 STDLIB = frozenset(sys.stdlib_module_names)
 _OBJECT_ATTRS = frozenset(dir(object))
-_MAX_DEPTH = 48
+_MAX_DEPTH = 400  # a safety net against runaway recursion, far above real alias chains
+if sys.getrecursionlimit() < 10_000:
+    sys.setrecursionlimit(10_000)  # each evaluation level of _MAX_DEPTH uses a few frames
 
 
 @lru_cache(maxsize=1)
@@ -129,6 +131,7 @@ class Resolver:
         self._deps: set[str] = set()
         self._active: set = set()
         self._cut = 0
+        self._sub = 0  # deepest evaluation below the current one
 
     # -- module lookup ----------------------------------------------------------------------
     def _canon(self, path: str) -> str:
@@ -220,27 +223,37 @@ class Resolver:
         return self.facts.get(rel)
 
     def ev(self, rel: str, si: int, ref: tuple):
+        """Value of ``ref`` evaluated in scope ``si`` of file ``rel`` (None = unknown).
+
+        Results are memoised with the files they consulted and the evaluation depth they needed;
+        a memoised result is reused only where a fresh evaluation would fit in ``_MAX_DEPTH``
+        too, so what a call binds to never depends on what was evaluated before it (an
+        incremental graph equals a full rebuild)."""
         key = (rel, si, ref)
         hit = self.memo.get(key)
         if hit is not None:
-            val, deps = hit
-            self._deps |= deps
-            return val
-        if key in self._active or len(self._active) > _MAX_DEPTH:
+            val, deps, used = hit
+            if len(self._active) + used <= _MAX_DEPTH:
+                self._deps |= deps
+                if used > self._sub:
+                    self._sub = used
+                return val
+        if key in self._active or len(self._active) >= _MAX_DEPTH:
             self._cut += 1
             return None
         self._active.add(key)
-        saved_deps, saved_cut = self._deps, self._cut
-        self._deps, self._cut = set(), 0
+        saved_deps, saved_cut, saved_sub = self._deps, self._cut, self._sub
+        self._deps, self._cut, self._sub = set(), 0, 0
         try:
             val = self._ev(rel, si, ref)
         finally:
-            deps, cut = self._deps, self._cut
+            deps, cut, used = self._deps, self._cut, self._sub + 1
             self._deps = saved_deps | deps
             self._cut = saved_cut + cut
+            self._sub = max(saved_sub, used)
             self._active.discard(key)
         if not cut:
-            self.memo[key] = (val, frozenset(deps))
+            self.memo[key] = (val, frozenset(deps), used)
         return val
 
     @staticmethod

@@ -1,0 +1,97 @@
+"""Smoke test of the benchmarks (bench/run.py) on a tiny corpus, so they cannot rot.
+
+Runs every subcommand in-process through ``bench.run.main`` on a copy of shared case 002, against
+the session's embedded FalkorDB, writing to a temporary results file. Nothing is timed or asserted
+about speed here: only that each benchmark runs, measures what it says and leaves the corpus as it
+found it.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `bench` is not an installed package
+
+from bench import run as bench  # noqa: E402
+
+
+@pytest.fixture
+def tiny(case_workspace, tmp_path, store):
+    ws = case_workspace("002")
+    cache = tmp_path / "bench-cache"
+    results = tmp_path / "RESULTS.md"
+    yield ws, cache, results
+    # the graph of the corpus copy, then nothing of the benchmark is left on the session server
+    corpus, _ = bench.prepare_corpus(str(ws), cache)
+    store.graph(bench.code_graph_name(corpus)).delete()
+
+
+def _run(argv, settings, ws, cache, results):
+    return bench.main([*argv, "--corpus", str(ws), "--cache-dir", str(cache), "--results", str(results)],
+                      settings=settings)
+
+
+def test_bench_subcommands_on_tiny_corpus(tiny, settings, capsys):
+    ws, cache, results = tiny
+    before = {p.relative_to(ws): p.read_bytes() for p in ws.rglob("*.py")}
+
+    assert _run(["index"], settings, ws, cache, results) == 0
+    assert _run(["reindex", "--n", "4"], settings, ws, cache, results) == 0
+    assert _run(["queries", "--repeat", "2"], settings, ws, cache, results) == 0
+
+    text = results.read_text()
+    assert text.startswith("# Benchmark results")
+    for name in ("index", "reindex", "queries"):
+        assert f"· {name} ·" in text
+        assert f"`python -m bench.run {name} " in text and f"--corpus {ws} " in text
+    assert "Python " in text and "cores" in text and "FalkorDB" in text
+    assert "ratio cold / baseline GC on" in text
+    assert "interface changed" in text and "no interface change" in text
+    assert "impact (1..4 hops)" in text and "callers (depth 1)" in text and "call chain" in text
+    assert "cProfile of the slowest edit" in text
+    assert "equal those before: yes" in text
+    assert "| callers (depth 1) |" in capsys.readouterr().out  # the table is printed too
+
+    # the original corpus is untouched; the copy is restored after the edits
+    assert {p.relative_to(ws): p.read_bytes() for p in ws.rglob("*.py")} == before
+    corpus, _ = bench.prepare_corpus(str(ws), cache)
+    assert {p.relative_to(corpus): p.read_bytes() for p in corpus.rglob("*.py")} == before
+    assert not list((cache / "journal").glob("*.pickle"))
+
+
+def test_bench_functions_report_figures(tiny, settings):
+    ws, cache, _ = tiny
+    corpus, label = bench.prepare_corpus(str(ws), cache)
+    rep = bench.run_index(corpus, label, settings, "test", repeat=1)
+    run = rep.data["runs"][0]
+    assert run["cold"].files == 4 and run["cold"].symbols > 0 and run["reopen"].mode == "unchanged"
+    assert rep.data["counts"]["calls"] >= 2 and rep.data["ratio_gc_on"] > 0
+
+    rep = bench.run_reindex(corpus, label, settings, "test", n=4, cache_dir=cache, profile=False)
+    cases = rep.data["cases"]
+    assert len(cases) == 4
+    assert any(c["interface_changed"] for c in cases) and any(not c["interface_changed"] for c in cases)
+    assert rep.data["counts_before"] == rep.data["counts_after"]
+
+    rep = bench.run_queries(corpus, label, settings, "test", repeat=1)
+    s = rep.data["samples"]
+    assert s["impact (1..4 hops)"] and s["callers (depth 1)"] and s["file_symbols (lens data)"]
+    # case 002: Other.process -> make_child -> Child is a 2-hop path (with a 1-hop shortcut)
+    assert rep.data["pairs"] and rep.data["chains_found"] == len(rep.data["pairs"])
+
+
+def test_edits_parse_and_keep_or_change_the_interface():
+    import ast
+    import random
+
+    src = b'def f(x):\n    """doc"""\n    return x\n\nclass A:\n    def m(self): return 1\n'
+    rng = random.Random(0)
+    body, what = bench.make_edit(src, False, 1, rng)
+    ast.parse(body)
+    assert what == "body line in f()" and body.count(b"\n") == src.count(b"\n") + 1
+    iface, what = bench.make_edit(src, True, 2, rng)
+    assert "_orbit_bench_fn_2" in ast.dump(ast.parse(iface))
+    assert bench.pct([1, 2, 3, 4], 50) == 2 and bench.pct(list(range(1, 21)), 95) == 19
