@@ -25,7 +25,7 @@ from redis.retry import Retry
 
 from orbit_lsp.graph.errors import FalkorDBOffline
 
-START_TIMEOUT_S = 15.0
+START_TIMEOUT_S = 30.0
 _MAX_SOCKET_PATH = 100  # AF_UNIX paths are limited to ~107 bytes
 
 
@@ -190,7 +190,7 @@ def _start(paths: EmbeddedPaths) -> None:
                           f"see {paths.logfile}")
 
 
-def stop(data_dir: Path, timeout: float = 10.0) -> bool:
+def stop(data_dir: Path, timeout: float = 30.0) -> bool:
     """Stop the embedded server of ``data_dir`` (saving its data). Returns True if one was
     running. Processes still connected will report "FalkorDB offline" until it is started again.
     """
