@@ -146,7 +146,7 @@ def record(report: Report, machine: dict, results: Path | None) -> str:
     return text
 
 
-def machine_info(settings: Settings, load: tuple | None = None) -> dict:
+def machine_info(settings: Settings, load: tuple | None = None, code: str | None = None) -> dict:
     mem_gib = None
     try:
         with open("/proc/meminfo") as fh:
@@ -167,7 +167,7 @@ def machine_info(settings: Settings, load: tuple | None = None) -> dict:
         "falkordb": st.get("falkordb_version"), "falkordb_py": client_v, "platform": platform.platform(),
         "load": load,
     }
-    info["code"] = code_version()
+    info["code"] = code or code_version()
     info["summary"] = (f"{info['cores']} cores, {mem_gib:.1f} GiB RAM, {platform.system()} {platform.machine()}, "
                        f"Python {info['python']}, FalkorDB {info['falkordb'] or '?'} (embedded), "
                        f"falkordb-py {client_v}; load average (1/5/15 min) at start {load[0]:.2f}/{load[1]:.2f}/{load[2]:.2f}, "
@@ -943,6 +943,7 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> int
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     load = os.getloadavg()
+    code = code_version()  # at the start: others may commit while a benchmark runs
     command = "python -m bench.run " + shlex.join(argv)
     own_server = settings is None
     if settings is None:
@@ -963,7 +964,7 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> int
             report = run_queries(corpus, label, settings, command, repeat=args.repeat, k=args.k, seed=args.seed)
     finally:
         orbit_log.setLevel(level)
-    record(report, machine_info(settings, load), None if args.no_record else args.results)
+    record(report, machine_info(settings, load, code), None if args.no_record else args.results)
     return 0
 
 
