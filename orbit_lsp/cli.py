@@ -182,12 +182,9 @@ class Ctx:
         from orbit_lsp.config import Settings
 
         self.args = args
-        url = args.falkordb_url
-        if url is not None and not url.startswith(("redis://", "rediss://", "unix://")):
-            raise UsageError("--falkordb-url must start with redis://, rediss:// or unix://")
         try:
             self.settings = Settings.from_env(
-                falkordb_url=url,
+                falkordb_url=args.falkordb_url,
                 data_dir=Path(args.data_dir).expanduser() if args.data_dir else None)
         except ValidationError as exc:
             err = exc.errors()[0]
@@ -195,7 +192,8 @@ class Ctx:
             raise UsageError(f"invalid setting {field}: {err.get('msg')}") from None
         url = self.settings.falkordb_url
         if url is not None and not url.startswith(("redis://", "rediss://", "unix://")):
-            raise UsageError("ORBIT_FALKORDB_URL must start with redis://, rediss:// or unix://")
+            origin = "--falkordb-url" if args.falkordb_url is not None else "ORBIT_FALKORDB_URL"
+            raise UsageError(f"{origin} must start with redis://, rediss:// or unix://")
         self.json = bool(getattr(args, "json", False))
         self._store = None
 
@@ -472,8 +470,7 @@ def cmd_impact(ctx: Ctx) -> int:
         raise UsageError(f"{ctx.args.file} is a directory; impact takes a file")
     hops = ctx.args.max_hops or ctx.settings.max_hops
     ans = queries.impact(graph, rel, max_hops=hops)
-    in_graph = not any("not in the graph" in n for n in ans.notes)
-    if not in_graph:
+    if not ans.found:
         if not (root / rel).exists():
             raise UsageError(f"no such file in {root}: {ctx.args.file}")
         raise CliError(f"{rel} is not in the graph of {root} (not a Python file, excluded or skipped)")
@@ -614,20 +611,6 @@ def cmd_cypher(ctx: Ctx) -> int:
     return 0
 
 
-class _RecordingGraph:
-    """Delegates ``ro_query`` to a graph and records each statement (for ``export``)."""
-
-    def __init__(self, graph):
-        self.graph = graph
-        self.name = graph.name
-        self.store = graph.store
-        self.cypher: list[dict] = []
-
-    def ro_query(self, query: str, params: dict | None = None, timeout_ms: int | None = None):
-        self.cypher.append({"query": query, "params": params or {}})
-        return self.graph.ro_query(query, params, timeout_ms=timeout_ms)
-
-
 def cmd_export(ctx: Ctx) -> int:
     from orbit_lsp.graph import queries
 
@@ -639,8 +622,8 @@ def cmd_export(ctx: Ctx) -> int:
         if not target.parent.is_dir():
             raise UsageError(f"no such directory: {target.parent}")
     root, graph = _workspace_graph(ctx)
-    rec = _RecordingGraph(graph)
-    doc = {"workspace": str(root), "graph": graph.name, **queries.export(rec)}
+    rec = queries.Answer()
+    doc = {"workspace": str(root), "graph": graph.name, **queries.export(graph, rec)}
     text = _dumps(doc, separators=(",", ":")) + "\n"
     if out == "-":
         sys.stdout.write(text)

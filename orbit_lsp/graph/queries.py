@@ -18,14 +18,18 @@ MAX_HOPS = 4
 
 @dataclass
 class Answer:
+    """``found`` is False when the file or symbol asked about is not in the graph (an unknown
+    target, as opposed to a known one with no rows)."""
+
     rows: list[dict] = field(default_factory=list)
     cypher: list[dict] = field(default_factory=list)  # [{"query": str, "params": dict}]
     notes: list[str] = field(default_factory=list)
+    found: bool = True
 
-    def run(self, graph: Graph, query: str, params: dict | None = None) -> list[list]:
+    def run(self, graph: Graph, query: str, params: dict | None = None, timeout_ms: int | None = None) -> list[list]:
         """Run a read query, record it, return its raw rows."""
         params = params or {}
-        res = graph.ro_query(query, params)
+        res = graph.ro_query(query, params, timeout_ms=timeout_ms)
         self.cypher.append({"query": query, "params": params})
         return res.rows
 
@@ -179,6 +183,7 @@ def impact(graph: Graph, path: str, max_hops: int = MAX_HOPS) -> Answer:
     ans = Answer()
     if not ans.run(graph, "MATCH (f:File {path: $p}) RETURN count(f)", {"p": path})[0][0]:
         ans.notes.append(f"{path} is not in the graph (not indexed or skipped)")
+        ans.found = False
         return ans
     q = ("MATCH (d:File)-[:IMPORTS]->(f:File) WHERE f.path IN $frontier "
          "RETURN DISTINCT d.path")
@@ -213,6 +218,7 @@ def file_context(graph: Graph, path: str) -> Answer:
                 for r in rows]
     if not rows:
         ans.notes.append(f"{path} is not in the graph (not indexed or skipped)")
+        ans.found = False
     return ans
 
 
@@ -284,15 +290,16 @@ def counts(graph: Graph) -> Answer:
     return ans
 
 
-def export(graph: Graph) -> dict:
+def export(graph: Graph, ans: Answer | None = None) -> dict:
     """The whole graph as plain data: {"files": [...], "symbols": [...], "packages": [...],
     "edges": [{"type", "from", "to", ...properties}]} with nodes identified by path (files),
     ``file::qual`` (symbols) or name (packages); lists are sorted, so two exports of equal
-    graphs are equal."""
+    graphs are equal. The queries run are recorded in ``ans`` when one is given."""
+    ans = ans if ans is not None else Answer()
     t = 120_000
-    files = [r[0] for r in graph.ro_query("MATCH (f:File) RETURN properties(f)", timeout_ms=t).rows]
-    symbols = [r[0] for r in graph.ro_query("MATCH (s:Symbol) RETURN properties(s)", timeout_ms=t).rows]
-    packages = [r[0] for r in graph.ro_query("MATCH (p:Package) RETURN properties(p)", timeout_ms=t).rows]
+    files = [r[0] for r in ans.run(graph, "MATCH (f:File) RETURN properties(f)", timeout_ms=t)]
+    symbols = [r[0] for r in ans.run(graph, "MATCH (s:Symbol) RETURN properties(s)", timeout_ms=t)]
+    packages = [r[0] for r in ans.run(graph, "MATCH (p:Package) RETURN properties(p)", timeout_ms=t)]
     edges = []
     for etype, q in (
         ("DEFINES", "MATCH (a:File)-[e:DEFINES]->(b:Symbol) RETURN a.path, b.file + '::' + b.qual, properties(e)"),
@@ -301,7 +308,7 @@ def export(graph: Graph) -> dict:
         ("CALLS", "MATCH (a:Symbol)-[e:CALLS]->(b:Symbol) RETURN a.file + '::' + a.qual, b.file + '::' + b.qual, properties(e)"),
         ("INHERITS", "MATCH (a:Symbol)-[e:INHERITS]->(b:Symbol) RETURN a.file + '::' + a.qual, b.file + '::' + b.qual, properties(e)"),
     ):
-        for a, b, props in graph.ro_query(q, timeout_ms=t).rows:
+        for a, b, props in ans.run(graph, q, timeout_ms=t):
             edges.append({"type": etype, "from": a, "to": b, **props})
     key = lambda d: sorted((k, repr(v)) for k, v in d.items())  # noqa: E731
     return {"files": sorted(files, key=key), "symbols": sorted(symbols, key=key),

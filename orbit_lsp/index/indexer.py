@@ -286,9 +286,9 @@ class WorkspaceIndexer:
             return None
         return data
 
-    def _new_state(self, rel: str, data: bytes, old: FileState | None, parsed: tuple | None = None) -> FileState:
+    def _new_state(self, rel: str, data: bytes, h: str, old: FileState | None,
+                   parsed: tuple | None = None) -> FileState:
         lang = LANGS.get(os.path.splitext(rel)[1].lower(), "")
-        h = content_hash(data)
         st = FileState(rel, lang, h, count_lines(data), seen_hash=h)
         if lang == "python":
             facts, err = parsed if parsed is not None else parse_python(rel, data)
@@ -323,7 +323,8 @@ class WorkspaceIndexer:
             t0 = time.perf_counter()
             rep = IndexReport()
             timings = rep.timings
-            walk = walk_workspace(self.root, self.settings.max_file_bytes, self.settings.exclude)
+            walk = walk_workspace(self.root, self.settings.max_file_bytes, self.settings.exclude,
+                                  classify=False)  # _read classifies the bytes it reads
             self.aliases = walk.aliases
             self.skipped = dict(walk.skipped)
             timings["walk"] = time.perf_counter() - t0
@@ -352,13 +353,13 @@ class WorkspaceIndexer:
                     new_state[rel] = old
                     rep.reused += 1
                 else:
-                    to_parse.append((rel, data, old))
+                    to_parse.append((rel, data, h, old))
                 if progress is not None and (i % 200 == 0 or i == total - 1):
                     progress(i + 1, total, rel)
-            parsed = parse_many([(rel, data) for rel, data, _ in to_parse
+            parsed = parse_many([(rel, data) for rel, data, _, _ in to_parse
                                  if LANGS.get(os.path.splitext(rel)[1].lower()) == "python"])
-            for rel, data, old in to_parse:
-                st = new_state[rel] = self._new_state(rel, data, old, parsed.get(rel))
+            for rel, data, h, old in to_parse:
+                st = new_state[rel] = self._new_state(rel, data, h, old, parsed.get(rel))
                 rep.parsed += 1
                 if st.parse_error:
                     rep.parse_errors[rel] = st.parse_error
@@ -581,7 +582,7 @@ class WorkspaceIndexer:
                 if old is not None and old.seen_hash == h:
                     rep.mode = "unchanged"
                     return rep
-                new = self._new_state(rel, data, old)
+                new = self._new_state(rel, data, h, old)
                 if new.parse_error:
                     rep.parse_errors[rel] = new.parse_error
                 if old is not None and new.parse_error and new.facts is old.facts:

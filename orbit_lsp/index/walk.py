@@ -188,8 +188,11 @@ class _Rules:
             os.path.join(self.root, *dirs[:i + 1], "pyvenv.cfg")) for i, d in enumerate(dirs))
 
 
-def walk_workspace(root: Path, max_file_bytes: int = 2_000_000, exclude: list[str] = ()) -> WalkResult:
+def walk_workspace(root: Path, max_file_bytes: int = 2_000_000, exclude: list[str] = (),
+                   classify: bool = True) -> WalkResult:
     """Walk ``root`` (see the module docstring for the rules) and return a ``WalkResult``.
+    With ``classify=False`` files are not opened: only the size limit is applied here and the
+    caller, which reads each file anyway, runs ``classify_file`` on the bytes it reads.
     Unreadable files are skipped with an ``"unreadable: ..."`` reason; unreadable
     directories are logged and left out. Raises ``NotADirectoryError`` if ``root`` is not
     a directory."""
@@ -207,6 +210,8 @@ def walk_workspace(root: Path, max_file_bytes: int = 2_000_000, exclude: list[st
         seen_files.add(real)
         if size > max_file_bytes:
             reason = f"larger than {max_file_bytes} bytes"
+        elif not classify:
+            reason = None
         else:
             try:
                 with open(abs_, "rb") as f:
