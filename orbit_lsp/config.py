@@ -11,7 +11,8 @@ import os
 from pathlib import Path
 
 import platformdirs
-from pydantic import BaseModel, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
+from pydantic.alias_generators import to_camel
 
 APP_NAME = "orbit-lsp"
 
@@ -37,7 +38,10 @@ class Settings(BaseModel):
     - ``exclude``: extra gitignore-style patterns excluded from indexing.
     """
 
-    falkordb_url: str | None = None
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+    falkordb_url: str | None = Field(default=None, validation_alias=AliasChoices(
+        "falkordb_url", "falkordbUrl", "falkordbURL"))
     data_dir: Path = Field(default_factory=default_data_dir)
     query_timeout_ms: int = Field(default=5000, ge=1)
     row_cap: int = Field(default=500, ge=1, le=100_000)
@@ -63,3 +67,44 @@ class Settings(BaseModel):
                 values[field] = os.environ[var]
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
+
+
+def _flatten(options: dict | None) -> dict:
+    """Accept ``{"falkordb": {"url": …}}`` as well as flat keys (camelCase or snake_case)."""
+    names = {to_camel(f): f for f in Settings.model_fields} | {"falkordbURL": "falkordb_url"}
+    out: dict = {}
+    for key, value in (options or {}).items():
+        if key == "falkordb" and isinstance(value, dict):
+            if "url" in value:
+                out["falkordb_url"] = value["url"]
+        elif key in Settings.model_fields or key in names:
+            out[names.get(key, key)] = value
+    return out
+
+
+def settings_from_sources(*layers: dict | None) -> tuple[Settings, list[str]]:
+    """Build settings from the environment and then each layer (e.g. LSP initialization options,
+    then the client's ``orbit`` configuration section), later layers winning.
+
+    Returns ``(settings, problems)``: a value that does not validate is dropped (its default or
+    environment value is used) and named in ``problems`` as ``"orbit.<setting>: <reason>"``.
+    """
+    merged: dict = {}
+    for layer in layers:
+        for key, value in _flatten(layer).items():
+            if value is not None:
+                merged[key] = value
+    problems: list[str] = []
+    for _ in range(len(merged) + 1):
+        try:
+            return Settings.from_env(**merged), problems
+        except ValidationError as exc:
+            bad = set()
+            for err in exc.errors():
+                loc = err.get("loc") or ("?",)
+                name = str(loc[0])
+                problems.append(f"orbit.{to_camel(name)}: {err.get('msg')} (using the default)")
+                bad.add(name)
+            bad |= {names_snake for names_snake in merged if to_camel(names_snake) in bad}
+            merged = {k: v for k, v in merged.items() if k not in bad}
+    return Settings.from_env(), problems

@@ -20,19 +20,19 @@ if not CASES.exists():  # CI lays shared/ beside the clone
     CASES = Path(os.environ.get("ORBIT_CASES", CASES))
 
 
+# A private data dir for the session's embedded FalkorDB (short path: unix socket limit). Set at
+# import so that language servers started by pytest-lsp fixtures (which start before other
+# fixtures are resolved) inherit it too.
+_SESSION_DATA_DIR = Path(tempfile.mkdtemp(prefix="orbit-t-"))
+os.environ["ORBIT_DATA_DIR"] = str(_SESSION_DATA_DIR)
+os.environ.pop("ORBIT_FALKORDB_URL", None)
+
+
 @pytest.fixture(scope="session")
 def data_dir():
-    """A private data dir for the session's embedded FalkorDB (short path: unix socket limit)."""
-    d = Path(tempfile.mkdtemp(prefix="orbit-t-"))
-    old = os.environ.get("ORBIT_DATA_DIR")
-    os.environ["ORBIT_DATA_DIR"] = str(d)
-    yield d
-    embedded.stop(d)
-    if old is None:
-        os.environ.pop("ORBIT_DATA_DIR", None)
-    else:
-        os.environ["ORBIT_DATA_DIR"] = old
-    shutil.rmtree(d, ignore_errors=True)
+    yield _SESSION_DATA_DIR
+    embedded.stop(_SESSION_DATA_DIR)
+    shutil.rmtree(_SESSION_DATA_DIR, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -313,3 +313,65 @@ def export(graph: Graph, ans: Answer | None = None) -> dict:
     key = lambda d: sorted((k, repr(v)) for k, v in d.items())  # noqa: E731
     return {"files": sorted(files, key=key), "symbols": sorted(symbols, key=key),
             "packages": sorted(packages, key=key), "edges": sorted(edges, key=key)}
+
+
+# -- positions (editor features) ------------------------------------------------------------------
+def target_at(graph: Graph, path: str, line: int, byte_col: int) -> Answer:
+    """What sits at a position of file ``path`` (1-based ``line``, UTF-8 ``byte_col``):
+
+    - the name of a definition -> ``{"type": "symbol", "symbol": {...}, "how": "definition"}``;
+    - the callee of a bound call -> ``{"type": "symbol", "symbol": {...}, "how": "call"}``
+      (for an instantiation, the class rather than its ``__init__``);
+    - an import statement -> ``{"type": "file", "path": …}`` for each imported workspace file
+      and ``{"type": "package", "name": …}`` for each package.
+    ``rows`` is empty when nothing orbit knows is there (``found`` stays True: the file is known).
+    """
+    ans = Answer()
+    defs = ans.run(graph, f"MATCH (s:Symbol {{file: $p, line: $line}}) WHERE s.kind <> 'module' "
+                          f"RETURN {SYMBOL_FIELDS}", {"p": path, "line": line})
+    for r in defs:
+        s = _sym(r)
+        if s["col"] <= byte_col < s["col"] + len(s["name"].encode("utf-8")):
+            ans.rows = [{"type": "symbol", "symbol": s, "how": "definition"}]
+            return ans
+    calls = ans.run(graph, "MATCH (c:Symbol {file: $p})-[e:CALLS]->(s:Symbol) WHERE $line IN e.lines "
+                           f"RETURN e.lines, e.cols, e.end_cols, e.resolved, {SYMBOL_FIELDS}",
+                    {"p": path, "line": line})
+    hits = []
+    for lines, cols, ends, resolved, *sym in calls:
+        for ln, c, e in zip(lines, cols, ends):
+            if ln == line and c <= byte_col < max(e, c + 1):
+                hits.append((e - c, resolved == "init", _sym(sym)))
+    if hits:
+        hits.sort(key=lambda h: (h[0], h[1], h[2]["qual"]))
+        ans.rows = [{"type": "symbol", "symbol": hits[0][2], "how": "call"}]
+        return ans
+    for (dst,) in ans.run(graph, "MATCH (:File {path: $p})-[e:IMPORTS {line: $line}]->(f:File) RETURN f.path ORDER BY f.path",
+                          {"p": path, "line": line}):
+        ans.rows.append({"type": "file", "path": dst})
+    for (name,) in ans.run(graph, "MATCH (:File {path: $p})-[e:USES_PACKAGE {line: $line}]->(k:Package) RETURN k.name ORDER BY k.name",
+                           {"p": path, "line": line}):
+        ans.rows.append({"type": "package", "name": name})
+    return ans
+
+
+def symbol_callers(graph: Graph, path: str, qual: str, ans: Answer | None = None) -> Answer:
+    """Direct callers of one symbol (by file and qualified name) with their call sites:
+    ``rows`` = caller symbol dicts + ``lines``, ``cols``, ``end_cols`` (UTF-8 byte columns in the
+    caller's file), ``resolved``."""
+    ans = ans or Answer()
+    rows = ans.run(graph, f"MATCH (s:Symbol)-[e:CALLS]->(t:Symbol {{qual: $q}}) WHERE t.file = $p "
+                          f"RETURN {SYMBOL_FIELDS}, e.lines, e.cols, e.end_cols, e.resolved ORDER BY file, line",
+                   {"q": qual, "p": path})
+    ans.rows = [{**_sym(r[:8]), "lines": r[8], "cols": r[9], "end_cols": r[10], "resolved": r[11]} for r in rows]
+    return ans
+
+
+def symbol_callees(graph: Graph, path: str, qual: str, ans: Answer | None = None) -> Answer:
+    """Direct callees of one symbol, same shape as ``symbol_callers`` (sites are in ``path``)."""
+    ans = ans or Answer()
+    rows = ans.run(graph, f"MATCH (t:Symbol {{qual: $q}})-[e:CALLS]->(s:Symbol) WHERE t.file = $p "
+                          f"RETURN {SYMBOL_FIELDS}, e.lines, e.cols, e.end_cols, e.resolved ORDER BY file, line",
+                   {"q": qual, "p": path})
+    ans.rows = [{**_sym(r[:8]), "lines": r[8], "cols": r[9], "end_cols": r[10], "resolved": r[11]} for r in rows]
+    return ans

@@ -1,0 +1,126 @@
+"""Custom requests: ``orbit/impact`` and ``orbit/status``.
+
+Params are taken raw and validated here, so a malformed request gets an InvalidParams error
+instead of no answer at all.
+
+``orbit/impact`` params: ``{"textDocument": {"uri"}, "position"?: {"line", "character"}}``.
+Result: ``{"target": {...}, "dependents": [{"path", "uri", "hops"}], "callers": [...] | null,
+"cypher": [{"query", "params"}], "notes": [...]}``; ``target`` is ``{"type": "file", "path",
+"uri"}`` or ``{"type": "symbol", "qual", "name", "kind", "path", "uri", "line"}`` (1-based) or
+``{"type": "package", "name"}``; ``callers`` is set when a symbol is targeted (each with
+``path``, ``uri``, ``qual``, ``line``, ``depth``).
+
+``orbit/status`` params: none. Result: ``{"falkordb": {"where", "mode", "online", "error"},
+"workspaces": [{"root", "graph", "files", "symbols", "calls", "imports", "last_index"}]}``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+
+from orbit_lsp.graph import queries
+from orbit_lsp.server.app import REQUEST_FAILED, OrbitServer, raw_params
+
+
+def _text_document_uri(params: dict) -> str:
+    td = params.get("textDocument")
+    uri = td.get("uri") if isinstance(td, dict) else None
+    if not isinstance(uri, str) or not uri:
+        raise JsonRpcInvalidParams("params.textDocument.uri (a string) is required")
+    return uri
+
+
+def _position(params: dict) -> tuple[int, int] | None:
+    pos = params.get("position")
+    if pos is None:
+        return None
+    if not isinstance(pos, dict):
+        raise JsonRpcInvalidParams("params.position must be an object {line, character}")
+    line, ch = pos.get("line"), pos.get("character")
+    if not (isinstance(line, int) and isinstance(ch, int)) or isinstance(line, bool) or line < 0 or ch < 0:
+        raise JsonRpcInvalidParams("params.position.line and .character must be non-negative integers")
+    return line, ch
+
+
+class Feature:
+    def __init__(self, server: OrbitServer):
+        self.server = server
+
+    def register(self) -> None:
+        self.server.on("orbit/impact", self.impact)
+        self.server.on("orbit/status", self.status)
+
+    async def impact(self, params: Any) -> dict:
+        from lsprotocol import types
+
+        p = raw_params(params)
+        uri = _text_document_uri(p)
+        pos = _position(p)
+        ls = self.server
+        owner = ls.locate(uri)
+        if owner is None:
+            raise JsonRpcException(f"{uri} is not in an indexed workspace folder", code=REQUEST_FAILED)
+        ix, rel = owner
+        path = ix.root / rel
+        target: dict | None = None
+        cypher: list[dict] = []
+        notes: list[str] = []
+        if pos is not None:
+            line1, col = ls.to_graph_position(path, types.Position(*pos))
+            at = await ls.query(queries.target_at, ix.graph, rel, line1, col)
+            cypher += at.cypher
+            if at.rows:
+                target = at.rows[0]
+        callers = None
+        if target is None or target["type"] == "file":
+            file_rel = target["path"] if target else rel
+            ans = await ls.query(queries.impact, ix.graph, file_rel, ls.settings.max_hops)
+            target = {"type": "file", "path": file_rel, "uri": ls.uri_of(ix.root / file_rel)}
+        elif target["type"] == "package":
+            ans = await ls.query(queries.package_users, ix.graph, target["name"])
+            target = {"type": "package", "name": target["name"]}
+        else:
+            s = target["symbol"]
+            ans = await ls.query(queries.impact, ix.graph, s["file"], ls.settings.max_hops)
+            walk = await ls.query(queries.callers, ix.graph, s["qual"], ls.settings.max_hops)
+            cypher += walk.cypher
+            mine = next((r for r in walk.rows if r["target"]["file"] == s["file"]), None)
+            callers = [{"qual": c["qual"], "name": c["name"], "kind": c["kind"], "path": c["file"],
+                        "uri": ls.uri_of(ix.root / c["file"]), "line": c["line"], "depth": c["depth"]}
+                       for c in (mine["callers"] if mine else [])]
+            if mine and mine["unresolved_elsewhere"]:
+                notes.append(f"{mine['unresolved_elsewhere']} call sites that could not be bound use the name "
+                             f"'{s['name']}': they may call it too")
+            target = {"type": "symbol", "qual": s["qual"], "name": s["name"], "kind": s["kind"],
+                      "path": s["file"], "uri": ls.uri_of(ix.root / s["file"]), "line": s["line"]}
+        cypher += ans.cypher
+        notes += ans.notes
+        if target["type"] == "package":
+            dependents = [{"path": r["path"], "uri": ls.uri_of(ix.root / r["path"]), "hops": 1} for r in ans.rows]
+        else:
+            dependents = [{"path": r["path"], "uri": ls.uri_of(ix.root / r["path"]), "hops": r["hops"]}
+                          for r in ans.rows]
+        return {"target": target, "dependents": dependents, "callers": callers, "cypher": cypher, "notes": notes}
+
+    async def status(self, params: Any = None) -> dict:
+        raw_params(params)
+        ls = self.server
+        online = ls.offline is None and await self._healthy()
+        out = {"falkordb": {"where": ls.store.where, "mode": "embedded" if ls.store.embedded else "external",
+                            "online": online, "error": str(ls.offline) if ls.offline else None},
+               "workspaces": []}
+        for ix in ls.workspaces.all():
+            entry: dict[str, Any] = {"root": str(ix.root), "graph": ix.graph.name,
+                                     "last_index": ix.last_index_time, "skipped": len(ix.skipped)}
+            if online and ix.last_index_time is not None:
+                counts = (await ls.query(queries.counts, ix.graph)).rows[0]
+                entry.update(counts)
+            out["workspaces"].append(entry)
+        return out
+
+    async def _healthy(self) -> bool:
+        import asyncio
+
+        return await asyncio.get_running_loop().run_in_executor(self.server.query_pool, self.server.store.healthy)
