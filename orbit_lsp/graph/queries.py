@@ -375,3 +375,169 @@ def symbol_callees(graph: Graph, path: str, qual: str, ans: Answer | None = None
                    {"q": qual, "p": path})
     ans.rows = [{**_sym(r[:8]), "lines": r[8], "cols": r[9], "end_cols": r[10], "resolved": r[11]} for r in rows]
     return ans
+
+
+# -- workspace symbols and diagnostics (editor features) ------------------------------------------
+def workspace_symbols(graph: Graph, text: str, limit: int = 200) -> Answer:
+    """Symbols (modules excluded) whose name contains ``text``, case-insensitively; an empty
+    ``text`` matches every symbol. Best matches first: exact name (rank 0), then name prefix
+    (1), then the rest (2), each by (lower-cased name, file, line).
+
+    ``rows``: symbol dicts + ``rank``, at most ``limit``; a note says when more matched.
+    One scan of the Symbol nodes (~30-60 ms on a 80k-symbol graph)."""
+    ans = Answer()
+    limit = max(0, int(limit))
+    q = (text or "").lower()
+    if not q:
+        cypher = ("MATCH (s:Symbol) WHERE s.kind <> 'module' WITH s, toLower(s.name) AS n, 2 AS rank "
+                  f"ORDER BY n, s.file, s.line LIMIT $limit RETURN {SYMBOL_FIELDS}, rank")
+    else:
+        cypher = ("MATCH (s:Symbol) WHERE s.kind <> 'module' WITH s, toLower(s.name) AS n WHERE n CONTAINS $q "
+                  "WITH s, n, CASE WHEN n = $q THEN 0 WHEN n STARTS WITH $q THEN 1 ELSE 2 END AS rank "
+                  f"ORDER BY rank, n, s.file, s.line LIMIT $limit RETURN {SYMBOL_FIELDS}, rank")
+    rows = ans.run(graph, cypher, {"q": q, "limit": limit + 1})
+    if len(rows) > limit:
+        ans.notes.append(f"more than {limit} symbols match '{text}'; showing the first {limit}")
+        rows = rows[:limit]
+    ans.rows = [{**_sym(r[:8]), "rank": r[8]} for r in rows]
+    return ans
+
+
+def _strongly_connected(nodes: list[str], adj: dict[str, list[str]]) -> list[list[str]]:
+    """Tarjan's strongly connected components (iterative: import graphs can be deep)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    on_stack: set[str] = set()
+    stack: list[str] = []
+    comps: list[list[str]] = []
+    counter = 0
+    for root in nodes:
+        if root in index:
+            continue
+        work = [(root, 0)]
+        while work:
+            v, i = work.pop()
+            if i == 0:
+                index[v] = low[v] = counter
+                counter += 1
+                stack.append(v)
+                on_stack.add(v)
+            succ = adj.get(v, [])
+            recursed = False
+            while i < len(succ):
+                w = succ[i]
+                i += 1
+                if w not in index:
+                    work.append((v, i))
+                    work.append((w, 0))
+                    recursed = True
+                    break
+                if w in on_stack:
+                    low[v] = min(low[v], index[w])
+            if recursed:
+                continue
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on_stack.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                comps.append(sorted(comp))
+            if work:
+                parent = work[-1][0]
+                low[parent] = min(low[parent], low[v])
+    return comps
+
+
+def import_cycles(graph: Graph) -> Answer:
+    """Import cycles between workspace files: every IMPORTS edge in one query, then strongly
+    connected components (Tarjan) in Python. An edge whose two ends are in the same component
+    lies on a cycle.
+
+    ``rows``: one per such edge, sorted by (path, line, imports): {"path", "line" (1-based
+    line of the import in ``path``), "imports" (the imported file), "cycle": [path, imports, …,
+    path] (the shortest cycle through that edge), "component": [every file of the component]};
+    ``notes``: one line per component.
+
+    Edges travel as node ids (half the transfer of paths: ~20 ms for the 9k IMPORTS edges of the
+    standard library); paths are looked up in a second query only when there is a cycle. A write
+    between the two queries can make one answer stale (an edge whose file vanished is dropped);
+    callers re-run after every index anyway."""
+    ans = Answer()
+    edges = ans.run(graph, "MATCH (a:File)-[e:IMPORTS]->(b:File) RETURN id(a), id(b), e.line", timeout_ms=60_000)
+    adj: dict = {}
+    for a, b, _line in edges:
+        if a != b:
+            adj.setdefault(a, []).append(b)
+    comps = [c for c in _strongly_connected(sorted(adj), adj) if len(c) > 1]
+    if not comps:
+        return ans
+    path_of = dict(ans.run(graph, "MATCH (f:File) RETURN id(f), f.path", timeout_ms=60_000))
+    in_cycle = {n for c in comps for n in c}
+    padj: dict[str, list[str]] = {}
+    line_of: dict[tuple[str, str], int] = {}
+    comp_of: dict[str, list[str]] = {}
+    for c in comps:
+        members = sorted(path_of[n] for n in c if n in path_of)
+        for m in members:
+            comp_of[m] = members
+    for a, b, line in edges:
+        if a in in_cycle and b in in_cycle and a != b and a in path_of and b in path_of:
+            pa, pb = path_of[a], path_of[b]
+            if comp_of.get(pa) is not comp_of.get(pb):
+                continue
+            padj.setdefault(pa, []).append(pb)
+            line_of[(pa, pb)] = min(line_of.get((pa, pb), line or 0), line or 0)
+    for a in padj:
+        padj[a] = sorted(set(padj[a]))
+
+    def tree(src: str) -> dict[str, str]:
+        """BFS parents from ``src`` over the cycle edges."""
+        parent: dict[str, str] = {src: src}
+        frontier = [src]
+        while frontier:
+            nxt = []
+            for u in frontier:
+                for w in padj.get(u, ()):
+                    if w not in parent:
+                        parent[w] = u
+                        nxt.append(w)
+            frontier = nxt
+        return parent
+
+    trees: dict[str, dict[str, str]] = {}  # one BFS per imported file, shared by its importers
+    out = []
+    for a in sorted(padj):
+        for b in padj[a]:
+            parent = trees.get(b)
+            if parent is None:
+                parent = trees[b] = tree(b)
+            if a not in parent:
+                continue  # only after a concurrent write: the component fell apart
+            back = [a]
+            while back[-1] != b:
+                back.append(parent[back[-1]])
+            out.append({"path": a, "line": line_of[(a, b)], "imports": b, "cycle": [a] + back[::-1],
+                        "component": comp_of[a]})
+    out.sort(key=lambda r: (r["path"], r["line"], r["imports"]))
+    ans.rows = out
+    for members in sorted({id(m): m for m in comp_of.values()}.values()):
+        ans.notes.append(f"import cycle among {len(members)} files: " + ", ".join(members))
+    return ans
+
+
+def file_problems(graph: Graph) -> Answer:
+    """Files with a syntax error or unresolved workspace imports, in one query.
+
+    ``rows``: [{"path", "parse_error": "line N: message" | None, "unresolved_imports":
+    ["line:module", …], "has_graph": bool}] sorted by path; ``has_graph`` says whether the file
+    has a graph at all (False: it never parsed, so no last good graph is kept)."""
+    ans = Answer()
+    rows = ans.run(graph, "MATCH (f:File) WHERE f.parse_error IS NOT NULL OR f.unresolved_imports IS NOT NULL "
+                          "OPTIONAL MATCH (f)-[:DEFINES]->(m:Symbol {kind: 'module'}) "
+                          "RETURN f.path, f.parse_error, f.unresolved_imports, count(m) ORDER BY f.path")
+    ans.rows = [{"path": r[0], "parse_error": r[1], "unresolved_imports": list(r[2] or []), "has_graph": r[3] > 0}
+                for r in rows]
+    return ans

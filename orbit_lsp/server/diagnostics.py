@@ -1,11 +1,209 @@
-"""Placeholder: being written."""
+"""Diagnostics from the graph, published with ``textDocument/publishDiagnostics`` after every
+(re-)index of a folder, for every file of the folder that has some (open in the editor or not):
 
+- **import cycles** (Warning, code ``import-cycle``): every import line of a file whose
+  imported file is in the same strongly connected component, naming the shortest cycle
+  through that import ("import cycle: a.py → b.py → a.py"), with the other imports of the
+  cycle as related information when the client takes it;
+- **syntax errors** (Error, code ``syntax-error``): the line of ``File.parse_error``, saying
+  that the file's last good graph is kept (or that it is not in the graph yet);
+- **unresolved workspace imports** (Hint, code ``unresolved-import``).
+
+A re-index of one file can change cycles anywhere (and the resolution of other files), so every
+refresh recomputes the folder's whole set from the graph — every IMPORTS edge (components are
+computed in Python, ``queries.import_cycles``) and the files with problems
+(``queries.file_problems``) — off the event loop, and publishes only the files whose
+diagnostics changed, including empty lists for files whose diagnostics went away. A file's
+diagnostics are rebuilt (which reads its lines, to size the ranges in the client's encoding)
+only when its graph facts changed or it was re-indexed. Refreshes of one folder never overlap:
+a re-index during a refresh schedules one more.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from pathlib import Path
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+
+from orbit_lsp.graph import queries
+from orbit_lsp.index.indexer import WorkspaceIndexer
 from orbit_lsp.server.app import OrbitServer
+from orbit_lsp.server.hierarchy import LineCache
+
+log = logging.getLogger("orbit_lsp.server")
+SOURCE = "orbit"
+_PARSE_ERROR = re.compile(r"^line (\d+): (.*)$", re.S)
+
+Key = tuple
+
+
+def _key(d: types.Diagnostic) -> Key:
+    r = d.range
+    return (r.start.line, r.start.character, r.end.line, r.end.character, d.severity, d.code, d.message)
 
 
 class Feature:
     def __init__(self, server: OrbitServer):
         self.server = server
+        # folder root -> uri -> (keys of the published diagnostics)
+        self.published: dict[Path, dict[str, tuple[Key, ...]]] = {}
+        # folder root -> rel -> (the graph facts a file's diagnostics were built from, them)
+        self.built: dict[Path, dict[str, tuple[tuple, list[types.Diagnostic]]]] = {}
+        # folder root -> files re-indexed since the last refresh (None: all of them)
+        self.pending: dict[Path, set[str] | None] = {}
+        self.tasks: dict[Path, asyncio.Task] = {}
 
     def register(self) -> None:
-        pass
+        pass  # diagnostics are pushed after indexing (``after_index``), not requested
+
+    # -- scheduling ---------------------------------------------------------------------------
+    def after_index(self, ix: WorkspaceIndexer, rels: set[str] | None) -> None:
+        """Called on the event loop after (re-)indexing ``ix`` (``rels``: the files re-indexed,
+        None for the whole folder). Schedules a refresh of the folder's diagnostics."""
+        if rels is None or ix.root in self.pending and self.pending[ix.root] is None:
+            self.pending[ix.root] = None
+        else:
+            self.pending.setdefault(ix.root, set()).update(rels)  # type: ignore[union-attr]
+        task = self.tasks.get(ix.root)
+        if task is None or task.done():
+            self.tasks[ix.root] = asyncio.ensure_future(self._refresh(ix))
+
+    async def _refresh(self, ix: WorkspaceIndexer) -> None:
+        ls = self.server
+        while ix.root in self.pending:
+            changed = self.pending.pop(ix.root)
+            try:
+                cycles = await ls.query(queries.import_cycles, ix.graph)
+                problems = await ls.query(queries.file_problems, ix.graph)
+                loop = asyncio.get_running_loop()
+                wanted = await loop.run_in_executor(ls.query_pool, self.build, ix, cycles.rows, problems.rows, changed)
+            except JsonRpcException as exc:  # FalkorDB offline: recovery re-indexes, which calls us again
+                log.info("diagnostics of %s not refreshed: %s", ix.root, exc)
+                self.built.pop(ix.root, None)
+                return
+            except Exception:  # noqa: BLE001 - never let a bug here take the server down
+                log.exception("diagnostics of %s failed", ix.root)
+                self.built.pop(ix.root, None)
+                return
+            self.publish(ix.root, wanted)
+        self.forget_removed()
+
+    # -- building -----------------------------------------------------------------------------
+    def build(self, ix: WorkspaceIndexer, cycles: list[dict], problems: list[dict],
+              changed: set[str] | None = None) -> dict[str, list[types.Diagnostic]]:
+        """uri -> diagnostics of every file of folder ``ix`` that has some. ``changed``: the
+        files re-indexed since the last build (None: all); the diagnostics of any other file
+        whose graph facts are the same as last time are reused as they were (their ranges need
+        the file's lines: this runs in a worker thread and reads only what it must)."""
+        ls = self.server
+        lines = LineCache(ls)
+        caps = ls.client_capabilities
+        pd = caps.text_document.publish_diagnostics if caps and caps.text_document else None
+        related_ok = bool(pd and pd.related_information)
+
+        facts: dict[str, dict] = {}
+        for r in cycles:
+            facts.setdefault(r["path"], {}).setdefault("cycles", []).append(r)
+        for p in problems:
+            facts.setdefault(p["path"], {})["problem"] = p
+        line_of = {(r["path"], r["imports"]): r["line"] for r in cycles}
+
+        before = self.built.get(ix.root, {})
+        built: dict[str, tuple[tuple, list[types.Diagnostic]]] = {}
+        result: dict[str, list[types.Diagnostic]] = {}
+        for rel, f in sorted(facts.items()):
+            path = ix.root / rel
+            owner = ls.workspaces.owner(path)
+            if owner is None or owner[0] is not ix:
+                continue  # only files of the folder that serves them
+            cyc = f.get("cycles", [])
+            prob = f.get("problem") or {}
+            key = (tuple((r["line"], r["imports"], tuple(r["cycle"]), len(r["component"])) for r in cyc),
+                   prob.get("parse_error"), prob.get("has_graph"), tuple(prob.get("unresolved_imports") or ()),
+                   tuple(line_of.get((a, b)) for r in cyc for a, b in zip(r["cycle"][1:-1], r["cycle"][2:])))
+            files = {rel} | {p for r in cyc for p in r["cycle"]}
+            old = before.get(rel)
+            if old is not None and old[0] == key and changed is not None and not (files & changed):
+                diags = old[1]
+            else:
+                diags = self._diagnostics(ix, rel, cyc, prob, line_of, lines, related_ok)
+            built[rel] = (key, diags)
+            result[ls.uri_of(path)] = diags
+        self.built[ix.root] = built
+        return result
+
+    def _diagnostics(self, ix: WorkspaceIndexer, rel: str, cycles: list[dict], problem: dict,
+                     line_of: dict[tuple[str, str], int], lines: LineCache, related_ok: bool) -> list[types.Diagnostic]:
+        ls = self.server
+        path = ix.root / rel
+        out: list[types.Diagnostic] = []
+        seen: set[tuple[int, str]] = set()
+        for r in cycles:
+            message = "import cycle: " + " → ".join(r["cycle"])
+            if (r["line"], message) in seen:
+                continue
+            seen.add((r["line"], message))
+            if len(r["component"]) > len(r["cycle"]) - 1:
+                message += f" (one of {len(r['component'])} files that import each other in a loop)"
+            related = None
+            if related_ok:
+                related = []
+                cyc = r["cycle"]
+                for a, b in zip(cyc[1:-1], cyc[2:]):
+                    p = ix.root / a
+                    related.append(types.DiagnosticRelatedInformation(
+                        location=types.Location(uri=ls.uri_of(p), range=lines.line_range(p, line_of.get((a, b)) or 1)),
+                        message=f"{a} imports {b}"))
+            out.append(types.Diagnostic(
+                range=lines.line_range(path, r["line"] or 1), message=message, severity=types.DiagnosticSeverity.Warning,
+                code="import-cycle", source=SOURCE, related_information=related or None))
+
+        err = problem.get("parse_error")
+        if err:
+            m = _PARSE_ERROR.match(err)
+            line1, msg = (int(m.group(1)), m.group(2)) if m else (1, err)
+            keep = ("the last good graph of this file is kept until it parses again" if problem.get("has_graph")
+                    else "this file is not in the graph until it parses")
+            out.append(types.Diagnostic(
+                range=lines.line_range(path, max(1, line1)), message=f"syntax error: {msg} ({keep})",
+                severity=types.DiagnosticSeverity.Error, code="syntax-error", source=SOURCE))
+        for entry in problem.get("unresolved_imports") or ():
+            ln, _, module = str(entry).partition(":")
+            try:
+                line1 = int(ln)
+            except ValueError:
+                line1, module = 1, str(entry)
+            out.append(types.Diagnostic(
+                range=lines.line_range(path, max(1, line1)),
+                message=f"unresolved import '{module}': no such module in this workspace",
+                severity=types.DiagnosticSeverity.Hint, code="unresolved-import", source=SOURCE))
+        out.sort(key=lambda d: (d.range.start.line, d.severity or 0, d.message))
+        return out
+
+    # -- publishing ---------------------------------------------------------------------------
+    def publish(self, root: Path, wanted: dict[str, list[types.Diagnostic]]) -> None:
+        """Send the files whose diagnostics changed since the last publish for ``root``
+        (an empty list for files that have none any more)."""
+        before = self.published.get(root, {})
+        now: dict[str, tuple[Key, ...]] = {}
+        for uri, diags in wanted.items():
+            keys = tuple(_key(d) for d in diags)
+            now[uri] = keys
+            if before.get(uri) != keys:
+                self.server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=diags))
+        for uri in before:
+            if uri not in now:
+                self.server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=[]))
+        self.published[root] = now
+
+    def forget_removed(self) -> None:
+        """Clear the diagnostics of folders that are no longer served."""
+        served = {ix.root for ix in self.server.workspaces.all()}
+        for root in [r for r in self.published if r not in served]:
+            self.publish(root, {})
+            del self.published[root]
+            self.built.pop(root, None)

@@ -1,6 +1,121 @@
-"""Placeholder: being written."""
+"""Call hierarchy (``textDocument/prepareCallHierarchy``, ``callHierarchy/incomingCalls``,
+``callHierarchy/outgoingCalls``) and ``workspace/symbol``, served from the graph.
 
+Items carry ``data = {"file", "qual"}`` (workspace-relative path and qualified name): the
+incoming/outgoing requests look the symbol up by exactly that, so same-named symbols elsewhere
+are never mixed in. An item's ``range`` spans the definition's full lines (``line`` ..
+``end_line``), its ``selectionRange`` the name; call sites (``fromRanges``) are the callee
+expressions, converted from the graph's UTF-8 byte columns into the negotiated encoding on the
+file that contains them (the caller's file for incoming calls, the item's own file for outgoing
+calls). A call made at module level comes from the file's module symbol, shown as a Module
+item named after the file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+
+from orbit_lsp.graph import queries
+from orbit_lsp.index.indexer import WorkspaceIndexer
 from orbit_lsp.server.app import OrbitServer
+
+WORKSPACE_SYMBOL_LIMIT = 200
+
+KINDS = {
+    "function": types.SymbolKind.Function,
+    "method": types.SymbolKind.Method,
+    "class": types.SymbolKind.Class,
+    "variable": types.SymbolKind.Variable,
+    "module": types.SymbolKind.Module,
+}
+
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+class LineCache:
+    """File lines for one request: the open document when there is one (what the client
+    sees), else the file on disk; each file is read once. Lines are split on the LSP line breaks
+    only (``\\n``, ``\\r\\n``, ``\\r``) — the ones ``ast`` counts — not on form feeds or other
+    characters that ``str.splitlines`` also breaks at. Conversions are those of
+    ``OrbitServer.to_position``: graph positions are (1-based line, UTF-8 byte column); LSP
+    positions are 0-based in the negotiated encoding."""
+
+    def __init__(self, ls: OrbitServer):
+        self.ls = ls
+        self.codec = ls.workspace.position_codec
+        self.files: dict[Path, list[str]] = {}
+
+    def lines(self, path: Path) -> list[str]:
+        got = self.files.get(path)
+        if got is None:
+            doc = self.ls.workspace.text_documents.get(self.ls.uri_of(path))
+            if doc is not None:
+                text = doc.source
+            else:
+                try:
+                    with open(path, "rb") as fh:
+                        text = fh.read().decode("utf-8", errors="replace")
+                except OSError:
+                    text = ""
+            got = self.files[path] = _LINE_BREAK.split(text)
+        return got
+
+    def line(self, path: Path, line1: int) -> str:
+        lines = self.lines(path)
+        return lines[line1 - 1] if 1 <= line1 <= len(lines) else ""
+
+    def count(self, path: Path) -> int:
+        lines = self.lines(path)
+        return len(lines) - (1 if lines and lines[-1] == "" else 0)
+
+    def position(self, path: Path, line1: int, byte_col: int) -> types.Position:
+        prefix = self.line(path, line1).encode("utf-8")[:max(0, byte_col)].decode("utf-8", errors="ignore")
+        return types.Position(line=max(0, line1 - 1), character=self.codec.client_num_units(prefix))
+
+    def graph_position(self, path: Path, pos: types.Position) -> tuple[int, int]:
+        """(1-based line, UTF-8 byte column) of an LSP position; a character past the end of
+        the line means the end of the line."""
+        text = self.line(path, pos.line + 1)
+        units = chars = 0
+        for ch in text:
+            if units >= pos.character:
+                break
+            units += self.codec.client_num_units(ch)
+            chars += 1
+        return pos.line + 1, len(text[:chars].encode("utf-8"))
+
+    def line_end(self, path: Path, line1: int) -> types.Position:
+        return types.Position(line=max(0, line1 - 1), character=self.codec.client_num_units(self.line(path, line1)))
+
+    def line_range(self, path: Path, line1: int) -> types.Range:
+        """The whole of 1-based line ``line1`` (clamped to the file's last line)."""
+        n = self.count(path)
+        if n and line1 > n:
+            line1 = n
+        line1 = max(1, line1)
+        return types.Range(types.Position(line1 - 1, 0), self.line_end(path, line1))
+
+    def name_range(self, path: Path, line1: int, byte_col: int, name: str) -> types.Range:
+        start = self.position(path, line1, byte_col)
+        return types.Range(start, types.Position(start.line, start.character + self.codec.client_num_units(name)))
+
+    def site_range(self, path: Path, line1: int, col: int, end_col: int) -> types.Range:
+        """A call site: the callee expression on ``line1`` from byte ``col`` to ``end_col``."""
+        return types.Range(self.position(path, line1, col), self.position(path, line1, max(col, end_col)))
+
+
+def _data(item: types.CallHierarchyItem) -> tuple[str, str] | None:
+    data = item.data
+    if hasattr(data, "_asdict"):
+        data = data._asdict()
+    if isinstance(data, dict) and isinstance(data.get("file"), str) and isinstance(data.get("qual"), str):
+        return data["file"], data["qual"]
+    return None
 
 
 class Feature:
@@ -8,4 +123,119 @@ class Feature:
         self.server = server
 
     def register(self) -> None:
-        pass
+        ls = self.server
+        ls.on(types.TEXT_DOCUMENT_PREPARE_CALL_HIERARCHY, self.prepare, types.CallHierarchyOptions())
+        ls.on(types.CALL_HIERARCHY_INCOMING_CALLS, self.incoming)
+        ls.on(types.CALL_HIERARCHY_OUTGOING_CALLS, self.outgoing)
+        ls.on(types.WORKSPACE_SYMBOL, self.workspace_symbol, types.WorkspaceSymbolOptions(resolve_provider=False))
+
+    # -- items -------------------------------------------------------------------------------
+    def item(self, ix: WorkspaceIndexer, s: dict, lines: LineCache) -> types.CallHierarchyItem:
+        """A CallHierarchyItem for graph symbol dict ``s`` (``queries.SYMBOL_FIELDS`` shape)."""
+        path = ix.root / s["file"]
+        line = s["line"] or 1
+        end = lines.line_end(path, max(line, s["end_line"] or line))
+        if s["kind"] == "module":
+            name = s["file"]
+            rng = types.Range(types.Position(0, 0), end)
+            sel = types.Range(types.Position(0, 0), types.Position(0, 0))
+        else:
+            name = s["name"]
+            sel = lines.name_range(path, line, s["col"] or 0, s["name"])
+            if (end.line, end.character) < (sel.end.line, sel.end.character):
+                end = sel.end  # the file changed since it was indexed: keep the name inside
+            rng = types.Range(types.Position(line - 1, 0), end)
+        return types.CallHierarchyItem(
+            name=name, kind=KINDS.get(s["kind"], types.SymbolKind.Function), uri=self.server.uri_of(path),
+            range=rng, selection_range=sel, detail=s["qual"], data={"file": s["file"], "qual": s["qual"]})
+
+    async def _target(self, item: types.CallHierarchyItem) -> tuple[WorkspaceIndexer, str, str] | None:
+        """(indexer, file, qual) of an item: from its ``data``, else from what the graph has at
+        the start of its selection range."""
+        ls = self.server
+        owner = ls.locate(item.uri)
+        if owner is None:
+            return None
+        ix, rel = owner
+        got = _data(item)
+        if got is not None:
+            return ix, got[0], got[1]
+        line1, col = LineCache(ls).graph_position(ix.root / rel, item.selection_range.start)
+        at = await ls.query(queries.target_at, ix.graph, rel, line1, col)
+        syms = [r["symbol"] for r in at.rows if r["type"] == "symbol"]
+        return (ix, syms[0]["file"], syms[0]["qual"]) if syms else None
+
+    # -- handlers ----------------------------------------------------------------------------
+    async def prepare(self, params: types.CallHierarchyPrepareParams) -> list[types.CallHierarchyItem] | None:
+        ls = self.server
+        owner = ls.locate(params.text_document.uri)
+        if owner is None:
+            return None
+        ix, rel = owner
+        lines = LineCache(ls)
+        line1, col = lines.graph_position(ix.root / rel, params.position)
+        at = await ls.query(queries.target_at, ix.graph, rel, line1, col)
+        syms = [r["symbol"] for r in at.rows if r["type"] == "symbol" and r["symbol"]["kind"] != "module"]
+        if not syms:
+            return None
+        return [self.item(ix, syms[0], lines)]
+
+    async def incoming(self, params: types.CallHierarchyIncomingCallsParams) -> list[types.CallHierarchyIncomingCall] | None:
+        target = await self._target(params.item)
+        if target is None:
+            return None
+        ix, rel, qual = target
+        ans = await self.server.query(queries.symbol_callers, ix.graph, rel, qual)
+        lines = LineCache(self.server)
+        out = []
+        for row in ans.rows:
+            caller_path = ix.root / row["file"]
+            sites = [lines.site_range(caller_path, ln, c, e)
+                     for ln, c, e in zip(row["lines"] or [], row["cols"] or [], row["end_cols"] or [])]
+            out.append(types.CallHierarchyIncomingCall(from_=self.item(ix, row, lines), from_ranges=sites))
+        return out
+
+    async def outgoing(self, params: types.CallHierarchyOutgoingCallsParams) -> list[types.CallHierarchyOutgoingCall] | None:
+        target = await self._target(params.item)
+        if target is None:
+            return None
+        ix, rel, qual = target
+        ans = await self.server.query(queries.symbol_callees, ix.graph, rel, qual)
+        rows = ans.rows
+        # an instantiation is bound both to the class and to its __init__: show the class once
+        classes = {(r["file"], r["qual"], tuple(r["lines"] or []), tuple(r["cols"] or []))
+                   for r in rows if r["resolved"] == "class"}
+        lines = LineCache(self.server)
+        path = ix.root / rel
+        out = []
+        for row in rows:
+            if row["resolved"] == "init" and (row["file"], row["qual"].rpartition(".")[0], tuple(row["lines"] or []),
+                                              tuple(row["cols"] or [])) in classes:
+                continue
+            sites = [lines.site_range(path, ln, c, e)
+                     for ln, c, e in zip(row["lines"] or [], row["cols"] or [], row["end_cols"] or [])]
+            out.append(types.CallHierarchyOutgoingCall(to=self.item(ix, row, lines), from_ranges=sites))
+        return out
+
+    async def workspace_symbol(self, params: types.WorkspaceSymbolParams) -> list[types.WorkspaceSymbol]:
+        """Symbols whose name contains the query (case-insensitive) across every served folder,
+        best matches first, at most ``WORKSPACE_SYMBOL_LIMIT``."""
+        ls = self.server
+        folders = ls.workspaces.all()
+        answers = await asyncio.gather(*(ls.query(queries.workspace_symbols, ix.graph, params.query or "",
+                                                  WORKSPACE_SYMBOL_LIMIT) for ix in folders))
+        found: list[tuple[Any, ...]] = []
+        for ix, ans in zip(folders, answers):
+            for r in ans.rows:
+                found.append((r["rank"], r["name"], str(ix.root), r["file"], r["line"] or 0, ix, r))
+        found.sort(key=lambda t: t[:5])
+        lines = LineCache(ls)
+        out = []
+        for *_, ix, r in found[:WORKSPACE_SYMBOL_LIMIT]:
+            path = ix.root / r["file"]
+            out.append(types.WorkspaceSymbol(
+                name=r["name"], kind=KINDS.get(r["kind"], types.SymbolKind.Variable),
+                location=types.Location(uri=ls.uri_of(path),
+                                        range=lines.name_range(path, r["line"] or 1, r["col"] or 0, r["name"])),
+                container_name=r["qual"].rpartition(".")[0] or None))
+        return out
