@@ -1,6 +1,119 @@
-"""Placeholder: being written."""
+"""Hover (``textDocument/hover``): a Markdown impact summary of exactly what is under the cursor.
 
+- The name of a definition, or a call site whose callee is bound: the symbol's kind, qualified
+  name and ``path:line``, its decorators, its direct callers (up to ``MAX_CALLERS`` listed,
+  with the total, and a note when call sites that could not be bound use the same name), the
+  files depending on its file by hop, and the packages its file uses.
+- An import line: the imported file's summary (dependents by hop, packages), or for a package
+  the files that use it.
+- Anything else (whitespace, punctuation, a name orbit did not bind): no hover (``None``).
+
+Symbols are identified by file and qualified name, so same-named symbols elsewhere are never
+mixed in. The position is looked up in the buffer as the client sees it (see ``lenses``: when
+the buffer differs from the indexed file it is parsed and bound in memory). The hover range is
+the identifier under the cursor.
+"""
+
+from __future__ import annotations
+
+from lsprotocol import types
+
+from orbit_lsp.graph import queries
+from orbit_lsp.index.indexer import WorkspaceIndexer
 from orbit_lsp.server.app import OrbitServer
+from orbit_lsp.server.lenses import Snapshot, targets_at
+
+MAX_CALLERS = 10
+MAX_FILES_PER_HOP = 5
+MAX_TARGETS = 4  # an import line naming several modules
+
+
+def hover_work(ix: WorkspaceIndexer, rel: str, data: bytes, line1: int, col: int, max_hops: int) -> list[dict] | None:
+    """Query-thread part of a hover: the summaries of what is at the position, each
+    ``{"type": "symbol", "how", **queries.symbol_summary row}``, ``{"type": "file",
+    **queries.file_summary row}`` or ``{"type": "package", "name", "about", "users": [path]}``.
+    None when the file is not in the graph."""
+    found = targets_at(ix, rel, data, line1, col)
+    if found is None:
+        return None
+    out = []
+    for t in found.rows[:MAX_TARGETS]:
+        if t["type"] == "symbol":
+            s = t["symbol"]
+            ans = queries.symbol_summary(ix.graph, s["file"], s["qual"], max_hops, limit=MAX_CALLERS)
+            if ans.found:
+                out.append({"type": "symbol", "how": t.get("how"), **ans.rows[0]})
+        elif t["type"] == "file":
+            ans = queries.file_summary(ix.graph, t["path"], max_hops)
+            if ans.found:
+                out.append({"type": "file", **ans.rows[0]})
+        elif t["type"] == "package":
+            ans = queries.package_users(ix.graph, t["name"])
+            out.append({"type": "package", "name": t["name"], "about": ans.notes[:1],
+                        "users": [r["path"] for r in ans.rows]})
+    return out
+
+
+# -- Markdown -------------------------------------------------------------------------------------------
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def _some(items: list[str], limit: int) -> str:
+    shown = ", ".join(items[:limit])
+    return shown + (", …" if len(items) > limit else "")
+
+
+def _dependents(path: str, deps: list[dict], max_hops: int) -> list[str]:
+    if not deps:
+        return [f"**Dependents** of `{path}`: none (no workspace file imports it, up to {_plural(max_hops, 'hop')})"]
+    lines = [f"**Dependents** of `{path}`: {_plural(len(deps), 'file')}"]
+    for hop in sorted({d["hops"] for d in deps}):
+        at = [d["path"] for d in deps if d["hops"] == hop]
+        lines.append(f"- hop {hop}: {_plural(len(at), 'file')} ({_some(at, MAX_FILES_PER_HOP)})")
+    return lines
+
+
+def _packages(path: str, packages: list[dict]) -> str:
+    if not packages:
+        return f"**Packages** used by `{path}`: none"
+    names = [f"`{p['name']}`" + (" (stdlib)" if p["stdlib"] else "") for p in packages]
+    return f"**Packages** used by `{path}`: " + ", ".join(names)
+
+
+def render(item: dict, max_hops: int) -> str:
+    """Markdown of one summary from ``hover_work``."""
+    if item["type"] == "package":
+        users = item["users"]
+        about = f" ({item['about'][0]})" if item["about"] else ""
+        return (f"**package** `{item['name']}`{about}\n\nUsed by {_plural(len(users), 'workspace file')}"
+                + (f": {_some(users, MAX_CALLERS)}" if users else ""))
+    if item["type"] == "file":
+        parts = [f"**file** `{item['path']}` · {_plural(item['symbols'], 'symbol')}"]
+        parts.append("\n".join(_dependents(item["path"], item["dependents"], max_hops)))
+        parts.append(_packages(item["path"], item["packages"]))
+        return "\n\n".join(parts)
+    s = item["symbol"]
+    parts = [f"**{s['kind']}** `{s['qual']}` · `{s['file']}:{s['line']}`"]
+    if item["decorators"]:
+        parts.append("Decorated with (workspace decorators) " + ", ".join(f"`{d}`" for d in item["decorators"]))
+    callers, total = item["callers"], item["callers_total"]
+    lines = [f"**{_plural(total, 'direct caller')}**" + (":" if callers else "")]
+    for c in callers:
+        at = c["lines"][0] if c.get("lines") else c["line"]
+        lines.append(f"- `{c['qual']}` · `{c['file']}:{at}`")
+    if total > len(callers):
+        lines.append(f"- … and {total - len(callers)} more")
+    if item["recursive"]:
+        lines.append("- (it also calls itself)")
+    parts.append("\n".join(lines))
+    n = item["unresolved_elsewhere"]
+    if n:
+        parts.append(f"_{_plural(n, 'function')} {'makes' if n == 1 else 'make'} calls to `{s['name']}` that "
+                     f"could not be bound: they may call it too, so the count is a lower bound._")
+    parts.append("\n".join(_dependents(s["file"], item["dependents"], max_hops)))
+    parts.append(_packages(s["file"], item["packages"]))
+    return "\n\n".join(parts)
 
 
 class Feature:
@@ -8,4 +121,27 @@ class Feature:
         self.server = server
 
     def register(self) -> None:
-        pass
+        self.server.on(types.TEXT_DOCUMENT_HOVER, self.hover)
+
+    def _markup_kind(self) -> types.MarkupKind:
+        caps = self.server.client_capabilities
+        td = caps.text_document if caps else None
+        formats = td.hover.content_format if td and td.hover else None
+        if formats and types.MarkupKind.Markdown not in formats:
+            return types.MarkupKind.PlainText
+        return types.MarkupKind.Markdown
+
+    async def hover(self, params: types.HoverParams) -> types.Hover | None:
+        ls = self.server
+        snap = Snapshot.take(ls, params.text_document.uri)
+        if snap is None or snap.ix.last_index_time is None:
+            return None
+        rng = snap.word_range(params.position)
+        if rng is None:
+            return None  # whitespace, punctuation, past the end of the line
+        line1, col = snap.graph_position(params.position)
+        items = await ls.query(hover_work, snap.ix, snap.rel, snap.data, line1, col, ls.settings.max_hops)
+        if not items:
+            return None
+        text = "\n\n---\n\n".join(render(i, ls.settings.max_hops) for i in items)
+        return types.Hover(contents=types.MarkupContent(kind=self._markup_kind(), value=text), range=rng)

@@ -1,11 +1,429 @@
-"""Placeholder: being written."""
+"""Code lenses (``textDocument/codeLens`` + ``codeLens/resolve``) and the ``orbit.showImpact``
+command they run.
 
+- Line 0 of every indexed file: "N dependents, H hops" (files importing it, transitively up to
+  ``settings.max_hops``; H is the largest minimal hop count), "0 dependents" when none.
+- On the name of each function, method and class: "N callers" (distinct direct callers, the
+  symbol itself excluded; "· recursive" when it calls itself), and, when call sites that could
+  not be bound use the same name, a note that they may add more: a lower bound is said to be one.
+
+One lens request costs a fixed handful of graph queries (``queries.file_lens_data``), whatever
+the number of symbols. ``codeLens`` returns lenses without a command whose ``data`` is
+``{"uri", "target": {"type": "file", "path"} | {"type": "symbol", "qual", "name", "kind",
+"position": {"line", "character"}}, "counts": {...}}``; ``codeLens/resolve`` turns the counts
+into the title and the command ``orbit.showImpact`` with arguments ``[uri]`` (file lens) or
+``[uri, {"line", "character"}]``. The command answers what ``orbit/impact`` answers for that
+target and shows a one-line summary with ``window/showMessage``.
+
+Buffer consistency: graph line numbers are only put on text whose content hash equals the
+indexed one (``File.hash``). When the open document differs (unsaved edits, or a file rewritten
+on disk and not yet reloaded), its symbols are re-extracted in memory (no graph writes) and the
+lenses sit on the buffer's lines, for the symbols the graph also has (counts from the graph); a
+buffer that does not parse gets only the file lens. Reads hold the indexer's lock (bounded wait)
+so that a lens never mixes two versions of a file that is being re-indexed.
+
+``Snapshot``, ``analyze_buffer`` and ``targets_at`` are shared with ``hover``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcInvalidParams
+
+from orbit_lsp.graph import queries
+from orbit_lsp.index import python as pyx
+from orbit_lsp.index.indexer import WorkspaceIndexer, content_hash
+from orbit_lsp.index.resolve import FileEdges, Resolver, full_qual
+from orbit_lsp.index.walk import LANGS
 from orbit_lsp.server.app import OrbitServer
 
+SHOW_IMPACT = "orbit.showImpact"
+LENS_KINDS = frozenset({"function", "method", "class"})
+LOCK_WAIT_S = 0.3  # longest wait for a re-index in progress before reading from the buffer alone
+_EOL = re.compile(r"\r\n|\r|\n")  # LSP (and Python) line ends; str.splitlines also splits on \f, \v…
 
+
+# -- what the client sees ---------------------------------------------------------------------------
+@dataclass
+class Snapshot:
+    """One document as the client sees it at request time: the open buffer, else the file on
+    disk. Positions are converted against this text only, so an edit that arrives while a
+    request is being answered cannot shift its results."""
+
+    uri: str
+    path: Path
+    ix: WorkspaceIndexer
+    rel: str
+    text: str
+    data: bytes
+    lines: list[str]
+    codec: Any
+
+    @classmethod
+    def take(cls, ls: OrbitServer, uri: str) -> "Snapshot | None":
+        owner = ls.locate(uri)
+        if owner is None:
+            return None
+        ix, rel = owner
+        path = ix.root / rel
+        doc = ls.workspace.text_documents.get(uri) or ls.workspace.text_documents.get(ls.uri_of(path))
+        if doc is not None:
+            text = doc.source
+            data = text.encode("utf-8", errors="surrogatepass")
+        else:
+            try:
+                data = path.read_bytes()
+            except OSError:
+                return None
+            text = data.decode("utf-8", errors="replace")
+        return cls(uri, path, ix, rel, text, data, _EOL.split(text), ls.workspace.position_codec)
+
+    def line(self, line0: int) -> str:
+        return self.lines[line0] if 0 <= line0 < len(self.lines) else ""
+
+    def position(self, line1: int, byte_col: int) -> types.Position:
+        """LSP position (negotiated encoding) of a graph position (1-based line, UTF-8 byte column)."""
+        text = self.line(line1 - 1)
+        prefix = text.encode("utf-8")[:max(0, byte_col)].decode("utf-8", errors="ignore")
+        return types.Position(line=max(0, line1 - 1), character=self.codec.client_num_units(prefix))
+
+    def name_range(self, line1: int, byte_col: int, name: str) -> types.Range:
+        start = self.position(line1, byte_col)
+        return types.Range(start, types.Position(start.line, start.character + self.codec.client_num_units(name)))
+
+    def char_index(self, pos: types.Position) -> int:
+        """Code-point index in its line of an LSP position (clamped to the line's end)."""
+        n = 0
+        text = self.line(pos.line)
+        for i, c in enumerate(text):
+            if n >= pos.character:
+                return i
+            n += self.codec.client_num_units(c)
+        return len(text)
+
+    def graph_position(self, pos: types.Position) -> tuple[int, int]:
+        """(1-based line, UTF-8 byte column) of an LSP position."""
+        return pos.line + 1, len(self.line(pos.line)[:self.char_index(pos)].encode("utf-8"))
+
+    def word_range(self, pos: types.Position) -> types.Range | None:
+        """Range of the identifier under ``pos`` (None on whitespace, punctuation, past the end)."""
+        text = self.line(pos.line)
+        i = self.char_index(pos)
+        is_word = lambda c: c.isalnum() or c == "_"  # noqa: E731
+        if i >= len(text) or not is_word(text[i]):
+            return None
+        a = i
+        while a > 0 and is_word(text[a - 1]):
+            a -= 1
+        b = i
+        while b < len(text) and is_word(text[b]):
+            b += 1
+        units = self.codec.client_num_units
+        return types.Range(types.Position(pos.line, units(text[:a])), types.Position(pos.line, units(text[:b])))
+
+
+# -- reading the graph consistently with the buffer ----------------------------------------------------
+@contextlib.contextmanager
+def index_lock(ix: WorkspaceIndexer) -> Iterator[bool]:
+    """Hold the indexer's lock while reading, so a re-index in progress is never seen half done.
+    Yields False when it stayed busy for ``LOCK_WAIT_S`` (then callers trust only the buffer)."""
+    got = ix.lock.acquire(timeout=LOCK_WAIT_S)
+    try:
+        yield got
+    finally:
+        if got:
+            ix.lock.release()
+
+
+class _BufferCache:
+    """(root, rel, hash, index generation) -> (facts, edges) of recent buffers, so hovering
+    around an unsaved buffer parses and resolves it once."""
+
+    def __init__(self, size: int = 16):
+        self.size = size
+        self.items: OrderedDict[tuple, tuple] = OrderedDict()
+        self.lock = threading.Lock()
+        self.generation = 0
+
+    def invalidate(self) -> None:
+        with self.lock:
+            self.generation += 1
+            self.items.clear()
+
+    def get(self, key: tuple):
+        with self.lock:
+            hit = self.items.get((self.generation, *key))
+            if hit is not None:
+                self.items.move_to_end((self.generation, *key))
+            return hit
+
+    def put(self, key: tuple, value: tuple) -> None:
+        with self.lock:
+            self.items[(self.generation, *key)] = value
+            while len(self.items) > self.size:
+                self.items.popitem(last=False)
+
+
+BUFFERS = _BufferCache()
+
+
+def analyze_buffer(ix: WorkspaceIndexer, rel: str, data: bytes, h: str, edges: bool) -> tuple[pyx.PyFacts | None, FileEdges | None]:
+    """Facts of a buffer (parsed in memory, nothing written) and, when ``edges``, its imports and
+    calls bound against the indexed workspace. (None, None) for a file that is not Python or
+    does not parse. Call with the indexer's lock held when ``edges`` (reads its state)."""
+    if LANGS.get(Path(rel).suffix.lower()) != "python":
+        return None, None
+    key = (str(ix.root), rel, h)
+    hit = BUFFERS.get(key)
+    if hit is not None and (hit[0] is None or hit[1] is not None or not edges):
+        return hit
+    facts = hit[0] if hit is not None else None
+    if facts is None:
+        try:
+            facts = pyx.extract(rel, data)
+        except (SyntaxError, ValueError, RecursionError, UnicodeDecodeError):
+            BUFFERS.put(key, (None, None))
+            return None, None
+    bound = None
+    if edges:
+        state = dict(ix.state)
+        table = {r: s.facts for r, s in state.items() if s.facts is not None}
+        table[rel] = facts
+        bound = Resolver(table, set(state) | {rel}, dict(ix.aliases), ix.root_package).resolve_file(rel)
+    BUFFERS.put(key, (facts, bound))
+    return facts, bound
+
+
+def _graph_prefix(symbols: list[dict], rel: str) -> str:
+    """Prefix turning an in-file qualified name into the graph's (``pkg.mod.``)."""
+    mod = next((s["qual"] for s in symbols if s["kind"] == "module"), None)
+    if not mod or mod == rel:
+        return ""
+    return mod + "."
+
+
+def lens_work(ix: WorkspaceIndexer, rel: str, data: bytes, max_hops: int) -> dict | None:
+    """Query-thread part of a lens request. None when the file is not in the graph; else
+    ``{"dependents": [{"path", "hops"}], "symbols": [{"qual", "name", "kind", "line", "col",
+    "callers", "recursive", "unresolved_elsewhere"}], "source": "graph" | "buffer" |
+    "unparsed"}``; ``line``/``col`` are positions in ``data``."""
+    h = content_hash(data)
+    with index_lock(ix) as locked:
+        ans = queries.file_lens_data(ix.graph, rel, max_hops)
+        if not ans.found:
+            return None
+        rec = ans.rows[0]
+        keys = ("qual", "name", "kind", "line", "col", "callers", "recursive", "unresolved_elsewhere")
+        if locked and rec["hash"] == h:
+            syms = [{k: s[k] for k in keys} for s in rec["symbols"] if s["kind"] in LENS_KINDS]
+            return {"dependents": rec["dependents"], "symbols": syms, "source": "graph"}
+        facts, _ = analyze_buffer(ix, rel, data, h, edges=False)
+    if facts is None:
+        return {"dependents": rec["dependents"], "symbols": [], "source": "unparsed"}
+    prefix = _graph_prefix(rec["symbols"], rel)
+    known = {s["qual"]: s for s in rec["symbols"]}
+    syms = []
+    for ps in facts.symbols:
+        g = known.get(prefix + ps.qual)
+        if ps.kind in LENS_KINDS and g is not None and g["kind"] == ps.kind:
+            syms.append({**{k: g[k] for k in keys}, "line": ps.line, "col": ps.col})
+    return {"dependents": rec["dependents"], "symbols": syms, "source": "buffer"}
+
+
+def targets_at(ix: WorkspaceIndexer, rel: str, data: bytes, line1: int, col: int) -> queries.Answer | None:
+    """What sits at a position of a buffer: an ``Answer`` whose rows are ``queries.target_at``
+    rows (symbol rows carry the graph's symbol dict) and whose ``cypher`` lists the queries run.
+    When the buffer equals the indexed file this is ``target_at``; when it differs, the buffer is
+    parsed and bound in memory and its definitions, call sites and imports are looked up at the
+    position, then matched to the graph by qualified name. None when the file is not in the
+    graph."""
+    h = content_hash(data)
+    with index_lock(ix) as locked:
+        ans = queries.file_record(ix.graph, rel)
+        if not ans.found:
+            return None
+        if locked and ans.rows[0]["hash"] == h:
+            at = queries.target_at(ix.graph, rel, line1, col)
+            at.cypher = ans.cypher + at.cypher
+            return at
+        ans.rows = []
+        if not locked:  # resolving needs the indexer's state: give up on calls and imports
+            facts, edges = analyze_buffer(ix, rel, data, h, edges=False)
+        else:
+            facts, edges = analyze_buffer(ix, rel, data, h, edges=True)
+        if facts is None:
+            return ans
+        rp = ix.root_package
+        wanted: list[tuple[str, str, str]] = []  # (file, qual, how)
+        for s in facts.symbols:
+            if s.kind != "module" and s.line == line1 and s.col <= col < s.col + len(s.name.encode("utf-8")):
+                wanted.append((rel, full_qual(rel, s.qual, rp), "definition"))
+                break
+        if not wanted and edges is not None:
+            hits = []
+            for e in edges.calls.values():
+                for ln, c, end in zip(e.lines, e.cols, e.end_cols):
+                    if ln == line1 and c <= col < max(end, c + 1):
+                        hits.append((end - c, e.resolved == "init", e.dst_file, full_qual(e.dst_file, e.dst_qual, rp)))
+            if hits:
+                hits.sort()
+                wanted.append((hits[0][2], hits[0][3], "call"))
+        out: list[dict] = []
+        for file, qual, how in wanted:
+            found = queries.find_symbols(ix.graph, qual, ans).rows
+            sym = next((s for s in found if s["file"] == file and s["qual"] == qual), None)
+            if sym is not None:
+                out.append({"type": "symbol", "symbol": sym, "how": how})
+        if not wanted and edges is not None:
+            for dst, ln in sorted(edges.imports.items()):
+                if ln == line1 and dst in ix.state:
+                    out.append({"type": "file", "path": dst})
+            for name, ln in sorted(edges.packages.items()):
+                if ln == line1:
+                    out.append({"type": "package", "name": name})
+        ans.rows = out
+        return ans
+
+
+# -- titles ------------------------------------------------------------------------------------------
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def file_title(counts: dict) -> str:
+    n, hops = counts.get("dependents", 0), counts.get("hops", 0)
+    return "0 dependents" if not n else f"{_plural(n, 'dependent')}, {_plural(hops, 'hop')}"
+
+
+def symbol_title(name: str, counts: dict) -> str:
+    title = _plural(counts.get("callers", 0), "caller")
+    if counts.get("recursive"):
+        title += " · recursive"
+    unresolved = counts.get("unresolved_elsewhere", 0)
+    if unresolved:
+        title += f" · unresolved calls to '{name}' in {_plural(unresolved, 'function')} may add more"
+    return title
+
+
+# -- the feature ---------------------------------------------------------------------------------------
 class Feature:
     def __init__(self, server: OrbitServer):
         self.server = server
 
     def register(self) -> None:
-        pass
+        ls = self.server
+        ls.on(types.TEXT_DOCUMENT_CODE_LENS, self.code_lens, types.CodeLensOptions(resolve_provider=True))
+        ls.on(types.CODE_LENS_RESOLVE, self.resolve)
+
+        async def show_impact(*args):  # pygls commands must be plain functions
+            return await self.show_impact(*args)
+
+        ls.command(SHOW_IMPACT)(show_impact)
+
+    def after_index(self, ix: WorkspaceIndexer, rels: set[str] | None) -> None:
+        BUFFERS.invalidate()  # bindings of buffers depend on the other files
+
+    async def code_lens(self, params: types.CodeLensParams) -> list[types.CodeLens]:
+        ls = self.server
+        uri = params.text_document.uri
+        snap = Snapshot.take(ls, uri)
+        if snap is None or snap.ix.last_index_time is None:
+            return []  # not in a served folder, or the initial index has not finished
+        res = await ls.query(lens_work, snap.ix, snap.rel, snap.data, ls.settings.max_hops)
+        if res is None:
+            return []  # not in the graph (skipped, excluded, not indexed yet)
+        deps = res["dependents"]
+        zero = types.Position(0, 0)
+        lenses = [types.CodeLens(range=types.Range(zero, zero), data={
+            "uri": uri, "target": {"type": "file", "path": snap.rel},
+            "counts": {"dependents": len(deps), "hops": max((d["hops"] for d in deps), default=0)}})]
+        for s in res["symbols"]:
+            rng = snap.name_range(s["line"], s["col"], s["name"])
+            lenses.append(types.CodeLens(range=rng, data={
+                "uri": uri,
+                "target": {"type": "symbol", "qual": s["qual"], "name": s["name"], "kind": s["kind"],
+                           "position": {"line": rng.start.line, "character": rng.start.character}},
+                "counts": {"callers": s["callers"], "recursive": s["recursive"],
+                           "unresolved_elsewhere": s["unresolved_elsewhere"]}}))
+        return lenses
+
+    def resolve(self, lens: types.CodeLens) -> types.CodeLens:
+        data = lens.data if isinstance(lens.data, dict) else None
+        target = data.get("target") if data else None
+        if not (data and isinstance(target, dict) and isinstance(data.get("uri"), str)):
+            raise JsonRpcInvalidParams("codeLens/resolve: this lens was not made by orbit-lsp (no data)")
+        counts = data.get("counts") or {}
+        if target.get("type") == "file":
+            lens.command = types.Command(title=file_title(counts), command=SHOW_IMPACT, arguments=[data["uri"]])
+        else:
+            lens.command = types.Command(title=symbol_title(str(target.get("name", "")), counts),
+                                         command=SHOW_IMPACT, arguments=[data["uri"], target.get("position")])
+        return lens
+
+    # -- orbit.showImpact ----------------------------------------------------------------------
+    async def show_impact(self, *args) -> dict:
+        """``orbit.showImpact(uri, position?)``: the ``orbit/impact`` result for that file or the
+        symbol at ``position`` (found in the buffer as the lens saw it), plus a showMessage."""
+        ls = self.server
+        uri = args[0] if args else None
+        if not isinstance(uri, str) or not uri:
+            raise JsonRpcInvalidParams(f"{SHOW_IMPACT} needs a document URI as its first argument")
+        pos = _position_arg(args[1] if len(args) > 1 else None)
+        requests = next((f for f in ls.features if hasattr(f, "impact_of")), None)
+        if requests is None:
+            raise JsonRpcInvalidParams(f"{SHOW_IMPACT}: orbit/impact is not available")
+        at = None
+        lookup: list[dict] = []
+        if pos is not None:
+            snap = Snapshot.take(ls, uri)
+            if snap is not None and snap.ix.last_index_time is not None:
+                line1, col = snap.graph_position(pos)
+                found = await ls.query(targets_at, snap.ix, snap.rel, snap.data, line1, col)
+                if found is not None:
+                    at = found.rows[0] if found.rows else None
+                    lookup = found.cypher
+        result = await requests.impact_of(uri, None, at=at)
+        result["cypher"] = lookup + result["cypher"]
+        ls.window_show_message(types.ShowMessageParams(types.MessageType.Info, impact_message(result)))
+        return result
+
+
+def _position_arg(value: Any) -> types.Position | None:
+    if value is None:
+        return None
+    if hasattr(value, "_asdict"):
+        value = value._asdict()
+    if isinstance(value, types.Position):
+        return value
+    if isinstance(value, dict):
+        line, ch = value.get("line"), value.get("character")
+        if isinstance(line, int) and isinstance(ch, int) and not isinstance(line, bool) and line >= 0 and ch >= 0:
+            return types.Position(line, ch)
+    raise JsonRpcInvalidParams(f"{SHOW_IMPACT}: the second argument must be a position {{line, character}}")
+
+
+def impact_message(result: dict) -> str:
+    """One line for window/showMessage from an ``orbit/impact`` result."""
+    t = result.get("target") or {}
+    deps = result.get("dependents") or []
+    hops = max((d["hops"] for d in deps), default=0)
+    dep_text = f"{_plural(len(deps), 'dependent file')}" + (f" (up to {_plural(hops, 'hop')})" if deps else "")
+    if t.get("type") == "symbol":
+        callers = result.get("callers") or []
+        direct = sum(1 for c in callers if c.get("depth") == 1)
+        msg = (f"orbit: {t.get('kind')} {t.get('qual')}: {_plural(direct, 'direct caller')}, "
+               f"{_plural(len(callers), 'caller')} in all; {t.get('path')} has {dep_text}")
+    elif t.get("type") == "package":
+        msg = f"orbit: package {t.get('name')} is used by {_plural(len(deps), 'file')}"
+    else:
+        msg = f"orbit: {t.get('path')} has {dep_text}"
+    notes = result.get("notes") or []
+    return msg + (f" ({'; '.join(notes)})" if notes else "")

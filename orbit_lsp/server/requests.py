@@ -53,11 +53,16 @@ class Feature:
         self.server.on("orbit/status", self.status)
 
     async def impact(self, params: Any) -> dict:
+        p = raw_params(params)
+        return await self.impact_of(_text_document_uri(p), _position(p))
+
+    async def impact_of(self, uri: str, pos: tuple[int, int] | None, at: dict | None = None) -> dict:
+        """The ``orbit/impact`` result for a document and optional LSP (line, character). ``at``:
+        the target already found (a ``queries.target_at`` row, e.g. by the lens command, which
+        knows the symbol even when the buffer differs from the graph) instead of looking at
+        ``pos``."""
         from lsprotocol import types
 
-        p = raw_params(params)
-        uri = _text_document_uri(p)
-        pos = _position(p)
         ls = self.server
         owner = ls.locate(uri)
         if owner is None:
@@ -67,7 +72,9 @@ class Feature:
         target: dict | None = None
         cypher: list[dict] = []
         notes: list[str] = []
-        if pos is not None:
+        if at is not None:
+            target = at
+        elif pos is not None:
             line1, col = ls.to_graph_position(path, types.Position(*pos))
             at = await ls.query(queries.target_at, ix.graph, rel, line1, col)
             cypher += at.cypher
