@@ -124,8 +124,7 @@ def callers(graph: Graph, symbol: str, depth: int = 1) -> Answer:
     ans.rows = []
     for t in targets:
         found = _walk_calls(graph, t, depth, True, ans)
-        unresolved = ans.run(graph, "MATCH (c:Symbol) WHERE $n IN c.unresolved_names RETURN count(c)",
-                             {"n": t["name"]})[0][0]
+        unresolved = _unresolved_named(graph, [t["name"]], ans).get(t["name"], 0)
         ans.rows.append({"target": t, "callers": found, "unresolved_elsewhere": unresolved})
     return ans
 
@@ -246,15 +245,7 @@ def file_symbols(graph: Graph, path: str) -> Answer:
     rows = ans.run(graph, f"MATCH (s:Symbol {{file: $p}}) OPTIONAL MATCH (c:Symbol)-[:CALLS]->(s) "
                           f"WITH s, count(DISTINCT c) AS callers "
                           f"RETURN {SYMBOL_FIELDS}, callers ORDER BY line", {"p": path})
-    names = sorted({r[1] for r in rows if r[2] != "module"})
-    unresolved = {}
-    if names:
-        # one pass over the symbols with unbound calls (one scan per name took seconds on a
-        # stdlib-size graph)
-        for n, c in ans.run(graph, "MATCH (c:Symbol) WHERE c.unresolved_calls > 0 "
-                                   "UNWIND c.unresolved_names AS n WITH n WHERE n IN $names "
-                                   "RETURN n, count(*)", {"names": names}):
-            unresolved[n] = c
+    unresolved = _unresolved_named(graph, [r[1] for r in rows if r[2] != "module"], ans)
     out = []
     for r in rows:
         d = _sym(r[:8])

@@ -18,6 +18,7 @@ INDEXES: tuple[tuple[str, str], ...] = (
     ("Symbol", "name"),
     ("Symbol", "file"),
     ("Package", "name"),
+    ("Symbol", "unresolved_names"),  # array property: "who may call a name" is an index lookup
 )
 
 
