@@ -22,6 +22,8 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from lsprotocol import types
+from pydantic import ValidationError
+from pydantic.alias_generators import to_camel
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
@@ -37,7 +39,9 @@ log = logging.getLogger("orbit_lsp.server")
 T = TypeVar("T")
 
 REQUEST_FAILED = -32803  # LSP ErrorCodes.RequestFailed
-OFFLINE_RETRY_S = 2.0
+OFFLINE_RETRY_S = 2.0   # how often an offline server is probed
+PROBE_TIMEOUT_S = 5.0   # a probe that takes longer counts as failed
+ANSWER_MARGIN_S = 2.0   # added to the query timeout: longest wait for a graph read
 
 
 class OrbitServer(LanguageServer):
@@ -46,15 +50,19 @@ class OrbitServer(LanguageServer):
 
     def __init__(self) -> None:
         super().__init__("orbit-lsp", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        self.env_problems: list[str] = _drop_invalid_env()
         self.settings: Settings = Settings.from_env()
         self.store = GraphStore(self.settings)
         self.workspaces = WorkspaceSet(self.store, self.settings)
         self.index_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="orbit-index")
         self.query_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="orbit-query")
+        self._probe_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="orbit-probe")
         self.offline: FalkorDBOffline | None = None
+        self._relapsed = False  # FalkorDB failed again while recovering
         self._recovery: asyncio.Task | None = None
         self.on_recovered: list[Callable[[], Any]] = []
         self.features: list[Any] = []
+        self._announced: list[str] = []  # setting problems last shown to the user
 
     def on(self, method: str, fn: Callable[[Any], Any], options: Any = None) -> None:
         """Register feature method ``fn`` (a bound method taking the params) for ``method``.
@@ -70,14 +78,23 @@ class OrbitServer(LanguageServer):
         self.feature(method, options)(handler) if options is not None else self.feature(method)(handler)
 
     # -- settings -------------------------------------------------------------------------
-    def apply_settings(self, *layers: dict | None) -> list[str]:
-        """Rebuild settings from the environment and ``layers``; returns the problems found
-        (each already shown to the user). A changed FalkorDB location or data dir gets a new
-        store; served folders keep their indexers (their settings are updated)."""
+    def apply_settings(self, *layers: dict | None, announce: bool = True) -> list[str]:
+        """Rebuild settings from the environment and ``layers`` (later layers win); returns
+        the problems found, each ``"orbit.<setting>: <reason> (using the default)"``.
+
+        With ``announce`` the problems are shown to the user (``window/showMessage``, one per
+        problem), except those already shown last time (re-reading unchanged settings does not
+        nag). A changed FalkorDB location or data dir gets a new store (and
+        new indexers for the same folders: the caller re-indexes); otherwise the store and
+        every indexer get the new settings."""
         settings, problems = settings_from_sources(*layers)
-        for p in problems:
-            self.window_show_message(types.ShowMessageParams(types.MessageType.Warning,
-                                                             f"orbit-lsp: invalid setting {p}"))
+        problems = self.env_problems + problems
+        if announce:
+            for p in problems:
+                if p not in self._announced:
+                    self.window_show_message(types.ShowMessageParams(types.MessageType.Warning,
+                                                                     f"orbit-lsp: invalid setting {p}"))
+            self._announced = problems
         old = self.settings
         self.settings = settings
         if (settings.falkordb_url, settings.data_dir) != (old.falkordb_url, old.data_dir):
@@ -87,22 +104,32 @@ class OrbitServer(LanguageServer):
             self.workspaces = WorkspaceSet(self.store, settings)
             for f in folders:
                 self.workspaces.add(f)
+            self.workspaces.take_dirty()
         else:
             self.store.settings = settings
-            self.workspaces.settings = settings
-            for ix in self.workspaces.all():
-                ix.settings = settings
+            self.workspaces.update_settings(settings)
         return problems
 
     # -- paths and positions --------------------------------------------------------------
     @staticmethod
     def path_of(uri: str) -> Path | None:
-        """Filesystem path of a ``file:`` URI (percent-decoding, drive letters), else None."""
+        """Absolute, normalised filesystem path of a ``file:`` URI, else None.
+
+        Percent-encoding is decoded (``my%20dir/a%20b.py`` and ``my dir/a b.py`` are one file),
+        ``file://localhost/...`` is local, Windows drive letters are handled by pygls, and
+        ``.``/``..`` segments are collapsed, so every spelling of a file maps to one path (the
+        indexer then maps paths to one workspace-relative name)."""
+        if not isinstance(uri, str):
+            return None
+        if uri[:17].lower() == "file://localhost/":
+            uri = "file:///" + uri[17:]
         try:
             p = to_fs_path(uri)
         except Exception:  # noqa: BLE001 - a malformed URI is the client's: answer "no file"
             return None
-        return Path(p) if p else None
+        if not p or not os.path.isabs(p):
+            return None
+        return Path(os.path.normpath(p))
 
     @staticmethod
     def uri_of(path: Path | str) -> str:
@@ -138,8 +165,13 @@ class OrbitServer(LanguageServer):
     def to_graph_position(self, path: Path, pos: types.Position) -> tuple[int, int]:
         """(1-based line, UTF-8 byte column) of an LSP position."""
         text = self.line_text(path, pos.line)
-        codec = self.workspace.position_codec
-        chars = codec.position_from_client_units([text + "\n"], pos).character if text else pos.character
+        units = self.workspace.position_codec.client_num_units
+        chars, n = len(text), 0
+        for i, c in enumerate(text):  # code units of the negotiated encoding -> code points
+            if n >= pos.character:
+                chars = i
+                break
+            n += units(c)
         return pos.line + 1, len(text[:chars].encode("utf-8"))
 
     def name_range(self, path: Path, line1: int, byte_col: int, name: str) -> types.Range:
@@ -148,14 +180,27 @@ class OrbitServer(LanguageServer):
         return types.Range(start, types.Position(start.line, start.character + self.workspace.position_codec.client_num_units(name)))
 
     # -- running work off the event loop --------------------------------------------------
+    def answer_timeout(self) -> float:
+        """Longest wait (seconds) for a graph read: the server-side query timeout plus a margin.
+        A FalkorDB that accepts connections but does not answer (stopped, overloaded) is
+        treated as offline after it."""
+        return self.settings.query_timeout_ms / 1000 + ANSWER_MARGIN_S
+
     async def query(self, fn: Callable[..., T], *args, **kwargs) -> T:
         """Run a graph read in the query pool. Raises a JSON-RPC error (RequestFailed) saying
-        "FalkorDB offline" when the store is unreachable, and for other graph errors."""
+        "FalkorDB offline" when the store is unreachable or does not answer within
+        ``answer_timeout()``, and for other graph errors."""
         if self.offline is not None:
             raise JsonRpcException(str(self.offline), code=REQUEST_FAILED)
         loop = asyncio.get_running_loop()
+        wait = self.answer_timeout()
         try:
-            return await loop.run_in_executor(self.query_pool, functools.partial(fn, *args, **kwargs))
+            return await asyncio.wait_for(
+                loop.run_in_executor(self.query_pool, functools.partial(fn, *args, **kwargs)), wait)
+        except asyncio.TimeoutError:
+            exc = FalkorDBOffline(self.store.where, f"no answer within {wait:.0f} s")
+            self.went_offline(exc)
+            raise JsonRpcException(str(exc), code=REQUEST_FAILED) from None
         except FalkorDBOffline as exc:
             self.went_offline(exc)
             raise JsonRpcException(str(exc), code=REQUEST_FAILED) from exc
@@ -164,18 +209,27 @@ class OrbitServer(LanguageServer):
 
     async def index(self, fn: Callable[..., T], *args, **kwargs) -> T | None:
         """Run indexing work in the (single) index thread; None when FalkorDB is offline (the
-        work is redone after recovery by a full incremental re-open)."""
+        work is redone after recovery by a full incremental re-open). Other graph errors
+        (a query timeout, a rejected write) are logged and also give None: indexing is
+        background work, no request is waiting for its error."""
         loop = asyncio.get_running_loop()
         try:
             return await loop.run_in_executor(self.index_pool, functools.partial(fn, *args, **kwargs))
         except FalkorDBOffline as exc:
             self.went_offline(exc)
             return None
+        except GraphError as exc:
+            log.error("indexing failed: %s: %s", type(exc).__name__, exc)
+            self.window_log_message(types.LogMessageParams(types.MessageType.Error,
+                                                           f"orbit-lsp: indexing failed: {type(exc).__name__}: {exc}"))
+            return None
 
     # -- FalkorDB offline ---------------------------------------------------------------------
     def went_offline(self, exc: FalkorDBOffline) -> None:
-        """Tell the user once, refuse graph requests, and poll until FalkorDB answers again."""
+        """Tell the user once, refuse graph requests, and poll until FalkorDB answers again.
+        Must be called on the event loop."""
         if self.offline is not None:
+            self._relapsed = True
             return
         self.offline = exc
         log.warning("%s", exc)
@@ -184,21 +238,42 @@ class OrbitServer(LanguageServer):
         self._recovery = asyncio.get_running_loop().create_task(self._recover())  # on the event loop
 
     async def _recover(self) -> None:
+        """Every ``OFFLINE_RETRY_S``: reconnect; once FalkorDB answers, run the
+        ``on_recovered`` hooks (lifecycle re-indexes every folder: the server may have lost the
+        graphs) while graph requests are still refused, then resume and tell the user."""
         loop = asyncio.get_running_loop()
+        probe: asyncio.Future | None = None
         while self.offline is not None:
             await asyncio.sleep(OFFLINE_RETRY_S)
-            self.store.reset()
-            ok = await loop.run_in_executor(self.query_pool, self._reconnect)
-            if ok:
-                self.offline = None
-                self.window_show_message(types.ShowMessageParams(types.MessageType.Info,
-                                                                 "orbit-lsp: FalkorDB is back; graph features resumed."))
-                for callback in list(self.on_recovered):
+            # in its own thread: connecting to a server that does not answer may block (and
+            # holds the store's lock), which must never reach the event loop
+            if probe is None or probe.done():
+                probe = loop.run_in_executor(self._probe_pool, self._reconnect)
+            try:
+                ok = await asyncio.wait_for(asyncio.shield(probe), PROBE_TIMEOUT_S)
+            except asyncio.TimeoutError:
+                continue
+            probe = None
+            if not ok:
+                continue
+            self._relapsed = False
+            for callback in list(self.on_recovered):
+                try:
                     result = callback()
                     if asyncio.iscoroutine(result):
                         await result
+                except Exception:  # noqa: BLE001 - a failing hook must not end the recovery
+                    log.exception("recovery hook failed")
+            if self._relapsed:
+                continue  # offline again while re-indexing: keep polling
+            self.offline = None
+            log.warning("FalkorDB is back (%s)", self.store.where)
+            self.window_show_message(types.ShowMessageParams(types.MessageType.Info,
+                                                             "orbit-lsp: FalkorDB is back; graph features resumed."))
+        self._recovery = None
 
     def _reconnect(self) -> bool:
+        self.store.reset()
         try:
             self.store.connect()
             return True
@@ -215,6 +290,32 @@ class OrbitServer(LanguageServer):
         """Ask the client to re-request code lenses (only when it declared support)."""
         if self.supports_lens_refresh():
             self.workspace_code_lens_refresh(None)
+
+
+_ENV_FIELDS = {"ORBIT_FALKORDB_URL": "falkordb_url", "ORBIT_QUERY_TIMEOUT_MS": "query_timeout_ms",
+               "ORBIT_ROW_CAP": "row_cap", "ORBIT_MAX_FILE_BYTES": "max_file_bytes"}
+
+
+def _drop_invalid_env() -> list[str]:
+    """Remove (from this process's environment) the ``ORBIT_*`` variables whose values do not
+    validate, so settings fall back to their defaults instead of the server failing to start.
+    Returns the problems, worded like the other setting problems."""
+    problems: list[str] = []
+    for _ in range(len(_ENV_FIELDS) + 1):
+        try:
+            Settings.from_env()
+            return problems
+        except ValidationError as exc:
+            bad = {str((e.get("loc") or ("?",))[0]): e.get("msg", "invalid") for e in exc.errors()}
+            dropped = False
+            for var, name in _ENV_FIELDS.items():
+                if name in bad and var in os.environ:
+                    problems.append(f"{var} (orbit.{to_camel(name)}): {bad[name]} (using the default)")
+                    del os.environ[var]
+                    dropped = True
+            if not dropped:
+                break
+    return problems
 
 
 def raw_params(params: Any) -> dict:

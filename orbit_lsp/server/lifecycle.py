@@ -1,16 +1,36 @@
 """Lifecycle: settings, indexing of the workspace folders, re-indexing on save and on changes
 made outside the editor (watchdog), folders added or removed, shutdown.
 
-After any (re-)index the ``reindexed`` hooks of the other features run (diagnostics are
-re-published, code lenses refreshed) once per batch.
+- Settings come from ``initializationOptions``, the client's ``orbit`` configuration section
+  (``workspace/configuration``) and the environment; ``workspace/didChangeConfiguration``
+  re-reads them (the server registers for it when the client supports dynamic registration).
+  Invalid values are named in a ``window/showMessage`` and replaced by their defaults.
+- On ``initialized`` every workspace folder is watched and then indexed, one work-done progress
+  per folder (begin, ``done/total files`` reports, end with the counts and the mode:
+  ``full``, ``incremental`` or ``unchanged``; cancellable). Folders added or removed at run time
+  (``workspace/didChangeWorkspaceFolders``) are indexed or dropped.
+- ``didSave`` and the watcher queue changed paths; a short debounce merges the events of one
+  save (an atomic save is a burst of 2-6 events; a save is seen both as ``didSave`` and by the
+  watcher). The indexer does nothing for content it already has, so one save is indexed once.
+  A file that vanishes is removed from the graph only if it is still gone ``DELETE_GRACE_S``
+  later (editors that save by renaming the old file away first). Every re-index that changed
+  the graph is reported with a ``window/logMessage`` (type Log): ``orbit: re-indexed <rel>
+  [<folder>] (<mode>, <ms> ms)`` or ``orbit: indexed <folder> (...)``.
+
+After any (re-)index the ``after_index(indexer, rels)`` hooks of the other features run (``rels``
+None: the whole folder) and code lenses are refreshed. All indexing runs in the server's index
+thread; the event loop only queues work and awaits it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
+import time
 import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,14 +39,26 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
 from orbit_lsp.index.indexer import IndexReport, WorkspaceIndexer
+from orbit_lsp.index.walk import LANGS, EXCLUDED_DIRS
 from orbit_lsp.server.app import OrbitServer
 
 log = logging.getLogger("orbit_lsp.server")
-WATCH_DEBOUNCE_S = 0.15  # collect the events of one save (atomic saves are 2-4 events)
+WATCH_DEBOUNCE_S = 0.15   # quiet time that ends a burst of events (one save)
+WATCH_MAX_DELAY_S = 1.0   # a steady stream of events still gets indexed this often
+DELETE_GRACE_S = 0.6      # a vanished file must stay away this long to leave the graph
+BULK_FILES = 32           # more changed paths than this in one folder: one incremental index_all
+CLIENT_TIMEOUT_S = 10.0   # longest wait for the client's answer to a server request
+_PROBE = "__orbit_probe__.py"  # a file name used to ask the filter whether a directory is walked
+
+
+def _report_line(rep: IndexReport) -> str:
+    return f"{rep.files} files, {rep.symbols} symbols; {rep.parsed} parsed ({rep.mode})"
 
 
 class _Events(FileSystemEventHandler):
-    """watchdog thread -> event loop: hands every path an event names to ``Feature.on_fs``."""
+    """watchdog thread -> event loop: hands every path an event names to ``Feature.on_fs``.
+    A directory's "modified" event (a child was added or removed) carries nothing the child's
+    own event does not."""
 
     def __init__(self, feature: "Feature", loop: asyncio.AbstractEventLoop):
         self.feature = feature
@@ -35,22 +67,45 @@ class _Events(FileSystemEventHandler):
     def on_any_event(self, event: FileSystemEvent) -> None:
         if event.event_type in ("opened", "closed_no_write"):
             return
+        if event.is_directory and event.event_type == "modified":
+            return
         paths = [event.src_path] + ([event.dest_path] if getattr(event, "dest_path", "") else [])
         for p in paths:
             p = p.decode("utf-8", "surrogateescape") if isinstance(p, bytes) else p
-            self.loop.call_soon_threadsafe(self.feature.on_fs, Path(p), event.is_directory)
+            try:
+                self.loop.call_soon_threadsafe(self.feature.on_fs, Path(p), event.is_directory)
+            except RuntimeError:  # the loop is closed: the server is exiting
+                return
+
+
+@dataclass
+class _Pending:
+    kind: str  # "file", "dir" (appeared or vanished), "rescan" (a .gitignore changed)
+    last: float  # monotonic time of the last event
+
+
+@dataclass
+class _Work:
+    """Changes of one folder to apply in the index thread."""
+    files: set[Path] = field(default_factory=set)
+    dirs: set[Path] = field(default_factory=set)  # directories that appeared or vanished
+    rescan: bool = False  # what the walk lists may have changed: bring the whole folder up to date
 
 
 class Feature:
     def __init__(self, server: OrbitServer):
         self.server = server
         self.observers: dict[Path, Any] = {}
-        self.pending: dict[Path, bool] = {}  # path -> is_directory
+        self.pending: dict[Path, _Pending] = {}
+        self.burst_start: float | None = None  # first event not yet flushed
         self.flush_handle: asyncio.TimerHandle | None = None
         self.init_options: dict | None = None
+        self.init_options_invalid = False
         self.client_config: dict | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self.initial_index_done = asyncio.Event()
+        self.cancels: set[threading.Event] = set()  # running index_all runs (set on shutdown)
+        self.stopping = False
 
     def register(self) -> None:
         ls = self.server
@@ -60,62 +115,114 @@ class Feature:
         ls.on(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS, self.did_change_folders)
         ls.on(types.TEXT_DOCUMENT_DID_SAVE, self.did_save)
         ls.on(types.SHUTDOWN, self.shutdown)
-        ls.on_recovered.append(self.reopen_all)
+        ls.on_recovered.append(self.recovered)
 
-    # -- start-up ---------------------------------------------------------------------------
+    # -- start-up and settings ---------------------------------------------------------------
     def initialize(self, params: types.InitializeParams) -> None:
         opts = params.initialization_options
         self.init_options = opts if isinstance(opts, dict) else None
-        if opts is not None and not isinstance(opts, dict):
-            self.server.window_show_message(types.ShowMessageParams(
-                types.MessageType.Warning, "orbit-lsp: initializationOptions must be an object; using defaults"))
-        self.server.apply_settings(self.init_options)
+        self.init_options_invalid = opts is not None and not isinstance(opts, dict)
+        # problems are announced in ``initialized``, once, together with the client's settings
+        self.server.apply_settings(self.init_options, announce=False)
 
     async def initialized(self, params: types.InitializedParams) -> None:
+        ls = self.server
         self.loop = asyncio.get_running_loop()
-        await self._pull_configuration()
-        folders = [self.server.path_of(f.uri) for f in (self.server.workspace.folders or {}).values()]
-        if not folders and self.server.workspace.root_uri:
-            folders = [self.server.path_of(self.server.workspace.root_uri)]
-        for folder in [f for f in folders if f is not None and f.is_dir()]:
-            self.server.workspaces.add(folder)
+        if self.init_options_invalid:
+            self._warn("orbit-lsp: initializationOptions must be an object; using defaults")
+        folders = [ls.path_of(f.uri) for f in (ls.workspace.folders or {}).values()]
+        if not folders and ls.workspace.root_uri:
+            folders = [ls.path_of(ls.workspace.root_uri)]
+        for folder in folders:
+            if folder is not None and folder.is_dir():
+                ls.workspaces.add(folder)  # served at once (requests find their folder), indexed below
+            elif folder is not None:
+                self._warn(f"orbit-lsp: workspace folder {folder} is not a directory; not indexed")
+        ls.workspaces.take_dirty()  # nothing indexed yet
+        await self._pull_configuration()  # settings reach the folders' indexers before indexing
+        await self._register_configuration_change()
         try:
-            for ix in self.server.workspaces.all():
+            for ix in ls.workspaces.all():
+                self.watch(ix)  # before indexing: nothing changed meanwhile is missed
+            for ix in ls.workspaces.all():
                 await self.index_folder(ix)
         finally:
             self.initial_index_done.set()
-        for ix in self.server.workspaces.all():
-            self.watch(ix)
+
+    def _warn(self, message: str) -> None:
+        self.server.window_show_message(types.ShowMessageParams(types.MessageType.Warning, message))
+
+    def _log(self, message: str) -> None:
+        log.info("%s", message)
+        self.server.window_log_message(types.LogMessageParams(types.MessageType.Log, message))
 
     async def _pull_configuration(self) -> None:
-        caps = self.server.client_capabilities
-        if not (caps and caps.workspace and caps.workspace.configuration):
+        """Read the client's ``orbit`` section (when it supports ``workspace/configuration``)
+        and apply the settings, announcing invalid values."""
+        ls = self.server
+        caps = ls.client_capabilities
+        if caps and caps.workspace and caps.workspace.configuration:
+            try:
+                result = await asyncio.wait_for(ls.workspace_configuration_async(
+                    types.ConfigurationParams(items=[types.ConfigurationItem(section="orbit")])), CLIENT_TIMEOUT_S)
+            except Exception as exc:  # noqa: BLE001 - a client that fails here still gets defaults
+                log.info("workspace/configuration failed: %s", exc)
+                result = None
+            cfg = result[0] if result else None
+            if cfg is not None and not isinstance(cfg, dict):
+                self._warn("orbit-lsp: the 'orbit' settings must be an object; using defaults")
+            self.client_config = cfg if isinstance(cfg, dict) else None
+        ls.apply_settings(self.init_options, self.client_config)
+
+    async def _register_configuration_change(self) -> None:
+        """Ask for ``workspace/didChangeConfiguration`` when the client registers it dynamically
+        (VS Code sends it only then)."""
+        ls = self.server
+        caps = ls.client_capabilities
+        dcc = caps.workspace.did_change_configuration if caps and caps.workspace else None
+        if not (dcc and dcc.dynamic_registration):
             return
         try:
-            result = await self.server.workspace_configuration_async(
-                types.ConfigurationParams(items=[types.ConfigurationItem(section="orbit")]))
-        except Exception as exc:  # noqa: BLE001 - a client that fails here still gets defaults
-            log.info("workspace/configuration failed: %s", exc)
-            return
-        cfg = result[0] if result else None
-        self.client_config = cfg if isinstance(cfg, dict) else None
-        if cfg is not None and not isinstance(cfg, dict):
-            self.server.window_show_message(types.ShowMessageParams(
-                types.MessageType.Warning, "orbit-lsp: the 'orbit' settings must be an object; using defaults"))
-        self.server.apply_settings(self.init_options, self.client_config)
+            await asyncio.wait_for(ls.client_register_capability_async(types.RegistrationParams(registrations=[
+                types.Registration(id=f"orbit-config-{uuid.uuid4().hex[:8]}",
+                                   method=types.WORKSPACE_DID_CHANGE_CONFIGURATION,
+                                   register_options=types.DidChangeConfigurationRegistrationOptions(section="orbit"))])),
+                CLIENT_TIMEOUT_S)
+        except Exception as exc:  # noqa: BLE001 - without it the client may still push changes
+            log.info("client/registerCapability failed: %s", exc)
 
     async def did_change_configuration(self, params: types.DidChangeConfigurationParams) -> None:
-        settings = params.settings
-        if isinstance(settings, dict) and isinstance(settings.get("orbit"), dict):
-            self.client_config = settings["orbit"]
-            self.server.apply_settings(self.init_options, self.client_config)
+        """Re-read the settings: from the notification when it carries an ``orbit`` object,
+        else by pulling the section. Re-index when a setting that decides what is indexed
+        (``exclude``, ``maxFileBytes``, the FalkorDB location) changed."""
+        ls = self.server
+        old = ls.settings
+        settings = params.settings if params is not None else None
+        if isinstance(settings, dict) and "orbit" in settings:
+            cfg = settings["orbit"]
+            if not isinstance(cfg, dict):
+                self._warn("orbit-lsp: the 'orbit' settings must be an object; using defaults")
+                cfg = None
+            self.client_config = cfg
+            ls.apply_settings(self.init_options, self.client_config)
         else:
             await self._pull_configuration()
-        await self.reopen_all()
+        new = ls.settings
+        index_keys = ("falkordb_url", "data_dir", "exclude", "max_file_bytes")
+        if any(getattr(old, k) != getattr(new, k) for k in index_keys):
+            if (old.falkordb_url, old.data_dir) != (new.falkordb_url, new.data_dir):
+                for ix in list(self.observers):
+                    self.observers.pop(ix).stop()
+                for ix in ls.workspaces.all():
+                    self.watch(ix)
+            await self.reopen_all()
+        elif old != new:
+            ls.refresh_lenses()
 
     # -- indexing ---------------------------------------------------------------------------
-    async def index_folder(self, ix: WorkspaceIndexer) -> IndexReport | None:
-        """Index (or incrementally re-open) one folder with work-done progress."""
+    async def index_folder(self, ix: WorkspaceIndexer, notify: bool = True) -> IndexReport | None:
+        """Index (or incrementally re-open) one folder with work-done progress. With
+        ``notify`` the other features' ``after_index`` hooks run afterwards."""
         ls = self.server
         token = f"orbit-index-{uuid.uuid4().hex[:8]}"
         cancel = threading.Event()
@@ -123,7 +230,7 @@ class Feature:
         caps = ls.client_capabilities
         if caps and caps.window and caps.window.work_done_progress:
             try:
-                await ls.work_done_progress.create_async(token)
+                await asyncio.wait_for(ls.work_done_progress.create_async(token), CLIENT_TIMEOUT_S)
                 progress = token
             except Exception as exc:  # noqa: BLE001 - progress is a courtesy
                 log.info("work done progress refused: %s", exc)
@@ -132,34 +239,69 @@ class Feature:
             if fut is not None:
                 fut.add_done_callback(lambda f: cancel.set() if f.cancelled() else None)
             ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(
-                title=f"orbit: indexing {ix.root.name}", cancellable=True, percentage=0))
+                title=f"orbit: indexing {ix.root.name}", message=str(ix.root), cancellable=True, percentage=0))
         loop = asyncio.get_running_loop()
+        last = [0.0]
 
-        def report(done: int, total: int, rel: str) -> None:
-            if progress:
+        def report(done: int, total: int, rel: str) -> None:  # index thread
+            now = time.monotonic()
+            if progress and (now - last[0] >= 0.1 or done >= total):
+                last[0] = now
                 pct = int(100 * done / total) if total else 100
                 loop.call_soon_threadsafe(ls.work_done_progress.report, token, types.WorkDoneProgressReport(
-                    message=f"{done}/{total} files", percentage=pct))
+                    message=f"{done}/{total} files", percentage=min(pct, 100)))
 
-        rep = await ls.index(ix.index_all, report, cancel)
+        self.cancels.add(cancel)
+        failure = "failed"
+        try:
+            rep = await ls.index(ix.index_all, report, cancel)
+        except Exception as exc:  # noqa: BLE001 - a bug must still end the progress and be seen
+            log.exception("indexing %s failed", ix.root)
+            rep, failure = None, f"failed: {type(exc).__name__}: {exc}"
+            ls.window_log_message(types.LogMessageParams(types.MessageType.Error, f"orbit-lsp: indexing {ix.root} {failure}"))
+        finally:
+            self.cancels.discard(cancel)
+        if rep is None:
+            msg = "FalkorDB offline" if ls.offline is not None else failure
+        elif cancel.is_set():
+            msg = f"cancelled ({_report_line(rep)})"
+        else:
+            msg = _report_line(rep)
         if progress:
-            msg = "cancelled" if cancel.is_set() else (
-                f"{rep.files} files, {rep.symbols} symbols ({rep.mode})" if rep else "FalkorDB offline")
             ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message=msg))
+            ls.work_done_progress.tokens.pop(token, None)
         if rep is not None:
-            self.reindexed(ix, None)
+            self._log(f"orbit: indexed {ix.root} ({msg}, {rep.seconds * 1000:.0f} ms)")
+            if notify and ls.workspaces.get(ix.root) is ix:  # not removed meanwhile
+                self.reindexed(ix, None)
+            if self.pending:
+                self._schedule(WATCH_DEBOUNCE_S)  # changes seen while the folder was indexed
         return rep
 
     async def reopen_all(self) -> None:
         for ix in self.server.workspaces.all():
             await self.index_folder(ix)
 
+    async def recovered(self) -> None:
+        """FalkorDB is reachable again (graph requests are still refused): bring every graph
+        up to date (the server may have lost them); the features hear of it once requests are
+        answered again."""
+        done = []
+        for ix in self.server.workspaces.all():
+            if await self.index_folder(ix, notify=False) is not None:
+                done.append(ix)
+        if done:
+            self.loop.call_soon(lambda: [self.reindexed(ix, None) for ix in done])
+
     def reindexed(self, ix: WorkspaceIndexer, rels: set[str] | None) -> None:
         """Tell the other features what changed (None: the whole folder)."""
         for feature in self.server.features:
             hook = getattr(feature, "after_index", None)
             if hook is not None and feature is not self:
-                hook(ix, rels)
+                try:
+                    hook(ix, rels)
+                except Exception:  # noqa: BLE001 - one feature's failure must not stop the others
+                    log.exception("after_index hook of %s failed", type(feature).__module__)
         self.server.refresh_lenses()
 
     async def did_save(self, params: types.DidSaveTextDocumentParams) -> None:
@@ -169,59 +311,178 @@ class Feature:
             await self.flush()
 
     async def did_change_folders(self, params: types.DidChangeWorkspaceFoldersParams) -> None:
+        ls = self.server
         for f in params.event.removed:
-            path = self.server.path_of(f.uri)
+            path = ls.path_of(f.uri)
             if path is not None:
-                ix = self.server.workspaces.remove(path)
+                ix = ls.workspaces.remove(path)
                 if ix is not None:
                     self.unwatch(ix)
+                    self._log(f"orbit: stopped serving {ix.root}")
+        added = []
         for f in params.event.added:
-            path = self.server.path_of(f.uri)
+            path = ls.path_of(f.uri)
             if path is not None and path.is_dir():
-                ix = self.server.workspaces.add(path)
+                if ls.workspaces.get(path) is None:
+                    added.append(ls.workspaces.add(path))
+            elif path is not None:
+                self._warn(f"orbit-lsp: workspace folder {path} is not a directory; not indexed")
+        for ix in added:
+            self.watch(ix)
+        # outer folders whose nested folders changed: their graphs drop (or take back) those files
+        for ix in ls.workspaces.take_dirty():
+            if ix not in added:
                 await self.index_folder(ix)
-                self.watch(ix)
+        for ix in added:
+            await self.index_folder(ix)
 
     # -- file events (save and watchdog) -------------------------------------------------------
     def on_fs(self, path: Path, is_dir: bool) -> None:
-        """Queue a changed path; a short debounce merges the events of one save (an atomic
-        save's rename dance, or a save seen both as didSave and by the watcher)."""
+        """Queue a changed path (on the event loop; cheap checks only). Directories are queued
+        when they appear or vanish, files when the walk would list them or they are indexed,
+        a ``.gitignore`` as a reason to bring its folder up to date."""
+        if self.stopping:
+            return
         owner = self.server.workspaces.owner(path)
         if owner is None:
             return
         ix, rel = owner
-        if not is_dir and not ix.filter.accepts(path) and rel not in ix.state:
+        if rel in ("", ".") or any(part in EXCLUDED_DIRS for part in rel.split("/")):
+            return  # the root itself; .git, node_modules, caches
+        if is_dir:
+            if not ix.filter.accepts(path / _PROBE):
+                return  # an ignored directory
+            kind = "dir"
+        elif path.name == ".gitignore":
+            kind = "rescan"
+        elif rel in ix.state:
+            kind = "file"
+        elif os.path.splitext(path.name)[1].lower() in LANGS and ix.filter.accepts(path):
+            kind = "file"
+        else:
             return  # temporaries (mod.py~, .swp, 4913), .env files, non-source files
-        self.pending[path] = is_dir or self.pending.get(path, False)
-        if self.flush_handle is None and self.loop is not None:
-            self.flush_handle = self.loop.call_later(WATCH_DEBOUNCE_S, lambda: asyncio.ensure_future(self.flush()))
+        now = time.monotonic()
+        p = self.pending.get(path)
+        if p is None:
+            self.pending[path] = _Pending(kind, now)
+        else:
+            p.last = now
+            if kind != "file":
+                p.kind = kind
+        if self.burst_start is None:
+            self.burst_start = now
+        # trailing debounce, but a steady stream of events is still indexed every WATCH_MAX_DELAY_S
+        self._schedule(min(WATCH_DEBOUNCE_S, max(0.0, self.burst_start + WATCH_MAX_DELAY_S - now)))
+
+    def _schedule(self, delay: float) -> None:
+        if self.loop is None or self.stopping:
+            return
+        if self.flush_handle is not None:
+            self.flush_handle.cancel()
+        self.flush_handle = self.loop.call_later(delay, lambda: asyncio.ensure_future(self.flush()))
 
     async def flush(self) -> None:
-        """Re-index every queued path (each file once), then notify the other features."""
+        """Re-index every queued path (each file once), then notify the other features.
+        Vanished files are held back until ``DELETE_GRACE_S`` after their last event; folders
+        whose first index is not done yet keep their paths queued."""
         if self.flush_handle is not None:
             self.flush_handle.cancel()
             self.flush_handle = None
-        batch, self.pending = self.pending, {}
-        touched: dict[WorkspaceIndexer, set[str]] = {}
-        for path, is_dir in sorted(batch.items()):
+        now = time.monotonic()
+        self.burst_start = None
+        batch: dict[Path, _Pending] = {}
+        keep: dict[Path, _Pending] = {}
+        for path, p in self.pending.items():
+            if p.kind == "file" and now - p.last < DELETE_GRACE_S and not os.path.lexists(path):
+                keep[path] = p
+            else:
+                batch[path] = p
+        self.pending = keep
+        work: dict[WorkspaceIndexer, _Work] = {}
+        for path, p in batch.items():
             owner = self.server.workspaces.owner(path)
             if owner is None:
                 continue
-            ix, rel = owner
-            if is_dir or path.is_dir():
-                rep = await self.server.index(ix.index_all)
-                if rep is not None:
-                    touched.setdefault(ix, set()).add("")
+            ix = owner[0]
+            if ix.last_index_time is None:
+                self.pending.setdefault(path, p)  # indexed (or re-queued) once the folder is
                 continue
-            rep = await self.server.index(ix.reindex_file, path)
-            if rep is not None and rep.mode != "unchanged":
-                touched.setdefault(ix, set()).add(rel)
-        for ix, rels in touched.items():
-            self.reindexed(ix, None if "" in rels else rels)
+            w = work.setdefault(ix, _Work())
+            if p.kind == "rescan":
+                w.rescan = True
+            else:
+                (w.dirs if p.kind == "dir" else w.files).add(path)
+        for ix, w in work.items():
+            try:
+                out = await self.server.index(self._apply, ix, w)
+            except Exception as exc:  # noqa: BLE001 - a bug here must not stop later re-indexing
+                log.exception("re-indexing %s failed", ix.root)
+                self.server.window_log_message(types.LogMessageParams(
+                    types.MessageType.Error, f"orbit-lsp: re-indexing {ix.root} failed: {type(exc).__name__}: {exc}"))
+                continue
+            if out is None:
+                continue
+            rels, reports = out
+            for rel, rep in reports:
+                ms = rep.seconds * 1000
+                if rel is None:
+                    self._log(f"orbit: indexed {ix.root} ({_report_line(rep)}, {ms:.0f} ms)")
+                elif rep.removed_files and not os.path.lexists(ix.root / rel):
+                    self._log(f"orbit: removed {rel} [{ix.root.name}] ({ms:.0f} ms)")
+                else:
+                    self._log(f"orbit: re-indexed {rel} [{ix.root.name}] ({rep.mode}, {ms:.0f} ms)")
+            if rels is None or rels:
+                self.reindexed(ix, rels)
+        if keep:
+            wait = max(p.last for p in keep.values()) + DELETE_GRACE_S - time.monotonic()
+            self._schedule(max(0.01, wait))
+
+    @staticmethod
+    def _files_under(ix: WorkspaceIndexer, d: Path) -> list[Path]:
+        """Source files the walk would list under directory ``d`` (symlinks not followed)."""
+        out = []
+        for top, dirs, files in os.walk(d, followlinks=False):
+            dirs[:] = [x for x in dirs if x not in EXCLUDED_DIRS and ix.filter.accepts(Path(top) / x / _PROBE)]
+            out.extend(Path(top) / f for f in files if os.path.splitext(f)[1].lower() in LANGS)
+        return out
+
+    def _apply(self, ix: WorkspaceIndexer, w: _Work) -> tuple[set[str] | None, list[tuple[str | None, IndexReport]]]:
+        """Index thread: apply one folder's queued changes. Returns the changed rels (None:
+        the whole folder was brought up to date) and ``(rel, report)`` for each change made."""
+        if w.rescan:
+            rep = ix.index_all()
+            return None, ([(None, rep)] if rep.mode != "unchanged" else [])
+        files = set(w.files)
+        gone: set[str] = set()
+        for d in w.dirs:
+            if d.is_dir():
+                files.update(self._files_under(ix, d))
+            else:
+                rel = ix.rel_of(d)
+                if rel:
+                    gone.update(r for r in list(ix.state) if r == rel or r.startswith(rel + "/"))
+        by_rel: dict[str, Path] = {}
+        for f in sorted(files):
+            rel = ix.rel_of(f)
+            if rel is not None and rel not in by_rel and rel not in gone:
+                by_rel[rel] = ix.root / rel
+        for rel in gone:
+            by_rel[rel] = ix.root / rel
+        if len(by_rel) > BULK_FILES:
+            rep = ix.index_all()
+            return None, ([(None, rep)] if rep.mode != "unchanged" else [])
+        changed: set[str] = set()
+        reports = []
+        for rel, path in sorted(by_rel.items()):
+            rep = ix.reindex_file(path)
+            if rep.mode != "unchanged":
+                changed.add(rel)
+                reports.append((rel, rep))
+        return changed, reports
 
     # -- watcher -------------------------------------------------------------------------------
     def watch(self, ix: WorkspaceIndexer) -> None:
-        if ix.root in self.observers or self.loop is None:
+        if ix.root in self.observers or self.loop is None or self.stopping:
             return
         try:
             observer = Observer()
@@ -231,6 +492,7 @@ class Feature:
             self.observers[ix.root] = observer
         except OSError as exc:  # e.g. inotify watch limit reached
             log.warning("cannot watch %s: %s (changes outside the editor are picked up on save)", ix.root, exc)
+            self._warn(f"orbit-lsp: cannot watch {ix.root} for changes ({exc}); files are re-indexed on save only")
 
     def unwatch(self, ix: WorkspaceIndexer) -> None:
         observer = self.observers.pop(ix.root, None)
@@ -238,5 +500,12 @@ class Feature:
             observer.stop()
 
     def shutdown(self, params: Any = None) -> None:
+        """Stop watching and cancel running indexing, so ``exit`` does not wait for it."""
+        self.stopping = True
+        if self.flush_handle is not None:
+            self.flush_handle.cancel()
+            self.flush_handle = None
+        for cancel in list(self.cancels):
+            cancel.set()
         for root in list(self.observers):
             self.observers.pop(root).stop()
