@@ -18,7 +18,8 @@ made outside the editor (watchdog), folders added or removed, shutdown.
   [<folder>] (<mode>, <ms> ms)`` or ``orbit: indexed <folder> (...)``.
 
 After any (re-)index the ``after_index(indexer, rels)`` hooks of the other features run (``rels``
-None: the whole folder) and code lenses are refreshed. All indexing runs in the server's index
+None: the whole folder) and code lenses are refreshed; when a folder stops being served their
+``folder_removed(indexer)`` hooks run. All indexing runs in the server's index
 thread; the event loop only queues work and awaits it.
 """
 
@@ -319,6 +320,13 @@ class Feature:
                 if ix is not None:
                     self.unwatch(ix)
                     self._log(f"orbit: stopped serving {ix.root}")
+                    for feature in ls.features:  # e.g. clear the folder's diagnostics
+                        hook = getattr(feature, "folder_removed", None)
+                        if hook is not None and feature is not self:
+                            try:
+                                hook(ix)
+                            except Exception:  # noqa: BLE001
+                                log.exception("folder_removed hook of %s failed", type(feature).__module__)
         added = []
         for f in params.event.added:
             path = ls.path_of(f.uri)
