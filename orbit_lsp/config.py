@@ -55,18 +55,17 @@ class Settings(BaseModel):
 
         Raises ``pydantic.ValidationError`` when a value has the wrong type or range.
         """
-        values: dict = {}
-        env_map = {
-            "ORBIT_FALKORDB_URL": "falkordb_url",
-            "ORBIT_QUERY_TIMEOUT_MS": "query_timeout_ms",
-            "ORBIT_ROW_CAP": "row_cap",
-            "ORBIT_MAX_FILE_BYTES": "max_file_bytes",
-        }
-        for var, field in env_map.items():
-            if os.environ.get(var):
-                values[field] = os.environ[var]
+        values = {field: os.environ[var] for var, field in ENV_VARS.items() if os.environ.get(var)}
         values.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**values)
+
+
+ENV_VARS = {
+    "ORBIT_FALKORDB_URL": "falkordb_url",
+    "ORBIT_QUERY_TIMEOUT_MS": "query_timeout_ms",
+    "ORBIT_ROW_CAP": "row_cap",
+    "ORBIT_MAX_FILE_BYTES": "max_file_bytes",
+}
 
 
 def _flatten(options: dict | None) -> dict:
@@ -90,21 +89,24 @@ def settings_from_sources(*layers: dict | None) -> tuple[Settings, list[str]]:
     environment value is used) and named in ``problems`` as ``"orbit.<setting>: <reason>"``.
     """
     merged: dict = {}
+    origin: dict[str, str] = {}  # setting -> where its value came from, for the message
+    for var, field in ENV_VARS.items():
+        if os.environ.get(var):
+            merged[field], origin[field] = os.environ[var], var
     for layer in layers:
         for key, value in _flatten(layer).items():
             if value is not None:
-                merged[key] = value
+                merged[key], origin[key] = value, f"orbit.{to_camel(key)}"
     problems: list[str] = []
     for _ in range(len(merged) + 1):
         try:
-            return Settings.from_env(**merged), problems
+            return Settings(**merged), problems
         except ValidationError as exc:
             bad = set()
             for err in exc.errors():
-                loc = err.get("loc") or ("?",)
-                name = str(loc[0])
-                problems.append(f"orbit.{to_camel(name)}: {err.get('msg')} (using the default)")
-                bad.add(name)
-            bad |= {names_snake for names_snake in merged if to_camel(names_snake) in bad}
+                name = str((err.get("loc") or ("?",))[0])
+                key = next((k for k in merged if k == name or to_camel(k) == name), name)
+                problems.append(f"{origin.get(key, 'orbit.' + to_camel(key))}: {err.get('msg')} (using the default)")
+                bad.add(key)
             merged = {k: v for k, v in merged.items() if k not in bad}
-    return Settings.from_env(), problems
+    return Settings(), problems

@@ -28,8 +28,10 @@ os.environ["ORBIT_DATA_DIR"] = str(_SESSION_DATA_DIR)
 os.environ.pop("ORBIT_FALKORDB_URL", None)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="session", autouse=True)
 def data_dir():
+    """The session's data dir; autouse so its embedded FalkorDB (started on demand by tests or
+    by the language servers they spawn) is always stopped at the end."""
     yield _SESSION_DATA_DIR
     embedded.stop(_SESSION_DATA_DIR)
     shutil.rmtree(_SESSION_DATA_DIR, ignore_errors=True)

@@ -8,7 +8,9 @@ timeouts into ``QueryTimeout``. Nothing here retries a query.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
+import re
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -24,6 +26,7 @@ from orbit_lsp.graph import embedded
 from orbit_lsp.graph.errors import FalkorDBOffline, QueryRejected, QueryTimeout
 
 CODE_GRAPH_PREFIX = "orbit_code_"
+WRITE_TIMEOUT_MS = 120_000  # server-side timeout of bulk index writes (GraphWriter)
 MEMORY_GRAPH = "orbit_memory"
 
 _TRANSPORT_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError,
@@ -35,6 +38,37 @@ def code_graph_name(workspace: Path | str) -> str:
     absolute path, so two workspaces never share a graph and one workspace always gets the same."""
     real = os.path.realpath(os.path.abspath(os.fspath(workspace)))
     return CODE_GRAPH_PREFIX + hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+
+
+_JSON_KEY = re.compile(r'"([A-Za-z_][A-Za-z0-9_]*)":')
+
+
+def params_header(params: dict) -> str | None:
+    """The ``CYPHER name=value …`` prefix that carries a query's parameters, in the syntax
+    falkordb-py writes (double-quoted strings, map keys in backticks) but serialised by the
+    ``json`` module in C: falkordb-py's recursive serialiser took seconds on the writer's batches
+    of a stdlib-size workspace.
+
+    Returns None when the JSON spelling could mean something else to the server (a string that
+    needs any escape: a quote, a backslash, a newline…; a key that is not an identifier; a value
+    JSON cannot encode); the caller then lets falkordb-py serialise the parameters."""
+    parts = ["CYPHER"]
+    for key, value in params.items():
+        if not isinstance(key, str) or not key.isidentifier():
+            return None
+        try:
+            text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+        except (TypeError, ValueError):
+            return None
+        if "\\" in text:
+            return None
+        if '":' in text:
+            # without escapes every '"' delimits a string, so '"name":' can only be a map key
+            text = _JSON_KEY.sub(r"`\1`:", text)
+            if '":' in text:
+                return None
+        parts.append(f"`{key}`={text}")
+    return " ".join(parts) + " "
 
 
 def _redact_url(url: str) -> str:
@@ -74,6 +108,14 @@ class GraphStore:
         self._lock = threading.Lock()
 
     # -- connection -----------------------------------------------------------------------
+    @property
+    def socket_timeout(self) -> float:
+        """Client-side wait for a reply, in seconds: longer than any server-side query timeout
+        (reads use ``query_timeout_ms``, bulk writes up to ``WRITE_TIMEOUT_MS``), so a slow query
+        is reported as a timeout by the server, and only a server that stopped answering
+        altogether as "FalkorDB offline". (redis-py's own default would cut at 5 s.)"""
+        return max(self.settings.query_timeout_ms, WRITE_TIMEOUT_MS) / 1000 + 10
+
     def connect(self) -> FalkorDB:
         """Return a live client, starting the embedded server when needed.
 
@@ -86,10 +128,10 @@ class GraphStore:
                 if self.embedded:
                     sock = embedded.ensure_running(self.settings.data_dir)
                     db = FalkorDB(unix_socket_path=str(sock), retry=Retry(NoBackoff(), 0),
-                                  socket_connect_timeout=5)
+                                  socket_connect_timeout=5, socket_timeout=self.socket_timeout)
                 else:
                     db = FalkorDB.from_url(self.settings.falkordb_url, retry=Retry(NoBackoff(), 0),
-                                           socket_connect_timeout=5)
+                                           socket_connect_timeout=5, socket_timeout=self.socket_timeout)
                 db.connection.ping()
             except FalkorDBOffline:
                 raise
@@ -142,14 +184,23 @@ class Graph:
     def __init__(self, store: GraphStore, name: str):
         self.store = store
         self.name = name
+        self._fg: tuple | None = None  # (client, falkordb graph handle) last used
+
+    def _handle(self, db: FalkorDB):
+        fg = self._fg
+        if fg is None or fg[0] is not db:
+            fg = self._fg = (db, db.select_graph(self.name))
+        return fg[1]
 
     def _run(self, cypher: str, params: dict | None, timeout_ms: int | None, read_only: bool,
              _again: bool = True) -> QueryResult:
         db = self.store.connect()
         timeout = int(timeout_ms or self.store.settings.query_timeout_ms)
-        g = db.select_graph(self.name)
+        g = self._handle(db)
+        header = params_header(params) if params else None
+        text, args = (header + cypher, None) if header is not None else (cypher, params)
         try:
-            res = g.ro_query(cypher, params, timeout=timeout) if read_only else g.query(cypher, params, timeout=timeout)
+            res = g.ro_query(text, args, timeout=timeout) if read_only else g.query(text, args, timeout=timeout)
         except _TRANSPORT_ERRORS as exc:
             self.store.reset()
             if _again and self.store.embedded and "connecting" in str(exc):

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from orbit_lsp.graph.connection import Graph
+from orbit_lsp.graph.connection import WRITE_TIMEOUT_MS, Graph
 
 BATCH = 5000
 
@@ -22,7 +22,7 @@ def _batched(rows: Sequence[dict], size: int = BATCH) -> Iterable[Sequence[dict]
 class GraphWriter:
     """Writes rows into one code graph. Rows are plain dicts (shapes in each method)."""
 
-    def __init__(self, graph: Graph, timeout_ms: int = 120_000):
+    def __init__(self, graph: Graph, timeout_ms: int = WRITE_TIMEOUT_MS):
         self.graph = graph
         self.timeout_ms = timeout_ms
         self.queries = 0

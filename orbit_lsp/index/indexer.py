@@ -79,7 +79,7 @@ class IndexReport:
     removed_files: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)
     parse_errors: dict[str, str] = field(default_factory=dict)
-    mode: str = "full"  # full | incremental | unchanged
+    mode: str = "full"  # full | incremental | unchanged | cancelled
     seconds: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
 
@@ -407,6 +407,12 @@ class WorkspaceIndexer:
                     to_parse.append((rel, data, h, old))
                 if progress is not None and (i % 200 == 0 or i == total - 1):
                     progress(i + 1, total, rel)
+            if cancel is not None and cancel.is_set():
+                # cancelled before anything was written: the graph keeps its last state (files
+                # not read yet must not look deleted)
+                rep.mode = "cancelled"
+                rep.seconds = time.perf_counter() - t0
+                return rep
             parsed = parse_many([(rel, data) for rel, data, _, _ in to_parse
                                  if LANGS.get(os.path.splitext(rel)[1].lower()) == "python"])
             for rel, data, h, old in to_parse:

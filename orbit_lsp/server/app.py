@@ -22,8 +22,6 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from lsprotocol import types
-from pydantic import ValidationError
-from pydantic.alias_generators import to_camel
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.uris import from_fs_path, to_fs_path
@@ -50,8 +48,9 @@ class OrbitServer(LanguageServer):
 
     def __init__(self) -> None:
         super().__init__("orbit-lsp", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
-        self.env_problems: list[str] = _drop_invalid_env()
-        self.settings: Settings = Settings.from_env()
+        # invalid ORBIT_* variables fall back to defaults; they are announced with the other
+        # setting problems once the client can be told (apply_settings)
+        self.settings, _ = settings_from_sources()
         self.store = GraphStore(self.settings)
         self.workspaces = WorkspaceSet(self.store, self.settings)
         self.index_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="orbit-index")
@@ -88,7 +87,6 @@ class OrbitServer(LanguageServer):
         new indexers for the same folders: the caller re-indexes); otherwise the store and
         every indexer get the new settings."""
         settings, problems = settings_from_sources(*layers)
-        problems = self.env_problems + problems
         if announce:
             for p in problems:
                 if p not in self._announced:
@@ -290,32 +288,6 @@ class OrbitServer(LanguageServer):
         """Ask the client to re-request code lenses (only when it declared support)."""
         if self.supports_lens_refresh():
             self.workspace_code_lens_refresh(None)
-
-
-_ENV_FIELDS = {"ORBIT_FALKORDB_URL": "falkordb_url", "ORBIT_QUERY_TIMEOUT_MS": "query_timeout_ms",
-               "ORBIT_ROW_CAP": "row_cap", "ORBIT_MAX_FILE_BYTES": "max_file_bytes"}
-
-
-def _drop_invalid_env() -> list[str]:
-    """Remove (from this process's environment) the ``ORBIT_*`` variables whose values do not
-    validate, so settings fall back to their defaults instead of the server failing to start.
-    Returns the problems, worded like the other setting problems."""
-    problems: list[str] = []
-    for _ in range(len(_ENV_FIELDS) + 1):
-        try:
-            Settings.from_env()
-            return problems
-        except ValidationError as exc:
-            bad = {str((e.get("loc") or ("?",))[0]): e.get("msg", "invalid") for e in exc.errors()}
-            dropped = False
-            for var, name in _ENV_FIELDS.items():
-                if name in bad and var in os.environ:
-                    problems.append(f"{var} (orbit.{to_camel(name)}): {bad[name]} (using the default)")
-                    del os.environ[var]
-                    dropped = True
-            if not dropped:
-                break
-    return problems
 
 
 def raw_params(params: Any) -> dict:
