@@ -16,6 +16,7 @@ import functools
 import inspect
 import logging
 import os
+import re
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -24,6 +25,7 @@ from typing import Any, Callable, TypeVar
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
+from pygls.workspace import TextDocument
 from pygls.uris import from_fs_path, to_fs_path
 
 from orbit_lsp import __version__
@@ -144,13 +146,14 @@ class OrbitServer(LanguageServer):
         uri = self.uri_of(path)
         doc = self.workspace.text_documents.get(uri)
         if doc is not None:
-            lines = doc.lines
+            text = doc.source
         else:
             try:
                 with open(path, "rb") as fh:
-                    lines = fh.read().decode("utf-8", errors="replace").splitlines()
+                    text = fh.read().decode("utf-8", errors="replace")
             except OSError:
                 return ""
+        lines = split_lines(text)
         return lines[line0].rstrip("\r\n") if 0 <= line0 < len(lines) else ""
 
     def to_position(self, path: Path, line1: int, byte_col: int) -> types.Position:
@@ -288,6 +291,39 @@ class OrbitServer(LanguageServer):
         """Ask the client to re-request code lenses (only when it declared support)."""
         if self.supports_lens_refresh():
             self.workspace_code_lens_refresh(None)
+
+
+_LINE_END = re.compile(r"(?<=\r\n)|(?<=\r)(?!\n)|(?<=\n)")
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines as LSP and Python's tokenizer count them: ends are ``\\n``, ``\\r\\n`` and ``\\r``
+    only (``str.splitlines`` also splits at form feeds, ``\\x1c``-``\\x1e``, ``\\x85``, U+2028/9,
+    which shifted every later line), each line keeping its end."""
+    parts = _LINE_END.split(text)
+    return parts[:-1] if parts and parts[-1] == "" else parts
+
+
+class LspTextDocument(TextDocument):
+    """pygls's document, with LSP line splitting (see ``split_lines``): its ``lines`` also
+    drive how incremental changes are applied, which form feeds used to misplace."""
+
+    @property
+    def lines(self):
+        return tuple(split_lines(self.source))
+
+
+def use_lsp_lines(workspace) -> None:
+    """Make ``workspace`` create ``LspTextDocument``s (pygls builds the workspace inside
+    ``initialize`` and offers no hook for the document class)."""
+    original = workspace._create_text_document
+
+    def create(doc_uri, source=None, version=None, language_id=None):
+        doc = original(doc_uri, source, version, language_id)
+        doc.__class__ = LspTextDocument
+        return doc
+
+    workspace._create_text_document = create
 
 
 def raw_params(params: Any) -> dict:

@@ -41,7 +41,7 @@ from watchdog.observers import Observer
 
 from orbit_lsp.index.indexer import IndexReport, WorkspaceIndexer
 from orbit_lsp.index.walk import LANGS, EXCLUDED_DIRS
-from orbit_lsp.server.app import OrbitServer
+from orbit_lsp.server.app import OrbitServer, use_lsp_lines
 
 log = logging.getLogger("orbit_lsp.server")
 WATCH_DEBOUNCE_S = 0.15   # quiet time that ends a burst of events (one save)
@@ -120,6 +120,7 @@ class Feature:
 
     # -- start-up and settings ---------------------------------------------------------------
     def initialize(self, params: types.InitializeParams) -> None:
+        use_lsp_lines(self.server.workspace)
         opts = params.initialization_options
         self.init_options = opts if isinstance(opts, dict) else None
         self.init_options_invalid = opts is not None and not isinstance(opts, dict)
