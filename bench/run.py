@@ -3,6 +3,7 @@
     python -m bench.run index   [--corpus stdlib|PATH] [--repeat N]
     python -m bench.run reindex [--corpus stdlib|PATH] [--n 40]
     python -m bench.run queries [--corpus stdlib|PATH] [--repeat 5]
+    python -m bench.run lsp     [--corpus stdlib|PATH] [--n 20] [--saves 20]
 
 Each subcommand prints a table and appends a dated entry (machine, exact command, table) to the
 results file (``--results``, default ``bench/RESULTS.md``; ``--no-record`` to skip).
@@ -934,6 +935,10 @@ def build_parser() -> argparse.ArgumentParser:
     pq = sub.add_parser("queries", parents=[common], help="impact, callers, call chain, lens data latency")
     pq.add_argument("--repeat", type=int, default=5)
     pq.add_argument("--k", type=int, default=20, help="targets per query kind")
+    pl = sub.add_parser("lsp", parents=[common], help="a real orbit-lsp server: start-up, save -> lenses, "
+                                                       "request latency, server RSS (see bench/lsp.py)")
+    pl.add_argument("--n", type=int, default=20, help="targets per request kind")
+    pl.add_argument("--saves", type=int, default=20, help="files edited and saved")
     return p
 
 
@@ -960,6 +965,10 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> int
         elif args.cmd == "reindex":
             report = run_reindex(corpus, label, settings, command, n=args.n, seed=args.seed,
                                  cache_dir=args.cache_dir, profile=not args.no_profile, max_lines=args.max_lines)
+        elif args.cmd == "lsp":
+            from bench.lsp import run_lsp
+
+            report = run_lsp(corpus, label, settings, command, n=args.n, saves=args.saves)
         else:
             report = run_queries(corpus, label, settings, command, repeat=args.repeat, k=args.k, seed=args.seed)
     finally:

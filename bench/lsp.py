@@ -1,0 +1,232 @@
+"""Language-server benchmark: a real ``orbit-lsp`` process driven over stdio by pygls's client.
+
+    python -m bench.run lsp [--corpus stdlib|PATH] [--n 20] [--saves 20]
+
+Measures, on a server serving the corpus (a copy, see ``bench.run.prepare_corpus``):
+- time from ``initialize`` to the first code lenses of a file (cold: graph and cache removed
+  first; then a second server re-opening the same folder);
+- save -> fresh lenses: a function is appended to a file and ``didSave`` sent; the time until a
+  code-lens request shows the new function's lens (p50/p95), the file restored afterwards;
+- latency of ``textDocument/codeLens``, ``textDocument/hover``, ``prepareCallHierarchy`` +
+  ``callHierarchy/incomingCalls`` and ``orbit/impact`` on the most imported files and the most
+  called functions (p50/p95);
+- the server's RSS (now and peak, from /proc; FalkorDB excluded: it is another process).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import sys
+import time
+from pathlib import Path
+
+from lsprotocol import types
+from pygls.lsp.client import LanguageClient
+from pygls.uris import from_fs_path
+
+from bench.run import Report, Table, code_graph_name, ms, open_store, pct
+
+LENS_TARGET_MS = 10.0
+SAVE_TARGET_MS = 50.0
+RSS_TARGET_MIB = 300
+
+
+def _proc_mib(pid: int) -> tuple[float | None, float | None]:
+    try:
+        text = open(f"/proc/{pid}/status").read()
+    except OSError:
+        return None, None
+    vals = {}
+    for line in text.splitlines():
+        k, _, v = line.partition(":")
+        if k in ("VmRSS", "VmHWM"):
+            vals[k] = int(v.split()[0]) / 1024
+    return vals.get("VmRSS"), vals.get("VmHWM")
+
+
+class _Client(LanguageClient):
+    def __init__(self):
+        super().__init__("orbit-bench", "1")
+        self.refreshes = 0
+
+        @self.feature(types.WORKSPACE_CODE_LENS_REFRESH)
+        def _refresh(params):  # noqa: ARG001
+            self.refreshes += 1
+
+        @self.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)
+        def _progress(params):  # noqa: ARG001
+            return None
+
+
+CAPS = types.ClientCapabilities(
+    general=types.GeneralClientCapabilities(position_encodings=[types.PositionEncodingKind.Utf16]),
+    window=types.WindowClientCapabilities(work_done_progress=True),
+    workspace=types.WorkspaceClientCapabilities(code_lens=types.CodeLensWorkspaceClientCapabilities(refresh_support=True)),
+    text_document=types.TextDocumentClientCapabilities(
+        hover=types.HoverClientCapabilities(content_format=[types.MarkupKind.Markdown]),
+        code_lens=types.CodeLensClientCapabilities(),
+        synchronization=types.TextDocumentSyncClientCapabilities(did_save=True),
+        call_hierarchy=types.CallHierarchyClientCapabilities()),
+)
+
+
+async def _start(root: Path, env: dict) -> tuple[_Client, float]:
+    client = _Client()
+    await client.start_io(sys.executable, "-m", "orbit_lsp", env=env)
+    t0 = time.perf_counter()
+    await client.initialize_async(types.InitializeParams(
+        capabilities=CAPS, root_uri=from_fs_path(str(root)),
+        workspace_folders=[types.WorkspaceFolder(uri=from_fs_path(str(root)), name=root.name)]))
+    client.initialized(types.InitializedParams())
+    return client, t0
+
+
+async def _lenses(client: _Client, uri: str):
+    return await client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+
+
+async def _wait_lenses(client: _Client, uri: str, timeout: float = 600) -> None:
+    deadline = time.perf_counter() + timeout
+    while time.perf_counter() < deadline:
+        try:
+            if await _lenses(client, uri):
+                return
+        except Exception:  # noqa: BLE001 - "not indexed yet" answers while indexing
+            pass
+        await asyncio.sleep(0.05)
+    raise TimeoutError("no code lenses before the timeout")
+
+
+async def _stop(client: _Client) -> None:
+    try:
+        await asyncio.wait_for(client.shutdown_async(None), 30)
+        client.exit(None)
+    except Exception:  # noqa: BLE001
+        pass
+    await client.stop()
+
+
+def _timed(samples: list, t: float) -> None:
+    samples.append(time.perf_counter() - t)
+
+
+async def _run(corpus: Path, settings, n: int, saves: int) -> dict:
+    env = dict(os.environ, ORBIT_DATA_DIR=str(settings.data_dir))
+    env.pop("ORBIT_FALKORDB_URL", None)
+    store = open_store(settings)
+    graph = store.graph(code_graph_name(corpus))
+    graph.delete()
+    cache = Path(settings.data_dir) / "cache" / f"{graph.name}.sqlite"
+    if cache.exists():
+        cache.unlink()
+    probe = corpus / "os.py" if (corpus / "os.py").exists() else next(corpus.rglob("*.py"))
+    probe_uri = from_fs_path(str(probe))
+    out: dict = {}
+
+    client, t0 = await _start(corpus, env)
+    await _wait_lenses(client, probe_uri)
+    out["cold_init_to_lenses_s"] = time.perf_counter() - t0
+    pid = client._server.pid if client._server else None
+
+    # targets
+    imported = [r[0] for r in graph.ro_query(
+        "MATCH (d:File)-[:IMPORTS]->(f:File) RETURN f.path, count(d) AS c ORDER BY c DESC, f.path LIMIT $n",
+        {"n": n}).rows]
+    called = graph.ro_query(
+        "MATCH (c:Symbol)-[:CALLS]->(s:Symbol) WHERE s.kind IN ['function', 'method'] "
+        "RETURN s.file, s.line, s.col, count(c) AS k ORDER BY k DESC, s.file LIMIT $n", {"n": n}).rows
+
+    def pos_of(path: Path, line1: int, col: int) -> types.Position:
+        text = path.read_bytes().split(b"\n")[line1 - 1]
+        prefix = text[:col].decode("utf-8", "replace")
+        return types.Position(line=line1 - 1, character=len(prefix.encode("utf-16-le")) // 2 + 1)
+
+    lat: dict[str, list[float]] = {"codeLens": [], "hover": [], "callHierarchy (prepare+incoming)": [], "orbit/impact": []}
+    for rel in imported:
+        uri = from_fs_path(str(corpus / rel))
+        t = time.perf_counter()
+        await _lenses(client, uri)
+        _timed(lat["codeLens"], t)
+        t = time.perf_counter()
+        await client.protocol.send_request_async("orbit/impact", {"textDocument": {"uri": uri}})
+        _timed(lat["orbit/impact"], t)
+    for file, line, col, _k in called:
+        path = corpus / file
+        uri = from_fs_path(str(path))
+        pos = pos_of(path, line, col)
+        doc = types.TextDocumentIdentifier(uri=uri)
+        t = time.perf_counter()
+        await client.text_document_hover_async(types.HoverParams(text_document=doc, position=pos))
+        _timed(lat["hover"], t)
+        t = time.perf_counter()
+        items = await client.text_document_prepare_call_hierarchy_async(
+            types.CallHierarchyPrepareParams(text_document=doc, position=pos))
+        if items:
+            await client.call_hierarchy_incoming_calls_async(types.CallHierarchyIncomingCallsParams(item=items[0]))
+        _timed(lat["callHierarchy (prepare+incoming)"], t)
+    out["latency"] = lat
+
+    # save -> fresh lenses
+    files = sorted((p for p in corpus.rglob("*.py") if "test" not in p.parts and p.stat().st_size < 40_000),
+                   key=lambda p: str(p))[: saves * 3: 3]
+    save_s = []
+    for i, path in enumerate(files[:saves]):
+        original = path.read_bytes()
+        name = f"orbit_bench_fn_{i}"
+        path.write_bytes(original + f"\n\ndef {name}():\n    return 1\n".encode())
+        uri = from_fs_path(str(path))
+        t = time.perf_counter()
+        client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+        deadline = t + 30
+        while time.perf_counter() < deadline:
+            lenses = await _lenses(client, uri)
+            last_line = original.count(b"\n") + 2
+            if any(l.range.start.line >= last_line for l in lenses or []):
+                break
+            await asyncio.sleep(0.002)
+        _timed(save_s, t)
+        path.write_bytes(original)
+        client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+        await asyncio.sleep(0.3)
+    out["save_to_lenses_s"] = save_s
+    out["rss_mib"], out["rss_peak_mib"] = _proc_mib(pid) if pid else (None, None)
+    out["lens_refreshes"] = client.refreshes
+    await _stop(client)
+
+    # re-open: a second server on the same (indexed) folder
+    client, t0 = await _start(corpus, env)
+    await _wait_lenses(client, probe_uri)
+    out["reopen_init_to_lenses_s"] = time.perf_counter() - t0
+    pid = client._server.pid if client._server else None
+    out["reopen_rss_mib"], out["reopen_rss_peak_mib"] = _proc_mib(pid) if pid else (None, None)
+    await _stop(client)
+    store.close()
+    return out
+
+
+def run_lsp(corpus: Path, label: str, settings, command: str, n: int = 20, saves: int = 20) -> Report:
+    """Run the language-server benchmark; returns a ``Report`` (tables as in RESULTS.md)."""
+    data = asyncio.run(_run(corpus, settings, n, saves))
+    rep = Report("lsp", label, command, data=data)
+    rows = [["initialize → first lenses, cold (s)", data["cold_init_to_lenses_s"], None, "–"],
+            ["initialize → first lenses, re-open (s)", data["reopen_init_to_lenses_s"], None, "–"]]
+    s = data["save_to_lenses_s"]
+    rows.append(["didSave → fresh lenses (ms)", ms(pct(s, 50)), ms(pct(s, 95)),
+                 "ok" if s and ms(pct(s, 95)) <= SAVE_TARGET_MS else "OVER"])
+    for kind, vals in data["latency"].items():
+        p95 = ms(pct(vals, 95))
+        rows.append([f"{kind} (ms, n={len(vals)})", ms(pct(vals, 50)), p95,
+                     "ok" if p95 is not None and p95 <= LENS_TARGET_MS else "OVER"])
+    rep.tables.append(Table("latency (p50 / p95); targets: save → lenses ≤ 50 ms, requests ≤ 10 ms",
+                            ["measure", "p50 (or value)", "p95", "target"], rows))
+    rep.tables.append(Table("server memory (the orbit-lsp process; FalkorDB excluded); target ≤ 300 MiB",
+                            ["server", "RSS now (MiB)", "peak RSS (MiB)", "target"],
+                            [["after cold index + requests", data["rss_mib"], data["rss_peak_mib"],
+                              "ok" if (data["rss_peak_mib"] or 1e9) <= RSS_TARGET_MIB else "OVER"],
+                             ["after re-open", data["reopen_rss_mib"], data["reopen_rss_peak_mib"],
+                              "ok" if (data["reopen_rss_peak_mib"] or 1e9) <= RSS_TARGET_MIB else "OVER"]]))
+    rep.notes.append(f"workspace/codeLens/refresh requests received: {data['lens_refreshes']}")
+    return rep
