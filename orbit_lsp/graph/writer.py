@@ -1,8 +1,18 @@
 """Batched, parameterised writes of the code graph.
 
 Every write is an ``UNWIND $rows AS r …`` query, one per node or edge type, in batches of
-``BATCH`` rows; endpoints are matched by indexed properties (``File.path``, ``Symbol.qual`` then
-``Symbol.file``). Values only ever travel as parameters, never spliced into Cypher text.
+``BATCH`` rows. Rows are lists whose columns are named by the ``*_FIELDS`` tuples below (lists
+travel as compact JSON arrays, ~30 % less text for the server to parse than maps). Values only
+ever travel as parameters, never spliced into Cypher text.
+
+Two ways to name an endpoint:
+
+- by indexed properties (``File.path``, ``Symbol.qual`` then ``Symbol.file``): for incremental
+  updates of an existing graph;
+- by the node ids that ``create_files``/``create_symbols`` return, within one full build of a
+  fresh graph: a ``NodeByIdSeek`` instead of an index lookup and a filter, and no strings to
+  send (measured on the standard library: CALLS edges 2.6 s -> 0.6 s). Ids are never kept beyond
+  the build that created the nodes (FalkorDB reuses the ids of deleted nodes).
 """
 
 from __future__ import annotations
@@ -13,24 +23,56 @@ from orbit_lsp.graph.connection import WRITE_TIMEOUT_MS, Graph
 
 BATCH = 5000
 
+FILE_FIELDS = ("path", "lang", "lines", "hash", "parse_error", "unresolved_imports")
+SYMBOL_FIELDS = ("file", "qual", "name", "kind", "line", "end_line", "col", "unresolved_calls", "unresolved_names")
+# CALLS rows by property: src_file, src, dst_file, dst, then CALL_PROPS; by id: src_id, dst_id, then CALL_PROPS
+CALL_PROPS = ("line", "lines", "cols", "end_cols", "resolved")
 
-def _batched(rows: Sequence[dict], size: int = BATCH) -> Iterable[Sequence[dict]]:
+
+def _props(fields: Sequence[str], start: int = 0) -> str:
+    return ", ".join(f"{f}: r[{i}]" for i, f in enumerate(fields, start))
+
+
+def _sets(var: str, fields: Sequence[str], start: int = 0) -> str:
+    # a null value removes the property, so this equals ``SET var = {every field}``
+    return ", ".join(f"{var}.{f} = r[{i}]" for i, f in enumerate(fields, start))
+
+
+_CALL_PROPS = "{" + _props(CALL_PROPS, 4) + "}"
+_CALL_PROPS_BY_ID = "{" + _props(CALL_PROPS, 2) + "}"
+
+
+def _batched(rows: Sequence, size: int = BATCH) -> Iterable[Sequence]:
     for i in range(0, len(rows), size):
         yield rows[i : i + size]
 
 
 class GraphWriter:
-    """Writes rows into one code graph. Rows are plain dicts (shapes in each method)."""
+    """Writes rows into one code graph (row shapes in each method)."""
 
     def __init__(self, graph: Graph, timeout_ms: int = WRITE_TIMEOUT_MS):
         self.graph = graph
         self.timeout_ms = timeout_ms
         self.queries = 0
 
-    def _run(self, cypher: str, rows: Sequence, key: str = "rows") -> None:
+    def _run(self, cypher: str, rows: Sequence, key: str = "rows") -> list[list]:
+        out: list[list] = []
         for chunk in _batched(list(rows)):
-            self.graph.query(cypher, {key: list(chunk)}, timeout_ms=self.timeout_ms)
+            out += self.graph.query(cypher, {key: list(chunk)}, timeout_ms=self.timeout_ms).rows
             self.queries += 1
+        return out
+
+    def _run_ids(self, cypher: str, rows: Sequence) -> list[int | None]:
+        """Run a creating query over ``rows`` that returns ``(row index, id)``: the new node ids
+        aligned with ``rows`` (None where nothing was created)."""
+        rows = list(rows)
+        ids: list[int | None] = [None] * len(rows)
+        for start in range(0, len(rows), BATCH):
+            chunk = [[*r, start + i] for i, r in enumerate(rows[start : start + BATCH])]
+            for i, nid in self.graph.query(cypher, {"rows": chunk}, timeout_ms=self.timeout_ms).rows:
+                ids[i] = nid
+            self.queries += 1
+        return ids
 
     # -- deletions ----------------------------------------------------------------------------
     def delete_files(self, paths: Sequence[str]) -> None:
@@ -42,9 +84,9 @@ class GraphWriter:
         """Remove the symbols of ``paths`` (keeping the File nodes and their IMPORTS edges)."""
         self._run("UNWIND $rows AS p MATCH (s:Symbol {file: p}) DETACH DELETE s", paths)
 
-    def delete_symbol_rows(self, rows: Sequence[dict]) -> None:
-        """Remove single symbols, rows: {file, qual}."""
-        self._run("UNWIND $rows AS r MATCH (s:Symbol {qual: r.qual}) WHERE s.file = r.file DETACH DELETE s", rows)
+    def delete_symbol_rows(self, rows: Sequence[list]) -> None:
+        """Remove single symbols, rows: [file, qual]."""
+        self._run("UNWIND $rows AS r MATCH (s:Symbol {qual: r[1]}) WHERE s.file = r[0] DETACH DELETE s", rows)
 
     def delete_outgoing(self, paths: Sequence[str]) -> None:
         """Remove the edges that ``paths`` own: IMPORTS/USES_PACKAGE out of the files and
@@ -58,48 +100,88 @@ class GraphWriter:
         self.queries += 1
 
     # -- nodes -----------------------------------------------------------------------------
-    def create_files(self, rows: Sequence[dict]) -> None:
-        """rows: {path, lang, lines, hash, parse_error, unresolved_imports}"""
-        self._run("UNWIND $rows AS r CREATE (f:File) SET f = r", rows)
+    def create_files(self, rows: Sequence[list]) -> list[int | None]:
+        """rows: ``FILE_FIELDS`` (None leaves a property out). Returns the new node ids."""
+        return self._run_ids(f"UNWIND $rows AS r CREATE (f:File {{{_props(FILE_FIELDS)}}}) "
+                             f"RETURN r[{len(FILE_FIELDS)}], id(f)", rows)
 
-    def update_files(self, rows: Sequence[dict]) -> None:
-        """rows: same shape as ``create_files``; matched by path."""
-        self._run("UNWIND $rows AS r MATCH (f:File {path: r.path}) SET f = r", rows)
+    def update_files(self, rows: Sequence[list]) -> None:
+        """rows: ``FILE_FIELDS``; matched by path, every property replaced."""
+        self._run(f"UNWIND $rows AS r MATCH (f:File {{path: r[0]}}) SET {_sets('f', FILE_FIELDS[1:], 1)}", rows)
 
-    def create_symbols(self, rows: Sequence[dict]) -> None:
-        """rows: {file, qual, name, kind, line, end_line, col, unresolved_calls, unresolved_names};
-        each Symbol is created together with its DEFINES edge."""
-        self._run("UNWIND $rows AS r MATCH (f:File {path: r.file}) CREATE (f)-[:DEFINES]->(s:Symbol) SET s = r",
+    def update_files_by_id(self, rows: Sequence[list], fields: Sequence[str]) -> None:
+        """rows: [node id, *values of ``fields``]: set those properties only."""
+        self._run(f"UNWIND $rows AS r WITH r, r[0] AS fid MATCH (f) WHERE id(f) = fid SET {_sets('f', fields, 1)}",
                   rows)
 
-    def update_symbols(self, rows: Sequence[dict]) -> None:
-        """rows: same shape as ``create_symbols``; matched by (qual, file)."""
-        self._run("UNWIND $rows AS r MATCH (s:Symbol {qual: r.qual}) WHERE s.file = r.file SET s = r", rows)
+    def create_symbols(self, rows: Sequence[list], file_ids: dict[str, int] | None = None) -> list[int | None]:
+        """rows: ``SYMBOL_FIELDS``; each Symbol is created together with its DEFINES edge from
+        its File, found by path, or by id through ``file_ids`` (path -> id). Returns the new
+        node ids."""
+        n = len(SYMBOL_FIELDS)
+        if file_ids is None:
+            return self._run_ids(f"UNWIND $rows AS r MATCH (f:File {{path: r[0]}}) "
+                                 f"CREATE (f)-[:DEFINES]->(s:Symbol {{{_props(SYMBOL_FIELDS)}}}) RETURN r[{n}], id(s)",
+                                 rows)
+        rows = [[file_ids.get(r[0]), *r] for r in rows]
+        return self._run_ids(f"UNWIND $rows AS r WITH r, r[0] AS fid MATCH (f) WHERE id(f) = fid "
+                             f"CREATE (f)-[:DEFINES]->(s:Symbol {{{_props(SYMBOL_FIELDS, 1)}}}) RETURN r[{n + 1}], id(s)",
+                             rows)
+
+    def update_symbols(self, rows: Sequence[list]) -> None:
+        """rows: ``SYMBOL_FIELDS``; matched by (qual, file), every property replaced."""
+        self._run(f"UNWIND $rows AS r MATCH (s:Symbol {{qual: r[1]}}) WHERE s.file = r[0] "
+                  f"SET {_sets('s', SYMBOL_FIELDS[2:], 2)}", rows)
+
+    def update_symbols_by_id(self, rows: Sequence[list], fields: Sequence[str]) -> None:
+        """rows: [node id, *values of ``fields``]: set those properties only."""
+        self._run(f"UNWIND $rows AS r WITH r, r[0] AS sid MATCH (s) WHERE id(s) = sid SET {_sets('s', fields, 1)}",
+                  rows)
 
     # -- edges -----------------------------------------------------------------------------
-    def create_imports(self, rows: Sequence[dict]) -> None:
-        """rows: {src, dst, line}"""
-        self._run("UNWIND $rows AS r MATCH (a:File {path: r.src}) MATCH (b:File {path: r.dst}) "
-                  "CREATE (a)-[:IMPORTS {line: r.line}]->(b)", rows)
+    def create_imports(self, rows: Sequence[list]) -> None:
+        """rows: [src path, dst path, line]"""
+        self._run("UNWIND $rows AS r MATCH (a:File {path: r[0]}) MATCH (b:File {path: r[1]}) "
+                  "CREATE (a)-[:IMPORTS {line: r[2]}]->(b)", rows)
 
-    def create_package_uses(self, rows: Sequence[dict]) -> None:
-        """rows: {src, name, stdlib, dist, line}; Package nodes are merged by name."""
+    def create_imports_by_id(self, rows: Sequence[list]) -> None:
+        """rows: [src id, dst id, line]"""
+        self._run("UNWIND $rows AS r WITH r, r[0] AS a_id, r[1] AS b_id MATCH (a) WHERE id(a) = a_id "
+                  "MATCH (b) WHERE id(b) = b_id CREATE (a)-[:IMPORTS {line: r[2]}]->(b)", rows)
+
+    def create_package_uses(self, rows: Sequence[list], file_ids: dict[str, int] | None = None) -> None:
+        """rows: [src path, name, stdlib, dist, line]; Package nodes are merged by name; the
+        files are found by path, or by id through ``file_ids``."""
         if not rows:
             return
-        pkgs = {r["name"]: {"name": r["name"], "stdlib": r["stdlib"], "dist": r["dist"]} for r in rows}
-        self._run("UNWIND $rows AS r MERGE (p:Package {name: r.name}) SET p.stdlib = r.stdlib, p.dist = r.dist",
-                  sorted(pkgs.values(), key=lambda p: p["name"]))
-        self._run("UNWIND $rows AS r MATCH (a:File {path: r.src}) MATCH (p:Package {name: r.name}) "
-                  "CREATE (a)-[:USES_PACKAGE {line: r.line}]->(p)", rows)
+        pkgs = {r[1]: [r[1], r[2], r[3]] for r in rows}
+        self._run("UNWIND $rows AS r MERGE (p:Package {name: r[0]}) SET p.stdlib = r[1], p.dist = r[2]",
+                  sorted(pkgs.values()))
+        if file_ids is None:
+            self._run("UNWIND $rows AS r MATCH (a:File {path: r[0]}) MATCH (p:Package {name: r[1]}) "
+                      "CREATE (a)-[:USES_PACKAGE {line: r[4]}]->(p)", rows)
+        else:
+            self._run("UNWIND $rows AS r WITH r, r[0] AS a_id MATCH (a) WHERE id(a) = a_id "
+                      "MATCH (p:Package {name: r[1]}) CREATE (a)-[:USES_PACKAGE {line: r[2]}]->(p)",
+                      [[file_ids[r[0]], r[1], r[4]] for r in rows if r[0] in file_ids])
 
-    def create_calls(self, rows: Sequence[dict]) -> None:
-        """rows: {src, src_file, dst, dst_file, line, lines, cols, end_cols, resolved}"""
-        self._run("UNWIND $rows AS r MATCH (a:Symbol {qual: r.src}) WHERE a.file = r.src_file "
-                  "MATCH (b:Symbol {qual: r.dst}) WHERE b.file = r.dst_file "
-                  "CREATE (a)-[:CALLS {line: r.line, lines: r.lines, cols: r.cols, end_cols: r.end_cols, "
-                  "resolved: r.resolved}]->(b)", rows)
+    def create_calls(self, rows: Sequence[list]) -> None:
+        """rows: [src file, src qual, dst file, dst qual, *CALL_PROPS]"""
+        self._run("UNWIND $rows AS r MATCH (a:Symbol {qual: r[1]}) WHERE a.file = r[0] "
+                  "MATCH (b:Symbol {qual: r[3]}) WHERE b.file = r[2] "
+                  f"CREATE (a)-[:CALLS {_CALL_PROPS}]->(b)", rows)
 
-    def create_inherits(self, rows: Sequence[dict]) -> None:
-        """rows: {src, src_file, dst, dst_file}"""
-        self._run("UNWIND $rows AS r MATCH (a:Symbol {qual: r.src}) WHERE a.file = r.src_file "
-                  "MATCH (b:Symbol {qual: r.dst}) WHERE b.file = r.dst_file CREATE (a)-[:INHERITS]->(b)", rows)
+    def create_calls_by_id(self, rows: Sequence[list]) -> None:
+        """rows: [src id, dst id, *CALL_PROPS]"""
+        self._run("UNWIND $rows AS r WITH r, r[0] AS a_id, r[1] AS b_id MATCH (a) WHERE id(a) = a_id "
+                  f"MATCH (b) WHERE id(b) = b_id CREATE (a)-[:CALLS {_CALL_PROPS_BY_ID}]->(b)", rows)
+
+    def create_inherits(self, rows: Sequence[list]) -> None:
+        """rows: [src file, src qual, dst file, dst qual]"""
+        self._run("UNWIND $rows AS r MATCH (a:Symbol {qual: r[1]}) WHERE a.file = r[0] "
+                  "MATCH (b:Symbol {qual: r[3]}) WHERE b.file = r[2] CREATE (a)-[:INHERITS]->(b)", rows)
+
+    def create_inherits_by_id(self, rows: Sequence[list]) -> None:
+        """rows: [src id, dst id]"""
+        self._run("UNWIND $rows AS r WITH r[0] AS a_id, r[1] AS b_id MATCH (a) WHERE id(a) = a_id "
+                  "MATCH (b) WHERE id(b) = b_id CREATE (a)-[:INHERITS]->(b)", rows)

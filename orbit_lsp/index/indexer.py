@@ -235,6 +235,7 @@ class WorkspaceIndexer:
         self._written_root_package = ""  # root_package the graph's qualified names were built with
         self._touched: set[str] = set()  # files whose state changed since the cache was saved
         self._touched_all = False
+        self._cache_blobs: list[tuple[str, bytes]] | None = None  # a full build's pickled state
 
     # -- cache ------------------------------------------------------------------------------
     @property
@@ -265,21 +266,25 @@ class WorkspaceIndexer:
         except (sqlite3.Error, OSError, pickle.PickleError, EOFError, AttributeError, TypeError, ValueError):
             return {}
 
-    def save_cache(self, rels: set[str] | None = None) -> None:
+    @staticmethod
+    def _pickle_states(states: dict[str, FileState]) -> list[tuple[str, bytes]]:
+        return [(r, pickle.dumps(st, protocol=pickle.HIGHEST_PROTOCOL)) for r, st in states.items()]
+
+    def save_cache(self, rels: set[str] | None = None, blobs: list[tuple[str, bytes]] | None = None) -> None:
         """Persist per-file state for the next run's incremental open: every file, or only
-        ``rels`` (rows of files no longer indexed are deleted)."""
+        ``rels`` (rows of files no longer indexed are deleted). ``blobs``: every file's state,
+        already pickled (by a full build, while its writes were in flight)."""
         with self.lock, _gc_paused():
             db = self._cache_db()
             try:
                 with db:
                     if rels is None:
                         db.execute("DELETE FROM files")
-                        todo = self.state
+                        todo = blobs if blobs is not None else self._pickle_states(self.state)
                     else:
-                        todo = {r: self.state[r] for r in rels if r in self.state}
+                        todo = self._pickle_states({r: self.state[r] for r in rels if r in self.state})
                         db.executemany("DELETE FROM files WHERE rel = ?", [(r,) for r in rels if r not in self.state])
-                    db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?)",
-                                   [(r, pickle.dumps(st, protocol=pickle.HIGHEST_PROTOCOL)) for r, st in todo.items()])
+                    db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?)", todo)
                     db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
                                    [("version", str(CACHE_VERSION)), ("root", str(self.root)),
                                     ("root_package", self._written_root_package)])
@@ -288,8 +293,9 @@ class WorkspaceIndexer:
 
     def _persist(self) -> None:
         """Save what changed since the last save (everything after a full build)."""
+        blobs, self._cache_blobs = self._cache_blobs, None
         if self._touched_all:
-            self.save_cache()
+            self.save_cache(blobs=blobs)
         elif self._touched:
             self.save_cache(self._touched)
         self._touched_all = False
@@ -443,7 +449,7 @@ class WorkspaceIndexer:
             self.last_index_time = time.time()
             t2 = time.perf_counter()
             self._persist()
-            timings["cache"] = time.perf_counter() - t2
+            timings["cache"] = timings.get("cache", 0.0) + time.perf_counter() - t2
             return rep
 
     def _count(self, rep: IndexReport) -> None:
@@ -461,49 +467,134 @@ class WorkspaceIndexer:
         rep.packages = len(pk)
 
     def _full_build(self, rep: IndexReport) -> None:
+        """Resolve every file and write a fresh graph.
+
+        The writes run in a background thread, in order, and overlap this thread's work: File
+        and Symbol nodes (which need no resolution) are written while the files are resolved,
+        so FalkorDB works on another core meanwhile; the edges, by the node ids those writes
+        returned, while the per-file state is pickled for the cache. Timings: ``resolve`` and
+        ``cache`` are this thread's; ``write`` is the time spent waiting for writes beyond them."""
+        import concurrent.futures as cf
+
         t = time.perf_counter()
-        resolver = self._resolver()
-        for rel, st in self.state.items():
-            st.edges = resolver.resolve_file(rel) if st.facts is not None else None
-        rep.timings["resolve"] = time.perf_counter() - t
-        t = time.perf_counter()
+        rp = self.root_package
         self.graph.delete()
         ensure_indexes(self.graph)
         w = GraphWriter(self.graph)
         rels = sorted(self.state)
-        w.create_files([self._file_row(r) for r in rels])
-        w.create_symbols([row for r in rels for row in self._symbol_rows(r)])
-        self._write_edges(w, rels)
+        bg = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="orbit-graph-write")
+        jobs: list[cf.Future] = []
+        try:
+            file_rows = [self._file_row(r, resolved=False) for r in rels]
+            sym_keys: list[tuple[str, str]] = []
+            sym_rows: list[list] = []
+            for r in rels:
+                facts = self.state[r].facts
+                if facts is None:
+                    continue
+                for sy in facts.symbols:
+                    sym_keys.append((r, sy.qual))
+                    sym_rows.append([r, full_qual(r, sy.qual, rp), sy.name, sy.kind, sy.line, sy.end_line, sy.col, 0, []])
+
+            def nodes() -> tuple[dict[str, int], dict[tuple[str, str], int]]:
+                file_ids = {r: i for r, i in zip(rels, w.create_files(file_rows)) if i is not None}
+                sym_ids = w.create_symbols(sym_rows, file_ids)
+                return file_ids, {k: i for k, i in zip(sym_keys, sym_ids) if i is not None}
+
+            node_job = bg.submit(nodes)
+            jobs.append(node_job)
+            t_res = time.perf_counter()
+            resolver = self._resolver()
+            for rel, st in self.state.items():
+                st.edges = resolver.resolve_file(rel) if st.facts is not None else None
+            rep.timings["resolve"] = time.perf_counter() - t_res
+            file_ids, sym_ids = node_job.result()
+            self._write_edges_by_id(w, rels, file_ids, sym_ids, lambda fn, *a: jobs.append(bg.submit(fn, *a)))
+            t_cache = time.perf_counter()
+            blobs = self._pickle_states(self.state)
+            rep.timings["cache"] = time.perf_counter() - t_cache
+            for job in jobs:
+                job.result()
+            self._cache_blobs = blobs  # saved by _persist, only once every write succeeded
+        finally:
+            bg.shutdown(wait=True, cancel_futures=True)
         rep.written_files = len(rels)
         rep.mode = "full"
         self._touched_all = True
-        self._written_root_package = self.root_package
-        rep.timings["write"] = time.perf_counter() - t
+        self._written_root_package = rp
+        rep.timings["write"] = time.perf_counter() - t - rep.timings["resolve"] - rep.timings["cache"]
+
+    def _write_edges_by_id(self, w: GraphWriter, rels: list[str], file_ids: dict[str, int],
+                           sym_ids: dict[tuple[str, str], int], submit: Callable) -> None:
+        """The resolution results of a full build: unresolved counts on the nodes, then IMPORTS,
+        USES_PACKAGE, CALLS and INHERITS edges by node id. Rows are built here and handed to
+        ``submit`` one batch at a time, so the server writes one while the next is built."""
+        from orbit_lsp.graph.writer import BATCH
+
+        file_unres, sym_unres, imports, pkgs, inherits = [], [], [], [], []
+        calls: list[list] = []
+        for rel in rels:
+            st = self.state[rel]
+            e = st.edges
+            if e is None:
+                continue
+            fid = file_ids.get(rel)
+            if e.unresolved_imports and fid is not None:
+                file_unres.append([fid, list(e.unresolved_imports)])
+            for qual, names in e.unresolved.items():
+                sid = sym_ids.get((rel, qual))
+                if sid is not None and names:
+                    sym_unres.append([sid, len(names), sorted(set(names))])
+            if fid is not None:
+                for dst, line in sorted(e.imports.items()):
+                    did = file_ids.get(dst)
+                    if did is not None:
+                        imports.append([fid, did, line])
+            for name, line in sorted(e.packages.items()):
+                n, stdlib, dist = package_info(name)
+                pkgs.append([rel, n, stdlib, dist, line])
+            for (src, dst_file, dst), c in sorted(e.calls.items()):
+                a, b = sym_ids.get((rel, src)), sym_ids.get((dst_file, dst))
+                if a is not None and b is not None:
+                    calls.append([a, b, c.lines[0], c.lines, c.cols, c.end_cols, c.resolved])
+                    if len(calls) >= BATCH:
+                        submit(w.create_calls_by_id, calls)
+                        calls = []
+            for src, dst_file, dst in sorted(e.inherits):
+                a, b = sym_ids.get((rel, src)), sym_ids.get((dst_file, dst))
+                if a is not None and b is not None:
+                    inherits.append([a, b])
+        submit(w.create_calls_by_id, calls)
+        submit(w.update_files_by_id, file_unres, ("unresolved_imports",))
+        submit(w.update_symbols_by_id, sym_unres, ("unresolved_calls", "unresolved_names"))
+        submit(w.create_imports_by_id, imports)
+        submit(w.create_package_uses, pkgs, file_ids)
+        submit(w.create_inherits_by_id, inherits)
 
     # -- rows ---------------------------------------------------------------------------------
-    def _file_row(self, rel: str) -> dict:
+    def _file_row(self, rel: str, resolved: bool = True) -> list:
+        """``FILE_FIELDS`` of one file (``resolved=False``: before its resolution, without
+        unresolved imports)."""
         st = self.state[rel]
-        row = {"path": rel, "lang": st.lang, "lines": st.lines, "hash": st.hash}
-        if st.parse_error:
-            row["parse_error"] = st.parse_error
-        if st.edges is not None and st.edges.unresolved_imports:
-            row["unresolved_imports"] = list(st.edges.unresolved_imports)
-        return row
+        unresolved = st.edges.unresolved_imports if resolved and st.edges is not None else None
+        return [rel, st.lang, st.lines, st.hash, st.parse_error or None, list(unresolved) if unresolved else None]
 
-    def _symbol_rows(self, rel: str) -> list[dict]:
+    def _symbol_rows(self, rel: str) -> list[list]:
+        """``SYMBOL_FIELDS`` of every symbol of one file."""
         st = self.state[rel]
         if st.facts is None:
             return []
         unresolved = st.edges.unresolved if st.edges is not None else {}
+        rp = self.root_package
         rows = []
         for s in st.facts.symbols:
             names = unresolved.get(s.qual, [])
-            rows.append({"file": rel, "qual": full_qual(rel, s.qual, self.root_package), "name": s.name, "kind": s.kind,
-                         "line": s.line, "end_line": s.end_line, "col": s.col,
-                         "unresolved_calls": len(names), "unresolved_names": sorted(set(names))})
+            rows.append([rel, full_qual(rel, s.qual, rp), s.name, s.kind, s.line, s.end_line, s.col,
+                         len(names), sorted(set(names))])
         return rows
 
     def _write_edges(self, w: GraphWriter, rels: list[str]) -> None:
+        """Outgoing edges of ``rels``, endpoints by property (incremental updates)."""
         imports, pkgs, calls, inherits = [], [], [], []
         rp = self.root_package
         for rel in rels:
@@ -512,19 +603,17 @@ class WorkspaceIndexer:
                 continue
             for dst, line in sorted(e.imports.items()):
                 if dst in self.state:
-                    imports.append({"src": rel, "dst": dst, "line": line})
+                    imports.append([rel, dst, line])
             for name, line in sorted(e.packages.items()):
                 n, stdlib, dist = package_info(name)
-                pkgs.append({"src": rel, "name": n, "stdlib": stdlib, "dist": dist, "line": line})
+                pkgs.append([rel, n, stdlib, dist, line])
             for (src, dst_file, dst), c in sorted(e.calls.items()):
                 if dst_file not in self.state:
                     continue
-                calls.append({"src": full_qual(rel, src, rp), "src_file": rel, "dst": full_qual(dst_file, dst, rp),
-                              "dst_file": dst_file, "line": c.lines[0], "lines": c.lines, "cols": c.cols,
-                              "end_cols": c.end_cols, "resolved": c.resolved})
+                calls.append([rel, full_qual(rel, src, rp), dst_file, full_qual(dst_file, dst, rp),
+                              c.lines[0], c.lines, c.cols, c.end_cols, c.resolved])
             for src, dst_file, dst in sorted(e.inherits):
-                inherits.append({"src": full_qual(rel, src, rp), "src_file": rel, "dst": full_qual(dst_file, dst, rp),
-                                 "dst_file": dst_file})
+                inherits.append([rel, full_qual(rel, src, rp), dst_file, full_qual(dst_file, dst, rp)])
         w.create_imports(imports)
         w.create_package_uses(pkgs)
         w.create_calls(calls)
@@ -583,10 +672,10 @@ class WorkspaceIndexer:
             rows = self._symbol_rows(rel)
             new_quals = {s.qual for s in self.state[rel].facts.symbols} if self.state[rel].facts else set()
             rp = self.root_package
-            gone_rows.extend({"file": rel, "qual": full_qual(rel, q, rp)} for q in sorted(old_quals - new_quals))
+            gone_rows.extend([rel, full_qual(rel, q, rp)] for q in sorted(old_quals - new_quals))
             fresh = {full_qual(rel, q, rp) for q in new_quals - old_quals}
             for row in rows:
-                (new_rows if row["qual"] in fresh else keep_rows).append(row)
+                (new_rows if row[1] in fresh else keep_rows).append(row)
         w.delete_symbol_rows(gone_rows)
         w.delete_outgoing(sorted(r for r in rebind if r not in added))
         w.create_files([self._file_row(r) for r in sorted(added)])
