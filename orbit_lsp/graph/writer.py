@@ -94,10 +94,15 @@ class GraphWriter:
         self._run("UNWIND $rows AS p MATCH (:File {path: p})-[e:IMPORTS|USES_PACKAGE]->() DELETE e", paths)
         self._run("UNWIND $rows AS p MATCH (:Symbol {file: p})-[e:CALLS|INHERITS]->() DELETE e", paths)
 
-    def delete_unused_packages(self) -> None:
-        self.graph.query("MATCH (p:Package) WHERE NOT ()-[:USES_PACKAGE]->(p) DELETE p",
-                         timeout_ms=self.timeout_ms)
-        self.queries += 1
+    def delete_unused_packages(self, names: Sequence[str] | None = None) -> None:
+        """Remove Package nodes no file uses any more: any, or only those named ``names``."""
+        if names is None:
+            self.graph.query("MATCH (p:Package) WHERE NOT ()-[:USES_PACKAGE]->(p) DELETE p",
+                             timeout_ms=self.timeout_ms)
+            self.queries += 1
+        else:
+            self._run("UNWIND $rows AS n MATCH (p:Package {name: n}) WHERE NOT ()-[:USES_PACKAGE]->(p) DELETE p",
+                      names)
 
     # -- nodes -----------------------------------------------------------------------------
     def create_files(self, rows: Sequence[list]) -> list[int | None]:

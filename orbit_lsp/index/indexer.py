@@ -7,8 +7,10 @@ the calls *into* it from other files, so an incremental graph equals a full rebu
 
 - interface unchanged (same symbols, bindings and classes): the file's Symbol nodes are updated
   in place, only its own outgoing edges are rewritten;
-- interface changed: its symbols are recreated and every file whose resolution consulted it
-  (``FileEdges.deps``) is re-bound;
+- interface changed: its new symbols are created, vanished ones deleted, and every file whose
+  resolution consulted a part of its interface that changed (``FileEdges.deps``, entities such
+  as one name of one scope) is re-resolved with the resolver kept from the last build, whose
+  memoised values that consulted those parts are forgotten;
 - a file added or removed (the module table changed): every file is re-resolved from the cached
   facts and those whose edges changed are rewritten.
 
@@ -19,6 +21,7 @@ A file that fails to parse keeps its last good graph; the error is stored on its
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import hashlib
 import logging
@@ -36,11 +39,11 @@ from orbit_lsp.graph.connection import GraphStore, code_graph_name
 from orbit_lsp.graph.schema import ensure_indexes
 from orbit_lsp.graph.writer import GraphWriter
 from orbit_lsp.index import python as pyx
-from orbit_lsp.index.resolve import FileEdges, Resolver, full_qual, package_info
+from orbit_lsp.index.resolve import FileEdges, Resolver, changed_entities, full_qual, package_info
 from orbit_lsp.index.walk import LANGS, WorkspaceFilter, classify_file, is_dotenv, read_text, walk_workspace
 
 log = logging.getLogger("orbit_lsp.index")
-CACHE_VERSION = 4
+CACHE_VERSION = 5
 
 Progress = Callable[[int, int, str], None]  # (done, total, rel)
 
@@ -236,6 +239,9 @@ class WorkspaceIndexer:
         self._touched: set[str] = set()  # files whose state changed since the cache was saved
         self._touched_all = False
         self._cache_blobs: list[tuple[str, bytes]] | None = None  # a full build's pickled state
+        # the resolver of the last build or update, with its memo, and the module table it was
+        # built on: re-indexing a file reuses it (see ``_update``)
+        self._live: tuple[tuple, Resolver] | None = None
 
     # -- cache ------------------------------------------------------------------------------
     @property
@@ -368,6 +374,10 @@ class WorkspaceIndexer:
         facts = {r: s.facts for r, s in self.state.items() if s.facts is not None}
         return Resolver(facts, set(self.state), self.aliases, self.root_package)
 
+    def _module_table(self) -> tuple:
+        """What a ``Resolver`` is built on besides the facts: indexed paths, aliases, root package."""
+        return frozenset(self.state), tuple(sorted(self.aliases.items())), self.root_package
+
     # -- full / re-open -----------------------------------------------------------------------
     def index_all(self, progress: Progress | None = None, cancel: threading.Event | None = None) -> IndexReport:
         """Walk the workspace and bring the graph up to date.
@@ -380,6 +390,7 @@ class WorkspaceIndexer:
             t0 = time.perf_counter()
             rep = IndexReport()
             timings = rep.timings
+            self._live = None  # the state is rebuilt from the disk and the cache
             walk = walk_workspace(self.root, self.settings.max_file_bytes, self.settings.exclude,
                                   classify=False)  # _read classifies the bytes it reads
             self.aliases = walk.aliases
@@ -508,6 +519,7 @@ class WorkspaceIndexer:
             for rel, st in self.state.items():
                 st.edges = resolver.resolve_file(rel) if st.facts is not None else None
             rep.timings["resolve"] = time.perf_counter() - t_res
+            self._live = (self._module_table(), resolver)
             file_ids, sym_ids = node_job.result()
             self._write_edges_by_id(w, rels, file_ids, sym_ids, lambda fn, *a: jobs.append(bg.submit(fn, *a)))
             t_cache = time.perf_counter()
@@ -572,16 +584,16 @@ class WorkspaceIndexer:
         submit(w.create_inherits_by_id, inherits)
 
     # -- rows ---------------------------------------------------------------------------------
-    def _file_row(self, rel: str, resolved: bool = True) -> list:
+    def _file_row(self, rel: str, resolved: bool = True, state: FileState | None = None) -> list:
         """``FILE_FIELDS`` of one file (``resolved=False``: before its resolution, without
-        unresolved imports)."""
-        st = self.state[rel]
+        unresolved imports), from its current state or ``state``."""
+        st = state if state is not None else self.state[rel]
         unresolved = st.edges.unresolved_imports if resolved and st.edges is not None else None
         return [rel, st.lang, st.lines, st.hash, st.parse_error or None, list(unresolved) if unresolved else None]
 
-    def _symbol_rows(self, rel: str) -> list[list]:
-        """``SYMBOL_FIELDS`` of every symbol of one file."""
-        st = self.state[rel]
+    def _symbol_rows(self, rel: str, state: FileState | None = None) -> list[list]:
+        """``SYMBOL_FIELDS`` of every symbol of one file, from its current state or ``state``."""
+        st = state if state is not None else self.state[rel]
         if st.facts is None:
             return []
         unresolved = st.edges.unresolved if st.edges is not None else {}
@@ -628,36 +640,58 @@ class WorkspaceIndexer:
         Symbols of changed files are updated in place: only symbols that disappeared are
         deleted (with the edges into them) and new ones created, so CALLS/INHERITS edges from
         other files into surviving symbols stay. Files are re-resolved when the module table
-        changed (all of them) or when they consulted a changed file whose interface changed;
-        only those whose edges differ are rewritten."""
+        changed (all of them) or when they consulted a part of a changed file's interface that
+        changed (``resolve.changed_entities``); only those whose edges differ are rewritten.
+
+        The resolver of the previous build or update is kept while the module table stays the
+        same: the changed files' facts are swapped in and only the memoised values that
+        consulted a file whose interface changed are forgotten, so re-resolving the dependents
+        re-evaluates what the edit can affect, not everything they reach."""
         if self.root_package != self._written_root_package:
             # the root became (or stopped being) a package: every qualified name changes
             self._full_build(rep)
             return
         t = time.perf_counter()
-        resolver = self._resolver()
         added = {r for r in changed if r not in old_state}
-        iface_changed: set[str] = set()
+        iface_changed: set[tuple] = set()  # entities (see resolve.interface_units) that changed
+        moved: set[tuple] = set()  # entities whose scopes only moved
         for rel in changed - added:
-            old, new = old_state[rel], self.state[rel]
-            old_if = old.facts.interface() if old.facts is not None else None
-            new_if = new.facts.interface() if new.facts is not None else None
-            if old_if != new_if:
-                iface_changed.add(rel)
+            old, new = old_state[rel].facts, self.state[rel].facts
+            if old is not new and (old is None or new is None or old.interface() != new.interface()):
+                c, m = changed_entities(rel, old, new)
+                iface_changed |= c
+                moved |= m
+        table = self._module_table()
+        if self._live is not None and self._live[0] == table:
+            resolver = self._live[1]
+            for rel in changed:
+                resolver.set_facts(rel, self.state[rel].facts)
+            resolver.invalidate(iface_changed | moved)
+        else:
+            resolver = self._resolver()
+        self._live = (table, resolver)
         if set(old_state) != set(self.state):
             candidates = set(self.state)
         else:
             candidates = set(changed)
-            for rel, st in self.state.items():
-                if st.edges is not None and st.edges.deps & iface_changed:
-                    candidates.add(rel)
+            if iface_changed:
+                for rel, st in self.state.items():
+                    if st.edges is not None and not st.edges.deps.isdisjoint(iface_changed):
+                        candidates.add(rel)
         rebind: set[str] = set()
+        redeps: set[str] = set()  # same edges, other files consulted: only the cache changes
         for rel in sorted(candidates):
             st = self.state[rel]
             new_edges = resolver.resolve_file(rel) if st.facts is not None else None
             old_edges = old_state[rel].edges if rel in old_state else None
             if rel in changed or old_edges is None or new_edges is None or old_edges.key() != new_edges.key():
                 rebind.add(rel)
+            elif new_edges.deps != old_edges.deps:
+                redeps.add(rel)
+            else:
+                continue
+            if st is old_state.get(rel):  # a new object: old_state keeps the old edges
+                st = self.state[rel] = dataclasses.replace(st, edges=new_edges)
             st.edges = new_edges
         rep.timings["resolve"] = time.perf_counter() - t
         t = time.perf_counter()
@@ -665,30 +699,38 @@ class WorkspaceIndexer:
         ensure_indexes(self.graph)
         if removed:
             w.delete_files(sorted(removed))
-        # symbols of changed files: delete vanished, create new, update the rest
+        # symbols of changed or re-bound files: delete vanished, create new, update those whose
+        # properties differ (lines, unresolved calls)
         gone_rows, new_rows, keep_rows = [], [], []
-        for rel in sorted(changed - added):
-            old_quals = {s.qual for s in old_state[rel].facts.symbols} if old_state[rel].facts else set()
+        for rel in sorted((changed | rebind) - added):
+            old_rows = {row[1]: row for row in self._symbol_rows(rel, old_state[rel])}
             rows = self._symbol_rows(rel)
-            new_quals = {s.qual for s in self.state[rel].facts.symbols} if self.state[rel].facts else set()
-            rp = self.root_package
-            gone_rows.extend([rel, full_qual(rel, q, rp)] for q in sorted(old_quals - new_quals))
-            fresh = {full_qual(rel, q, rp) for q in new_quals - old_quals}
+            new_quals = {row[1] for row in rows}
+            gone_rows.extend([rel, q] for q in sorted(old_rows.keys() - new_quals))
             for row in rows:
-                (new_rows if row[1] in fresh else keep_rows).append(row)
+                old_row = old_rows.get(row[1])
+                if old_row is None:
+                    new_rows.append(row)
+                elif old_row != row:
+                    keep_rows.append(row)
         w.delete_symbol_rows(gone_rows)
         w.delete_outgoing(sorted(r for r in rebind if r not in added))
         w.create_files([self._file_row(r) for r in sorted(added)])
-        w.update_files([self._file_row(r) for r in sorted((rebind | changed) - added)])
+        w.update_files([row for row in (self._file_row(r) for r in sorted((rebind | changed) - added))
+                        if row != self._file_row(row[0], state=old_state[row[0]])])
         w.create_symbols(new_rows + [row for r in sorted(added) for row in self._symbol_rows(r)])
-        w.update_symbols(keep_rows + [row for r in sorted(rebind - changed) for row in self._symbol_rows(r)])
+        w.update_symbols(keep_rows)
         self._write_edges(w, sorted(rebind))
-        if removed or rebind:
-            w.delete_unused_packages()
+        # packages that may have lost their last user
+        dropped = {n for r in rebind | removed if r in old_state and old_state[r].edges is not None
+                   for n in old_state[r].edges.packages}
+        dropped -= {n for r in rebind if self.state[r].edges is not None for n in self.state[r].edges.packages}
+        if dropped:
+            w.delete_unused_packages(sorted(package_info(n)[0] for n in dropped))
         rep.written_files = len(rebind | changed)
         rep.removed_files = len(removed)
         rep.timings["write"] = time.perf_counter() - t
-        self._touched |= rebind | changed | removed | candidates
+        self._touched |= rebind | changed | removed | redeps
 
     def reindex_file(self, path: Path | str) -> IndexReport:
         """Re-index one file after it changed on disk (saved, created, or deleted).

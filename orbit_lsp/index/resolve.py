@@ -7,8 +7,11 @@ expression can be followed through scopes, imports, re-exports, classes (MRO ove
 classes), instances, return values, ``functools.partial`` and dict literals; otherwise it is counted
 as unresolved on its caller and never matched by name.
 
-Each file's resolution also records which other files it consulted (``deps``), so that when a
-file's interface changes only the files that looked at it need to be resolved again.
+Each evaluation records which parts of which files it consulted (``deps``: *entities*
+``(file, unit)``, a unit being one top-level name and everything defined under it, see
+``interface_units``). When a file's interface changes, only the units that differ are
+invalidated: memoised values and files whose resolution consulted them, nothing else (adding a
+function to a module does not re-resolve the files that only use its other names).
 """
 
 from __future__ import annotations
@@ -63,6 +66,76 @@ def module_name(rel: str, root_package: str = "") -> str:
     return dotted
 
 
+STARS = "*"  # entity of a file's star imports
+HAS_FACTS = "<facts>"  # entity of whether a file has facts at all
+
+
+def _unit(qual: str) -> str:
+    """The top-level name a qualified name belongs to (``Agent.run`` -> ``Agent``)."""
+    return qual.partition(".")[0]
+
+
+def interface_units(facts: PyFacts | None) -> dict[str, tuple[list, tuple]]:
+    """What other files' resolution can consult in one file, grouped by *unit*: a top-level name
+    (what scope 0 binds it to, and the scopes, classes and symbols defined under it), plus
+    ``STARS`` (the star imports) and ``HAS_FACTS``. Returns unit -> (content, scope indices);
+    a unit absent from the dict is one that nothing defines (a lookup that found nothing).
+
+    Scope indices in the content are relative to the unit's first scope, so a unit that only
+    moved (a definition inserted above it) keeps its content; its indices tell that it moved."""
+    if facts is None:
+        return {}
+    scopes = facts.scopes
+    unit_of = [None] + [_unit(sc.qual) for sc in scopes[1:]]
+    where: dict[str, list[int]] = {}
+    for si in range(1, len(scopes)):
+        where.setdefault(unit_of[si], []).append(si)
+
+    def norm(i: int):  # a scope index as (unit, offset in the unit); the module scope is 0
+        return i if i <= 0 else (unit_of[i], i - where[unit_of[i]][0])
+
+    out: dict[str, list] = {HAS_FACTS: [True], STARS: [tuple(facts.stars)]}
+    top = scopes[0]
+    for name, refs in top.names.items():
+        out.setdefault(name, []).append(("bind", name in top.globals, tuple(refs)))
+    for name in top.globals:
+        if name not in top.names:
+            out.setdefault(name, []).append(("global",))
+    for si in range(1, len(scopes)):
+        sc = scopes[si]
+        out.setdefault(unit_of[si], []).append(
+            ("scope", norm(si), sc.qual, sc.kind, norm(sc.parent), sc.self_name, sc.self_kind, sc.class_qual,
+             tuple(sorted((k, tuple(v)) for k, v in sc.names.items())), tuple(sorted(sc.globals)),
+             tuple(sc.returns)))
+    for q, c in facts.classes.items():
+        attrs = tuple(sorted((k, tuple((norm(msi), r) for msi, r in v)) for k, v in c.attrs.items()))
+        out.setdefault(_unit(q), []).append(("class", q, tuple(c.bases), norm(c.outer), norm(c.body), attrs))
+    seen: set[str] = set()
+    for sym in facts.symbols:
+        if sym.qual not in seen:
+            seen.add(sym.qual)
+            out.setdefault(_unit(sym.qual), []).append(("kind", sym.qual, sym.kind))
+    for q, i in facts.scope_of.items():
+        out.setdefault(_unit(q), []).append(("body", q, norm(i)))
+    return {u: (content, tuple(where.get(u, ()))) for u, content in out.items()}
+
+
+def changed_entities(rel: str, old: PyFacts | None, new: PyFacts | None) -> tuple[set[tuple], set[tuple]]:
+    """Entities ``(rel, unit)`` of a file that changed between two versions: ``(changed, moved)``,
+    ``changed`` those whose content differs (other files' resolution may differ), ``moved``
+    those whose scopes only moved (memoised values, keyed by scope index, are stale; other
+    files' edges are not)."""
+    a, b = interface_units(old), interface_units(new)
+    changed, moved = set(), set()
+    for u in a.keys() | b.keys():
+        x, y = a.get(u), b.get(u)
+        if x is None or y is None or x[0] != y[0]:
+            changed.add((rel, u))
+        elif x[1] != y[1]:
+            moved.add((rel, u))
+    return changed, moved
+
+
 def full_qual(rel: str, qual: str, root_package: str = "") -> str:
     """Workspace-wide qualified name of a symbol (``module.Class.method``)."""
     mod = module_name(rel, root_package)
@@ -94,7 +167,7 @@ class FileEdges:
     inherits: list[tuple[str, str, str]] = field(default_factory=list)  # (src, dst_file, dst)
     unresolved: dict[str, list[str]] = field(default_factory=dict)  # caller qual -> called names
     unresolved_imports: list[str] = field(default_factory=list)  # "line:module"
-    deps: frozenset[str] = frozenset()
+    deps: frozenset[tuple] = frozenset()  # (file, unit) of other files consulted (``interface_units``)
 
     def key(self) -> tuple:
         """Comparable form (everything but ``deps``)."""
@@ -129,11 +202,53 @@ class Resolver:
             for i in range(1, len(parts) + 1):
                 self.dirs.add("/".join(parts[:i]))
         self.src_root = "src" if "src" in self.dirs and "src/__init__.py" not in files else None
-        self.memo: dict = {}
-        self._deps: set[str] = set()
+        self.memo: dict = {}  # (file, scope, ref) -> (value, entities consulted, depth used)
+        self._interned: dict[frozenset, tuple[frozenset, list]] = {}  # deps set -> (itself, memo keys)
+        self._sets_with: dict[tuple, list[frozenset]] = {}  # entity -> interned deps sets naming it
+        self._kinds: dict[str, dict[str, str]] = {}  # file -> symbol qual -> kind (first symbol)
+        self._units: dict[str, list] = {}  # file -> unit of each scope (None for the module)
+        self._deps: set[tuple] = set()
         self._active: set = set()
         self._cut = 0
         self._sub = 0  # deepest evaluation below the current one
+
+    # -- keeping the resolver across edits -------------------------------------------------------
+    def set_facts(self, rel: str, facts: PyFacts | None) -> None:
+        """Replace one file's facts (None: it has none). Memoised values stay valid only for
+        the entities that did not change; call ``invalidate`` with those that did."""
+        if facts is None:
+            self.facts.pop(rel, None)
+        else:
+            self.facts[rel] = facts
+        self._kinds.pop(rel, None)
+        self._units.pop(rel, None)
+
+    def invalidate(self, entities) -> int:
+        """Forget every memoised value that consulted one of ``entities`` (see
+        ``changed_entities``). Returns how many were forgotten. The others stay: re-resolving
+        a file after an edit elsewhere re-evaluates only what the edit can affect."""
+        n = 0
+        for f in entities:
+            for fs in self._sets_with.pop(f, ()):
+                ent = self._interned.pop(fs, None)
+                if ent is None:
+                    continue  # already dropped through another of its files
+                for key in ent[1]:
+                    hit = self.memo.get(key)
+                    if hit is not None and hit[1] is ent[0]:
+                        del self.memo[key]
+                        n += 1
+        return n
+
+    def _remember(self, key: tuple, val, deps: set[tuple], used: int) -> None:
+        fs = frozenset(deps)
+        ent = self._interned.get(fs)
+        if ent is None:  # deps sets are few and shared: intern them (memory), index them by file
+            ent = self._interned[fs] = (fs, [])
+            for f in fs:
+                self._sets_with.setdefault(f, []).append(fs)
+        ent[1].append(key)
+        self.memo[key] = (val, ent[0], used)
 
     # -- module lookup ----------------------------------------------------------------------
     def _canon(self, path: str) -> str:
@@ -220,9 +335,26 @@ class Resolver:
         return self._module_at(f"{base}/{name}" if base else name)
 
     # -- evaluation -----------------------------------------------------------------------
-    def _touch(self, rel: str) -> PyFacts | None:
-        self._deps.add(rel)
-        return self.facts.get(rel)
+    def _facts(self, rel: str) -> PyFacts | None:
+        facts = self.facts.get(rel)
+        if facts is None:
+            self._deps.add((rel, HAS_FACTS))
+        return facts
+
+    def _scope_unit(self, rel: str, facts: PyFacts, si: int) -> str | None:
+        units = self._units.get(rel)
+        if units is None:
+            units = self._units[rel] = [None] + [_unit(sc.qual) for sc in facts.scopes[1:]]
+        return units[si]
+
+    def _kind(self, rel: str, facts: PyFacts, qual: str) -> str | None:
+        self._deps.add((rel, _unit(qual)))
+        kinds = self._kinds.get(rel)
+        if kinds is None:
+            kinds = self._kinds[rel] = {}
+            for s in facts.symbols:
+                kinds.setdefault(s.qual, s.kind)
+        return kinds.get(qual)
 
     def ev(self, rel: str, si: int, ref: tuple):
         """Value of ``ref`` evaluated in scope ``si`` of file ``rel`` (None = unknown).
@@ -255,7 +387,7 @@ class Resolver:
             self._sub = max(saved_sub, used)
             self._active.discard(key)
         if not cut:
-            self.memo[key] = (val, frozenset(deps), used)
+            self._remember(key, val, deps, used)
         return val
 
     @staticmethod
@@ -302,8 +434,8 @@ class Resolver:
         if t == "u":
             return self.combine([self.ev(rel, si, r) for r in ref[1]])
         if t == "def":
-            facts = self._touch(rel)
-            kind = next((s.kind for s in facts.symbols if s.qual == ref[1]), "function") if facts else "function"
+            facts = self._facts(rel)
+            kind = (self._kind(rel, facts, ref[1]) or "function") if facts else "function"
             return ("sym", rel, ref[1], kind)
         if t == "imod":
             m = self.find_module(ref[1], rel)
@@ -325,12 +457,14 @@ class Resolver:
         return None
 
     def lookup_name(self, rel: str, si: int, name: str):
-        facts = self._touch(rel)
+        facts = self._facts(rel)
         if facts is None:
             return None
+        deps = self._deps
         idx, first = si, True
         while idx >= 0:
             sc = facts.scopes[idx]
+            deps.add((rel, name) if idx == 0 else (rel, self._scope_unit(rel, facts, idx)))
             if name in sc.globals:
                 idx = 0
                 first = True
@@ -351,6 +485,7 @@ class Resolver:
         return None
 
     def _star_lookup(self, rel: str, facts: PyFacts, name: str):
+        self._deps.add((rel, STARS))
         if not facts.stars:
             return None
         key = ("*", rel, name)
@@ -375,10 +510,11 @@ class Resolver:
         key = self.module_file(mod)
         if key is None:
             return None
-        facts = self._touch(key)
+        facts = self._facts(key)
         if facts is None:
             return None
         top = facts.scopes[0]
+        self._deps.add((key, name))
         if name in top.names:
             return self.combine([self.ev(key, 0, r) for r in top.names[name]])
         return self._star_lookup(key, facts, name)
@@ -398,8 +534,11 @@ class Resolver:
             if (r, q) in seen:
                 continue
             seen.add((r, q))
-            facts = self._touch(r)
-            if facts is None or q not in facts.classes:
+            facts = self._facts(r)
+            if facts is None:
+                continue
+            self._deps.add((r, _unit(q)))
+            if q not in facts.classes:
                 continue
             out.append((r, q))
             cls = facts.classes[q]
@@ -434,7 +573,7 @@ class Resolver:
             facts = self.facts[r]
             cls = facts.classes[q]
             body = facts.scopes[cls.body]
-            if attr in body.names:
+            if attr in body.names:  # the class's unit: recorded by mro()
                 return self.combine([self.ev(r, cls.body, x) for x in body.names[attr]])
             if via_instance and attr in cls.attrs:
                 return self.combine([self.ev(r, msi, x) for msi, x in cls.attrs[attr]])
@@ -467,10 +606,12 @@ class Resolver:
         return None
 
     def _enclosing_method(self, rel: str, si: int):
-        facts = self.facts.get(rel)
+        facts = self._facts(rel)
         idx = si
         while facts is not None and idx >= 0:
             sc = facts.scopes[idx]
+            if idx:
+                self._deps.add((rel, self._scope_unit(rel, facts, idx)))
             if sc.class_qual is not None:
                 return sc
             idx = sc.parent
@@ -484,8 +625,11 @@ class Resolver:
             if f[3] == "class":
                 return ("inst", f[1], f[2])
             if f[3] in ("function", "method"):
-                facts = self._touch(f[1])
-                fsi = facts.scope_of.get(f[2]) if facts else None
+                facts = self._facts(f[1])
+                if facts is None:
+                    return None
+                self._deps.add((f[1], _unit(f[2])))  # its body scope and returns are in its unit
+                fsi = facts.scope_of.get(f[2])
                 if fsi is None:
                     return None
                 rets = facts.scopes[fsi].returns
@@ -610,8 +754,7 @@ class Resolver:
                         edge = (cls.qual, m[1], m[2])
                         if edge not in out.inherits:
                             out.inherits.append(edge)
-        self._deps.discard(rel)
-        out.deps = frozenset(self._deps)
+        out.deps = frozenset(e for e in self._deps if e[0] != rel)
         self._deps = set()
         return out
 
