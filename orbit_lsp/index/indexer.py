@@ -455,6 +455,7 @@ class WorkspaceIndexer:
                     rep.mode = "incremental"
                     self._update(old_state, changed | added, removed, rep)
             self._count(rep)
+            package_info("")  # loads the environment's distribution table now, not on the first edit
             rep.files = len(self.state)
             rep.seconds = time.perf_counter() - t0
             self.last_index_time = time.time()

@@ -206,7 +206,7 @@ class Resolver:
         self._interned: dict[frozenset, tuple[frozenset, list]] = {}  # deps set -> (itself, memo keys)
         self._sets_with: dict[tuple, list[frozenset]] = {}  # entity -> interned deps sets naming it
         self._kinds: dict[str, dict[str, str]] = {}  # file -> symbol qual -> kind (first symbol)
-        self._units: dict[str, list] = {}  # file -> unit of each scope (None for the module)
+        self._units: dict[str, list] = {}  # file -> entity (file, unit) of each scope (None for the module)
         self._deps: set[tuple] = set()
         self._active: set = set()
         self._cut = 0
@@ -341,11 +341,11 @@ class Resolver:
             self._deps.add((rel, HAS_FACTS))
         return facts
 
-    def _scope_unit(self, rel: str, facts: PyFacts, si: int) -> str | None:
-        units = self._units.get(rel)
-        if units is None:
-            units = self._units[rel] = [None] + [_unit(sc.qual) for sc in facts.scopes[1:]]
-        return units[si]
+    def _scope_entities(self, rel: str, facts: PyFacts) -> list:
+        ents = self._units.get(rel)
+        if ents is None:
+            ents = self._units[rel] = [None] + [(rel, _unit(sc.qual)) for sc in facts.scopes[1:]]
+        return ents
 
     def _kind(self, rel: str, facts: PyFacts, qual: str) -> str | None:
         self._deps.add((rel, _unit(qual)))
@@ -382,9 +382,10 @@ class Resolver:
             val = self._ev(rel, si, ref)
         finally:
             deps, cut, used = self._deps, self._cut, self._sub + 1
-            self._deps = saved_deps | deps
+            saved_deps |= deps  # in place: the caller's set
+            self._deps = saved_deps
             self._cut = saved_cut + cut
-            self._sub = max(saved_sub, used)
+            self._sub = used if used > saved_sub else saved_sub
             self._active.discard(key)
         if not cut:
             self._remember(key, val, deps, used)
@@ -461,10 +462,11 @@ class Resolver:
         if facts is None:
             return None
         deps = self._deps
+        ents = self._units.get(rel) or self._scope_entities(rel, facts)
         idx, first = si, True
         while idx >= 0:
             sc = facts.scopes[idx]
-            deps.add((rel, name) if idx == 0 else (rel, self._scope_unit(rel, facts, idx)))
+            deps.add(ents[idx] if idx else (rel, name))
             if name in sc.globals:
                 idx = 0
                 first = True
@@ -611,7 +613,7 @@ class Resolver:
         while facts is not None and idx >= 0:
             sc = facts.scopes[idx]
             if idx:
-                self._deps.add((rel, self._scope_unit(rel, facts, idx)))
+                self._deps.add(self._scope_entities(rel, facts)[idx])
             if sc.class_qual is not None:
                 return sc
             idx = sc.parent
