@@ -178,25 +178,33 @@ def call_chain(graph: Graph, source: str, target: str, max_len: int = 10) -> Ans
 def impact(graph: Graph, path: str, max_hops: int = MAX_HOPS) -> Answer:
     """Files that depend on ``path`` through 1..``max_hops`` IMPORTS edges, each with its
     minimal hop count. ``rows``: [{"path", "hops"}] sorted by (hops, path); the file itself is
-    never listed. A note says when ``path`` is not in the graph."""
+    never listed. A note says when ``path`` is not in the graph.
+
+    One query per hop over a frontier of node ids (an id seek per node, one list back; about
+    half the server time of matching the frontier by path and returning paths), then one query
+    for the paths of everything found."""
     ans = Answer()
-    if not ans.run(graph, "MATCH (f:File {path: $p}) RETURN count(f)", {"p": path})[0][0]:
+    start = ans.run(graph, "MATCH (f:File {path: $p}) RETURN id(f)", {"p": path})
+    if not start:
         ans.notes.append(f"{path} is not in the graph (not indexed or skipped)")
         ans.found = False
         return ans
-    q = ("MATCH (d:File)-[:IMPORTS]->(f:File) WHERE f.path IN $frontier "
-         "RETURN DISTINCT d.path")
-    seen = {path}
-    frontier = [path]
-    rows = []
+    q = "UNWIND $frontier AS i MATCH (f) WHERE id(f) = i MATCH (d)-[:IMPORTS]->(f) RETURN collect(DISTINCT id(d))"
+    seen = {r[0] for r in start}
+    frontier = sorted(seen)
+    hops: dict[int, int] = {}
     for hop in range(1, max_hops + 1):
         if not frontier:
             break
-        found = sorted({r[0] for r in ans.run(graph, q, {"frontier": frontier})} - seen)
-        rows.extend({"path": p, "hops": hop} for p in found)
+        found = sorted(set(ans.run(graph, q, {"frontier": frontier})[0][0]) - seen)
+        hops.update((i, hop) for i in found)
         seen.update(found)
         frontier = found
-    ans.rows = rows
+    if hops:
+        paths = dict(ans.run(graph, "UNWIND $frontier AS i MATCH (f) WHERE id(f) = i RETURN id(f), f.path",
+                             {"frontier": sorted(hops)}))
+        ans.rows = sorted(({"path": paths[i], "hops": h} for i, h in hops.items() if i in paths),
+                          key=lambda r: (r["hops"], r["path"]))
     return ans
 
 
