@@ -184,19 +184,21 @@ def impact(graph: Graph, path: str, max_hops: int = MAX_HOPS) -> Answer:
     half the server time of matching the frontier by path and returning paths), then one query
     for the paths of everything found."""
     ans = Answer()
-    start = ans.run(graph, "MATCH (f:File {path: $p}) RETURN id(f)", {"p": path})
+    # the file and its direct importers in one query
+    start = ans.run(graph, "MATCH (f:File {path: $p}) OPTIONAL MATCH (d)-[:IMPORTS]->(f) "
+                           "RETURN id(f), collect(DISTINCT id(d))", {"p": path})
     if not start:
         ans.notes.append(f"{path} is not in the graph (not indexed or skipped)")
         ans.found = False
         return ans
     q = "UNWIND $frontier AS i MATCH (f) WHERE id(f) = i MATCH (d)-[:IMPORTS]->(f) RETURN collect(DISTINCT id(d))"
-    seen = {r[0] for r in start}
-    frontier = sorted(seen)
+    seen = {start[0][0]}
     hops: dict[int, int] = {}
     for hop in range(1, max_hops + 1):
-        if not frontier:
+        found = start[0][1] if hop == 1 else ans.run(graph, q, {"frontier": frontier})[0][0]
+        found = sorted(set(found) - seen)
+        if not found:
             break
-        found = sorted(set(ans.run(graph, q, {"frontier": frontier})[0][0]) - seen)
         hops.update((i, hop) for i in found)
         seen.update(found)
         frontier = found
