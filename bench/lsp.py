@@ -24,6 +24,8 @@ from pathlib import Path
 
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
+from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.json_rpc import JsonRPCResponseMessage
 from pygls.uris import from_fs_path
 
 from bench.run import Report, Table, code_graph_name, ms, open_store, pct
@@ -46,9 +48,21 @@ def _proc_mib(pid: int) -> tuple[float | None, float | None]:
     return vals.get("VmRSS"), vals.get("VmHWM")
 
 
+class _PlainResultProtocol(LanguageServerProtocol):
+    """Results of requests without an LSP result type (``orbit/*``) stay plain JSON, as an
+    editor's JSON-RPC layer gives them; pygls's default turns every object into a freshly made
+    namedtuple class, which cost more than the server's answer on large results."""
+
+    def structure_message(self, data):
+        if "jsonrpc" in data and "id" in data and "result" in data and "method" not in data \
+                and data["id"] not in self._result_types:
+            return JsonRPCResponseMessage(id=data["id"], jsonrpc=data["jsonrpc"], result=data["result"])
+        return super().structure_message(data)
+
+
 class _Client(LanguageClient):
     def __init__(self):
-        super().__init__("orbit-bench", "1")
+        super().__init__("orbit-bench", "1", protocol_cls=_PlainResultProtocol)
         self.refreshes = 0
 
         @self.feature(types.WORKSPACE_CODE_LENS_REFRESH)

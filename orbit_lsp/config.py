@@ -35,6 +35,8 @@ class Settings(BaseModel):
     - ``row_cap``: most rows a model-written (read-only) query may return.
     - ``max_file_bytes``: larger source files are skipped with a reason.
     - ``max_hops``: depth of impact traversals.
+    - ``max_callers``: most callers one call-hierarchy level or ``orbit/impact`` answer lists (the
+      total is always counted and said; lenses and hovers count every caller).
     - ``exclude``: extra gitignore-style patterns excluded from indexing.
     """
 
@@ -47,6 +49,7 @@ class Settings(BaseModel):
     row_cap: int = Field(default=500, ge=1, le=100_000)
     max_file_bytes: int = Field(default=2_000_000, ge=1)
     max_hops: int = Field(default=4, ge=1, le=10)
+    max_callers: int = Field(default=100, ge=1, le=100_000)
     exclude: list[str] = Field(default_factory=list)
 
     @classmethod

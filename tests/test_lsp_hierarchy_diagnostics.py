@@ -35,7 +35,7 @@ x = "😋"; f()
 EDITS_020 = CASES / "020-syntax-error-mid-edit" / "edits"
 # a form feed is not a line break for LSP nor for ast (str.splitlines would count one)
 FORM_FEED = 'def h():\n    return 1\n\x0c\ny = "😋"; h()\n'
-FOLDERS = ("w006", "w007", "w020", "emoji", "cycle", "unres")
+FOLDERS = ("w006", "w007", "w020", "emoji", "cycle", "unres", "hub")
 
 
 def make_workspaces(base: Path) -> dict[str, Path]:
@@ -56,6 +56,11 @@ def make_workspaces(base: Path) -> dict[str, Path]:
     roots["unres"] = base / "unres"
     roots["unres"].mkdir()
     (roots["unres"] / "app.py").write_text("import os\nfrom . import missing\n")
+    roots["hub"] = base / "hub"
+    roots["hub"].mkdir()
+    (roots["hub"] / "hub.py").write_text("def hub():\n    return 1\n")
+    (roots["hub"] / "spokes.py").write_text("from hub import hub\n\n" + "".join(
+        f"def spoke_{i}():\n    return hub()\n\n" for i in range(5)) + "def rim():\n    return spoke_3()\n")
     return roots
 
 
@@ -338,3 +343,27 @@ async def test_020_fixed_save_clears_it(client: LanguageClient):
     assert [c.to.detail for c in await outgoing(client, item)] == ["inventory.add"]
     [report] = await symbols(client, "report")
     assert report.location.range == R(15, 4, 15, 10)  # moved from line 12 to 16
+
+
+async def test_caller_lists_are_capped_by_max_callers_and_say_so(client: LanguageClient):
+    """``orbit.maxCallers`` caps the incoming calls listed (first by file and line) and the
+    callers of ``orbit/impact``; the true totals are still given: by a message for the call
+    hierarchy (LSP has no field for it), in ``callersTotal`` for ``orbit/impact``."""
+    hub = client.orbit.roots["hub"] / "hub.py"
+    item = (await prepare(client, hub, 0, 4))[0]
+    assert [c.from_.name for c in await incoming(client, item)] == [f"spoke_{i}" for i in range(5)]
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"orbit": {"maxCallers": 2}}))
+    try:
+        shown = client.protocol.wait_for_notification_async(types.WINDOW_SHOW_MESSAGE)
+        calls = await incoming(client, item)
+        assert [c.from_.name for c in calls] == ["spoke_0", "spoke_1"]
+        msg = await asyncio.wait_for(shown, 10)
+        assert "hub has 5 callers" in msg.message and "first 2" in msg.message and "maxCallers" in msg.message
+        res = as_dict(await client.protocol.send_request_async("orbit/impact", {
+            "textDocument": {"uri": uri(hub)}, "position": {"line": 0, "character": 4}}))
+        assert [c["qual"] for c in res["callers"]] == ["spokes.spoke_0", "spokes.spoke_1"]
+        assert res["callersTotal"] == {"all": 6, "byDepth": [5, 1]}
+        assert any("6 callers within 4 hops; showing the first 2" in n for n in res["notes"])
+    finally:
+        client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"orbit": {}}))
+    assert len(await incoming(client, item)) == 5

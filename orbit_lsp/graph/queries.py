@@ -25,6 +25,8 @@ class Answer:
     cypher: list[dict] = field(default_factory=list)  # [{"query": str, "params": dict}]
     notes: list[str] = field(default_factory=list)
     found: bool = True
+    total: int | None = None  # rows there were before a limit cut them (None: all are here)
+    by_depth: list[int] | None = None  # traversals: how many were found at depth 1, 2, …
 
     def run(self, graph: Graph, query: str, params: dict | None = None, timeout_ms: int | None = None) -> list[list]:
         """Run a read query, record it, return its raw rows."""
@@ -175,10 +177,12 @@ def call_chain(graph: Graph, source: str, target: str, max_len: int = 10) -> Ans
 
 
 # -- files --------------------------------------------------------------------------------------
-def impact(graph: Graph, path: str, max_hops: int = MAX_HOPS) -> Answer:
+def impact(graph: Graph, path: str, max_hops: int = MAX_HOPS, paths: bool = True) -> Answer:
     """Files that depend on ``path`` through 1..``max_hops`` IMPORTS edges, each with its
     minimal hop count. ``rows``: [{"path", "hops"}] sorted by (hops, path); the file itself is
-    never listed. A note says when ``path`` is not in the graph.
+    never listed. ``total`` is their number and ``by_depth`` how many at each hop; with
+    ``paths`` False only those two are computed (``rows`` stays empty: one query less, and no
+    paths cross the wire). A note says when ``path`` is not in the graph.
 
     One query per hop over a frontier of node ids (an id seek per node, one list back; about
     half the server time of matching the frontier by path and returning paths), then one query
@@ -202,10 +206,14 @@ def impact(graph: Graph, path: str, max_hops: int = MAX_HOPS) -> Answer:
         hops.update((i, hop) for i in found)
         seen.update(found)
         frontier = found
-    if hops:
-        paths = dict(ans.run(graph, "UNWIND $frontier AS i MATCH (f) WHERE id(f) = i RETURN id(f), f.path",
+    by_depth = [0] * max(hops.values(), default=0)
+    for h in hops.values():
+        by_depth[h - 1] += 1
+    ans.by_depth, ans.total = by_depth, len(hops)
+    if hops and paths:
+        found = dict(ans.run(graph, "UNWIND $frontier AS i MATCH (f) WHERE id(f) = i RETURN id(f), f.path",
                              {"frontier": sorted(hops)}))
-        ans.rows = sorted(({"path": paths[i], "hops": h} for i, h in hops.items() if i in paths),
+        ans.rows = sorted(({"path": found[i], "hops": h} for i, h in hops.items() if i in found),
                           key=lambda r: (r["hops"], r["path"]))
     return ans
 
@@ -356,15 +364,80 @@ def target_at(graph: Graph, path: str, line: int, byte_col: int) -> Answer:
     return ans
 
 
-def symbol_callers(graph: Graph, path: str, qual: str, ans: Answer | None = None) -> Answer:
+def symbol_callers(graph: Graph, path: str, qual: str, ans: Answer | None = None,
+                   limit: int | None = None) -> Answer:
     """Direct callers of one symbol (by file and qualified name) with their call sites:
     ``rows`` = caller symbol dicts + ``lines``, ``cols``, ``end_cols`` (UTF-8 byte columns in the
-    caller's file), ``resolved``."""
+    caller's file), ``resolved``; sorted by (file, line).
+
+    ``limit``: at most that many rows; when there are more, ``total`` is their number (one count
+    query: the callers themselves never cross the wire) and a note says so."""
     ans = ans or Answer()
-    rows = ans.run(graph, f"MATCH (s:Symbol)-[e:CALLS]->(t:Symbol {{qual: $q}}) WHERE t.file = $p "
-                          f"RETURN {SYMBOL_FIELDS}, e.lines, e.cols, e.end_cols, e.resolved ORDER BY file, line",
-                   {"q": qual, "p": path})
+    params = {"q": qual, "p": path}
+    ret = f"RETURN {SYMBOL_FIELDS}, e.lines, e.cols, e.end_cols, e.resolved"
+    if limit is None:
+        cypher = f"MATCH (s:Symbol)-[e:CALLS]->(t:Symbol {{qual: $q}}) WHERE t.file = $p {ret} ORDER BY file, line, qual"
+    else:  # sort on two properties before projecting the rest: half the server time
+        cypher = (f"MATCH (s:Symbol)-[e:CALLS]->(t:Symbol {{qual: $q}}) WHERE t.file = $p "
+                  f"WITH s, e ORDER BY s.file, s.line LIMIT $limit {ret}")
+        params["limit"] = max(0, int(limit)) + 1
+    rows = sorted(ans.run(graph, cypher, params), key=lambda r: (r[3], r[4] or 0, r[0]))
+    if limit is not None and len(rows) > limit:
+        rows = rows[:limit]
+        ans.total = ans.run(graph, "MATCH (s:Symbol)-[:CALLS]->(t:Symbol {qual: $q}) WHERE t.file = $p "
+                                   "RETURN count(s)", {"q": qual, "p": path})[0][0]
+        ans.notes.append(f"{qual} has {ans.total} direct callers; showing the first {limit}")
     ans.rows = [{**_sym(r[:8]), "lines": r[8], "cols": r[9], "end_cols": r[10], "resolved": r[11]} for r in rows]
+    return ans
+
+
+def symbol_impact(graph: Graph, path: str, qual: str, max_hops: int = MAX_HOPS, limit: int | None = None) -> Answer:
+    """Transitive callers of one symbol (by file and qualified name; same-named symbols elsewhere
+    are never mixed in), up to ``max_hops`` CALLS edges back, each with its minimal depth.
+
+    ``rows``: caller symbol dicts + ``depth``, sorted by (depth, file, line, qual); at most
+    ``limit`` of them, ``total`` always set to how many there are and ``by_depth`` to how many
+    at each depth. ``found`` is False when the
+    symbol is not in the graph. Hops go over node ids (one list back per hop, as ``impact``);
+    only the listed callers' properties cross the wire, so a symbol with ten thousand callers
+    costs their ids, not their rows. A symbol calling itself is not its own caller. A note says
+    when calls that could not be bound use the symbol's name (the list is then a lower bound)."""
+    ans = Answer()
+    start = ans.run(graph, "MATCH (t:Symbol {qual: $q}) WHERE t.file = $p RETURN id(t)", {"q": qual, "p": path})
+    if not start:
+        ans.notes.append(f"no symbol {qual} in {path}")
+        ans.found = False
+        ans.total, ans.by_depth = 0, []
+        return ans
+    q = ("UNWIND $frontier AS i MATCH (t) WHERE id(t) = i MATCH (c:Symbol)-[:CALLS]->(t) "
+         "RETURN collect(DISTINCT id(c))")
+    seen = {start[0][0]}
+    levels: list[list[int]] = []
+    frontier = [start[0][0]]
+    for _ in range(max_hops):
+        found = sorted(set(ans.run(graph, q, {"frontier": frontier})[0][0]) - seen)
+        if not found:
+            break
+        levels.append(found)
+        seen.update(found)
+        frontier = found
+    ans.by_depth = [len(ids) for ids in levels]
+    ans.total = sum(ans.by_depth)
+    budget = ans.total if limit is None else max(0, int(limit))
+    for depth, ids in enumerate(levels, 1):
+        if budget <= 0:
+            break
+        rows = ans.run(graph, f"UNWIND $ids AS i MATCH (s) WHERE id(s) = i RETURN {SYMBOL_FIELDS} "
+                              "ORDER BY file, line, qual LIMIT $limit", {"ids": ids, "limit": budget})
+        ans.rows += [{**_sym(r), "depth": depth} for r in rows]
+        budget -= len(rows)
+    if len(ans.rows) < ans.total:
+        ans.notes.append(f"{qual} has {ans.total} callers within {max_hops} hops; showing the first {len(ans.rows)}")
+    name = qual.rpartition(".")[2]
+    unresolved = _unresolved_named(graph, [name], ans).get(name, 0)
+    if unresolved:
+        ans.notes.append(f"{unresolved} call sites that could not be bound use the name '{name}': "
+                         "they may call it too")
     return ans
 
 
@@ -588,33 +661,35 @@ def _unresolved_named(graph: Graph, names: list[str], ans: Answer) -> dict[str, 
 
 def file_lens_data(graph: Graph, path: str, max_hops: int = MAX_HOPS) -> Answer:
     """Everything the code lenses of one file need, in a fixed handful of queries whatever the
-    number of symbols: the file's hash, its dependents (``impact``), its symbols with their caller
-    counts in one aggregated query (as ``file_symbols``, and whether each calls itself), and the
-    unbound call sites using their names in one more.
+    number of symbols: the file's hash, how many files depend on it and over how many hops
+    (``impact`` without the paths), its symbols with their caller counts (the CALLS in-degree:
+    the graph has at most one CALLS edge per caller and callee), which of them call themselves,
+    and the unbound call sites using their names.
 
-    ``rows``: [{"path", "hash", "lang", "lines", "parse_error", "dependents": [{"path", "hops"}],
-    "symbols": [symbol dict + "callers" (distinct direct callers, the symbol itself excluded),
-    "recursive" (bool), "unresolved_elsewhere"]}] (symbols sorted by line, modules included);
-    empty with ``found`` False when the file is not in the graph."""
+    ``rows``: [{"path", "hash", "lang", "lines", "parse_error", "dependents": int, "hops": int
+    (largest minimal hop count, 0 without dependents), "symbols": [symbol dict + "callers"
+    (distinct direct callers, the symbol itself excluded), "recursive" (bool),
+    "unresolved_elsewhere"]}] (symbols sorted by line, modules included); empty with ``found``
+    False when the file is not in the graph."""
     ans = file_record(graph, path)
     if not ans.found:
         return ans
     rec = ans.rows[0]
-    imp = impact(graph, path, max_hops)
+    imp = impact(graph, path, max_hops, paths=False)
     ans.cypher += imp.cypher
     ans.notes += imp.notes
-    rows = ans.run(graph, f"MATCH (s:Symbol {{file: $p}}) OPTIONAL MATCH (c:Symbol)-[:CALLS]->(s) "
-                          f"WITH s, count(DISTINCT c) AS callers, max(CASE WHEN c = s THEN 1 ELSE 0 END) AS own "
-                          f"RETURN {SYMBOL_FIELDS}, callers, own ORDER BY line, qual", {"p": path})
+    rows = ans.run(graph, f"MATCH (s:Symbol {{file: $p}}) RETURN {SYMBOL_FIELDS}, indegree(s, 'CALLS') "
+                          "ORDER BY line, qual", {"p": path})
+    own = {r[0] for r in ans.run(graph, "MATCH (s:Symbol {file: $p})-[:CALLS]->(s) RETURN s.qual", {"p": path})}
     unresolved = _unresolved_named(graph, [r[1] for r in rows if r[2] != "module"], ans)
     out = []
     for r in rows:
         d = _sym(r[:8])
-        d["recursive"] = bool(r[9])
-        d["callers"] = r[8] - (1 if r[9] else 0)
+        d["recursive"] = d["qual"] in own
+        d["callers"] = r[8] - (1 if d["recursive"] else 0)
         d["unresolved_elsewhere"] = unresolved.get(d["name"], 0) if d["kind"] != "module" else 0
         out.append(d)
-    ans.rows = [{**rec, "dependents": imp.rows, "symbols": out}]
+    ans.rows = [{**rec, "dependents": imp.total, "hops": len(imp.by_depth), "symbols": out}]
     return ans
 
 
@@ -637,10 +712,11 @@ def symbol_summary(graph: Graph, path: str, qual: str, max_hops: int = MAX_HOPS,
         return ans
     sym = _sym(rows[0])
     params = {"q": qual, "p": path}
-    total, own = ans.run(graph, "MATCH (c:Symbol)-[:CALLS]->(t:Symbol {qual: $q}) WHERE t.file = $p "
-                                "RETURN count(DISTINCT c), max(CASE WHEN c = t THEN 1 ELSE 0 END)", params)[0]
+    # the CALLS in-degree is the number of distinct callers: one edge per caller and callee
+    total, own = ans.run(graph, "MATCH (t:Symbol {qual: $q}) WHERE t.file = $p OPTIONAL MATCH (t)-[r:CALLS]->(t) "
+                                "RETURN indegree(t, 'CALLS'), count(r)", params)[0]
     first = ans.run(graph, "MATCH (s:Symbol)-[e:CALLS]->(t:Symbol {qual: $q}) WHERE t.file = $p AND s <> t "
-                           f"RETURN {SYMBOL_FIELDS}, e.lines ORDER BY file, line, qual LIMIT $limit",
+                           f"WITH s, e ORDER BY s.file, s.line, s.qual LIMIT $limit RETURN {SYMBOL_FIELDS}, e.lines",
                     {**params, "limit": max(0, int(limit))})
     unresolved = _unresolved_named(graph, [sym["name"]], ans).get(sym["name"], 0)
     # calls in decorator expressions are attributed to the decorated function and sit on the

@@ -16,7 +16,6 @@ import functools
 import inspect
 import logging
 import os
-import re
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -34,6 +33,7 @@ from orbit_lsp.graph.connection import GraphStore
 from orbit_lsp.graph.errors import FalkorDBOffline, GraphError
 from orbit_lsp.index.indexer import WorkspaceIndexer
 from orbit_lsp.index.workspaces import WorkspaceSet
+from orbit_lsp.server.lines import LineCache, split_lines
 
 log = logging.getLogger("orbit_lsp.server")
 T = TypeVar("T")
@@ -140,45 +140,24 @@ class OrbitServer(LanguageServer):
         path = self.path_of(uri)
         return self.workspaces.owner(path) if path is not None else None
 
-    def line_text(self, path: Path, line0: int) -> str:
-        """Text of 0-based line ``line0`` of ``path``: from the open document when there is one
-        (what the client sees), else from disk. Used only to convert columns; never stored."""
-        uri = self.uri_of(path)
-        doc = self.workspace.text_documents.get(uri)
-        if doc is not None:
-            text = doc.source
-        else:
-            try:
-                with open(path, "rb") as fh:
-                    text = fh.read().decode("utf-8", errors="replace")
-            except OSError:
-                return ""
-        lines = split_lines(text)
-        return lines[line0].rstrip("\r\n") if 0 <= line0 < len(lines) else ""
+    def open_text(self, path: Path) -> str | None:
+        """Text of the open document of ``path`` (what the client sees), None when not open."""
+        doc = self.workspace.text_documents.get(self.uri_of(path))
+        return doc.source if doc is not None else None
+
+    def lines(self) -> LineCache:
+        """Per-request lines of documents as the client sees them (see ``server.lines``), for
+        converting graph positions (1-based line, UTF-8 byte column) into LSP ones and back."""
+        return LineCache(self.workspace.position_codec, self.open_text)
 
     def to_position(self, path: Path, line1: int, byte_col: int) -> types.Position:
         """LSP position (0-based, negotiated encoding) of a graph position (1-based line,
         UTF-8 byte column)."""
-        text = self.line_text(path, line1 - 1)
-        prefix = text.encode("utf-8")[:max(0, byte_col)].decode("utf-8", errors="ignore")
-        return types.Position(line=max(0, line1 - 1), character=self.workspace.position_codec.client_num_units(prefix))
+        return self.lines().position(path, line1, byte_col)
 
     def to_graph_position(self, path: Path, pos: types.Position) -> tuple[int, int]:
         """(1-based line, UTF-8 byte column) of an LSP position."""
-        text = self.line_text(path, pos.line)
-        units = self.workspace.position_codec.client_num_units
-        chars, n = len(text), 0
-        for i, c in enumerate(text):  # code units of the negotiated encoding -> code points
-            if n >= pos.character:
-                chars = i
-                break
-            n += units(c)
-        return pos.line + 1, len(text[:chars].encode("utf-8"))
-
-    def name_range(self, path: Path, line1: int, byte_col: int, name: str) -> types.Range:
-        """Range of identifier ``name`` starting at a graph position."""
-        start = self.to_position(path, line1, byte_col)
-        return types.Range(start, types.Position(start.line, start.character + self.workspace.position_codec.client_num_units(name)))
+        return self.lines().graph_position(path, pos)
 
     # -- running work off the event loop --------------------------------------------------
     def answer_timeout(self) -> float:
@@ -291,17 +270,6 @@ class OrbitServer(LanguageServer):
         """Ask the client to re-request code lenses (only when it declared support)."""
         if self.supports_lens_refresh():
             self.workspace_code_lens_refresh(None)
-
-
-_LINE_END = re.compile(r"(?<=\r\n)|(?<=\r)(?!\n)|(?<=\n)")
-
-
-def split_lines(text: str) -> list[str]:
-    """Lines as LSP and Python's tokenizer count them: ends are ``\\n``, ``\\r\\n`` and ``\\r``
-    only (``str.splitlines`` also splits at form feeds, ``\\x1c``-``\\x1e``, ``\\x85``, U+2028/9,
-    which shifted every later line), each line keeping its end."""
-    parts = _LINE_END.split(text)
-    return parts[:-1] if parts and parts[-1] == "" else parts
 
 
 class LspTextDocument(TextDocument):

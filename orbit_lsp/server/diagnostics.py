@@ -32,7 +32,7 @@ from pygls.exceptions import JsonRpcException
 from orbit_lsp.graph import queries
 from orbit_lsp.index.indexer import WorkspaceIndexer
 from orbit_lsp.server.app import OrbitServer
-from orbit_lsp.server.hierarchy import LineCache
+from orbit_lsp.server.lines import LineCache
 
 log = logging.getLogger("orbit_lsp.server")
 SOURCE = "orbit"
@@ -100,7 +100,7 @@ class Feature:
         whose graph facts are the same as last time are reused as they were (their ranges need
         the file's lines: this runs in a worker thread and reads only what it must)."""
         ls = self.server
-        lines = LineCache(ls)
+        lines = ls.lines()
         caps = ls.client_capabilities
         pd = caps.text_document.publish_diagnostics if caps and caps.text_document else None
         related_ok = bool(pd and pd.related_information)

@@ -14,8 +14,6 @@ item named after the file.
 from __future__ import annotations
 
 import asyncio
-import re
-from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
@@ -23,6 +21,7 @@ from lsprotocol import types
 from orbit_lsp.graph import queries
 from orbit_lsp.index.indexer import WorkspaceIndexer
 from orbit_lsp.server.app import OrbitServer
+from orbit_lsp.server.lines import LineCache
 
 WORKSPACE_SYMBOL_LIMIT = 200
 
@@ -33,81 +32,6 @@ KINDS = {
     "variable": types.SymbolKind.Variable,
     "module": types.SymbolKind.Module,
 }
-
-_LINE_BREAK = re.compile(r"\r\n|\r|\n")
-
-
-class LineCache:
-    """File lines for one request: the open document when there is one (what the client
-    sees), else the file on disk; each file is read once. Lines are split on the LSP line breaks
-    only (``\\n``, ``\\r\\n``, ``\\r``) — the ones ``ast`` counts — not on form feeds or other
-    characters that ``str.splitlines`` also breaks at. Conversions are those of
-    ``OrbitServer.to_position``: graph positions are (1-based line, UTF-8 byte column); LSP
-    positions are 0-based in the negotiated encoding."""
-
-    def __init__(self, ls: OrbitServer):
-        self.ls = ls
-        self.codec = ls.workspace.position_codec
-        self.files: dict[Path, list[str]] = {}
-
-    def lines(self, path: Path) -> list[str]:
-        got = self.files.get(path)
-        if got is None:
-            doc = self.ls.workspace.text_documents.get(self.ls.uri_of(path))
-            if doc is not None:
-                text = doc.source
-            else:
-                try:
-                    with open(path, "rb") as fh:
-                        text = fh.read().decode("utf-8", errors="replace")
-                except OSError:
-                    text = ""
-            got = self.files[path] = _LINE_BREAK.split(text)
-        return got
-
-    def line(self, path: Path, line1: int) -> str:
-        lines = self.lines(path)
-        return lines[line1 - 1] if 1 <= line1 <= len(lines) else ""
-
-    def count(self, path: Path) -> int:
-        lines = self.lines(path)
-        return len(lines) - (1 if lines and lines[-1] == "" else 0)
-
-    def position(self, path: Path, line1: int, byte_col: int) -> types.Position:
-        prefix = self.line(path, line1).encode("utf-8")[:max(0, byte_col)].decode("utf-8", errors="ignore")
-        return types.Position(line=max(0, line1 - 1), character=self.codec.client_num_units(prefix))
-
-    def graph_position(self, path: Path, pos: types.Position) -> tuple[int, int]:
-        """(1-based line, UTF-8 byte column) of an LSP position; a character past the end of
-        the line means the end of the line."""
-        text = self.line(path, pos.line + 1)
-        units = chars = 0
-        for ch in text:
-            if units >= pos.character:
-                break
-            units += self.codec.client_num_units(ch)
-            chars += 1
-        return pos.line + 1, len(text[:chars].encode("utf-8"))
-
-    def line_end(self, path: Path, line1: int) -> types.Position:
-        return types.Position(line=max(0, line1 - 1), character=self.codec.client_num_units(self.line(path, line1)))
-
-    def line_range(self, path: Path, line1: int) -> types.Range:
-        """The whole of 1-based line ``line1`` (clamped to the file's last line)."""
-        n = self.count(path)
-        if n and line1 > n:
-            line1 = n
-        line1 = max(1, line1)
-        return types.Range(types.Position(line1 - 1, 0), self.line_end(path, line1))
-
-    def name_range(self, path: Path, line1: int, byte_col: int, name: str) -> types.Range:
-        start = self.position(path, line1, byte_col)
-        return types.Range(start, types.Position(start.line, start.character + self.codec.client_num_units(name)))
-
-    def site_range(self, path: Path, line1: int, col: int, end_col: int) -> types.Range:
-        """A call site: the callee expression on ``line1`` from byte ``col`` to ``end_col``."""
-        return types.Range(self.position(path, line1, col), self.position(path, line1, max(col, end_col)))
-
 
 def _data(item: types.CallHierarchyItem) -> tuple[str, str] | None:
     data = item.data
@@ -160,7 +84,7 @@ class Feature:
         got = _data(item)
         if got is not None:
             return ix, got[0], got[1]
-        line1, col = LineCache(ls).graph_position(ix.root / rel, item.selection_range.start)
+        line1, col = ls.lines().graph_position(ix.root / rel, item.selection_range.start)
         at = await ls.query(queries.target_at, ix.graph, rel, line1, col)
         syms = [r["symbol"] for r in at.rows if r["type"] == "symbol"]
         return (ix, syms[0]["file"], syms[0]["qual"]) if syms else None
@@ -172,7 +96,7 @@ class Feature:
         if owner is None:
             return None
         ix, rel = owner
-        lines = LineCache(ls)
+        lines = ls.lines()
         line1, col = lines.graph_position(ix.root / rel, params.position)
         at = await ls.query(queries.target_at, ix.graph, rel, line1, col)
         syms = [r["symbol"] for r in at.rows if r["type"] == "symbol" and r["symbol"]["kind"] != "module"]
@@ -185,8 +109,16 @@ class Feature:
         if target is None:
             return None
         ix, rel, qual = target
-        ans = await self.server.query(queries.symbol_callers, ix.graph, rel, qual)
-        lines = LineCache(self.server)
+        ls = self.server
+        limit = ls.settings.max_callers
+        ans = await ls.query(queries.symbol_callers, ix.graph, rel, qual, None, limit)
+        if ans.total is not None:
+            # LSP has no way to say a list is partial: say it once per request, in a message
+            ls.window_show_message(types.ShowMessageParams(
+                type=types.MessageType.Info,
+                message=f"Orbit: {params.item.name} has {ans.total} callers; the call hierarchy shows the "
+                        f"first {limit} (setting orbit.maxCallers)"))
+        lines = self.server.lines()
         out = []
         for row in ans.rows:
             caller_path = ix.root / row["file"]
@@ -205,7 +137,7 @@ class Feature:
         # an instantiation is bound both to the class and to its __init__: show the class once
         classes = {(r["file"], r["qual"], tuple(r["lines"] or []), tuple(r["cols"] or []))
                    for r in rows if r["resolved"] == "class"}
-        lines = LineCache(self.server)
+        lines = self.server.lines()
         path = ix.root / rel
         out = []
         for row in rows:
@@ -229,7 +161,7 @@ class Feature:
             for r in ans.rows:
                 found.append((r["rank"], r["name"], str(ix.root), r["file"], r["line"] or 0, ix, r))
         found.sort(key=lambda t: t[:5])
-        lines = LineCache(ls)
+        lines = ls.lines()
         out = []
         for *_, ix, r in found[:WORKSPACE_SYMBOL_LIMIT]:
             path = ix.root / r["file"]

@@ -28,7 +28,6 @@ so that a lens never mixes two versions of a file that is being re-indexed.
 from __future__ import annotations
 
 import contextlib
-import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -44,11 +43,11 @@ from orbit_lsp.index.indexer import WorkspaceIndexer, content_hash
 from orbit_lsp.index.resolve import FileEdges, Resolver, full_qual
 from orbit_lsp.index.walk import LANGS
 from orbit_lsp.server.app import OrbitServer
+from orbit_lsp.server.lines import Lines
 
 SHOW_IMPACT = "orbit.showImpact"
 LENS_KINDS = frozenset({"function", "method", "class"})
 LOCK_WAIT_S = 0.3  # longest wait for a re-index in progress before reading from the buffer alone
-_EOL = re.compile(r"\r\n|\r|\n")  # LSP (and Python) line ends; str.splitlines also splits on \f, \v…
 
 
 # -- what the client sees ---------------------------------------------------------------------------
@@ -64,8 +63,7 @@ class Snapshot:
     rel: str
     text: str
     data: bytes
-    lines: list[str]
-    codec: Any
+    lines: Lines
 
     @classmethod
     def take(cls, ls: OrbitServer, uri: str) -> "Snapshot | None":
@@ -84,50 +82,16 @@ class Snapshot:
             except OSError:
                 return None
             text = data.decode("utf-8", errors="replace")
-        return cls(uri, path, ix, rel, text, data, _EOL.split(text), ls.workspace.position_codec)
-
-    def line(self, line0: int) -> str:
-        return self.lines[line0] if 0 <= line0 < len(self.lines) else ""
-
-    def position(self, line1: int, byte_col: int) -> types.Position:
-        """LSP position (negotiated encoding) of a graph position (1-based line, UTF-8 byte column)."""
-        text = self.line(line1 - 1)
-        prefix = text.encode("utf-8")[:max(0, byte_col)].decode("utf-8", errors="ignore")
-        return types.Position(line=max(0, line1 - 1), character=self.codec.client_num_units(prefix))
+        return cls(uri, path, ix, rel, text, data, Lines.of(text, ls.workspace.position_codec))
 
     def name_range(self, line1: int, byte_col: int, name: str) -> types.Range:
-        start = self.position(line1, byte_col)
-        return types.Range(start, types.Position(start.line, start.character + self.codec.client_num_units(name)))
-
-    def char_index(self, pos: types.Position) -> int:
-        """Code-point index in its line of an LSP position (clamped to the line's end)."""
-        n = 0
-        text = self.line(pos.line)
-        for i, c in enumerate(text):
-            if n >= pos.character:
-                return i
-            n += self.codec.client_num_units(c)
-        return len(text)
+        return self.lines.name_range(line1, byte_col, name)
 
     def graph_position(self, pos: types.Position) -> tuple[int, int]:
-        """(1-based line, UTF-8 byte column) of an LSP position."""
-        return pos.line + 1, len(self.line(pos.line)[:self.char_index(pos)].encode("utf-8"))
+        return self.lines.graph_position(pos)
 
     def word_range(self, pos: types.Position) -> types.Range | None:
-        """Range of the identifier under ``pos`` (None on whitespace, punctuation, past the end)."""
-        text = self.line(pos.line)
-        i = self.char_index(pos)
-        is_word = lambda c: c.isalnum() or c == "_"  # noqa: E731
-        if i >= len(text) or not is_word(text[i]):
-            return None
-        a = i
-        while a > 0 and is_word(text[a - 1]):
-            a -= 1
-        b = i
-        while b < len(text) and is_word(text[b]):
-            b += 1
-        units = self.codec.client_num_units
-        return types.Range(types.Position(pos.line, units(text[:a])), types.Position(pos.line, units(text[:b])))
+        return self.lines.word_range(pos)
 
 
 # -- reading the graph consistently with the buffer ----------------------------------------------------
@@ -212,7 +176,7 @@ def _graph_prefix(symbols: list[dict], rel: str) -> str:
 
 def lens_work(ix: WorkspaceIndexer, rel: str, data: bytes, max_hops: int) -> dict | None:
     """Query-thread part of a lens request. None when the file is not in the graph; else
-    ``{"dependents": [{"path", "hops"}], "symbols": [{"qual", "name", "kind", "line", "col",
+    ``{"dependents": int, "hops": int, "symbols": [{"qual", "name", "kind", "line", "col",
     "callers", "recursive", "unresolved_elsewhere"}], "source": "graph" | "buffer" |
     "unparsed"}``; ``line``/``col`` are positions in ``data``."""
     h = content_hash(data)
@@ -224,10 +188,10 @@ def lens_work(ix: WorkspaceIndexer, rel: str, data: bytes, max_hops: int) -> dic
         keys = ("qual", "name", "kind", "line", "col", "callers", "recursive", "unresolved_elsewhere")
         if locked and rec["hash"] == h:
             syms = [{k: s[k] for k in keys} for s in rec["symbols"] if s["kind"] in LENS_KINDS]
-            return {"dependents": rec["dependents"], "symbols": syms, "source": "graph"}
+            return {"dependents": rec["dependents"], "hops": rec["hops"], "symbols": syms, "source": "graph"}
         facts, _ = analyze_buffer(ix, rel, data, h, edges=False)
     if facts is None:
-        return {"dependents": rec["dependents"], "symbols": [], "source": "unparsed"}
+        return {"dependents": rec["dependents"], "hops": rec["hops"], "symbols": [], "source": "unparsed"}
     prefix = _graph_prefix(rec["symbols"], rel)
     known = {s["qual"]: s for s in rec["symbols"]}
     syms = []
@@ -235,7 +199,7 @@ def lens_work(ix: WorkspaceIndexer, rel: str, data: bytes, max_hops: int) -> dic
         g = known.get(prefix + ps.qual)
         if ps.kind in LENS_KINDS and g is not None and g["kind"] == ps.kind:
             syms.append({**{k: g[k] for k in keys}, "line": ps.line, "col": ps.col})
-    return {"dependents": rec["dependents"], "symbols": syms, "source": "buffer"}
+    return {"dependents": rec["dependents"], "hops": rec["hops"], "symbols": syms, "source": "buffer"}
 
 
 def targets_at(ix: WorkspaceIndexer, rel: str, data: bytes, line1: int, col: int) -> queries.Answer | None:
@@ -340,11 +304,10 @@ class Feature:
         res = await ls.query(lens_work, snap.ix, snap.rel, snap.data, ls.settings.max_hops)
         if res is None:
             return []  # not in the graph (skipped, excluded, not indexed yet)
-        deps = res["dependents"]
         zero = types.Position(0, 0)
         lenses = [types.CodeLens(range=types.Range(zero, zero), data={
             "uri": uri, "target": {"type": "file", "path": snap.rel},
-            "counts": {"dependents": len(deps), "hops": max((d["hops"] for d in deps), default=0)}})]
+            "counts": {"dependents": res["dependents"], "hops": res["hops"]}})]
         for s in res["symbols"]:
             rng = snap.name_range(s["line"], s["col"], s["name"])
             lenses.append(types.CodeLens(range=rng, data={
@@ -418,9 +381,13 @@ def impact_message(result: dict) -> str:
     dep_text = f"{_plural(len(deps), 'dependent file')}" + (f" (up to {_plural(hops, 'hop')})" if deps else "")
     if t.get("type") == "symbol":
         callers = result.get("callers") or []
-        direct = sum(1 for c in callers if c.get("depth") == 1)
+        total = result.get("callersTotal") or {}
+        by_depth = total.get("byDepth") or []
+        direct = by_depth[0] if by_depth else sum(1 for c in callers if c.get("depth") == 1)
+        n = total.get("all", len(callers))
         msg = (f"orbit: {t.get('kind')} {t.get('qual')}: {_plural(direct, 'direct caller')}, "
-               f"{_plural(len(callers), 'caller')} in all; {t.get('path')} has {dep_text}")
+               f"{_plural(n, 'caller')} in all" + (f" (up to {_plural(len(by_depth), 'hop')})" if by_depth else "")
+               + f"; {t.get('path')} has {dep_text}")
     elif t.get("type") == "package":
         msg = f"orbit: package {t.get('name')} is used by {_plural(len(deps), 'file')}"
     else:

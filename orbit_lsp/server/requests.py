@@ -80,7 +80,7 @@ class Feature:
             cypher += at.cypher
             if at.rows:
                 target = at.rows[0]
-        callers = None
+        callers = callers_total = None
         if target is None or target["type"] == "file":
             file_rel = target["path"] if target else rel
             ans = await ls.query(queries.impact, ix.graph, file_rel, ls.settings.max_hops)
@@ -91,15 +91,14 @@ class Feature:
         else:
             s = target["symbol"]
             ans = await ls.query(queries.impact, ix.graph, s["file"], ls.settings.max_hops)
-            walk = await ls.query(queries.callers, ix.graph, s["qual"], ls.settings.max_hops)
+            walk = await ls.query(queries.symbol_impact, ix.graph, s["file"], s["qual"], ls.settings.max_hops,
+                                  ls.settings.max_callers)
             cypher += walk.cypher
-            mine = next((r for r in walk.rows if r["target"]["file"] == s["file"]), None)
+            notes += walk.notes
+            callers_total = {"all": walk.total, "byDepth": walk.by_depth}
             callers = [{"qual": c["qual"], "name": c["name"], "kind": c["kind"], "path": c["file"],
                         "uri": ls.uri_of(ix.root / c["file"]), "line": c["line"], "depth": c["depth"]}
-                       for c in (mine["callers"] if mine else [])]
-            if mine and mine["unresolved_elsewhere"]:
-                notes.append(f"{mine['unresolved_elsewhere']} call sites that could not be bound use the name "
-                             f"'{s['name']}': they may call it too")
+                       for c in walk.rows]
             target = {"type": "symbol", "qual": s["qual"], "name": s["name"], "kind": s["kind"],
                       "path": s["file"], "uri": ls.uri_of(ix.root / s["file"]), "line": s["line"]}
         cypher += ans.cypher
@@ -109,7 +108,8 @@ class Feature:
         else:
             dependents = [{"path": r["path"], "uri": ls.uri_of(ix.root / r["path"]), "hops": r["hops"]}
                           for r in ans.rows]
-        return {"target": target, "dependents": dependents, "callers": callers, "cypher": cypher, "notes": notes}
+        return {"target": target, "dependents": dependents, "callers": callers, "callersTotal": callers_total,
+                "cypher": cypher, "notes": notes}
 
     async def status(self, params: Any = None) -> dict:
         raw_params(params)

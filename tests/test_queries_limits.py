@@ -1,0 +1,112 @@
+"""Caller lists with a limit: the listed callers are the first ones by (file, line), the total is
+always the true number, and transitive callers match a plain breadth-first search over the CALLS
+edges (FalkorDB's variable-length matches are not trusted for this)."""
+
+from __future__ import annotations
+
+from collections import deque
+from pathlib import Path
+
+import pytest
+
+from orbit_lsp.graph import queries as Q
+from orbit_lsp.index.indexer import WorkspaceIndexer
+
+
+def _workspace(root: Path) -> Path:
+    root.mkdir()
+    (root / "core.py").write_text("def target():\n    return target() if False else 1\n")
+    callers = "\n".join(f"def c{i}():\n    return target()\n" for i in range(5))
+    (root / "direct.py").write_text("from core import target\n\n" + callers)
+    (root / "upper.py").write_text(
+        "from direct import c0, c3\n\n"
+        "def u1():\n    return c0()\n\n"
+        "def u2():\n    return c3() + c0()\n\n"
+        "def top():\n    return u1()\n")
+    (root / "other.py").write_text("def target():\n    return 2\n\ndef lonely():\n    return target()\n")
+    return root
+
+
+@pytest.fixture
+def ix(tmp_path, store):
+    ix = WorkspaceIndexer(_workspace(tmp_path / "ws"), store)
+    ix.index_all()
+    yield ix
+    ix.graph.delete()
+
+
+def _bfs_callers(ix: WorkspaceIndexer, file: str, qual: str, hops: int) -> dict[tuple[str, str], int]:
+    edges = ix.graph.ro_query("MATCH (a:Symbol)-[:CALLS]->(b:Symbol) RETURN a.file, a.qual, b.file, b.qual").rows
+    into: dict[tuple, set] = {}
+    for af, aq, bf, bq in edges:
+        into.setdefault((bf, bq), set()).add((af, aq))
+    start = (file, qual)
+    depth = {start: 0}
+    todo = deque([start])
+    while todo:
+        cur = todo.popleft()
+        if depth[cur] == hops:
+            continue
+        for c in sorted(into.get(cur, ())):
+            if c not in depth:
+                depth[c] = depth[cur] + 1
+                todo.append(c)
+    del depth[start]
+    return depth
+
+
+def test_symbol_callers_limit_lists_first_by_file_and_line_and_counts_all(ix):
+    full = Q.symbol_callers(ix.graph, "core.py", "core.target")
+    assert full.total is None
+    assert [r["qual"] for r in full.rows] == ["core.target", "direct.c0", "direct.c1", "direct.c2",
+                                              "direct.c3", "direct.c4"]  # the recursive call included
+    cut = Q.symbol_callers(ix.graph, "core.py", "core.target", limit=2)
+    assert [r["qual"] for r in cut.rows] == ["core.target", "direct.c0"]
+    assert cut.total == 6 and any("6 direct callers" in n for n in cut.notes)
+    assert cut.rows[1]["lines"] == full.rows[1]["lines"] and cut.rows[1]["cols"] == full.rows[1]["cols"]
+    exact = Q.symbol_callers(ix.graph, "core.py", "core.target", limit=6)
+    assert exact.total is None and len(exact.rows) == 6
+
+
+def test_symbol_impact_matches_breadth_first_search(ix):
+    ans = Q.symbol_impact(ix.graph, "core.py", "core.target", max_hops=4)
+    expect = _bfs_callers(ix, "core.py", "core.target", 4)
+    assert {(r["file"], r["qual"]): r["depth"] for r in ans.rows} == expect
+    assert ans.total == len(expect) == 8 and ans.by_depth == [5, 2, 1]
+    # same-named symbols elsewhere are never mixed in
+    assert not any(r["file"] == "other.py" for r in ans.rows)
+    assert [(r["depth"], r["qual"]) for r in ans.rows] == sorted((d, q) for (_, q), d in expect.items())
+
+
+def test_symbol_impact_limit_keeps_the_true_total(ix):
+    ans = Q.symbol_impact(ix.graph, "core.py", "core.target", max_hops=4, limit=6)
+    assert [r["qual"] for r in ans.rows] == ["direct.c0", "direct.c1", "direct.c2", "direct.c3", "direct.c4",
+                                             "upper.u1"]
+    assert ans.total == 8 and ans.by_depth == [5, 2, 1]
+    assert any("8 callers within 4 hops; showing the first 6" in n for n in ans.notes)
+    two = Q.symbol_impact(ix.graph, "core.py", "core.target", max_hops=1)
+    assert two.total == 5 and two.by_depth == [5]
+
+
+def test_symbol_impact_unknown_and_uncalled(ix):
+    missing = Q.symbol_impact(ix.graph, "core.py", "core.nothing")
+    assert not missing.found and missing.total == 0
+    top = Q.symbol_impact(ix.graph, "upper.py", "upper.top")
+    assert top.found and top.total == 0 and top.rows == [] and top.by_depth == []
+
+
+def test_lens_counts_are_distinct_callers(ix):
+    """Lens and hover counts use the CALLS in-degree: equal to the distinct callers because the
+    graph holds at most one CALLS edge per (caller, callee), several call sites in its lists."""
+    dup = ix.graph.ro_query("MATCH (a)-[e:CALLS]->(b) WITH a, b, count(e) AS n WHERE n > 1 RETURN count(*)").rows
+    assert dup == [[0]]
+    rec = Q.file_lens_data(ix.graph, "core.py").rows[0]
+    assert rec["dependents"] == 2 and rec["hops"] == 2  # direct.py, then upper.py
+    target = next(s for s in rec["symbols"] if s["qual"] == "core.target")
+    assert target["callers"] == 5 and target["recursive"] is True
+    summary = Q.symbol_summary(ix.graph, "core.py", "core.target").rows[0]
+    assert summary["callers_total"] == 5 and summary["recursive"] is True
+    c0 = Q.symbol_summary(ix.graph, "direct.py", "direct.c0").rows[0]
+    assert c0["callers_total"] == 2 and c0["recursive"] is False
+    imp = Q.impact(ix.graph, "core.py", paths=False)
+    assert imp.rows == [] and imp.total == 2 and imp.by_depth == [1, 1]
