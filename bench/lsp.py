@@ -55,7 +55,8 @@ class _PlainResultProtocol(LanguageServerProtocol):
 
     def structure_message(self, data):
         if "jsonrpc" in data and "id" in data and "result" in data and "method" not in data \
-                and data["id"] not in self._result_types:
+                and self._result_types.get(data["id"]) in (None, JsonRPCResponseMessage):
+            self._result_types.pop(data["id"], None)
             return JsonRPCResponseMessage(id=data["id"], jsonrpc=data["jsonrpc"], result=data["result"])
         return super().structure_message(data)
 

@@ -20,3 +20,17 @@ def test_incremental_change_after_a_form_feed_lands_on_the_right_line():
     ws.update_text_document(types.VersionedTextDocumentIdentifier(uri=uri, version=2), types.TextDocumentContentChangePartial(
         range=types.Range(types.Position(3, 11), types.Position(3, 12)), text="h"))
     assert ws.get_text_document(uri).source == "a = 1\n\x0c\ndef f():\n    return h()\n"
+
+
+def test_rel_uri_equals_uri_of_the_joined_path():
+    from pathlib import Path
+
+    from pygls.uris import from_fs_path
+
+    from orbit_lsp.server.app import OrbitServer
+
+    class _Bare:  # rel_uri needs no running server
+        _root_uri = OrbitServer._root_uri
+
+    for root, rel in [("/a b/c", "x y/ü#%?.py"), ("/", "a.py"), ("/r", "d/é€😀.py"), ("/x:y", "a;b=c.py")]:
+        assert OrbitServer.rel_uri(_Bare, Path(root), rel) == from_fs_path(str(Path(root) / rel))

@@ -26,6 +26,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 from pygls.workspace import TextDocument
 from pygls.uris import from_fs_path, to_fs_path
+from urllib.parse import quote
 
 from orbit_lsp import __version__
 from orbit_lsp.config import Settings, settings_from_sources
@@ -134,6 +135,18 @@ class OrbitServer(LanguageServer):
     @staticmethod
     def uri_of(path: Path | str) -> str:
         return from_fs_path(os.fspath(path)) or ""
+
+    @staticmethod
+    @functools.lru_cache(maxsize=64)
+    def _root_uri(root: str) -> str:
+        return from_fs_path(root) or ""
+
+    def rel_uri(self, root: Path, rel: str) -> str:
+        """URI of workspace-relative ``rel`` under folder ``root``: the same string as
+        ``uri_of(root / rel)`` (percent-encoding is per character, so the root's encoded prefix
+        is reused), without building and re-encoding the whole path each time."""
+        base = self._root_uri(os.fspath(root))
+        return (base if base.endswith("/") else base + "/") + quote(rel)
 
     def locate(self, uri: str) -> tuple[WorkspaceIndexer, str] | None:
         """(indexer, workspace-relative path) of a document, or None outside every folder."""

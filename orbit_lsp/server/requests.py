@@ -84,7 +84,7 @@ class Feature:
         if target is None or target["type"] == "file":
             file_rel = target["path"] if target else rel
             ans = await ls.query(queries.impact, ix.graph, file_rel, ls.settings.max_hops)
-            target = {"type": "file", "path": file_rel, "uri": ls.uri_of(ix.root / file_rel)}
+            target = {"type": "file", "path": file_rel, "uri": ls.rel_uri(ix.root, file_rel)}
         elif target["type"] == "package":
             ans = await ls.query(queries.package_users, ix.graph, target["name"])
             target = {"type": "package", "name": target["name"]}
@@ -97,16 +97,16 @@ class Feature:
             notes += walk.notes
             callers_total = {"all": walk.total, "byDepth": walk.by_depth}
             callers = [{"qual": c["qual"], "name": c["name"], "kind": c["kind"], "path": c["file"],
-                        "uri": ls.uri_of(ix.root / c["file"]), "line": c["line"], "depth": c["depth"]}
+                        "uri": ls.rel_uri(ix.root, c["file"]), "line": c["line"], "depth": c["depth"]}
                        for c in walk.rows]
             target = {"type": "symbol", "qual": s["qual"], "name": s["name"], "kind": s["kind"],
-                      "path": s["file"], "uri": ls.uri_of(ix.root / s["file"]), "line": s["line"]}
+                      "path": s["file"], "uri": ls.rel_uri(ix.root, s["file"]), "line": s["line"]}
         cypher += ans.cypher
         notes += ans.notes
         if target["type"] == "package":
-            dependents = [{"path": r["path"], "uri": ls.uri_of(ix.root / r["path"]), "hops": 1} for r in ans.rows]
+            dependents = [{"path": r["path"], "uri": ls.rel_uri(ix.root, r["path"]), "hops": 1} for r in ans.rows]
         else:
-            dependents = [{"path": r["path"], "uri": ls.uri_of(ix.root / r["path"]), "hops": r["hops"]}
+            dependents = [{"path": r["path"], "uri": ls.rel_uri(ix.root, r["path"]), "hops": r["hops"]}
                           for r in ans.rows]
         return {"target": target, "dependents": dependents, "callers": callers, "callersTotal": callers_total,
                 "cypher": cypher, "notes": notes}
