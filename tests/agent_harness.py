@@ -116,7 +116,7 @@ class ModelServer:
                 except ValueError:
                     data = {}
                 req = {"t": time.monotonic() - server.t0, "path": self.path, "model": data.get("model"),
-                       "body": raw, "json": data, "headers": dict(self.headers.items())}
+                       "body": raw, "json": data, "headers": {k.lower(): v for k, v in self.headers.items()}}
                 reply = server._next(req)
                 if reply.get("delay"):
                     time.sleep(reply["delay"])

@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from orbit_lsp.agent.model import Cancelled, ModelClient, ModelError, extract_action
 from orbit_lsp.agent.redact import redact
-from orbit_lsp.agent.tools import SCHEMA, TOOLS, Toolbox, ToolError
+from orbit_lsp.agent.tools import SCHEMA, TOOLS, Toolbox, ToolError, redacted
 
 MAX_RESULT_CHARS = 24_000  # longest tool result sent to the model
 
@@ -88,15 +88,38 @@ def system_prompt(max_steps: int) -> str:
 
 
 def _result_text(step: Step, data: Any = None, error: str | None = None) -> str:
-    body = {"step": step.index, "tool": step.tool}
+    """The message carrying a tool's result (or error) back to the model: JSON, redacted, at most
+    ``MAX_RESULT_CHARS``. A longer result keeps its leading rows (and says how many were left
+    out); anything else too long is sent as a cut string."""
+    body: dict = {"step": step.index, "tool": step.tool}
     if error is not None:
-        body["error"] = error
+        body["error"] = redact(error)[0]
     else:
+        data = redacted(data)  # strings redacted one by one: the JSON around them stays valid
         body["result"] = data
-    text = json.dumps(body, default=str, ensure_ascii=False)
+
+    def dump(obj) -> str:
+        return json.dumps(obj, default=str, ensure_ascii=False)
+
+    text = dump(body)
+    if len(text) > MAX_RESULT_CHARS and isinstance(data, dict) and isinstance(data.get("rows"), list):
+        rows = data["rows"]
+        lo, hi = 0, len(rows)
+        while lo < hi:  # most leading rows that fit
+            mid = (lo + hi + 1) // 2
+            if len(dump({**body, "result": {**data, "rows": rows[:mid]}})) <= MAX_RESULT_CHARS - 200:
+                lo = mid
+            else:
+                hi = mid - 1
+        body["result"] = {**data, "rows": rows[:lo], "rows_sent_to_you": lo,
+                          "size_note": f"only the first {lo} of {len(rows)} returned rows fit in this message; "
+                                       "return fewer or smaller columns (properties instead of whole nodes)"}
+        text = dump(body)
     if len(text) > MAX_RESULT_CHARS:
-        text = text[:MAX_RESULT_CHARS] + ' …(cut: result too long; ask a narrower question)"}'
-    return redact(text)[0]
+        text = dump({"step": step.index, "tool": step.tool,
+                     "result_cut": text[:MAX_RESULT_CHARS - 300],
+                     "size_note": "the result was too long and is cut; ask a narrower question"})
+    return text
 
 
 def _parse(text: str) -> tuple[dict | None, str | None]:

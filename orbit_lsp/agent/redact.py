@@ -16,7 +16,9 @@ What is hidden:
 - a word mixing letters and digits after "password"/"secret"/"token" + is/was/:/= in prose
   ("password is hunter2");
 - any other quoted string of 20+ characters without spaces that mixes letters and digits
-  (high-entropy literals).
+  (high-entropy literals);
+- elsewhere in the same text, any word containing a distinctive piece (8+ letters/digits) of a
+  value hidden above (a fragment of a secret is a leak too).
 """
 
 from __future__ import annotations
@@ -55,26 +57,45 @@ def _entropic(s: str) -> bool:
     return any(c.isdigit() for c in s) and any(c.isalpha() for c in s) and not s.startswith(("http", "/", "."))
 
 
+_FRAGMENT = re.compile(r"[A-Za-z0-9]{8,}")
+_PEM_LINE = re.compile(r"-----(?:BEGIN|END) [A-Z0-9 ]*-----")
+
+
+def _fragments(secret: str) -> set[str]:
+    """Distinctive pieces of a redacted value (8+ alphanumerics, not only digits, not a
+    lower-case word): when one also appears elsewhere in the text, it is hidden there too."""
+    secret = _PEM_LINE.sub(" ", secret)
+    return {f for f in _FRAGMENT.findall(secret) if not f.isdigit() and not f.islower()}
+
+
 def redact(text: str) -> tuple[str, int]:
     """``(redacted text, number of replacements)``. Never raises."""
     count = 0
+    hidden: set[str] = set()
 
-    def sub(pattern: re.Pattern, repl, s: str) -> str:
+    def sub(pattern: re.Pattern, repl, s: str, group: int = 0) -> str:
         nonlocal count
-        out, n = pattern.subn(repl, s)
+
+        def wrapped(m: re.Match) -> str:
+            out = repl(m) if callable(repl) else repl
+            if out != m.group(0):
+                hidden.update(_fragments(m.group(group)))
+            return out
+        out, n = pattern.subn(wrapped, s)
         count += n
         return out
 
     text = sub(_PEM, MARK, text)
     text = sub(_TOKENS, MARK, text)
-    text = sub(_BEARER, lambda m: m.group(1) + MARK, text)
-    text = sub(_URL_CRED, lambda m: m.group(1) + MARK + m.group(3), text)
+    text = sub(_BEARER, lambda m: m.group(1) + MARK, text, 2)
+    text = sub(_URL_CRED, lambda m: m.group(1) + MARK + m.group(3), text, 2)
 
     def assign(m: re.Match) -> str:
         nonlocal count
         if not m.group(3) or m.group(3) == MARK:
             return m.group(0)
         count += 1
+        hidden.update(_fragments(m.group(3)))
         return m.group(1) + m.group(2) + MARK + m.group(4)
 
     text = _ASSIGN.sub(assign, text)
@@ -83,6 +104,7 @@ def redact(text: str) -> tuple[str, int]:
         if not _entropic(m.group(2)):
             return m.group(0)
         count += 1
+        hidden.update(_fragments(m.group(2)))
         return m.group(1) + MARK
 
     text = _PROSE.sub(prose, text)
@@ -92,6 +114,7 @@ def redact(text: str) -> tuple[str, int]:
         if not _entropic(m.group(2)):
             return m.group(0)
         count += 1
+        hidden.update(_fragments(m.group(2)))
         return m.group(1) + MARK
 
     text = _BARE.sub(bare, text)
@@ -101,7 +124,13 @@ def redact(text: str) -> tuple[str, int]:
         if m.group(2) == MARK or not _entropic(m.group(2)):
             return m.group(0)
         count += 1
+        hidden.update(_fragments(m.group(2)))
         return m.group(1) + MARK + m.group(3)
 
     text = _LITERAL.sub(literal, text)
+    hidden.discard("REDACTED")
+    if hidden:
+        pieces = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]*(?:" + "|".join(
+            re.escape(f) for f in sorted(hidden, key=len, reverse=True)) + r")[A-Za-z0-9]*(?![A-Za-z0-9])")
+        text = sub(pieces, MARK, text)
     return text, count

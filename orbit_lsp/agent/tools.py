@@ -89,14 +89,14 @@ class ToolResult:
     paths: set[str] = field(default_factory=set)
 
 
-def _redacted(value: Any) -> Any:
+def redacted(value: Any) -> Any:
     """``value`` with every string redacted (graph data holds no contents, but be sure)."""
     if isinstance(value, str):
         return redact(value)[0]
     if isinstance(value, dict):
-        return {k: _redacted(v) for k, v in value.items()}
+        return {k: redacted(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_redacted(v) for v in value]
+        return [redacted(v) for v in value]
     return value
 
 
@@ -182,7 +182,7 @@ class Toolbox:
             raise ToolError(f"query timed out: {exc}") from None
         if name != "read_file":
             self._audit("query", tool=name, args=args, cypher=[c["query"] for c in res.cypher], rows=res.rows)
-        res.data = _redacted(res.data)
+        res.data = redacted(res.data)
         res.paths = {p for p in _paths_in(res.data, res.paths) if not is_dotenv(p)}
         self.readable |= res.paths
         return res
@@ -255,7 +255,8 @@ class Toolbox:
         params = args.get("params")
         if params is not None and not isinstance(params, dict):
             raise ToolError("argument 'params' must be a JSON object")
-        res = run_readonly(self.graph, query, params)
+        res = run_readonly(self.graph, query, params, row_cap=self.settings.row_cap,
+                           timeout_ms=self.settings.query_timeout_ms)
         data = res.to_dict()
         data.pop("elapsed_ms", None)
         return ToolResult(data, [{"query": res.executed, "params": params or {}}], len(res.rows))
