@@ -215,3 +215,12 @@ def test_unreachable_endpoint_and_4xx_do_not_echo_the_key(srv):
 
 def test_completion_shape_is_openai_compatible():
     assert completion({"content": "x"})["choices"][0]["message"]["content"] == "x"
+
+
+def test_api_key_never_logged_even_at_debug(srv, caplog):
+    import logging
+    srv.script("primary", rate_limited({"retry-after": "5"}))
+    srv.script("fallback", answer("ok"))
+    with caplog.at_level(logging.DEBUG):
+        client(srv).complete(MSGS)
+    assert caplog.records and KEY not in caplog.text
