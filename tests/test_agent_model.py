@@ -224,3 +224,11 @@ def test_api_key_never_logged_even_at_debug(srv, caplog):
     with caplog.at_level(logging.DEBUG):
         client(srv).complete(MSGS)
     assert caplog.records and KEY not in caplog.text
+
+
+def test_retry_after_zero_is_bounded(srv):
+    srv.default = rate_limited({"retry-after": "0"})
+    t0 = time.monotonic()
+    with pytest.raises(RateLimited, match="3 times"):
+        client(srv, fallbacks=()).complete(MSGS)
+    assert len(srv.requests) == 3 and time.monotonic() - t0 < 3

@@ -41,6 +41,8 @@ log = logging.getLogger("orbit_lsp.agent.model")
 
 DEFAULT_RATE_WAIT_S = 60.0    # a 429 without Retry-After
 QUOTA_COOLDOWN_S = 3600.0     # insufficient_quota: not retryable soon
+MIN_COOLDOWN_S = 0.5          # "Retry-After: 0" must not become a busy loop
+MAX_ATTEMPTS_PER_MODEL = 3    # requests per model for one completion
 PLACEHOLDER_KEY = "sk-no-key-configured"  # local endpoints often need none; the client wants one
 
 
@@ -212,6 +214,9 @@ class ModelClient:
                     time.sleep(wait)
                 continue
             model = ready[0]
+            if sum(1 for a in attempts if a["model"] == model) >= MAX_ATTEMPTS_PER_MODEL:
+                raise RateLimited(f"rate-limited: {model} answered 429 {MAX_ATTEMPTS_PER_MODEL} times in a row; "
+                                  f"giving up for this question", self.cooldowns().get(model, 0.0))
             timeout = self.request_timeout
             if deadline is not None:
                 timeout = min(timeout, max(0.5, deadline - time.monotonic()))
@@ -226,6 +231,7 @@ class ModelClient:
                     delay = QUOTA_COOLDOWN_S if quota else DEFAULT_RATE_WAIT_S
                 elif quota:
                     delay = max(delay, QUOTA_COOLDOWN_S)
+                delay = max(delay, MIN_COOLDOWN_S)
                 with self._lock:
                     self._cooldown[model] = self.clock() + delay
                 attempts.append({"model": model, "status": 429, "retry_after": round(delay, 3),

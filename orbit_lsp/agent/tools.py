@@ -32,7 +32,7 @@ from orbit_lsp.agent.redact import redact
 from orbit_lsp.config import Settings
 from orbit_lsp.graph import queries
 from orbit_lsp.graph.connection import Graph
-from orbit_lsp.graph.errors import FalkorDBOffline, QueryRejected, QueryTimeout
+from orbit_lsp.graph.errors import QueryRejected, QueryTimeout
 from orbit_lsp.graph.readonly import run_readonly
 from orbit_lsp.index.walk import is_dotenv
 
