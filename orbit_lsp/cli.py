@@ -640,7 +640,7 @@ def _terminal_consent(mode: str):
 
 
 def cmd_ask(ctx: Ctx) -> int:
-    from orbit_lsp.agent.service import Asker
+    from orbit_lsp.agent.service import Asker, UnknownConversation
 
     question = ctx.args.question.strip()
     if not question:
@@ -651,6 +651,8 @@ def cmd_ask(ctx: Ctx) -> int:
         progress = (lambda m: ctx.note(m)) if ctx.args.verbose else None
         res = asker.ask(question, graph, root, conversation_id=ctx.args.conversation,
                         consent=_terminal_consent(ctx.args.read), progress=progress)
+    except UnknownConversation as exc:
+        raise UsageError(f"--conversation: {exc}") from None
     finally:
         asker.close()
     if ctx.json:

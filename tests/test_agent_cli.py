@@ -114,3 +114,8 @@ def test_console_script_ask(env, srv, ws):
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("4 files depend on greet.py") and "`impact_of`" in proc.stdout
     assert KEY not in proc.stdout + proc.stderr
+
+
+def test_ask_unknown_conversation_is_a_usage_error(env, srv, ws, capsys):
+    rc, out, err = run(capsys, "ask", "hi", "--workspace", str(ws), "--conversation", "987654321")
+    assert rc == 2 and "no conversation 987654321" in err and srv.requests == []

@@ -342,6 +342,7 @@ def test_case_024_dotenv_never_read_nor_sent(make_asker, indexed, srv):
         _recording.clear()
     errs = [s.error for s in res.steps]
     assert ".env files are never read" in errs[0]
+    assert "not in the code graph" in errs[2] or "links to a .env" in errs[2]
     assert errs[2] and errs[3] and ".env files are never read" in errs[4]
     assert errs[6] is None  # normal code is readable
     paths = last_tool_message(srv.requests[2])["result"]["rows"]

@@ -119,6 +119,7 @@ async def test_cancel_request_and_other_requests_keep_answering(client: Language
     {"question": "q", "textDocument": {"uri": "file:///x.py"}, "position": {"line": -1, "character": 0}},
     {"question": "q", "position": {"line": 0, "character": 0}},
     {"question": "q", "conversationId": "abc"},
+    {"question": "q", "conversationId": 987654321},
 ])
 async def test_bad_params_get_invalid_params(client: LanguageClient, params):
     with pytest.raises(Exception) as ei:

@@ -79,6 +79,9 @@ class History:
         return self._exec("INSERT INTO conversations(workspace, created) VALUES (?, ?)",
                           (workspace, time.time())).lastrowid
 
+    def has_conversation(self, conversation_id: int) -> bool:
+        return self._exec("SELECT 1 FROM conversations WHERE id = ?", (conversation_id,)).fetchone() is not None
+
     def add_turn(self, conversation_id: int, question: str, answer: str | None, model: str | None,
                  steps: list[dict] | None = None, error: str | None = None) -> int:
         """Record one question and its outcome; returns the turn id."""

@@ -31,6 +31,10 @@ def _model_key(s: Settings) -> tuple:
             s.agent_max_wait_s)
 
 
+class UnknownConversation(ValueError):
+    """A ``conversation_id`` that the history does not hold."""
+
+
 class Asker:
     """Answers questions; thread-safe. ``history``: a ``History`` (default: the data dir's)."""
 
@@ -79,8 +83,11 @@ class Asker:
 
         ``conversation_id``: continue a conversation (its earlier answers are given to the model);
         None starts one. ``consent(path)`` → "once" | "always" | "deny" before a file is read.
-        Raises ``Cancelled`` and ``FalkorDBOffline``; model failures are in ``result.error``."""
+        Raises ``UnknownConversation`` (a ``ValueError``), ``Cancelled`` and ``FalkorDBOffline``;
+        model failures are in ``result.error``."""
         hist = self.history
+        if conversation_id is not None and not hist.has_conversation(conversation_id):
+            raise UnknownConversation(f"no conversation {conversation_id} in the history")
         conv = conversation_id if conversation_id is not None else hist.start_conversation(str(root))
         earlier = [(t["question"], t["answer"]) for t in hist.turns(conv) if t["answer"]][-5:]
         toolbox = Toolbox(graph, root, self.settings, consent=consent, history=hist, conversation_id=conv)

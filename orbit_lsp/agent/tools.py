@@ -259,7 +259,9 @@ class Toolbox:
                            timeout_ms=self.settings.query_timeout_ms)
         data = res.to_dict()
         data.pop("elapsed_ms", None)
-        return ToolResult(data, [{"query": res.executed, "params": params or {}}], len(res.rows))
+        # strings in the rows that name files (read_file still checks that the graph has them)
+        cells = {v for row in data["rows"] for v in row if isinstance(v, str) and ("/" in v or "." in v)}
+        return ToolResult(data, [{"query": res.executed, "params": params or {}}], len(res.rows), cells)
 
     def _graph_path(self, path: str) -> str:
         """A workspace-relative posix path from what the model wrote (absolute paths inside the
