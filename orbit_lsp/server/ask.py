@@ -22,8 +22,10 @@ RequestCancelled). The agent runs in its own threads: other requests keep being 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import logging
 import threading
+import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -100,11 +102,16 @@ class Feature:
 
         def consent(path: str) -> str:  # agent thread: ask on the event loop, wait here
             fut = asyncio.run_coroutine_threadsafe(self._consent(path), loop)
-            try:
-                return fut.result(timeout=CONSENT_TIMEOUT_S)
-            except Exception:  # noqa: BLE001 - no answer is a "no"
-                fut.cancel()
-                return "deny"
+            deadline = time.monotonic() + CONSENT_TIMEOUT_S
+            while not cancel.is_set() and time.monotonic() < deadline:
+                try:
+                    return fut.result(timeout=0.2)
+                except concurrent.futures.TimeoutError:
+                    continue
+                except Exception:  # noqa: BLE001 - a failed request is a "no"
+                    break
+            fut.cancel()  # cancelled question or no answer: a "no"
+            return "deny"
 
         asker = self._asker()
         work = loop.run_in_executor(self.pool, lambda: asker.ask(
