@@ -166,7 +166,7 @@ def test_wall_clock_limit(make_asker, indexed, srv):
     srv.default = lambda req: {**action("impact_of", path=f"f{len(srv.requests)}.py"), "delay": 0.4}
     t0 = time.monotonic()
     res = make_asker(agent_time_limit_s=1.0, agent_max_steps=50).ask("q", ix.graph, ix.root)
-    assert time.monotonic() - t0 < 2.5
+    assert time.monotonic() - t0 < 4.0  # 1 s limit + at most one bounded request
     assert res.answer is None and ("time limit" in res.error or "did not answer" in res.error)
 
 

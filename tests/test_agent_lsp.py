@@ -98,16 +98,16 @@ async def test_denied_read(client: LanguageClient, ws005, srv):
 
 
 async def test_cancel_request_and_other_requests_keep_answering(client: LanguageClient, srv):
-    srv.script("lsp-model", content('{"answer": "late"}', delay=3.0))
+    srv.script("lsp-model", content('{"answer": "late"}', delay=4.0))
     msg_id = f"ask-cancel-{time.monotonic_ns()}"
     fut = asyncio.wrap_future(client.protocol.send_request("orbit/ask", {"question": "slow?"}, msg_id=msg_id))
     await asyncio.sleep(0.5)
     t0 = time.monotonic()
     status = await client.protocol.send_request_async("orbit/status", {})
-    assert time.monotonic() - t0 < 1.0 and as_dict(status)["falkordb"]["online"]
+    assert time.monotonic() - t0 < 2.0 and as_dict(status)["falkordb"]["online"]  # not blocked by the agent
     client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id=msg_id))
     with pytest.raises(Exception) as ei:
-        await asyncio.wait_for(fut, 2.0)
+        await asyncio.wait_for(fut, 3.0)  # before the model's 4 s reply
     assert "cancel" in str(ei.value).lower() or "-32800" in str(ei.value)
 
 
