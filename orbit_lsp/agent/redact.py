@@ -10,8 +10,9 @@ What is hidden:
   AWS ``AKIA…``/``ASIA…``, Slack ``xox?-…``, GitHub ``ghp_…``/``github_pat_…``, GitLab
   ``glpat-…``, Google ``AIza…``, JWTs, ``Bearer <token>``;
 - credentials inside URLs (``scheme://user:PASSWORD@host``);
-- the value of any assignment, keyword argument, default or mapping entry whose name says
-  key/secret/token/password/credential/auth (``API_KEY = "…"``, ``token="…"``, ``"password": …``);
+- the value (8+ characters, or not only letters) of any assignment, annotated assignment, keyword
+  argument, default or mapping entry whose name says key/secret/token/password/credential/auth
+  (``API_KEY = "…"``, ``token: str = "…"``, ``token="…"``, ``"password": …``);
 - unquoted ``NAME=value``/``NAME: value`` with such a name and a value mixing letters and digits;
 - a word mixing letters and digits after "password"/"secret"/"token" + is/was/:/= in prose
   ("password is hunter2");
@@ -45,7 +46,8 @@ _URL_CRED = re.compile(r"([a-zA-Z][a-zA-Z0-9+.\-]*://[^\s:/@\"']*:)([^\s@/\"']+)
 _NAME = r"[A-Za-z0-9_]*(?:key|secret|token|passw(?:or)?d|pwd|credential|auth|private|dsn)[A-Za-z0-9_]*"
 # NAME = "value" / NAME: 'value' / "NAME": "value" / NAME="""value"""
 _ASSIGN = re.compile(
-    r"(?i)(\b" + _NAME + r"[\"']?\s*(?::|=|:=|=>)\s*[rbuf]{0,2})(\"\"\"|'''|\"|'|`)(.*?)(\2)", re.S)
+    r"(?i)(\b" + _NAME + r"[\"']?\s*(?::\s*[A-Za-z_][\w\[\]., |]*?\s*)?(?::|=|:=|=>)\s*[rbuf]{0,2})"
+    r"(\"\"\"|'''|\"|'|`)(.*?)(\2)", re.S)
 _PROSE = re.compile(r"(?i)(\b(?:password|passwd|passphrase|secret|token|api[ _-]?key)\b\s*(?:is|=|:|was)\s*)"
                     r"(?![\[\"'(]|REDACTED)([^\s\"'`,;)]{4,})")
 # NAME=value unquoted (.ini, YAML, shell): a value with letters and digits
@@ -54,7 +56,16 @@ _LITERAL = re.compile(r"([\"'`])([^\s\"'`]{20,})(\1)")
 
 
 def _entropic(s: str) -> bool:
-    return any(c.isdigit() for c in s) and any(c.isalpha() for c in s) and not s.startswith(("http", "/", "."))
+    """Mixes letters and digits, and is not a path, a URL or already redacted."""
+    return (any(c.isdigit() for c in s) and any(c.isalpha() for c in s) and MARK not in s
+            and "://" not in s and not s.startswith(("/", ".")))
+
+
+def _secret_value(s: str) -> bool:
+    """A value assigned to a credential-named variable that may be a secret: 8+ characters, or
+    anything but letters (``"name"`` stays; ``"hunter2"`` does not)."""
+    s = s.strip()
+    return bool(s) and MARK not in s and (len(s) >= 8 or not s.replace("_", "").isalpha())
 
 
 _FRAGMENT = re.compile(r"[A-Za-z0-9]{8,}")
@@ -92,7 +103,7 @@ def redact(text: str) -> tuple[str, int]:
 
     def assign(m: re.Match) -> str:
         nonlocal count
-        if not m.group(3) or m.group(3) == MARK:
+        if not _secret_value(m.group(3)):
             return m.group(0)
         count += 1
         hidden.update(_fragments(m.group(3)))
