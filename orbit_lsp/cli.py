@@ -4,7 +4,7 @@ Without a subcommand (or with ``--stdio``, which editors pass) it runs the langu
 stdio. Subcommands answer the same questions from the code graph for people and scripts:
 
 ``index PATH``, ``impact FILE``, ``callers SYMBOL``, ``chain FROM TO``, ``cypher QUERY``,
-``export PATH``, ``db status``, ``db stop``.
+``export PATH``, ``ask QUESTION``, ``db status``, ``db stop``.
 
 Each query subcommand prints its answer, then every Cypher statement it ran with its parameters;
 ``--json`` prints one JSON object ``{"command", "workspace", "graph", "result", "cypher"}``
@@ -147,6 +147,18 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Write the whole code graph (files, symbols, packages and every "
                                     "edge with its properties) as one JSON document.")
     p.add_argument("output", metavar="PATH", help="output file, or - for stdout")
+
+    p = subs.add_parser("ask", parents=[common, out, ws], help="answer a question about the workspace",
+                        description="Answer a free question with graph tools, step by step, with the "
+                                    "configured model (OPENAI_BASE_URL, OPENAI_API_KEY, ORBIT_MODEL, "
+                                    "ORBIT_FALLBACK_MODELS), or with the built-in planner when no model "
+                                    "is configured. Prints the answer and every step with its Cypher.")
+    p.add_argument("question", metavar="QUESTION")
+    p.add_argument("--read", choices=("ask", "allow", "deny"), default="ask",
+                   help="file reads by the agent: ask on the terminal (default; denied when stdin "
+                        "is not a terminal), allow, or deny")
+    p.add_argument("--conversation", type=_positive_int, default=None, metavar="ID",
+                   help="continue conversation ID (printed with --json)")
 
     p = subs.add_parser("db", parents=[common], help="the FalkorDB server: status, stop",
                         description="Inspect or stop the FalkorDB server orbit uses.")
@@ -611,6 +623,48 @@ def cmd_cypher(ctx: Ctx) -> int:
     return 0
 
 
+def _terminal_consent(mode: str):
+    """Consent callback for ``ask``: fixed answers for ``allow``/``deny``, else a prompt on the
+    terminal (stderr), "deny" when stdin is not a terminal."""
+    def consent(path: str) -> str:
+        if mode == "allow":
+            return "once"
+        if mode == "deny" or not sys.stdin.isatty():
+            print(f"{PROG}: the agent wanted to read {path}; denied (use --read allow)", file=sys.stderr)
+            return "deny"
+        print(f"{PROG}: the agent wants to read {path} (secrets are redacted). "
+              f"[o]nce / [a]lways for this workspace / [d]eny? ", end="", file=sys.stderr, flush=True)
+        reply = sys.stdin.readline().strip().lower()
+        return {"o": "once", "once": "once", "a": "always", "always": "always"}.get(reply, "deny")
+    return consent
+
+
+def cmd_ask(ctx: Ctx) -> int:
+    from orbit_lsp.agent.service import Asker, UnknownConversation
+
+    question = ctx.args.question.strip()
+    if not question:
+        raise UsageError("QUESTION must not be empty")
+    root, graph = _workspace_graph(ctx)
+    asker = Asker(ctx.settings)
+    try:
+        progress = (lambda m: ctx.note(m)) if ctx.args.verbose else None
+        res = asker.ask(question, graph, root, conversation_id=ctx.args.conversation,
+                        consent=_terminal_consent(ctx.args.read), progress=progress)
+    except UnknownConversation as exc:
+        raise UsageError(f"--conversation: {exc}") from None
+    finally:
+        asker.close()
+    if ctx.json:
+        cypher = [c for s in res.steps for c in s.cypher]
+        _emit_json("ask", res.to_dict(), cypher, workspace=str(root), graph=graph.name)
+    else:
+        print(res.markdown, end="")
+    if res.error:
+        raise CliError(res.error)
+    return 0
+
+
 def cmd_export(ctx: Ctx) -> int:
     from orbit_lsp.graph import queries
 
@@ -717,7 +771,7 @@ def cmd_db(ctx: Ctx) -> int:
 
 
 COMMANDS = {"index": cmd_index, "impact": cmd_impact, "callers": cmd_callers, "chain": cmd_chain,
-            "cypher": cmd_cypher, "export": cmd_export, "db": cmd_db}
+            "cypher": cmd_cypher, "export": cmd_export, "ask": cmd_ask, "db": cmd_db}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -2,7 +2,11 @@
 
 Values come, in rising priority, from the defaults below, environment variables
 (``ORBIT_FALKORDB_URL``, ``ORBIT_DATA_DIR``, ``ORBIT_QUERY_TIMEOUT_MS``, ``ORBIT_ROW_CAP``,
-``ORBIT_MAX_FILE_BYTES``) and explicit overrides (CLI flags, LSP initialization options).
+``ORBIT_MAX_FILE_BYTES``; for the agent ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``, ``ORBIT_MODEL``,
+``ORBIT_FALLBACK_MODELS`` (comma-separated), ``ORBIT_AGENT_MAX_STEPS``, ``ORBIT_AGENT_TIME_LIMIT_S``)
+and explicit overrides (CLI flags, LSP initialization options).
+
+The model API key is a ``SecretStr``: it is never part of a repr, a log line or a message.
 """
 
 from __future__ import annotations
@@ -11,8 +15,8 @@ import os
 from pathlib import Path
 
 import platformdirs
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, ValidationError
-from pydantic.alias_generators import to_camel
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic.alias_generators import to_camel, to_snake
 
 APP_NAME = "orbit-lsp"
 
@@ -38,6 +42,17 @@ class Settings(BaseModel):
     - ``max_callers``: most callers one call-hierarchy level or ``orbit/impact`` answer lists (the
       total is always counted and said; lenses and hovers count every caller).
     - ``exclude``: extra gitignore-style patterns excluded from indexing.
+    - ``agent_base_url``: OpenAI-compatible endpoint (``…/v1``); ``None``: the ``openai``
+      package's default (api.openai.com).
+    - ``agent_api_key``: the endpoint's key (secret; never logged or echoed).
+    - ``agent_model``: the model asked first; ``None`` means no model is configured and
+      ``orbit/ask`` uses the built-in planner.
+    - ``agent_fallback_models``: models tried in order when the previous one is rate-limited
+      (HTTP 429) or failing (5xx).
+    - ``agent_max_steps``: most tool calls per question; ``agent_time_limit_s``: wall-clock limit
+      of one question, seconds; ``agent_request_timeout_s``: timeout of one model request,
+      seconds; ``agent_max_wait_s``: longest wait for a rate limit to pass when every model is
+      limited (a longer ``Retry-After`` is an error at once).
     """
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
@@ -51,6 +66,27 @@ class Settings(BaseModel):
     max_hops: int = Field(default=4, ge=1, le=10)
     max_callers: int = Field(default=100, ge=1, le=100_000)
     exclude: list[str] = Field(default_factory=list)
+    agent_base_url: str | None = None
+    agent_api_key: SecretStr | None = None
+    agent_model: str | None = None
+    agent_fallback_models: list[str] = Field(default_factory=list)
+    agent_max_steps: int = Field(default=8, ge=1, le=50)
+    agent_time_limit_s: float = Field(default=120.0, gt=0, le=3600)
+    agent_request_timeout_s: float = Field(default=60.0, gt=0, le=600)
+    agent_max_wait_s: float = Field(default=30.0, ge=0, le=600)
+
+    @field_validator("agent_fallback_models", mode="before")
+    @classmethod
+    def _split_models(cls, value):
+        """``"a, b"`` (environment variable) → ``["a", "b"]``."""
+        if isinstance(value, str):
+            return [m.strip() for m in value.split(",") if m.strip()]
+        return value
+
+    @field_validator("agent_base_url", "agent_model", mode="before")
+    @classmethod
+    def _blank_is_none(cls, value):
+        return None if isinstance(value, str) and not value.strip() else value
 
     @classmethod
     def from_env(cls, **overrides) -> "Settings":
@@ -68,17 +104,29 @@ ENV_VARS = {
     "ORBIT_QUERY_TIMEOUT_MS": "query_timeout_ms",
     "ORBIT_ROW_CAP": "row_cap",
     "ORBIT_MAX_FILE_BYTES": "max_file_bytes",
+    "OPENAI_BASE_URL": "agent_base_url",
+    "OPENAI_API_KEY": "agent_api_key",
+    "ORBIT_MODEL": "agent_model",
+    "ORBIT_FALLBACK_MODELS": "agent_fallback_models",
+    "ORBIT_AGENT_MAX_STEPS": "agent_max_steps",
+    "ORBIT_AGENT_TIME_LIMIT_S": "agent_time_limit_s",
 }
 
 
 def _flatten(options: dict | None) -> dict:
-    """Accept ``{"falkordb": {"url": …}}`` as well as flat keys (camelCase or snake_case)."""
+    """Accept ``{"falkordb": {"url": …}}`` and ``{"agent": {"model": …, "baseUrl": …}}`` as well as
+    flat keys (camelCase or snake_case)."""
     names = {to_camel(f): f for f in Settings.model_fields} | {"falkordbURL": "falkordb_url"}
     out: dict = {}
     for key, value in (options or {}).items():
         if key == "falkordb" and isinstance(value, dict):
             if "url" in value:
                 out["falkordb_url"] = value["url"]
+        elif key == "agent" and isinstance(value, dict):  # {"agent": {"model": …, "baseUrl": …}}
+            for k, v in value.items():
+                field = "agent_" + to_snake(str(k)).removeprefix("agent_")
+                if field in Settings.model_fields:
+                    out[field] = v
         elif key in Settings.model_fields or key in names:
             out[names.get(key, key)] = value
     return out

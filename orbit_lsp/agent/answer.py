@@ -1,0 +1,39 @@
+"""The Markdown shown to the user for one question: the answer, who answered, then every step
+with its tool, arguments, the Cypher it ran and its row count."""
+
+from __future__ import annotations
+
+import json
+
+from orbit_lsp.agent.loop import AskResult
+
+
+def render(result: AskResult) -> str:
+    """Markdown for ``result`` (also stored in ``result.markdown`` by the caller)."""
+    out: list[str] = []
+    if result.error:
+        out.append(f"**Error:** {result.error}")
+    if result.answer:
+        out.append(result.answer.strip())
+    if result.planner:
+        out.append(f"*{result.notes[0]}*" if result.notes else "*No model was used.*")
+    elif result.model:
+        out.append(f"*Answered by model `{result.model}`.*" if result.answer else f"*Last model: `{result.model}`.*")
+    extra = result.notes[1:] if result.planner else result.notes
+    if extra:
+        out.append("\n".join(f"- {n}" for n in extra))
+    if result.steps:
+        out.append(f"### Steps ({len(result.steps)})")
+        for s in result.steps:
+            args = json.dumps(s.args, ensure_ascii=False, default=str)
+            status = f"error: {s.error}" if s.error else f"{s.rows} row{'s' if s.rows != 1 else ''}"
+            lines = [f"{s.index}. `{s.tool}` `{args}` — {status}"]
+            for c in s.cypher:
+                q = c["query"]
+                if c.get("params"):
+                    q += "\n// params: " + json.dumps(c["params"], ensure_ascii=False, default=str)
+                lines.append("   ```cypher\n" + "\n".join("   " + ln for ln in q.splitlines()) + "\n   ```")
+            out.append("\n".join(lines))
+    else:
+        out.append("*No graph steps were run.*")
+    return "\n\n".join(out) + "\n"
