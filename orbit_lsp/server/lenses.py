@@ -39,7 +39,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 
 from orbit_lsp.graph import queries
 from orbit_lsp.index import python as pyx
-from orbit_lsp.index.indexer import WorkspaceIndexer, content_hash
+from orbit_lsp.index.indexer import LazyFacts, WorkspaceIndexer, content_hash
 from orbit_lsp.index.resolve import FileEdges, Resolver, full_qual
 from orbit_lsp.index.walk import LANGS
 from orbit_lsp.server.app import OrbitServer
@@ -159,8 +159,7 @@ def analyze_buffer(ix: WorkspaceIndexer, rel: str, data: bytes, h: str, edges: b
     bound = None
     if edges:
         state = dict(ix.state)
-        table = {r: s.facts for r, s in state.items() if s.facts is not None}
-        table[rel] = facts
+        table = LazyFacts(lambda: state, {rel: facts})
         bound = Resolver(table, set(state) | {rel}, dict(ix.aliases), ix.root_package).resolve_file(rel)
     BUFFERS.put(key, (facts, bound))
     return facts, bound
