@@ -108,6 +108,8 @@ def check(graph: Graph, root: Path, rel: str, text: str, sym: dict, max_hops: in
     def no(reason: str) -> Removal:
         return Removal(False, reason, symbol=sym, cypher=cypher)
 
+    if not rel.endswith((".py", ".pyi")):
+        return no(f"{rel} is not a Python file: removals are offered for Python only")
     if kind not in ("function", "method"):
         return no(f"{name} is a {kind}: only functions and methods are offered for removal")
     if name.startswith("__") and name.endswith("__"):
