@@ -132,7 +132,7 @@ async def client(lsp_client: LanguageClient, tmp_path_factory, request):
 async def ed(client: LanguageClient, store):
     """A fresh copy of the workspace files, re-indexed, with util.py open."""
     c = client
-    for name in ("util.py", "main.py", "cli.py"):
+    for name in ("util.py", "main.py", "cli.py", "handlers.py", "dispatch.py", "settings_demo.py"):
         shutil.copy(WORKSPACE / name, c.root / name)
         c.text_document_did_save(types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(uri=uri(c.root / name))))
     await wait_hash(store, c.root, "util.py", (WORKSPACE / "util.py").read_text())
@@ -191,6 +191,8 @@ async def run_action(c, action: types.CodeAction) -> dict:
     ("def mystery", False),          # obj.mystery() in main.py could not be bound
     ("def referenced", False),       # util.referenced in main.py (not a call)
     ("    def __repr__", False),     # dunder
+    ("def test_like", False),        # a test runner may collect it by name
+    ("def only_named_elsewhere", False),  # named in a string in settings_demo.py
 ])
 async def test_remove_offered_only_when_proven(ed, client, needle, offered):
     text = ed.buffers[ed.util][0]
@@ -203,6 +205,18 @@ async def test_remove_offered_only_when_proven(ed, client, needle, offered):
     show = next(a for a in acts if a.title == SHOW_IMPACT_TITLE)
     res = await run_action(client, show)
     assert res["target"]["type"] == "symbol" and res["target"]["name"] == name
+
+
+@pytest.mark.parametrize("rel, needle", [
+    ("handlers.py", "    def do_GET"),     # a library base class calls it by name
+    ("handlers.py", "    def log_message"),
+    ("dispatch.py", "def cmd_hello"),      # globals()[...] lookup in its file
+])
+async def test_remove_not_offered_for_dynamic_uses(ed, client, rel, needle):
+    u = ed.open(client.root / rel)
+    line = line_of(ed.buffers[u][0], needle)
+    titles = [a.title for a in await actions_at(client, u, line, len(needle) - 2)]
+    assert SHOW_IMPACT_TITLE in titles and not any(t.startswith("Remove") for t in titles), titles
 
 
 async def test_show_impact_action_on_a_call(ed, client):

@@ -10,10 +10,16 @@ check holds (the honest answer otherwise is "unknown", not "unused"):
   the only statement of its class or function body (removing it would not parse);
 - the graph has no ``CALLS`` edge into it from any other symbol, and no call site that could not
   be bound uses its name (``Symbol.unresolved_names``: such a call may reach it);
-- its name appears nowhere else in its own file (outside its own lines), in no file that imports
-  its file, directly or transitively (``IMPORTS`` edges, followed to the end), and not in
-  ``pyproject.toml``, ``setup.cfg`` or ``setup.py`` at the workspace root (entry points). The
-  text check is a whole-word match, so strings (``getattr(m, "f")``) and comments count too.
+- not collected by name: not in a test file (``test_*.py``, ``*_test.py``, ``conftest.py``) and
+  not named ``test*``; a method only when its class has no base class other than ``object``
+  (a base from a library may call it by name: ``setUp``, ``do_GET``, ``visit_Name``);
+- its name appears nowhere else in its own file (outside its own lines), in no other file of the
+  graph (so in no file importing it), and not in ``pyproject.toml``, ``setup.cfg`` or
+  ``setup.py`` at the workspace root (entry points). The text check is a whole-word match, so
+  strings (``getattr(m, "f")``) and comments count too;
+- no lookup by a computed name (``getattr(``, ``globals()``, ``vars(``, ``__dict__``,
+  ``import_module(``, ``__import__(``, ``attrgetter(``, ``methodcaller(``) in its file or in the
+  files importing it, directly or transitively (``IMPORTS`` edges, followed to the end).
 
 Files are read from disk only to look for the name; nothing read is stored. Raises what the
 graph layer raises (``FalkorDBOffline``, ``QueryTimeout``).
@@ -28,9 +34,12 @@ from pathlib import Path
 
 from orbit_lsp.graph import queries
 from orbit_lsp.graph.connection import Graph
+from orbit_lsp.graph.queries import Answer
 
 ALL_HOPS = 64  # importers are followed until none are left (bounded for safety)
 ENTRY_POINT_FILES = ("pyproject.toml", "setup.cfg", "setup.py")
+TEST_FILE = re.compile(r"(^|/)(test_[^/]*|[^/]*_test|conftest)\.pyi?$")
+DYNAMIC = re.compile(r"\b(getattr|import_module|__import__|attrgetter|methodcaller|vars)\s*\(|\bglobals\s*\(\s*\)|__dict__")
 _LINE_END = re.compile(r"(?<=\r\n)|(?<=\r)(?!\n)|(?<=\n)")
 
 
@@ -59,7 +68,8 @@ def _word(name: str) -> re.Pattern:
 
 
 def _find_def(tree: ast.Module, name: str, line: int):
-    """(def node, the body list holding it) for the def of ``name`` at ``line``."""
+    """(def node, the body list holding it, the node owning that body) for the def of ``name``
+    at ``line``."""
     stack: list = [tree]
     while stack:
         node = stack.pop()
@@ -70,10 +80,10 @@ def _find_def(tree: ast.Module, name: str, line: int):
             for child in body:
                 if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)) and child.name == name \
                         and child.lineno == line:
-                    return child, body
+                    return child, body, node
                 if isinstance(child, ast.AST):
                     stack.append(child)
-    return None, None
+    return None, None, None
 
 
 def _in_all(tree: ast.Module, name: str) -> bool:
@@ -114,17 +124,22 @@ def check(graph: Graph, root: Path, rel: str, text: str, sym: dict, max_hops: in
         return no(f"{name} is a {kind}: only functions and methods are offered for removal")
     if name.startswith("__") and name.endswith("__"):
         return no(f"{name} is a dunder method: Python calls it")
+    if TEST_FILE.search(rel) or name.startswith("test"):
+        return no(f"{name} may be collected by a test runner by its name")
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError):
         return no(f"{rel} does not parse")
-    node, body = _find_def(tree, name, sym["line"])
+    node, body, owner = _find_def(tree, name, sym["line"])
     if node is None:
         return no(f"no definition of {name} at line {sym['line']} of {rel}")
     if node.decorator_list:
         return no(f"{name} is decorated: the decorator may register it")
     if len(body) == 1:
         return no(f"{name} is the only statement of its body")
+    if isinstance(owner, ast.ClassDef) and (owner.keywords or any(
+            not (isinstance(b, ast.Name) and b.id == "object") for b in owner.bases)):
+        return no(f"{name} is a method of a class with a base class, which may call it by name")
     if _in_all(tree, name):
         return no(f"{name} is exported in __all__")
     lines = _lines(text)
@@ -133,6 +148,8 @@ def check(graph: Graph, root: Path, rel: str, text: str, sym: dict, max_hops: in
     for i, ln in enumerate(lines):
         if not (start <= i < end) and word.search(ln):
             return no(f"{name} is mentioned on line {i + 1} of {rel}")
+    if DYNAMIC.search(text):
+        return no(f"{rel} looks names up dynamically (getattr, globals, ...): whether {name} is used is unknown")
     # the graph: callers, and unbound calls that use the name
     summary = queries.symbol_summary(graph, rel, sym["qual"], 1, limit=1)
     cypher += summary.cypher
@@ -146,18 +163,27 @@ def check(graph: Graph, root: Path, rel: str, text: str, sym: dict, max_hops: in
                   "whether it is used is unknown")
     imp = queries.impact(graph, rel, max_hops)
     cypher += imp.cypher
-    for path in [d["path"] for d in imp.rows] + [p for p in ENTRY_POINT_FILES if p != rel]:
+    importers = {d["path"] for d in imp.rows}
+    every = Answer()
+    paths = [r[0] for r in every.run(graph, "MATCH (f:File) RETURN f.path ORDER BY f.path")]
+    cypher += every.cypher
+    for path in paths + [p for p in ENTRY_POINT_FILES if p not in paths]:
+        if path == rel:
+            continue
         try:
             other = (Path(root) / path).read_text(encoding="utf-8", errors="replace")
         except OSError:
             continue
         if word.search(other):
             return no(f"{name} is mentioned in {path}")
+        if path in importers and DYNAMIC.search(other):
+            return no(f"{path} imports {rel} and looks names up dynamically (getattr, globals, ...): "
+                      f"whether {name} is used is unknown")
     # also remove the blank lines after it when it is preceded by a blank line (or starts the file)
     if start == 0 or not lines[start - 1].strip():
         while end < len(lines) and not lines[end].strip():
             end += 1
     new_text = "".join(lines[:start] + lines[end:])
-    why = (f"no callers, no unbound calls named '{name}', not mentioned in its file or in the "
-           f"{len(imp.rows)} file(s) importing it")
+    why = (f"no callers, no unbound calls named '{name}', not mentioned elsewhere in the {len(paths)} "
+           f"file(s) of the workspace ({len(importers)} of them importing {rel})")
     return Removal(True, why, start, end, new_text, sym, cypher)

@@ -39,3 +39,11 @@ class Box:
 
     def spare(self):
         return self.v
+
+
+def test_like():
+    return 5
+
+
+def only_named_elsewhere():
+    return 6
