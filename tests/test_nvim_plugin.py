@@ -69,7 +69,7 @@ def test_impact_float(session):
     assert "- main.py (1 hop)" in text and "- cli.py (2 hops)" in text
 
 
-def test_edit_rejected_then_approved(session):
+def test_edit_rejected_stale_then_approved(session):
     original = (HERE / "editor_workspace" / "util.py").read_text()
     rej = session["steps"]["rejected"]
     assert rej["unchanged"]
@@ -78,8 +78,10 @@ def test_edit_rejected_then_approved(session):
     expected = original.replace("def unused_helper(x):\n    return x * 2\n\n\n", "")
     assert (session["root"] / "util.py").read_text() == expected
     assert session["steps"]["approved"]["lines"] == expected.rstrip("\n").split("\n")
-    assert [p.status for p in reversed(session["proposals"])] == ["rejected", "applied"]
+    assert session["steps"]["stale"]["typed_only"]  # the edit was not applied over the typing
+    assert [p.status for p in reversed(session["proposals"])] == ["rejected", "stale", "applied"]
     assert session["proposals"][-1].reason == "rejected by the user"
+    assert "changed since the edit was made" in session["proposals"][1].reason
 
 
 def test_status_float(session):

@@ -27,7 +27,11 @@ end
 local answers = {}
 vim.fn.confirm = function(msg, choices, default)
   table.insert(out.prompts, msg)
-  return table.remove(answers, 1) or default
+  local a = table.remove(answers, 1) or default
+  if type(a) == "function" then
+    return a()
+  end
+  return a
 end
 
 local function lines()
@@ -123,6 +127,15 @@ local function run()
   remove(2)
   vim.wait(1000) -- the server records the answer
   step("rejected", { unchanged = vim.deep_equal(lines(), original), prompt = out.prompts[#out.prompts] })
+  -- "Apply", but the buffer was edited while the prompt was open: refused, only the typing stays
+  remove(function()
+    vim.api.nvim_buf_set_lines(0, -1, -1, false, { "# typed while asked" })
+    return 1
+  end)
+  vim.wait(1000)
+  local typed = lines()
+  step("stale", { typed_only = vim.deep_equal(typed, vim.list_extend(vim.deepcopy(original), { "# typed while asked" })) })
+  vim.cmd("silent undo") -- back to the saved text (a newer buffer version)
   remove(1)
   wait("the approved edit", function()
     return not vim.tbl_contains(lines(), "def unused_helper(x):")

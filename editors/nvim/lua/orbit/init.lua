@@ -257,6 +257,12 @@ function M.apply_edit_handler(_, params, ctx)
   end
   local why = stale(params.edit)
   if why then
+    -- send the pending didChange now (Neovim debounces it), so that the server knows the new
+    -- version when it reads this answer and marks the proposal stale
+    local ok_ct, ct = pcall(require, "vim.lsp._changetracking")
+    if ok_ct and client and type(ct.flush) == "function" then
+      pcall(ct.flush, client)
+    end
     return { applied = false, failureReason = why }
   end
   local ok, err = pcall(vim.lsp.util.apply_workspace_edit, params.edit, client and client.offset_encoding or "utf-16")
