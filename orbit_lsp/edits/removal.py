@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import ast
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +38,7 @@ from orbit_lsp.graph.connection import Graph
 from orbit_lsp.graph.queries import Answer
 
 ALL_HOPS = 64  # importers are followed until none are left (bounded for safety)
+SCAN_BUDGET_S = 2.0  # longest time spent reading the workspace's files for the name: then "unknown"
 ENTRY_POINT_FILES = ("pyproject.toml", "setup.cfg", "setup.py")
 TEST_FILE = re.compile(r"(^|/)(test_[^/]*|[^/]*_test|conftest)\.pyi?$")
 DYNAMIC = re.compile(r"\b(getattr|import_module|__import__|attrgetter|methodcaller|vars)\s*\(|\bglobals\s*\(\s*\)|__dict__")
@@ -100,18 +102,21 @@ def _in_all(tree: ast.Module, name: str) -> bool:
     return False
 
 
-def removal(graph: Graph, root: Path, rel: str, text: str, qual: str, max_hops: int = ALL_HOPS) -> Removal:
+def removal(graph: Graph, root: Path, rel: str, text: str, qual: str, max_hops: int = ALL_HOPS,
+            scan_budget_s: float = SCAN_BUDGET_S) -> Removal:
     """See the module docstring. ``qual`` is the graph's qualified name (``pkg.mod.f``)."""
     found = queries.find_symbols(graph, qual)
     sym = next((s for s in found.rows if s["file"] == rel and s["qual"] == qual), None)
     if sym is None:
         return Removal(False, f"{qual} is not in the graph of {rel}", cypher=found.cypher)
-    return check(graph, root, rel, text, sym, max_hops, found.cypher)
+    return check(graph, root, rel, text, sym, max_hops, found.cypher, scan_budget_s)
 
 
 def check(graph: Graph, root: Path, rel: str, text: str, sym: dict, max_hops: int = ALL_HOPS,
-          cypher: list[dict] | None = None) -> Removal:
-    """``removal`` for a symbol dict already read from the graph."""
+          cypher: list[dict] | None = None, scan_budget_s: float = SCAN_BUDGET_S) -> Removal:
+    """``removal`` for a symbol dict already read from the graph. Reading the workspace's files
+    stops after ``scan_budget_s`` seconds (then not removable: unknown), which keeps a code-action
+    request well inside the server's answer timeout."""
     cypher = list(cypher or [])
     name, kind = sym["name"], sym["kind"]
 
@@ -167,9 +172,13 @@ def check(graph: Graph, root: Path, rel: str, text: str, sym: dict, max_hops: in
     every = Answer()
     paths = [r[0] for r in every.run(graph, "MATCH (f:File) RETURN f.path ORDER BY f.path")]
     cypher += every.cypher
+    deadline = time.monotonic() + scan_budget_s
     for path in paths + [p for p in ENTRY_POINT_FILES if p not in paths]:
         if path == rel:
             continue
+        if time.monotonic() > deadline:
+            return no(f"reading the workspace's {len(paths)} files for '{name}' took over {scan_budget_s:g} s: "
+                      "whether it is used is unknown")
         try:
             other = (Path(root) / path).read_text(encoding="utf-8", errors="replace")
         except OSError:
