@@ -69,6 +69,11 @@ def test_impact_float(session):
     assert "- main.py (1 hop)" in text and "- cli.py (2 hops)" in text
 
 
+def test_lens_run_opens_the_impact_float(session):
+    run = session["steps"]["lens_run"]
+    assert run.get("err") is None and run["lines"] == session["steps"]["impact"]["lines"]
+
+
 def test_edit_rejected_stale_then_approved(session):
     original = (HERE / "editor_workspace" / "util.py").read_text()
     rej = session["steps"]["rejected"]

@@ -109,6 +109,9 @@ local function run()
   vim.api.nvim_win_set_cursor(0, { find("def used"), 5 })
   step("impact", float_after(nil, function() vim.cmd("OrbitImpact") end))
   vim.cmd("fclose!")
+  -- a lens "click" (vim.lsp.codelens.run) on that line opens the same float
+  step("lens_run", float_after(nil, function() vim.lsp.codelens.run() end))
+  vim.cmd("fclose!")
 
   -- the graph-derived removal: rejected, then approved (through vim.lsp.buf.code_action)
   local original = lines()
