@@ -189,7 +189,7 @@ test("a rejected workspace/applyEdit leaves the file as it was", async () => {
   const before = readFileSync(join(root, "util.py"), "utf8");
   conn.sendNotification("textDocument/didSave", { textDocument: { uri } }); // re-index the saved file
   let action;
-  for (let i = 0; i < 100 && !action; i++) { // until the graph has the saved text again
+  for (let i = 0; i < 300 && !action; i++) { // until the graph has the saved text again (30 s at most)
     action = await removeAction(uri, "    def spare(self):");
     if (!action) await new Promise((r) => setTimeout(r, 100));
   }

@@ -314,6 +314,15 @@ function M.start(bufnr)
   if fname == "" or vim.bo[bufnr].buftype ~= "" then
     return
   end
+  local exe = M.config.cmd[1]
+  if vim.fn.executable(exe) == 0 then
+    if not M._warned then
+      M._warned = true
+      vim.notify(("orbit: cannot start %q (not executable): set cmd in require('orbit').setup({ cmd = { '/path/to/.venv/bin/orbit-lsp' } })"):format(exe),
+        vim.log.levels.WARN)
+    end
+    return
+  end
   local root = vim.fs.root(bufnr, M.config.root_markers) or vim.fs.dirname(fname)
   return vim.lsp.start({
     name = NAME,
