@@ -27,7 +27,6 @@ as ``{"proposal": id, "status", "reason"}``:
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
@@ -181,6 +180,8 @@ class Feature:
             prop = self.store.mark(prop.id, "stale" if moved else "rejected",
                                    reason or ("the document changed while the edit was pending" if moved
                                               else "not applied by the client"))
+        log.info("proposal %s (%s in %s): %s%s", prop.id, title, rel, prop.status,
+                 f" ({prop.reason})" if prop.reason else "")
         if prop.status != "applied":
             ls.window_show_message(types.ShowMessageParams(types.MessageType.Info,
                                                            f"orbit: {title}: {prop.status} ({prop.reason})"))
@@ -188,6 +189,7 @@ class Feature:
 
     def _refuse(self, root: str, rel: str, title: str, text: str, version, reason: str) -> dict:
         prop = self.store.create(root, rel, title, text, text, version, status="stale", reason=reason)
+        log.info("proposal %s (%s in %s): stale (%s)", prop.id, title, rel, reason)
         self.server.window_show_message(types.ShowMessageParams(types.MessageType.Warning,
                                                                 f"orbit: {title}: refused as stale: {reason}"))
         return {"proposal": prop.id, "status": prop.status, "reason": prop.reason}
