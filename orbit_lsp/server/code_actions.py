@@ -195,7 +195,7 @@ class Feature:
         return {"proposal": prop.id, "status": prop.status, "reason": prop.reason}
 
     def _workspace_edit(self, snap: Snapshot, uri: str, version, rem: rm.Removal, title: str, pid: int) -> types.WorkspaceEdit:
-        lines = snap.lines
+        lines = snap.lines.texts
         start = types.Position(rem.start, 0)
         if rem.end < len(lines) or (lines and lines[-1].endswith(("\n", "\r"))):
             end = types.Position(rem.end, 0)

@@ -84,6 +84,13 @@ class Snapshot:
             text = data.decode("utf-8", errors="replace")
         return cls(uri, path, ix, rel, text, data, Lines.of(text, ls.workspace.position_codec))
 
+    @property
+    def codec(self) -> Any:
+        return self.lines.codec
+
+    def position(self, line1: int, byte_col: int) -> types.Position:
+        return self.lines.position(line1, byte_col)
+
     def name_range(self, line1: int, byte_col: int, name: str) -> types.Range:
         return self.lines.name_range(line1, byte_col, name)
 
