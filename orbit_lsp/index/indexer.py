@@ -39,7 +39,8 @@ from orbit_lsp.graph.connection import GraphStore, code_graph_name
 from orbit_lsp.graph.schema import ensure_indexes
 from orbit_lsp.graph.writer import GraphWriter
 from orbit_lsp.index import python as pyx
-from orbit_lsp.index.resolve import FileEdges, Resolver, changed_entities, full_qual, package_info
+from orbit_lsp.index.languages import PARSED_LANGS, WorkspaceResolver, changed_entities, parse_file
+from orbit_lsp.index.resolve import FileEdges, full_qual, package_info
 from orbit_lsp.index.walk import LANGS, WorkspaceFilter, classify_file, is_dotenv, read_text, walk_workspace
 
 log = logging.getLogger("orbit_lsp.index")
@@ -241,7 +242,7 @@ class WorkspaceIndexer:
         self._cache_blobs: list[tuple[str, bytes]] | None = None  # a full build's pickled state
         # the resolver of the last build or update, with its memo, and the module table it was
         # built on: re-indexing a file reuses it (see ``_update``)
-        self._live: tuple[tuple, Resolver] | None = None
+        self._live: tuple[tuple, WorkspaceResolver] | None = None
 
     # -- cache ------------------------------------------------------------------------------
     @property
@@ -353,8 +354,8 @@ class WorkspaceIndexer:
                    parsed: tuple | None = None) -> FileState:
         lang = LANGS.get(os.path.splitext(rel)[1].lower(), "")
         st = FileState(rel, lang, h, count_lines(data), seen_hash=h)
-        if lang == "python":
-            facts, err = parsed if parsed is not None else parse_python(rel, data)
+        if lang in PARSED_LANGS:
+            facts, err = parsed if parsed is not None else parse_file(rel, data)
             if facts is not None:
                 st.facts = facts
             else:
@@ -370,9 +371,9 @@ class WorkspaceIndexer:
         """The root directory's name when the root is itself a package (has ``__init__.py``)."""
         return self.root.name if "__init__.py" in self.state and self.root.name.isidentifier() else ""
 
-    def _resolver(self) -> Resolver:
+    def _resolver(self) -> WorkspaceResolver:
         facts = {r: s.facts for r, s in self.state.items() if s.facts is not None}
-        return Resolver(facts, set(self.state), self.aliases, self.root_package)
+        return WorkspaceResolver(facts, set(self.state), self.aliases, self.root_package, self.root)
 
     def _module_table(self) -> tuple:
         """What a ``Resolver`` is built on besides the facts: indexed paths, aliases, root package."""
