@@ -230,9 +230,9 @@ class JsModules:
             for name in CONFIG_NAMES:
                 p = os.path.join(self._abs(d), name)
                 if os.path.isfile(p):
-                    hit = self.load_config(p)
-                    if hit is not None:
-                        break
+                    # an unreadable config still owns its directory: no options, not the parent's
+                    hit = self.load_config(p) or TsConfig(p, None, None, None)
+                    break
             if hit is not None:
                 found = hit
                 break
