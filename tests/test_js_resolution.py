@@ -198,7 +198,7 @@ declare function ambient(): void;
     assert f.exports["default"] == ("n", "Widget") and f.stars == ["./star"]
     assert f.classes["Widget"].heritage == ("n", "Base")
     sym = {s.qual: s for s in f.symbols}
-    assert (sym["helper"].line, sym["helper"].col) == (21, 16)  # 1-based line, UTF-8 byte column
+    assert (sym["helper"].line, sym["helper"].col) == (20, 16)  # 1-based line, UTF-8 byte column
 
 
 def test_syntax_errors_raise_and_template_specifiers():
