@@ -285,7 +285,7 @@ class JsResolver:
             return [], True
         if v[0] == "sym":
             if v[3] in ("function", "method"):
-                return [(v[1], v[2], self._how(rel, ref, v[1]))], False
+                return [(v[1], v[2], self._how(rel, si, ref, v[1]))], False
             if v[3] == "class":
                 return [(v[1], v[2], "class")], False
             return [], True
@@ -300,14 +300,23 @@ class JsResolver:
             return [], False
         return [], True
 
-    @staticmethod
-    def _how(rel: str, ref: tuple, dst_file: str) -> str:
+    def _how(self, rel: str, si: int, ref: tuple, dst_file: str) -> str:
+        """How a call bound (``CALLS.resolved``): local | import | self | module | instance |
+        class | attribute."""
         if ref[0] == "n":
             return "local" if dst_file == rel else "import"
         if ref[0] == "a":
             if ref[1] == ("this",):
                 return "self"
-            return "module" if dst_file != rel else "attribute"
+            base = self.ev(rel, si, ref[1])
+            if base is not None:
+                if base[0] == "mod":
+                    return "module"
+                if base[0] == "inst":
+                    return "instance"
+                if base[0] == "sym" and base[3] == "class":
+                    return "class"
+            return "attribute"
         return "other"
 
     def resolve_file(self, rel: str) -> FileEdges:

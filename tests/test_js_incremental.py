@@ -1,0 +1,154 @@
+"""JS/TS call binding in the graph and the incremental path (``reindex_file`` / ``remove_file``):
+an incremental graph must equal a full rebuild, a file with a syntax error keeps its last good
+graph, and calls *into* an edited file from other files (through barrels too) are re-bound."""
+
+from __future__ import annotations
+
+from orbit_lsp.graph.queries import export
+from test_incremental import assert_same, new_indexer, workspaces, write
+
+BASE = """export class Base {
+  constructor() {}
+  greet() { return this.name(); }
+  name() { return "b"; }
+}
+"""
+CHILD = """import { Base } from "./base";
+export class Child extends Base {
+  run() { this.greet(); this.own(); this.nope(); }
+  own() {}
+}
+"""
+MAIN = """import { Child } from "./child";
+import * as b from "./base";
+import { helper } from "./barrel";
+export function start() {
+  const c = new Child();
+  c.run();
+  new b.Base();
+  unknownFn();
+  console.log(helper());
+}
+"""
+BARREL = 'export * from "./core";\n'
+CORE = "export function helper() { return 1; }\n"
+TREE = {"src/base.ts": BASE, "src/child.ts": CHILD, "src/main.ts": MAIN, "src/barrel.ts": BARREL,
+        "src/core.ts": CORE, "tsconfig.json": '{"compilerOptions": {"strict": true}}'}
+
+
+def calls(g) -> dict[tuple[str, str], str]:
+    return {(a, b): r for a, b, r in g.query("MATCH (a:Symbol)-[e:CALLS]->(b:Symbol) "
+                                             "RETURN a.qual, b.qual, e.resolved").rows}
+
+
+def unresolved(g) -> dict[str, list]:
+    return {q: names for q, names in g.query("MATCH (s:Symbol) WHERE s.unresolved_calls > 0 "
+                                             "RETURN s.qual, s.unresolved_names").rows}
+
+
+def test_js_calls_this_inherited_new_constructor(store):
+    with workspaces() as make:
+        root = make()
+        for rel, text in TREE.items():
+            write(root, rel, text)
+        ix = new_indexer(make, root, store)
+        ix.index_all()
+        g = ix.graph
+        assert calls(g) == {
+            ("src/child.ts#Child.run", "src/base.ts#Base.greet"): "self",  # inherited workspace method
+            ("src/child.ts#Child.run", "src/child.ts#Child.own"): "self",
+            ("src/base.ts#Base.greet", "src/base.ts#Base.name"): "self",
+            ("src/main.ts#start", "src/child.ts#Child"): "class",  # new Child -> the class ...
+            ("src/main.ts#start", "src/base.ts#Base.constructor"): "init",  # ... and its (inherited) constructor
+            ("src/main.ts#start", "src/child.ts#Child.run"): "instance",
+            ("src/main.ts#start", "src/base.ts#Base"): "class",  # new b.Base() through the namespace
+            ("src/main.ts#start", "src/core.ts#helper"): "import",  # through the export * barrel
+        }
+        # unknown calls are counted on their caller, never matched by name; globals are not unknown
+        assert unresolved(g) == {"src/main.ts#start": ["unknownFn"], "src/child.ts#Child.run": ["nope"]}
+        assert g.query("MATCH (a:Symbol)-[:INHERITS]->(b:Symbol) RETURN a.qual, b.qual").rows == [
+            ["src/child.ts#Child", "src/base.ts#Base"]]
+
+
+def test_js_incremental_equals_rebuild(store):
+    with workspaces() as make:
+        root = make()
+        for rel, text in TREE.items():
+            write(root, rel, text)
+        ix = new_indexer(make, root, store)
+        ix.index_all()
+        g = ix.graph
+        assert_same(ix, make, store, "after the first build")
+
+        # an edit behind the barrel: main's call into core re-binds without touching main
+        core = write(root, "src/core.ts", "export function other() {}\nexport function helper() { return 2; }\n")
+        rep = ix.reindex_file(core)
+        assert rep.mode == "incremental"
+        assert g.query("MATCH (s:Symbol {qual: 'src/core.ts#helper'}) RETURN s.line").rows == [[2]]
+        assert ("src/main.ts#start", "src/core.ts#helper") in calls(g)
+        assert_same(ix, make, store, "after moving helper")
+
+        # the callee disappears: the call becomes unresolved, the edge goes
+        write(root, "src/core.ts", "export function other() {}\n")
+        ix.reindex_file(root / "src/core.ts")
+        assert ("src/main.ts#start", "src/core.ts#helper") not in calls(g)
+        assert sorted(unresolved(g)["src/main.ts#start"]) == ["helper", "unknownFn"]
+        assert_same(ix, make, store, "after removing helper")
+
+        # a method added to the base class binds this.nope() in the subclass (another file)
+        write(root, "src/base.ts", BASE.replace('  name() { return "b"; }', '  name() { return "b"; }\n  nope() {}'))
+        ix.reindex_file(root / "src/base.ts")
+        assert calls(g)[("src/child.ts#Child.run", "src/base.ts#Base.nope")] == "self"
+        assert_same(ix, make, store, "after adding Base.nope")
+
+        # a syntax error keeps the last good graph and records the error
+        before = export(g)
+        write(root, "src/child.ts", CHILD.replace("run() {", "run( {"))
+        rep = ix.reindex_file(root / "src/child.ts")
+        err = rep.parse_errors["src/child.ts"]
+        assert err.startswith("line ")
+        assert g.query("MATCH (f:File {path: 'src/child.ts'}) RETURN f.parse_error").rows == [[err]]
+        after = export(g)
+        strip = lambda e: [f for f in e["files"] if f["path"] != "src/child.ts"]  # noqa: E731
+        assert strip(after) == strip(before) and after["symbols"] == before["symbols"]
+        assert after["edges"] == before["edges"]
+        write(root, "src/child.ts", CHILD)
+        assert not ix.reindex_file(root / "src/child.ts").parse_errors
+        assert_same(ix, make, store, "after fixing the syntax error")
+
+        # a new file, then removed
+        write(root, "src/extra.ts", 'import { Child } from "./child";\nexport const mk = () => new Child();\n')
+        ix.reindex_file(root / "src/extra.ts")
+        assert ("src/extra.ts#mk", "src/child.ts#Child") in calls(g)
+        assert_same(ix, make, store, "after adding extra.ts")
+        (root / "src/extra.ts").unlink()
+        ix.remove_file(root / "src/extra.ts")
+        assert not g.query("MATCH (f:File {path: 'src/extra.ts'}) RETURN f").rows
+        assert_same(ix, make, store, "after removing extra.ts")
+
+        # removing the barrel's target: main's import of the barrel stays, its call is unresolved
+        (root / "src/core.ts").unlink()
+        ix.remove_file(root / "src/core.ts")
+        assert g.query("MATCH (:File {path: 'src/barrel.ts'})-[:IMPORTS]->(b) RETURN b.path").rows == []
+        assert g.query("MATCH (f:File {path: 'src/barrel.ts'}) RETURN f.unresolved_imports").rows == [["1:./core"]] \
+            or g.query("MATCH (f:File {path: 'src/barrel.ts'}) RETURN f.unresolved_imports").rows == [[["1:./core"]]]
+        assert_same(ix, make, store, "after removing core.ts")
+
+
+def test_js_reopen_uses_the_cache(store):
+    with workspaces() as make:
+        root = make()
+        for rel, text in TREE.items():
+            write(root, rel, text)
+        ix = new_indexer(make, root, store)
+        ix.index_all()
+        first = export(ix.graph)
+        again = new_indexer(make, root, store)
+        rep = again.index_all()
+        assert rep.mode == "unchanged" and rep.reused == len(TREE) - 1
+        write(root, "src/core.ts", "export function helper() { return 3; }\nexport const z = 1;\n")
+        rep = again.index_all()
+        assert rep.mode == "incremental" and rep.parsed == 1
+        assert [e for e in export(again.graph)["edges"] if e["type"] == "CALLS"] == \
+            [e for e in first["edges"] if e["type"] == "CALLS"]
+        assert_same(again, make, store, "after a re-open with one changed file")
