@@ -41,7 +41,8 @@ from pygls.exceptions import JsonRpcInvalidParams
 from orbit_lsp.graph import queries
 from orbit_lsp.index import python as pyx
 from orbit_lsp.index.indexer import WorkspaceIndexer, content_hash
-from orbit_lsp.index.resolve import FileEdges, Resolver, full_qual
+from orbit_lsp.index.languages import PARSED_LANGS, WorkspaceResolver, is_js, parse_file
+from orbit_lsp.index.resolve import FileEdges, full_qual
 from orbit_lsp.index.walk import LANGS
 from orbit_lsp.server.app import OrbitServer
 
@@ -179,7 +180,7 @@ def analyze_buffer(ix: WorkspaceIndexer, rel: str, data: bytes, h: str, edges: b
     """Facts of a buffer (parsed in memory, nothing written) and, when ``edges``, its imports and
     calls bound against the indexed workspace. (None, None) for a file that is not Python or
     does not parse. Call with the indexer's lock held when ``edges`` (reads its state)."""
-    if LANGS.get(Path(rel).suffix.lower()) != "python":
+    if LANGS.get(Path(rel).suffix.lower()) not in PARSED_LANGS:
         return None, None
     key = (str(ix.root), rel, h)
     hit = BUFFERS.get(key)
@@ -188,8 +189,10 @@ def analyze_buffer(ix: WorkspaceIndexer, rel: str, data: bytes, h: str, edges: b
     facts = hit[0] if hit is not None else None
     if facts is None:
         try:
-            facts = pyx.extract(rel, data)
+            facts = pyx.extract(rel, data) if not is_js(rel) else parse_file(rel, data)[0]
         except (SyntaxError, ValueError, RecursionError, UnicodeDecodeError):
+            facts = None
+        if facts is None:
             BUFFERS.put(key, (None, None))
             return None, None
     bound = None
@@ -197,13 +200,16 @@ def analyze_buffer(ix: WorkspaceIndexer, rel: str, data: bytes, h: str, edges: b
         state = dict(ix.state)
         table = {r: s.facts for r, s in state.items() if s.facts is not None}
         table[rel] = facts
-        bound = Resolver(table, set(state) | {rel}, dict(ix.aliases), ix.root_package).resolve_file(rel)
+        bound = WorkspaceResolver(table, set(state) | {rel}, dict(ix.aliases), ix.root_package,
+                                  ix.root).resolve_file(rel)
     BUFFERS.put(key, (facts, bound))
     return facts, bound
 
 
 def _graph_prefix(symbols: list[dict], rel: str) -> str:
     """Prefix turning an in-file qualified name into the graph's (``pkg.mod.``)."""
+    if is_js(rel):
+        return rel + "#"  # JS/TS quals are ``path#qual``
     mod = next((s["qual"] for s in symbols if s["kind"] == "module"), None)
     if not mod or mod == rel:
         return ""
