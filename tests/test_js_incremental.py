@@ -152,3 +152,21 @@ def test_js_reopen_uses_the_cache(store):
         assert [e for e in export(again.graph)["edges"] if e["type"] == "CALLS"] == \
             [e for e in first["edges"] if e["type"] == "CALLS"]
         assert_same(again, make, store, "after a re-open with one changed file")
+
+
+def test_js_file_with_errors_and_no_last_graph_keeps_what_parses(store):
+    """A grammar gap (or a real error) on the first index: the partial facts of tree-sitter's
+    error-tolerant tree are indexed and the error is recorded; a later broken edit keeps them."""
+    with workspaces() as make:
+        root = make()
+        write(root, "a.ts", 'import { f } from "./b";\nexport interface Box<out A> { a: A }\nexport function g() { f(); }\n')
+        write(root, "b.ts", "export function f() {}\n")
+        ix = new_indexer(make, root, store)
+        rep = ix.index_all()
+        assert rep.parse_errors["a.ts"].startswith("line 2: ")
+        g = ix.graph
+        assert ("a.ts#g", "b.ts#f") in calls(g)
+        assert g.query("MATCH (f:File {path: 'a.ts'}) RETURN f.parse_error").rows == [[rep.parse_errors["a.ts"]]]
+        write(root, "a.ts", 'import { f } from "./b";\nexport function g( { f(); }\n')
+        rep = ix.reindex_file(root / "a.ts")
+        assert "a.ts" in rep.parse_errors and ("a.ts#g", "b.ts#f") in calls(g)

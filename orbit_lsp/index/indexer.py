@@ -356,7 +356,7 @@ class WorkspaceIndexer:
         st = FileState(rel, lang, h, count_lines(data), seen_hash=h)
         if lang in PARSED_LANGS:
             facts, err = parsed if parsed is not None else parse_file(rel, data)
-            if facts is not None:
+            if err is None:
                 st.facts = facts
             else:
                 st.parse_error = err
@@ -364,6 +364,8 @@ class WorkspaceIndexer:
                 if old is not None and old.facts is not None:
                     # keep the last good graph
                     st.facts, st.lines, st.hash = old.facts, old.lines, old.hash
+                elif facts is not None:
+                    st.facts = facts  # no last graph: what an error-tolerant parser (JS/TS) still found
         return st
 
     @property

@@ -66,12 +66,14 @@ def grammar_for(rel: str) -> str:
 
 class JsSyntaxError(Exception):
     """A file tree-sitter could only parse with errors: ``lineno`` (1-based) of the first
-    error and ``msg``."""
+    error, ``msg``, and ``facts``: what the error-tolerant tree still yields (used only when the
+    file has no last good graph: a grammar that lags the language must not hide whole files)."""
 
-    def __init__(self, lineno: int, msg: str):
+    def __init__(self, lineno: int, msg: str, facts: "JsFacts | None" = None):
         super().__init__(f"line {lineno}: {msg}")
         self.lineno = lineno
         self.msg = msg
+        self.facts = facts
 
 
 @compact_pickle
@@ -848,14 +850,12 @@ def extract(rel: str, source: bytes) -> JsFacts:
     """Parse one JS/TS file (``rel`` workspace-relative, ``source`` its bytes).
 
     Raises ``JsSyntaxError`` when the tree has an ERROR or MISSING node (the caller keeps the
-    file's last good facts), ``RecursionError`` for absurdly deep nesting."""
+    file's last good facts, or takes the partial ones the error carries when there are none),
+    ``RecursionError`` for absurdly deep nesting."""
     import tree_sitter
 
     tree = tree_sitter.Parser(_language(grammar_for(rel))).parse(source)
     root = tree.root_node
-    if root.has_error:
-        row, msg = _first_error(root)
-        raise JsSyntaxError(row + 1, msg)
     ex = _Extractor(rel)
     ex._pending = {}
     for ch in root.named_children:
@@ -864,5 +864,9 @@ def extract(rel: str, source: bytes) -> JsFacts:
     if ex.scopes[0].calls or any(sc.calls for sc in ex.scopes if sc.qual == ""):
         # a module symbol owns the calls made at module level
         ex.symbols.insert(0, PySymbol("", rel.rsplit("/", 1)[-1], "module", 1, max(1, n_lines), 0))
-    return JsFacts(rel=rel, lines=n_lines, symbols=ex.symbols, scopes=ex.scopes, classes=ex.classes,
-                   imports=ex.imports, exports=ex.exports, stars=ex.stars)
+    facts = JsFacts(rel=rel, lines=n_lines, symbols=ex.symbols, scopes=ex.scopes, classes=ex.classes,
+                    imports=ex.imports, exports=ex.exports, stars=ex.stars)
+    if root.has_error:
+        row, msg = _first_error(root)
+        raise JsSyntaxError(row + 1, f"{msg} (tree-sitter)", facts)
+    return facts

@@ -26,17 +26,20 @@ def is_js(rel: str) -> bool:
 
 
 def parse_js(rel: str, data: bytes) -> tuple[jsx.JsFacts | None, str | None]:
-    """Extract facts from one JS/TS file: ``(facts, None)`` or ``(None, "line N: message")``."""
+    """Extract facts from one JS/TS file: ``(facts, None)``, or ``(partial facts, "line N:
+    message")`` when tree-sitter found errors (the indexer keeps the last good facts instead
+    when it has them), or ``(None, "line 0: …")``."""
     try:
         return jsx.extract(rel, data), None
     except jsx.JsSyntaxError as exc:
-        return None, f"line {exc.lineno}: {exc.msg}"
+        return exc.facts, f"line {exc.lineno}: {exc.msg}"
     except (ValueError, RecursionError, MemoryError) as exc:
         return None, f"line 0: {type(exc).__name__}: {exc}"
 
 
 def parse_file(rel: str, data: bytes):
-    """``(facts, error)`` of a source file of any indexed language."""
+    """``(facts, error)`` of a source file of any indexed language. With an error, ``facts`` is
+    None (Python) or what an error-tolerant parse still yields (JS/TS)."""
     if is_js(rel):
         return parse_js(rel, data)
     from orbit_lsp.index.indexer import parse_python
