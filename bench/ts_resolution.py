@@ -19,6 +19,7 @@ workspace files TypeScript resolved its specifiers to. Every disagreement is lis
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import subprocess
 import tarfile
@@ -125,6 +126,9 @@ def run_ts_resolution(corpus: Path, label: str, settings, command: str, typescri
     store = open_store(settings)
     try:
         ix = WorkspaceIndexer(corpus, store, settings)
+        if ix.graph.exists():  # always a cold build: what this code resolves, not a cache of older code
+            ix.graph.delete()
+        ix.cache_path.unlink(missing_ok=True)
         t = time.perf_counter()
         rep = ix.index_all()
         index_s = time.perf_counter() - t
@@ -223,7 +227,14 @@ def run(args, settings, command: str):
         pj = json.loads((corpus / "package.json").read_text())
         label = f"{pj.get('name')}@{pj.get('version')} (npm pack)"
     typescript = ensure_typescript(args.typescript, cache)
-    return run_ts_resolution(corpus, label, settings, command, typescript)
+    orbit_log = logging.getLogger("orbit_lsp")
+    level = orbit_log.level
+    if not args.verbose:  # parse errors are counted in the table
+        orbit_log.setLevel(logging.ERROR)
+    try:
+        return run_ts_resolution(corpus, label, settings, command, typescript)
+    finally:
+        orbit_log.setLevel(level)
 
 
 __all__ = ["add_parser", "run", "run_ts_resolution", "fetch_package", "ensure_typescript", "missing_tools"]
