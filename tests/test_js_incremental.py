@@ -170,3 +170,30 @@ def test_js_file_with_errors_and_no_last_graph_keeps_what_parses(store):
         write(root, "a.ts", 'import { f } from "./b";\nexport function g( { f(); }\n')
         rep = ix.reindex_file(root / "a.ts")
         assert "a.ts" in rep.parse_errors and ("a.ts#g", "b.ts#f") in calls(g)
+
+
+def test_js_config_edit_is_picked_up_by_the_next_index(store):
+    """Resolution depends on tsconfig/package.json files: the next ``index_all`` (what the server
+    runs when one changes) notices an edited, created or deleted one and resolves again."""
+    with workspaces() as make:
+        root = make()
+        write(root, "tsconfig.json", '{"compilerOptions": {"paths": {"@x/*": ["./one/*"]}}}')
+        write(root, "one/m.ts", "export function f() {}\n")
+        write(root, "two/m.ts", "export function f() {}\n")
+        write(root, "app/main.ts", 'import { f } from "@x/m";\nexport function g() { f(); }\n')
+        ix = new_indexer(make, root, store)
+        ix.index_all()
+        g = ix.graph
+        imports = lambda: {b for (b,) in g.query(  # noqa: E731
+            "MATCH (:File {path: 'app/main.ts'})-[:IMPORTS]->(b) RETURN b.path").rows}
+        assert imports() == {"one/m.ts"}
+        assert ix.index_all().mode == "unchanged"
+        write(root, "tsconfig.json", '{\n  // now two\n  "compilerOptions": {"paths": {"@x/*": ["./two/*"],},},\n}')
+        assert ix.index_all().mode == "full"
+        assert imports() == {"two/m.ts"} and ("app/main.ts#g", "two/m.ts#f") in calls(g)
+        # a nearer config appears for app/: it owns app/ (no paths: "@x/m" is a package now)
+        write(root, "app/tsconfig.json", "{}")
+        assert ix.index_all().mode == "full"
+        assert imports() == set()
+        assert g.query("MATCH (:File {path: 'app/main.ts'})-[:USES_PACKAGE]->(p) RETURN p.name").rows == [["@x/m"]]
+        assert_same(ix, make, store, "after the config edits")

@@ -39,7 +39,7 @@ from orbit_lsp.graph.connection import GraphStore, code_graph_name
 from orbit_lsp.graph.schema import ensure_indexes
 from orbit_lsp.graph.writer import GraphWriter
 from orbit_lsp.index import python as pyx
-from orbit_lsp.index.languages import PARSED_LANGS, WorkspaceResolver, changed_entities, parse_file
+from orbit_lsp.index.languages import PARSED_LANGS, WorkspaceResolver, changed_entities, configs_changed, parse_file
 from orbit_lsp.index.resolve import FileEdges, full_qual, package_info
 from orbit_lsp.index.walk import LANGS, WorkspaceFilter, classify_file, is_dotenv, read_text, walk_workspace
 
@@ -404,6 +404,8 @@ class WorkspaceIndexer:
             cache = self._load_cache() if graph_hashes is not None else {}
             consistent = (graph_hashes is not None and bool(cache) and set(graph_hashes) == set(cache)
                           and all(graph_hashes[r] == cache[r].hash for r in cache))
+            if consistent and configs_changed(st.edges.deps for st in cache.values() if st.edges is not None):
+                consistent = False  # a tsconfig/jsconfig/package.json changed: resolve everything again
             if not consistent:
                 cache_for_parse = cache
                 cache = {}

@@ -57,6 +57,12 @@ CONDITIONS = frozenset({"types", "import", "require", "node", "default"})
 CONFIG_NAMES = ("tsconfig.json", "jsconfig.json")
 
 
+def is_js_config(name: str) -> bool:
+    """True for a file name whose content can change how JS/TS imports resolve:
+    ``package.json``, ``tsconfig*.json``, ``jsconfig*.json``."""
+    return name == "package.json" or (name.endswith(".json") and name.startswith(("tsconfig", "jsconfig")))
+
+
 def package_name(spec: str) -> str:
     """The package a bare specifier names: ``lodash/chunk`` -> ``lodash``, ``@scope/a/b`` ->
     ``@scope/a``."""
@@ -80,7 +86,12 @@ def load_jsonc(path: str) -> dict:
     """A JSON-with-comments file (tsconfig, jsconfig, package.json) as a dict. Raises
     ``OSError`` or ``ValueError`` (invalid content)."""
     with open(path, "rb") as f:
-        text = f.read().decode("utf-8-sig", "replace")
+        return parse_jsonc(f.read())
+
+
+def parse_jsonc(data: bytes) -> dict:
+    """JSON with comments and trailing commas (``json5``) as a dict; raises ``ValueError``."""
+    text = data.decode("utf-8-sig", "replace")
     try:
         data = json.loads(text)
     except ValueError:
@@ -92,14 +103,30 @@ def load_jsonc(path: str) -> dict:
     return data
 
 
+def stamp(abs_path: str, data: bytes | None = None) -> str:
+    """What a config file is now (or, given ``data``, what those bytes are): a digest of its
+    bytes, or ``"missing"``."""
+    import hashlib
+
+    if data is None:
+        try:
+            with open(abs_path, "rb") as f:
+                data = f.read()
+        except OSError:
+            return "missing"
+    return hashlib.blake2b(data, digest_size=12).hexdigest()
+
+
 class TsConfig:
     """The options of one config that resolution uses, ``extends`` merged in: ``base_url`` and
     ``paths_base`` as absolute directories, ``paths`` pattern -> substitutions."""
 
-    __slots__ = ("path", "base_url", "paths", "paths_base")
+    __slots__ = ("path", "base_url", "paths", "paths_base", "sources")
 
-    def __init__(self, path: str, base_url: str | None, paths: dict | None, paths_base: str | None):
+    def __init__(self, path: str, base_url: str | None, paths: dict | None, paths_base: str | None,
+                 sources: tuple[str, ...] = ()):
         self.path, self.base_url, self.paths, self.paths_base = path, base_url, paths, paths_base
+        self.sources = sources or (path,)  # the config and every config it extends
 
 
 class JsModules:
@@ -118,9 +145,10 @@ class JsModules:
             for i in range(1, len(parts) + 1):
                 self.dirs.add("/".join(parts[:i]))
         self.problems: dict[str, str] = {}  # config path -> why it was ignored
-        self.config_files: set[str] = set()  # every config / package.json read (absolute)
+        self.stamps: dict[str, str] = {}  # every config / package.json read (absolute) -> ``stamp``
+        self._consulted: list[str] | None = None  # set by ``resolve_with_sources``
         self._configs: dict[str, TsConfig | None] = {}  # absolute config path -> parsed
-        self._nearest: dict[str, TsConfig | None] = {}  # rel dir -> config that applies
+        self._nearest: dict[str, tuple] = {}  # rel dir -> (config that applies, config paths probed on the way)
         self._pkg_json: dict[str, dict | None] = {}  # rel dir -> its package.json
         self._packages: dict[str, str] | None = None  # workspace package name -> rel dir
 
@@ -152,12 +180,16 @@ class JsModules:
 
     # -- configs ----------------------------------------------------------------------------------
     def _read_json(self, abs_path: str) -> dict | None:
-        self.config_files.add(abs_path)
         try:
-            return load_jsonc(abs_path)
-        except FileNotFoundError:
+            with open(abs_path, "rb") as f:
+                data = f.read()
+        except OSError:
+            self.stamps[abs_path] = "missing"
             return None
-        except (OSError, ValueError) as e:
+        self.stamps[abs_path] = stamp(abs_path, data)
+        try:
+            return parse_jsonc(data)
+        except ValueError as e:
             self.problems[abs_path] = f"{type(e).__name__}: {e}"
             log.warning("ignoring %s: %s", abs_path, e)
             return None
@@ -192,14 +224,18 @@ class JsModules:
         else:
             here = os.path.dirname(abs_path)
             base_url = paths = paths_base = None
+            sources = [abs_path]
             ext = data.get("extends")
             for e in ([ext] if isinstance(ext, str) else ext if isinstance(ext, list) else []):
                 if not isinstance(e, str):
                     continue
                 p = self._extends_path(e, here)
                 parent = self.load_config(p, seen | {abs_path}) if p else None
+                if p:
+                    sources.append(p)
                 if parent is None:
                     continue
+                sources.extend(parent.sources)
                 if parent.base_url is not None:
                     base_url = parent.base_url
                 if parent.paths is not None:
@@ -210,7 +246,7 @@ class JsModules:
                     base_url = os.path.normpath(os.path.join(here, opts["baseUrl"]))
                 if isinstance(opts.get("paths"), dict):
                     paths, paths_base = opts["paths"], here
-            cfg = TsConfig(abs_path, base_url, paths, paths_base)
+            cfg = TsConfig(abs_path, base_url, paths, paths_base, tuple(dict.fromkeys(sources)))
         if not seen:
             self._configs[abs_path] = cfg
         return cfg
@@ -219,13 +255,14 @@ class JsModules:
         """The config that applies to workspace file ``importer``: the nearest
         ``tsconfig.json`` (else ``jsconfig.json``) in its directory or above, up to the root."""
         d = posixpath.dirname(importer)
-        chain = []
-        found = None
+        chain: list[tuple[str, list[str]]] = []  # (dir, config paths looked for there and not found)
+        found, above = None, ()
         while True:
             if d in self._nearest:
-                found = self._nearest[d]
+                found, above = self._nearest[d]
                 break
-            chain.append(d)
+            probed: list[str] = []
+            chain.append((d, probed))
             hit = None
             for name in CONFIG_NAMES:
                 p = os.path.join(self._abs(d), name)
@@ -233,17 +270,27 @@ class JsModules:
                     # an unreadable config still owns its directory: no options, not the parent's
                     hit = self.load_config(p) or TsConfig(p, None, None, None)
                     break
+                probed.append(p)
             if hit is not None:
                 found = hit
                 break
             if not d:
                 break
             d = posixpath.dirname(d)
-        for c in chain:
-            self._nearest[c] = found
+        # every dir on the way remembers its config and the paths where a nearer one would be
+        acc = tuple(above)
+        for d, probed in reversed(chain):
+            acc = tuple(probed) + acc
+            self._nearest[d] = (found, acc)
+        if self._consulted is not None:
+            self._consulted.extend(self._nearest[posixpath.dirname(importer)][1])
+            if found is not None:
+                self._consulted.extend(found.sources)
         return found
 
     def package_json(self, rel_dir: str) -> dict | None:
+        if self._consulted is not None:
+            self._consulted.append(os.path.join(self._abs(rel_dir), "package.json"))
         if rel_dir not in self._pkg_json:
             self._pkg_json[rel_dir] = self._read_json(os.path.join(self._abs(rel_dir), "package.json"))
         return self._pkg_json[rel_dir]
@@ -322,6 +369,16 @@ class JsModules:
         return None if rel is None else self._probe(rel, dir_only)
 
     # -- resolution ---------------------------------------------------------------------------------
+    def resolve_with_sources(self, spec: str, importer: str) -> tuple[tuple, tuple[str, ...]]:
+        """``resolve`` and the configs / ``package.json`` files (absolute paths) the answer
+        depended on (an edit of one of them can change it)."""
+        self._consulted = []
+        try:
+            res = self.resolve(spec, importer)
+            return res, tuple(dict.fromkeys(self._consulted))
+        finally:
+            self._consulted = None
+
     def resolve(self, spec: str, importer: str) -> tuple:
         """What ``spec`` imported from workspace file ``importer`` names (see module docstring)."""
         if not spec:

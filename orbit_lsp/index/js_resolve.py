@@ -25,6 +25,7 @@ from orbit_lsp.index.js_modules import JsModules
 from orbit_lsp.index.resolve import CallEdge, FileEdges
 
 JS_UNIT = "<js>"
+CONFIG = "<config>"  # deps entity (CONFIG, "abs path\0stamp") of a config a resolution read
 _MAX_DEPTH = 60
 GLOBALS = frozenset({
     "Array", "ArrayBuffer", "Atomics", "BigInt", "BigInt64Array", "BigUint64Array", "Boolean", "Buffer",
@@ -43,6 +44,24 @@ GLOBALS = frozenset({
     "alert", "requestAnimationFrame", "cancelAnimationFrame", "describe", "it", "test", "expect",
     "beforeEach", "afterEach", "beforeAll", "afterAll", "jest", "vi",
 })
+
+
+def configs_changed(deps_sets) -> bool:
+    """True when a config or ``package.json`` that a resolution read (``CONFIG`` entities in
+    ``FileEdges.deps``) differs now (edited, created or deleted)."""
+    from orbit_lsp.index.js_modules import stamp
+
+    seen: dict[str, str] = {}
+    for deps in deps_sets:
+        for e in deps:
+            if e[0] == CONFIG:
+                path, _, old = e[1].partition("\0")
+                now = seen.get(path)
+                if now is None:
+                    now = seen[path] = stamp(path)
+                if now != old:
+                    return True
+    return False
 
 
 def changed_entities(rel: str, old, new) -> tuple[set[tuple], set[tuple]]:
@@ -89,8 +108,10 @@ class JsResolver:
         key = (importer, spec)
         hit = self._spec_memo.get(key)
         if hit is None:
-            hit = self._spec_memo[key] = self.modules.resolve(spec, importer)
-        return hit
+            hit = self._spec_memo[key] = self.modules.resolve_with_sources(spec, importer)
+        for src in hit[1]:
+            self._deps.add((CONFIG, src + "\0" + self.modules.stamps.get(src, "missing")))
+        return hit[0]
 
     def _facts(self, rel: str) -> JsFacts | None:
         self._deps.add((rel, JS_UNIT))

@@ -14,7 +14,7 @@ from orbit_lsp.index import javascript as jsx
 from orbit_lsp.index import js_resolve
 from orbit_lsp.index import resolve as pyres
 from orbit_lsp.index.javascript import JS_EXTS
-from orbit_lsp.index.js_resolve import JsResolver
+from orbit_lsp.index.js_resolve import JsResolver, configs_changed  # noqa: F401 - used by the indexer
 from orbit_lsp.index.resolve import FileEdges, Resolver
 
 PARSED_LANGS = frozenset({"python", "javascript", "typescript"})
