@@ -220,6 +220,7 @@ class _Extractor:
         self.exports: dict[str, tuple] = {}
         self.stars: list[str] = []
         self.cur = 0
+        self._pending: dict[int, tuple] = {}  # node id of a function value -> its ("def", qual)
 
     # -- helpers ------------------------------------------------------------------------------
     @property
@@ -280,7 +281,7 @@ class _Extractor:
                     k = ch.child_by_field_name("key")
                     key = _text(k) if k is not None and k.type == "property_identifier" else string_value(k)
                     if key is not None:
-                        items.append((key, self._value_ref(ch.child_by_field_name("value"), key)))
+                        items.append((key, self._value_ref(ch.child_by_field_name("value"))))
                 elif ch.type == "shorthand_property_identifier":
                     items.append((_text(ch), ("n", _text(ch))))
                 elif ch.type == "method_definition":
@@ -290,9 +291,7 @@ class _Extractor:
             return ("obj", tuple(items))
         return UNKNOWN
 
-    _pending: dict = {}
-
-    def _value_ref(self, node, name: str) -> tuple:
+    def _value_ref(self, node) -> tuple:
         """Ref of a value; a function value already visited as a definition is ``("def", qual)``."""
         node = _unwrap(node)
         if node is not None and node.id in self._pending:
@@ -345,8 +344,7 @@ class _Extractor:
             self.bind_pattern(p, UNKNOWN)
 
     # -- definitions ----------------------------------------------------------------------------
-    def function(self, fn, name: str | None, kind: str = "function", name_node=None, this_class=None,
-                 bind_in_outer: bool = True) -> tuple:
+    def function(self, fn, name: str | None, kind: str = "function", name_node=None, this_class=None) -> tuple:
         """Visit a function; a named one becomes a symbol. Returns its ref (``("def", qual)`` or
         unknown)."""
         outer = self.scope
@@ -363,8 +361,6 @@ class _Extractor:
         idx = len(self.scopes)
         self.scopes.append(JsScope(owner, self.cur, this_class=this_class))
         prev, self.cur = self.cur, idx
-        if fn.type in ("function_expression", "function") and name and not bind_in_outer:
-            self.scope.bind(name, ref)  # a named function expression sees its own name
         self._params(fn)
         body = fn.child_by_field_name("body")
         if body is not None:
@@ -453,7 +449,7 @@ class _Extractor:
                 self.scope.bind(name, ref)
             else:
                 self._visit_value(v, name if self.cur == 0 else None)
-                ref = self._value_ref(v, name) if v is not None else UNKNOWN
+                ref = self._value_ref(v) if v is not None else UNKNOWN
                 if self.cur == 0 and not _is_import_ref(ref):  # ``const x = require(…)`` is an import
                     self._add(name, name, "variable", d, name_node)
                 self.scope.bind(name, ref)
@@ -539,7 +535,7 @@ class _Extractor:
                 self.scope.bind(name, ("def", name))
         elif t in _FUNCS:
             n = node.child_by_field_name("name")
-            self.function(node, None, bind_in_outer=False)
+            self.function(node, None)
         elif t == "class":
             n = node.child_by_field_name("name")
             self.klass(node, _text(n) if n is not None else None, n)
@@ -857,7 +853,6 @@ def extract(rel: str, source: bytes) -> JsFacts:
     tree = tree_sitter.Parser(_language(grammar_for(rel))).parse(source)
     root = tree.root_node
     ex = _Extractor(rel)
-    ex._pending = {}
     for ch in root.named_children:
         ex.visit(ch)
     n_lines = source.count(b"\n") + (0 if source.endswith(b"\n") or not source else 1)

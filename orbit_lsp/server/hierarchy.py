@@ -32,6 +32,9 @@ KINDS = {
     "class": types.SymbolKind.Class,
     "variable": types.SymbolKind.Variable,
     "module": types.SymbolKind.Module,
+    "interface": types.SymbolKind.Interface,  # TypeScript
+    "type": types.SymbolKind.TypeParameter,
+    "enum": types.SymbolKind.Enum,
 }
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
