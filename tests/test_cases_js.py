@@ -185,3 +185,14 @@ def test_016_export_star_barrel(index_case):
     assert file_symbols(g, "src/outer.ts", include_module=True) == {}
     assert not [q for q in symbols(g) if q.startswith(("src/barrel.ts", "src/outer.ts"))]
     assert_calls_defined(g)
+
+
+# -- 021 (the JS part): minified bundle and binary .js skipped, page.js indexed normally ------------
+def test_021_js_files(index_case):
+    done = index_case("021")
+    g = done.graph
+    skipped = dict(done.report.skipped)
+    assert skipped["dist/app.min.js"] == "minified" and skipped["assets/blob.js"] == "binary"
+    assert not files(g) & {"dist/app.min.js", "assets/blob.js"}
+    assert file_symbols(g, "page.js") == {"hello": 1}  # 6.
+    assert symbols(g)["page.js#hello"]["kind"] == "function"

@@ -197,3 +197,93 @@ def test_js_config_edit_is_picked_up_by_the_next_index(store):
         assert imports() == set()
         assert g.query("MATCH (:File {path: 'app/main.ts'})-[:USES_PACKAGE]->(p) RETURN p.name").rows == [["@x/m"]]
         assert_same(ix, make, store, "after the config edits")
+
+
+# -- property: random JS/TS workspaces and edits, incremental == rebuild ------------------------------
+import os  # noqa: E402
+
+from hypothesis import HealthCheck, given  # noqa: E402
+from hypothesis import settings as hsettings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+JS_FILES = ["a.ts", "b.ts", "c.ts", "index.ts", "main.ts", "lib/d.js", "lib/index.js"]
+IMPORTS = ['import { f } from "./a";', 'import { f as ff } from "./b";', 'import * as A from "./a";',
+           'import def from "./c";', 'export * from "./b";', 'export { g } from "./c";',
+           'import { K, L } from "./index";', 'const D = require("./lib/d");', 'import "./missing";',
+           'import x from "lodash/fp";', 'import * as I from "./index";', 'export * from "./a";',
+           'const { h } = require("./lib");']
+CALLS = ["f()", "ff()", "A.f()", "A.g()", "def()", "new K()", "new A.L()", "D.h()", "g()", "missing()",
+         "I.f()", "h()", "x()"]
+
+
+@st.composite
+def js_source(draw, rel: str) -> str:
+    lines = []
+    cjs = rel.endswith(".js")
+    for _ in range(draw(st.integers(0, 6))):
+        kind = draw(st.sampled_from(["import", "func", "arrow", "class", "call", "default"]))
+        body = "; ".join(draw(st.lists(st.sampled_from(CALLS), max_size=3)))
+        name = draw(st.sampled_from(["f", "g", "h"]))
+        if kind == "import":
+            imp = draw(st.sampled_from(IMPORTS))
+            if rel.startswith("lib/"):
+                imp = imp.replace('"./', '"../').replace('"../lib', '"./')
+            lines.append(imp)
+        elif kind == "func":
+            lines.append(f"exports.{name} = function () {{ {body} }};" if cjs else
+                         f"export function {name}() {{ {body} }}")
+        elif kind == "arrow":
+            lines.append(f"module.exports = {{ {name}: () => {{ {body} }} }};" if cjs else
+                         f"export const {name} = () => {{ {body} }};")
+        elif kind == "class" and not cjs:
+            cls = draw(st.sampled_from(["K", "L"]))
+            base = draw(st.sampled_from(["", " extends L", " extends A.L", " extends Missing"]))
+            if base == " extends L" and cls == "L":
+                base = ""
+            lines.append(f"export class {cls}{base} {{ constructor() {{ {body} }} m() {{ this.n(); {body} }} "
+                         f"n() {{ this.m(); }} }}")
+        elif kind == "default" and not cjs:
+            lines.append(f"export default function {name}() {{ {body} }}")
+        else:
+            lines.append(body + ";" if body else "")
+    return "\n".join(lines) + "\n"
+
+
+@hsettings(max_examples=int(os.environ.get("ORBIT_HYPOTHESIS_EXAMPLES", "25")) // 2 or 1, deadline=None,
+           database=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(data=st.data())
+def test_js_incremental_equals_rebuild_property(store, data):
+    """Random small JS/TS workspaces (ESM, CommonJS, barrels, classes), a few random edits each
+    followed by ``reindex_file`` / ``remove_file`` (a broken intermediate state included), then
+    the graph must equal a fresh index of the same files."""
+    rels = data.draw(st.lists(st.sampled_from(JS_FILES), min_size=2, max_size=6, unique=True), label="files")
+    with workspaces() as make:
+        root = make() / "ws"
+        for rel in rels:
+            write(root, rel, data.draw(js_source(rel), label=rel))
+        ix = new_indexer(make, root, store)
+        assert ix.index_all().mode == "full"
+        broken = set()
+        for _ in range(data.draw(st.integers(1, 4), label="n_edits")):
+            kind = data.draw(st.sampled_from(["write", "write", "delete", "break"]), label="edit")
+            rel = data.draw(st.sampled_from(JS_FILES), label="file")
+            path = root / rel
+            if kind == "delete":
+                if path.exists():
+                    path.unlink()
+                ix.remove_file(path)
+                broken.discard(rel)
+            elif kind == "break":
+                if path.exists():
+                    write(root, rel, path.read_text() + "\nexport function broken( {\n")
+                    ix.reindex_file(path)
+                    broken.add(rel)
+            else:
+                write(root, rel, data.draw(js_source(rel), label=f"content of {rel}"))
+                ix.reindex_file(path)
+                broken.discard(rel)
+        for rel in sorted(broken):  # fix what is still broken: the rebuild has no last good graph
+            text = (root / rel).read_text().replace("\nexport function broken( {\n", "")
+            write(root, rel, text)
+            ix.reindex_file(root / rel)
+        assert_same(ix, make, store, "after random edits")
