@@ -83,9 +83,11 @@ def ensure_typescript(spec: str, cache_dir: Path) -> Path:
     return mod
 
 
-def ts_resolve(root: Path, typescript: Path, queries: list[tuple[str, str, str]]) -> dict:
-    """Run ``ts_resolve.mjs`` on ``(abs file, specifier, kind)`` queries."""
-    payload = json.dumps({"root": str(root), "typescript": str(typescript), "queries": queries})
+def ts_resolve(root: Path, typescript: Path, queries: list[tuple[str, str, str]], files: list[str] = ()) -> dict:
+    """Run ``ts_resolve.mjs`` on ``(abs file, specifier, kind)`` queries, and on ``files`` (their
+    imports as ``ts.preProcessFile`` lists them)."""
+    payload = json.dumps({"root": str(root), "typescript": str(typescript), "queries": queries,
+                          "files": list(files)})
     res = subprocess.run(["node", str(NODE_SCRIPT)], input=payload, capture_output=True, text=True, timeout=600)
     if res.returncode != 0:
         raise SystemExit(f"bench: node {NODE_SCRIPT.name} failed: {res.stderr.strip()[-2000:]}")
@@ -154,7 +156,8 @@ def run_ts_resolution(corpus: Path, label: str, settings, command: str, typescri
                 queries.append((str(root / rel), imp.spec, imp.kind))
         log(f"{js_files} JS/TS files, {len(queries)} specifiers: asking TypeScript")
         t = time.perf_counter()
-        ts_out = ts_resolve(root, typescript, queries)
+        js_rels = [rel for rel in sorted(ix.state) if isinstance(ix.state[rel].facts, JsFacts)]
+        ts_out = ts_resolve(root, typescript, queries, [str(root / rel) for rel in js_rels])
         ts_s = time.perf_counter() - t
     finally:
         store.close()
@@ -162,7 +165,6 @@ def run_ts_resolution(corpus: Path, label: str, settings, command: str, typescri
     agree = 0
     disagreements = []
     by_kind: dict[str, list[int]] = {}
-    ts_sets: dict[str, set[str]] = {}
     for (rel, spec, kind), r in zip(keys, ts_out["results"]):
         mine = modules.resolve(spec, rel)
         theirs = _ts_answer(root, r)
@@ -170,25 +172,53 @@ def run_ts_resolution(corpus: Path, label: str, settings, command: str, typescri
         agree += ok
         by_kind.setdefault(kind, [0, 0])[0] += ok
         by_kind[kind][1] += 1
-        if theirs is not None and theirs != rel:
-            ts_sets.setdefault(rel, set()).add(theirs)
         if not ok:
             tsc = theirs if theirs is not None else (
                 "unresolved" if not r.get("resolved") else f"not a workspace source file ({Path(r['resolved']).name})")
             disagreements.append([rel, spec, kind, _describe(mine), tsc])
-    files_with_imports = sorted({k[0] for k in keys})
+    # TypeScript's own list of each file's imports (ts.preProcessFile): specifiers orbit did not
+    # extract, or that the compiler does not list, are disagreements too; the file-level check
+    # compares the graph's IMPORTS edges with the files the compiler resolved its own list to
+    ts_sets = {}
+    ts_specs: dict[str, set[str]] = {}
+    orbit_specs: dict[str, set[str]] = {}
+    for rel, spec, _ in keys:
+        orbit_specs.setdefault(rel, set()).add(spec)
+    only_ts = only_orbit = 0
+    for abs_file, imps in sorted(ts_out.get("files", {}).items()):
+        rel = Path(abs_file).relative_to(root).as_posix()
+        for imp in imps:
+            ts_specs.setdefault(rel, set()).add(imp["spec"])
+            target = _ts_answer(root, imp)
+            if target is not None and target != rel:
+                ts_sets.setdefault(rel, set()).add(target)
+            if imp["spec"] not in orbit_specs.get(rel, ()):
+                only_ts += 1
+                disagreements.append([rel, imp["spec"], "?", "not extracted", target or "(listed, no workspace file)"])
+    for rel, specs in sorted(orbit_specs.items()):
+        for spec in sorted(specs - ts_specs.get(rel, set())):
+            only_orbit += 1
+            kind = next(k for r, sp, k in keys if r == rel and sp == spec)
+            disagreements.append([rel, spec, kind, _describe(modules.resolve(spec, rel)), "not listed by ts.preProcessFile"])
+    files_with_imports = sorted(set(orbit_specs) | {r for r, v in ts_specs.items() if v})
     file_agree = [f for f in files_with_imports if graph_imports.get(f, set()) == ts_sets.get(f, set())]
+    file_disagree = [[f, ", ".join(sorted(ts_sets.get(f, set()) - graph_imports.get(f, set()))) or "–",
+                      ", ".join(sorted(graph_imports.get(f, set()) - ts_sets.get(f, set()))) or "–"]
+                     for f in files_with_imports if f not in file_agree]
     total = len(keys)
     pct = 100.0 * agree / total if total else 100.0
     configs = ts_out.get("configs", {})
     summary = Table("Agreement with ts.resolveModuleName", ["metric", "value"], [
         ["JS/TS files indexed", js_files],
         ["files with imports", len(files_with_imports)],
-        ["import specifiers compared", total],
-        ["agree", agree],
+        ["import specifiers extracted by orbit, each resolved by both", total],
+        ["same resolution", agree],
         ["agreement (%)", round(pct, 2)],
-        ["files whose IMPORTS edges equal TypeScript's set", f"{len(file_agree)} / {len(files_with_imports)}"],
-        ["disagreements", len(disagreements)],
+        ["specifiers ts.preProcessFile lists that orbit did not extract", only_ts],
+        ["specifiers orbit extracted that ts.preProcessFile does not list", only_orbit],
+        ["files whose IMPORTS edges equal the files TypeScript resolves its own import list to",
+         f"{len(file_agree)} / {len(files_with_imports)}"],
+        ["disagreements (listed below)", len(disagreements)],
         ["TypeScript", ts_out.get("version")],
         ["moduleResolution of the configs used", ", ".join(sorted({f"{Path(c).relative_to(root).as_posix()}: {m}"
                                                                    for c, m in configs.items()})) or "defaults"],
@@ -202,12 +232,15 @@ def run_ts_resolution(corpus: Path, label: str, settings, command: str, typescri
     tables = [summary, kinds]
     if disagreements:
         tables.append(Table("Every disagreement", ["file", "specifier", "form", "orbit", "tsc"], disagreements))
+    if file_disagree:
+        tables.append(Table("Files whose IMPORTS edges differ", ["file", "only tsc", "only orbit"], file_disagree))
     notes = [f"skipped: {sorted({why.split(' (')[0] for _, why in rep.skipped})}" if rep.skipped else "no file skipped"]
     if rep.parse_errors:
         notes.append("parse errors: " + "; ".join(f"{p}: {e}" for p, e in sorted(rep.parse_errors.items())[:10]))
     return Report("ts-resolution", label, command, tables, notes,
                   {"agree": agree, "total": total, "agreement": pct, "disagreements": disagreements,
-                   "files": len(files_with_imports), "files_agree": len(file_agree), "graph": ix.graph.name})
+                   "files": len(files_with_imports), "files_agree": len(file_agree), "only_ts": only_ts,
+                   "only_orbit": only_orbit, "graph": ix.graph.name})
 
 
 def run(args, settings, command: str):

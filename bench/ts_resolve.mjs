@@ -2,9 +2,13 @@
 //
 // Used by bench/ts_resolution.py. Input (JSON on stdin):
 //   {"root": ABS_DIR, "typescript": PATH_OF_THE_TYPESCRIPT_PACKAGE,
-//    "queries": [[ABS_FILE, SPECIFIER, KIND], ...]}      KIND as orbit records it (import, require, ...)
+//    "queries": [[ABS_FILE, SPECIFIER, KIND], ...],      KIND as orbit records it (import, require, ...)
+//    "files": [ABS_FILE, ...]}
 // Output (JSON on stdout): {"version": TS_VERSION, "configs": {ABS_CONFIG: moduleResolution},
-//   "results": [{"resolved": ABS_PATH | null, "external": bool, "config": ABS_CONFIG | null}, ...]}
+//   "results": [{"resolved": ABS_PATH | null, "external": bool, "config": ABS_CONFIG | null}, ...],
+//   "files": {ABS_FILE: [{"spec", "resolved", "external"}, ...]}}
+// "files" lists each file's imports as TypeScript itself finds them (ts.preProcessFile, with
+// require() and import() detection), resolved in the file's implied module format.
 //
 // Each file uses the nearest tsconfig.json (else jsconfig.json) in its directory or above, up to
 // the root, parsed by TypeScript itself (extends, JSONC); without one, TypeScript's defaults.
@@ -70,4 +74,21 @@ for (const [file, spec, kind] of input.queries) {
     config,
   });
 }
-process.stdout.write(JSON.stringify({ version: ts.version, configs, results }));
+const files = {};
+for (const file of input.files || []) {
+  const config = configFor(file);
+  const { options, cache } = optionsFor(config);
+  if (config) configs[config] = ts.ModuleResolutionKind[ts.getEmitModuleResolutionKind(options)];
+  const info = ts.preProcessFile(fs.readFileSync(file, "utf8"), true, true);
+  const mode = ts.getImpliedNodeFormatForFile(file, cache.getPackageJsonInfoCache(), ts.sys, options);
+  const seen = new Set();
+  files[file] = [];
+  for (const imp of info.importedFiles) {
+    if (seen.has(imp.fileName)) continue;
+    seen.add(imp.fileName);
+    const r = ts.resolveModuleName(imp.fileName, file, options, ts.sys, cache, undefined, mode).resolvedModule;
+    files[file].push({ spec: imp.fileName, resolved: r ? path.resolve(r.resolvedFileName) : null,
+                       external: r ? Boolean(r.isExternalLibraryImport) : false });
+  }
+}
+process.stdout.write(JSON.stringify({ version: ts.version, configs, results, files }));

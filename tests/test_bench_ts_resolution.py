@@ -36,9 +36,11 @@ def test_ts_resolution_on_tiny_corpus(typescript, case_workspace, tmp_path, sett
         store.graph(bench.code_graph_name(ws.resolve())).delete()
     text = results.read_text()
     assert "· ts-resolution · ws012" in text and f"`python -m bench.run ts-resolution --corpus {ws} " in text
-    assert "| import specifiers compared | 4 |" in text  # ~/types/Pick2, @core/log, @acme/schema, ~/app/user
-    assert "| agreement (%) | 100.0 |" in text and "| disagreements | 0 |" in text
-    assert "| files whose IMPORTS edges equal TypeScript's set | 2 / 2 |" in text
+    # ~/types/Pick2, @core/log, @acme/schema, ~/app/user
+    assert "| import specifiers extracted by orbit, each resolved by both | 4 |" in text
+    assert "| agreement (%) | 100.0 |" in text and "| disagreements (listed below) | 0 |" in text
+    assert "| specifiers ts.preProcessFile lists that orbit did not extract | 0 |" in text
+    assert "| files whose IMPORTS edges equal the files TypeScript resolves its own import list to | 2 / 2 |" in text
     assert "moduleResolution of the configs used | tsconfig.json: Bundler" in text
 
 
@@ -58,3 +60,7 @@ def test_disagreements_are_listed(typescript, tmp_path, settings, store):
         shutil.rmtree(ws)
     assert rep.data["total"] == 2 and rep.data["agree"] == 1
     assert rep.data["disagreements"] == [["a.ts", "./lib", "import", "lib/index.ts", "unresolved"]]
+    assert rep.data["files"] == 1 and rep.data["files_agree"] == 0
+    assert rep.data["only_ts"] == rep.data["only_orbit"] == 0
+    [files_table] = [t for t in rep.tables if t.caption == "Files whose IMPORTS edges differ"]
+    assert files_table.rows == [["a.ts", "–", "lib/index.ts"]]

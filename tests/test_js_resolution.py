@@ -213,6 +213,13 @@ def test_syntax_errors_raise_and_template_specifiers():
     assert [(i.spec, i.kind) for i in f.imports] == [("./fixed.js", "dynamic")]
 
 
+def test_import_types_are_type_imports():
+    f = facts('let a: import("./x").T;\nconst b = import("./y");\n'
+              'export function g(p: typeof import("./z")) { return import("./w").then((m) => m.q()); }\n')
+    assert [(i.spec, i.kind, i.line) for i in f.imports] == [
+        ("./y", "dynamic", 2), ("./w", "dynamic", 3), ("./x", "type", 1), ("./z", "type", 3)]
+
+
 def test_generated_and_minified_js_are_skipped():
     assert classify_file(Path("a.js"), b"var x = 1;\n//# sourceMappingURL=a.js.map\n", 10**6).startswith("generated")
     assert classify_file(Path("b.js"), b"/******/ (() => { var __webpack_modules__ = {};\n", 10**6) == \

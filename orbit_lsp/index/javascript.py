@@ -221,6 +221,7 @@ class _Extractor:
         self.stars: list[str] = []
         self.cur = 0
         self._pending: dict[int, tuple] = {}  # node id of a function value -> its ("def", qual)
+        self._import_calls: set[int] = set()  # node ids of the import() calls seen as values
 
     # -- helpers ------------------------------------------------------------------------------
     @property
@@ -241,6 +242,8 @@ class _Extractor:
         return True
 
     def _import(self, spec: str | None, node, kind: str) -> None:
+        if kind == "dynamic":
+            self._import_calls.add(node.id)
         if spec:
             self.imports.append(JsImport(spec, node.start_point[0] + 1, kind))
 
@@ -828,6 +831,29 @@ def _last_name(fn) -> str:
     return ""
 
 
+_IMPORT_CALLS = ("(call_expression function: (import) "
+                 "arguments: (arguments . [(string) (template_string)] @spec)) @call")
+
+
+@lru_cache(maxsize=None)
+def _import_query(kind: str):
+    import tree_sitter
+
+    return tree_sitter.Query(_language(kind), _IMPORT_CALLS)
+
+
+def _import_calls(root, kind: str) -> list:
+    """``(call node, specifier node)`` of every ``import(…)`` call with a literal first
+    argument, in source order (a tree-sitter query: the walk happens in C)."""
+    import tree_sitter
+
+    out = []
+    for _, caps in tree_sitter.QueryCursor(_import_query(kind)).matches(root):
+        out.append((caps["call"][0], caps["spec"][0]))
+    out.sort(key=lambda cs: cs[0].start_byte)
+    return out
+
+
 def _first_error(node):
     """(row, message) of the first ERROR or MISSING node under ``node``."""
     cursor = [node]
@@ -859,6 +885,11 @@ def extract(rel: str, source: bytes) -> JsFacts:
     if ex.scopes[0].calls or any(sc.calls for sc in ex.scopes if sc.qual == ""):
         # a module symbol owns the calls made at module level
         ex.symbols.insert(0, PySymbol("", rel.rsplit("/", 1)[-1], "module", 1, max(1, n_lines), 0))
+    # ``import("./x")`` in type positions (``let a: import("./x").T``, ``typeof import("./x")``)
+    # is a type-only dependency: every literal import() call the walk above did not see as a value
+    for call, spec in _import_calls(root, grammar_for(rel)):
+        if call.id not in ex._import_calls:
+            ex._import(string_value(spec), call, "type")
     facts = JsFacts(rel=rel, lines=n_lines, symbols=ex.symbols, scopes=ex.scopes, classes=ex.classes,
                     imports=ex.imports, exports=ex.exports, stars=ex.stars)
     if root.has_error:

@@ -348,10 +348,11 @@ class JsResolver:
         for imp in facts.imports:
             m = self.module(imp.spec, rel)
             if m[0] == "file":
-                if m[1] != rel:
-                    out.imports.setdefault(m[1], imp.line)
+                if m[1] != rel and imp.line < out.imports.get(m[1], imp.line + 1):
+                    out.imports[m[1]] = imp.line  # the first line that imports it
             elif m[0] in ("package", "builtin"):
-                out.packages.setdefault(m[1], imp.line)
+                if imp.line < out.packages.get(m[1], imp.line + 1):
+                    out.packages[m[1]] = imp.line
             elif m[0] == "missing":
                 out.unresolved_imports.append(f"{imp.line}:{imp.spec}")
         for si, sc in enumerate(facts.scopes):
