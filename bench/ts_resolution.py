@@ -8,7 +8,8 @@ Fetches a real TypeScript project at benchmark time with ``npm pack`` into the c
 package there too, indexes the project with orbit (the benchmark's own data dir), and for every
 import specifier of every JS/TS file orbit indexed compares what orbit resolved it to with
 ``ts.resolveModuleName`` (``bench/ts_resolve.mjs``, run with ``node``), each file under its
-nearest ``tsconfig.json``/``jsconfig.json``.
+nearest ``tsconfig.json``/``jsconfig.json``; and each file's import list as the compiler's own
+parser (``ts.createSourceFile``) finds it, so imports orbit failed to extract show up too.
 
 Both answers are reduced to "this workspace source file" or "no workspace source file" (a
 package, a Node built-in, a missing file, a ``.json``); they agree when they are equal. Files
@@ -85,7 +86,7 @@ def ensure_typescript(spec: str, cache_dir: Path) -> Path:
 
 def ts_resolve(root: Path, typescript: Path, queries: list[tuple[str, str, str]], files: list[str] = ()) -> dict:
     """Run ``ts_resolve.mjs`` on ``(abs file, specifier, kind)`` queries, and on ``files`` (their
-    imports as ``ts.preProcessFile`` lists them)."""
+    imports as the compiler's parser finds them)."""
     payload = json.dumps({"root": str(root), "typescript": str(typescript), "queries": queries,
                           "files": list(files)})
     res = subprocess.run(["node", str(NODE_SCRIPT)], input=payload, capture_output=True, text=True, timeout=600)
@@ -176,7 +177,7 @@ def run_ts_resolution(corpus: Path, label: str, settings, command: str, typescri
             tsc = theirs if theirs is not None else (
                 "unresolved" if not r.get("resolved") else f"not a workspace source file ({Path(r['resolved']).name})")
             disagreements.append([rel, spec, kind, _describe(mine), tsc])
-    # TypeScript's own list of each file's imports (ts.preProcessFile): specifiers orbit did not
+    # the compiler's own list of each file's imports (ts.createSourceFile): specifiers orbit did not
     # extract, or that the compiler does not list, are disagreements too; the file-level check
     # compares the graph's IMPORTS edges with the files the compiler resolved its own list to
     ts_sets = {}
@@ -199,7 +200,7 @@ def run_ts_resolution(corpus: Path, label: str, settings, command: str, typescri
         for spec in sorted(specs - ts_specs.get(rel, set())):
             only_orbit += 1
             kind = next(k for r, sp, k in keys if r == rel and sp == spec)
-            disagreements.append([rel, spec, kind, _describe(modules.resolve(spec, rel)), "not listed by ts.preProcessFile"])
+            disagreements.append([rel, spec, kind, _describe(modules.resolve(spec, rel)), "not found by the compiler's parser"])
     files_with_imports = sorted(set(orbit_specs) | {r for r, v in ts_specs.items() if v})
     file_agree = [f for f in files_with_imports if graph_imports.get(f, set()) == ts_sets.get(f, set())]
     file_disagree = [[f, ", ".join(sorted(ts_sets.get(f, set()) - graph_imports.get(f, set()))) or "–",
@@ -214,8 +215,8 @@ def run_ts_resolution(corpus: Path, label: str, settings, command: str, typescri
         ["import specifiers extracted by orbit, each resolved by both", total],
         ["same resolution", agree],
         ["agreement (%)", round(pct, 2)],
-        ["specifiers ts.preProcessFile lists that orbit did not extract", only_ts],
-        ["specifiers orbit extracted that ts.preProcessFile does not list", only_orbit],
+        ["specifiers the compiler's parser finds that orbit did not extract", only_ts],
+        ["specifiers orbit extracted that the compiler's parser does not find", only_orbit],
         ["files whose IMPORTS edges equal the files TypeScript resolves its own import list to",
          f"{len(file_agree)} / {len(files_with_imports)}"],
         ["disagreements (listed below)", len(disagreements)],

@@ -7,8 +7,10 @@
 // Output (JSON on stdout): {"version": TS_VERSION, "configs": {ABS_CONFIG: moduleResolution},
 //   "results": [{"resolved": ABS_PATH | null, "external": bool, "config": ABS_CONFIG | null}, ...],
 //   "files": {ABS_FILE: [{"spec", "resolved", "external"}, ...]}}
-// "files" lists each file's imports as TypeScript itself finds them (ts.preProcessFile, with
-// require() and import() detection), resolved in the file's implied module format.
+// "files" lists each file's imports as the compiler's own parser finds them (ts.createSourceFile:
+// import/export ... from, import x = require(), import() with a literal, import("x") types, and
+// require() with a literal -- in every file, as orbit does; the compiler itself only follows
+// require() in JS files), each resolved in the file's implied module format.
 //
 // Each file uses the nearest tsconfig.json (else jsconfig.json) in its directory or above, up to
 // the root, parsed by TypeScript itself (extends, JSONC); without one, TypeScript's defaults.
@@ -57,6 +59,29 @@ function optionsFor(config) {
   return parsed.get(key);
 }
 
+function importsOf(file) {
+  const ext = path.extname(file).toLowerCase();
+  const kind = { ".tsx": ts.ScriptKind.TSX, ".jsx": ts.ScriptKind.JSX, ".js": ts.ScriptKind.JS, ".mjs": ts.ScriptKind.JS,
+                 ".cjs": ts.ScriptKind.JS }[ext] ?? ts.ScriptKind.TS;
+  const sf = ts.createSourceFile(file, fs.readFileSync(file, "utf8"), ts.ScriptTarget.Latest, true, kind);
+  const out = new Set();
+  const literal = (n) => (n && ts.isStringLiteralLike(n) ? n.text : null);
+  const visit = (n) => {
+    let spec = null;
+    if ((ts.isImportDeclaration(n) || ts.isExportDeclaration(n)) && n.moduleSpecifier) spec = literal(n.moduleSpecifier);
+    else if (ts.isImportEqualsDeclaration(n) && ts.isExternalModuleReference(n.moduleReference)) {
+      spec = literal(n.moduleReference.expression);
+    } else if (ts.isCallExpression(n) && n.arguments.length > 0 && (n.expression.kind === ts.SyntaxKind.ImportKeyword
+               || (ts.isIdentifier(n.expression) && n.expression.text === "require" && n.arguments.length === 1))) {
+      spec = literal(n.arguments[0]);
+    } else if (ts.isImportTypeNode(n) && ts.isLiteralTypeNode(n.argument)) spec = literal(n.argument.literal);
+    if (spec) out.add(spec);
+    ts.forEachChild(n, visit);
+  };
+  visit(sf);
+  return [...out];
+}
+
 const results = [];
 const configs = {};
 for (const [file, spec, kind] of input.queries) {
@@ -79,15 +104,11 @@ for (const file of input.files || []) {
   const config = configFor(file);
   const { options, cache } = optionsFor(config);
   if (config) configs[config] = ts.ModuleResolutionKind[ts.getEmitModuleResolutionKind(options)];
-  const info = ts.preProcessFile(fs.readFileSync(file, "utf8"), true, true);
   const mode = ts.getImpliedNodeFormatForFile(file, cache.getPackageJsonInfoCache(), ts.sys, options);
-  const seen = new Set();
   files[file] = [];
-  for (const imp of info.importedFiles) {
-    if (seen.has(imp.fileName)) continue;
-    seen.add(imp.fileName);
-    const r = ts.resolveModuleName(imp.fileName, file, options, ts.sys, cache, undefined, mode).resolvedModule;
-    files[file].push({ spec: imp.fileName, resolved: r ? path.resolve(r.resolvedFileName) : null,
+  for (const spec of importsOf(file)) {
+    const r = ts.resolveModuleName(spec, file, options, ts.sys, cache, undefined, mode).resolvedModule;
+    files[file].push({ spec, resolved: r ? path.resolve(r.resolvedFileName) : null,
                        external: r ? Boolean(r.isExternalLibraryImport) : false });
   }
 }
