@@ -287,3 +287,14 @@ def test_js_incremental_equals_rebuild_property(store, data):
             write(root, rel, text)
             ix.reindex_file(root / rel)
         assert_same(ix, make, store, "after random edits")
+
+
+def test_npm_packages_are_not_python_modules(store):
+    """An npm package named like a Python stdlib module (``queue``) is not marked stdlib."""
+    with workspaces() as make:
+        root = make()
+        write(root, "a.js", 'const q = require("queue");\nconst fs = require("node:fs");\n')
+        ix = new_indexer(make, root, store)
+        ix.index_all()
+        assert sorted(ix.graph.query("MATCH (:File)-[:USES_PACKAGE]->(p:Package) RETURN p.name, p.stdlib, p.dist").rows) \
+            == [["node:fs", True, ""], ["queue", False, "queue"]]

@@ -351,8 +351,9 @@ class JsResolver:
                 if m[1] != rel and imp.line < out.imports.get(m[1], imp.line + 1):
                     out.imports[m[1]] = imp.line  # the first line that imports it
             elif m[0] in ("package", "builtin"):
-                if imp.line < out.packages.get(m[1], imp.line + 1):
-                    out.packages[m[1]] = imp.line
+                key = "npm:" + m[1] if m[0] == "package" else m[1]  # see resolve.package_info
+                if imp.line < out.packages.get(key, imp.line + 1):
+                    out.packages[key] = imp.line
             elif m[0] == "missing":
                 out.unresolved_imports.append(f"{imp.line}:{imp.spec}")
         for si, sc in enumerate(facts.scopes):

@@ -47,9 +47,12 @@ def _distributions() -> dict[str, list[str]]:
 def package_info(top: str) -> tuple[str, bool, str]:
     """``(name, stdlib, dist)`` of a top-level import name; ``dist`` is the distribution name
     when the running environment knows it, else ``""``. A Node built-in (``node:fs``, from
-    JS/TS files) is ``stdlib``."""
+    JS/TS files) is ``stdlib``; an npm package comes as ``npm:<name>`` (kept apart from Python
+    names such as ``queue`` or ``test``): its name is ``<name>``, so is its ``dist``."""
     if top.startswith("node:"):
         return top, True, ""
+    if top.startswith("npm:"):
+        return top[4:], False, top[4:]
     dists = _distributions().get(top) or []
     return top, top in STDLIB, dists[0] if dists else ""
 

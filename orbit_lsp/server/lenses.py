@@ -42,7 +42,7 @@ from orbit_lsp.graph import queries
 from orbit_lsp.index import python as pyx
 from orbit_lsp.index.indexer import WorkspaceIndexer, content_hash
 from orbit_lsp.index.languages import PARSED_LANGS, WorkspaceResolver, is_js, parse_file
-from orbit_lsp.index.resolve import FileEdges, full_qual
+from orbit_lsp.index.resolve import FileEdges, full_qual, package_info
 from orbit_lsp.index.walk import LANGS
 from orbit_lsp.server.app import OrbitServer
 
@@ -294,7 +294,7 @@ def targets_at(ix: WorkspaceIndexer, rel: str, data: bytes, line1: int, col: int
                     out.append({"type": "file", "path": dst})
             for name, ln in sorted(edges.packages.items()):
                 if ln == line1:
-                    out.append({"type": "package", "name": name})
+                    out.append({"type": "package", "name": package_info(name)[0]})
         ans.rows = out
         return ans
 
