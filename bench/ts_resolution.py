@@ -96,9 +96,11 @@ def ts_resolve(root: Path, typescript: Path, queries: list[tuple[str, str, str]]
 
 
 def _ts_answer(root: Path, r: dict) -> str | None:
-    """The workspace source file TypeScript resolved to (relative), or None."""
+    """The workspace source file TypeScript resolved to (relative), or None. A package found
+    through a ``node_modules`` symlink into the workspace (npm/yarn/pnpm workspaces) counts as a
+    workspace file: TypeScript flags it external but resolves it to its real path."""
     p = r.get("resolved")
-    if not p or r.get("external"):
+    if not p:
         return None
     try:
         rel = Path(p).resolve().relative_to(root).as_posix()

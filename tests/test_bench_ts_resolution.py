@@ -64,3 +64,35 @@ def test_disagreements_are_listed(typescript, tmp_path, settings, store):
     assert rep.data["only_ts"] == rep.data["only_orbit"] == 0
     [files_table] = [t for t in rep.tables if t.caption == "Files whose IMPORTS edges differ"]
     assert files_table.rows == [["a.ts", "–", "lib/index.ts"]]
+
+
+def test_workspace_packages_agree_with_the_compiler(typescript, tmp_path, settings, store):
+    """An npm-workspaces monorepo (``node_modules/@acme/core`` a symlink to ``packages/core``, as
+    ``npm install`` leaves it): orbit's name-based lookup of workspace packages through their
+    ``exports`` gives what the compiler finds through the symlink."""
+    ws = tmp_path / "mono"
+    files = {
+        "package.json": '{"name": "root", "private": true, "workspaces": ["packages/*"]}',
+        "tsconfig.json": '{"compilerOptions": {"module": "esnext", "moduleResolution": "bundler", "strict": true}}',
+        "packages/core/package.json": '{"name": "@acme/core", "exports": {".": {"types": "./src/index.ts", '
+                                      '"default": "./dist/index.js"}, "./utils/*": {"import": "./src/utils/*.ts"}}}',
+        "packages/core/src/index.ts": "export const a = 1;\n",
+        "packages/core/src/utils/str.ts": "export const s = 1;\n",
+        "packages/legacy/package.json": '{"name": "legacy", "main": "lib/index.js"}',
+        "packages/legacy/lib/index.js": "module.exports = { l: 1 };\n",
+        "packages/app/src/main.ts": 'import { a } from "@acme/core";\nimport { s } from "@acme/core/utils/str";\n'
+                                    'import x from "@acme/core/nope";\nimport l = require("legacy");\n'
+                                    'import r from "react";\nimport * as fs from "node:fs";\n',
+    }
+    for rel, text in files.items():
+        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ws / rel).write_text(text)
+    (ws / "node_modules/@acme").mkdir(parents=True)
+    (ws / "node_modules/@acme/core").symlink_to("../../packages/core")
+    (ws / "node_modules/legacy").symlink_to("../packages/legacy")
+    try:
+        rep = ts_resolution.run_ts_resolution(ws, "mono", settings, "test", typescript)
+    finally:
+        store.graph(bench.code_graph_name(ws.resolve())).delete()
+    assert rep.data["disagreements"] == []
+    assert rep.data["total"] == 6 and rep.data["agree"] == 6 and rep.data["files_agree"] == rep.data["files"] == 1
