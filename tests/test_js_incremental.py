@@ -298,3 +298,31 @@ def test_npm_packages_are_not_python_modules(store):
         ix.index_all()
         assert sorted(ix.graph.query("MATCH (:File)-[:USES_PACKAGE]->(p:Package) RETURN p.name, p.stdlib, p.dist").rows) \
             == [["node:fs", True, ""], ["queue", False, "queue"]]
+
+
+def test_jsx_components_and_decorators(store):
+    with workspaces() as make:
+        root = make()
+        write(root, "ui.tsx", "export function Button(p: any) { return <button>{p.children}</button>; }\n"
+                              "export const UI = { Card: () => <div/> };\n")
+        write(root, "deco.ts", "export function Component(o: object) { return (c: any) => c; }\n"
+                               "export function Input(t: any, k: string) {}\nexport function mk() { return {}; }\n")
+        write(root, "app.tsx", 'import { Button, UI } from "./ui";\nimport { Component, Input, mk } from "./deco";\n'
+                               "import { Other } from \"some-lib\";\n"
+                               "@Component({ a: mk() })\n"
+                               "export class App {\n  @Input label = 1;\n  @Input size() {}\n"
+                               "  render() { return <Button><UI.Card/><Other/><Missing/></Button>; }\n}\n")
+        ix = new_indexer(make, root, store)
+        ix.index_all()
+        g = ix.graph
+        assert {k: v for k, v in calls(g).items() if k[0].startswith("app.tsx")} == {
+            ("app.tsx#App", "deco.ts#Component"): "import",  # @Component(...) is a plain call ...
+            ("app.tsx#App", "deco.ts#mk"): "import",  # ... evaluated outside the class
+            ("app.tsx#App", "deco.ts#Input"): "decorator",  # @Input on a field: the class owns it
+            ("app.tsx#App.size", "deco.ts#Input"): "decorator",
+            ("app.tsx#App.render", "ui.tsx#Button"): "jsx",
+            ("app.tsx#App.render", "ui.tsx#UI.Card"): "jsx",
+        }
+        # <Other/> comes from a package (known external); <Missing/> is unknown: counted
+        assert unresolved(g)["app.tsx#App.render"] == ["Missing"]
+        assert_same(ix, make, store, "jsx and decorators")

@@ -12,7 +12,8 @@ Qualified names inside a file: ``render``, ``Cart.add``, ``outer.inner``; the gr
 files with calls at module level (it owns them), so a pure barrel defines nothing.
 
 Value references (tuples): ``("n", name)`` a name; ``("a", ref, attr)`` a member; ``("new",
-ref)`` an instance of the class ``ref``; ``("this",)``; ``("def", qual)`` a definition of this
+ref)`` an instance of the class ``ref`` (as a call site: ``new C()``); ``("jsx", ref)`` (call sites
+only) a JSX element ``<C/>``; ``("this",)``; ``("def", qual)`` a definition of this
 file; ``("imp", spec, name)`` an imported binding (``name`` ``"default"``, ``"*"`` for the module
 namespace / ``require`` / ``import x = require()``, or an exported name); ``("obj", ((key, ref),
 …))`` an object literal; ``("?",)`` unknown.
@@ -222,6 +223,7 @@ class _Extractor:
         self.cur = 0
         self._pending: dict[int, tuple] = {}  # node id of a function value -> its ("def", qual)
         self._import_calls: set[int] = set()  # node ids of the import() calls seen as values
+        self._eval_scope = -1  # while visiting decorators: the scope they are evaluated in
 
     # -- helpers ------------------------------------------------------------------------------
     @property
@@ -347,7 +349,8 @@ class _Extractor:
             self.bind_pattern(p, UNKNOWN)
 
     # -- definitions ----------------------------------------------------------------------------
-    def function(self, fn, name: str | None, kind: str = "function", name_node=None, this_class=None) -> tuple:
+    def function(self, fn, name: str | None, kind: str = "function", name_node=None, this_class=None,
+                 decorators=()) -> tuple:
         """Visit a function; a named one becomes a symbol. Returns its ref (``("def", qual)`` or
         unknown)."""
         outer = self.scope
@@ -364,6 +367,7 @@ class _Extractor:
         idx = len(self.scopes)
         self.scopes.append(JsScope(owner, self.cur, this_class=this_class))
         prev, self.cur = self.cur, idx
+        self.decorators(decorators, prev)
         self._params(fn)
         body = fn.child_by_field_name("body")
         if body is not None:
@@ -373,6 +377,24 @@ class _Extractor:
                 self.visit(body)
         self.cur = prev
         return ref
+
+    def decorators(self, decs, eval_idx: int) -> None:
+        """Calls in decorators belong to the decorated definition (the current scope) but are
+        evaluated where the decorator is written (scope ``eval_idx``); a bare ``@name`` counts as
+        a call of ``name`` (JavaScript calls it with the target)."""
+        saved, self._eval_scope = self._eval_scope, eval_idx
+        for d in decs:
+            e = _unwrap(d.named_children[0]) if d.named_children else None
+            if e is None:
+                continue
+            if e.type == "call_expression":
+                self.visit(e)
+            elif e.type in ("identifier", "member_expression"):
+                self.scope.calls.append(CallSite(e.start_point[0] + 1, e.start_point[1], _end_col(e), self.ref(e),
+                                                 _last_name(e), True, eval_idx))
+            else:
+                self.visit(e)
+        self._eval_scope = saved
 
     def klass(self, node, name: str | None, name_node=None) -> tuple:
         outer = self.scope
@@ -398,9 +420,18 @@ class _Extractor:
         idx = len(self.scopes)
         self.scopes.append(JsScope(qual, self.cur, this_class=qual))
         prev, self.cur = self.cur, idx
+        decs = [c for c in node.children if c.type == "decorator"]
+        if node.parent is not None and node.parent.type == "export_statement":
+            decs = [c for c in node.parent.children if c.type == "decorator"] + decs
+        self.decorators(decs, prev)
         body = node.child_by_field_name("body")
+        pending: list = []  # decorators written before the next member
         for m in (body.named_children if body is not None else []):
             t = m.type
+            if t == "decorator":
+                pending.append(m)
+                continue
+            decs, pending = pending + [c for c in m.children if c.type == "decorator"], []
             if t in ("method_definition", "abstract_method_signature", "method_signature"):
                 n = m.child_by_field_name("name")
                 if n is None or n.type not in ("property_identifier", "private_property_identifier"):
@@ -410,9 +441,10 @@ class _Extractor:
                 mq = f"{qual}.{mname}"
                 cls.members.setdefault(mname, mq)
                 if m.child_by_field_name("body") is not None:
-                    self.function(m, mq, "method", n, this_class=qual)
+                    self.function(m, mq, "method", n, this_class=qual, decorators=decs)
                 else:
                     self._add(mq, mname, "method", m, n)
+                    self.decorators(decs, prev)
             elif t in ("field_definition", "public_field_definition"):
                 n = m.child_by_field_name("property") or m.child_by_field_name("name")
                 v = _unwrap(m.child_by_field_name("value"))
@@ -421,9 +453,11 @@ class _Extractor:
                     mname = _text(n)
                     mq = f"{qual}.{mname}"
                     cls.members.setdefault(mname, mq)
-                    self.function(v, mq, "method", n, this_class=qual)
-                elif v is not None:
-                    self.visit(v)
+                    self.function(v, mq, "method", n, this_class=qual, decorators=decs)
+                else:
+                    self.decorators(decs, prev)  # a decorated field: the class owns the calls
+                    if v is not None:
+                        self.visit(v)
             elif t == "class_static_block":
                 self.visit_children(m)
         self.cur = prev
@@ -546,10 +580,18 @@ class _Extractor:
             self.call(node)
         elif t == "new_expression":
             ctor = node.child_by_field_name("constructor")
-            self.scope.calls.append(CallSite(ctor.start_point[0] + 1, ctor.start_point[1], ctor.end_point[1]
-                                             if ctor.end_point[0] == ctor.start_point[0] else ctor.start_point[1],
-                                             ("new", self.ref(ctor)), _last_name(ctor)))
+            self.scope.calls.append(CallSite(ctor.start_point[0] + 1, ctor.start_point[1], _end_col(ctor),
+                                             ("new", self.ref(ctor)), _last_name(ctor), False, self._eval_scope))
             self.visit_children(node)
+        elif t in ("jsx_opening_element", "jsx_self_closing_element"):
+            # <Button …/>: React calls the component; lower-case names are host elements
+            n = node.child_by_field_name("name")
+            if n is not None and (n.type == "member_expression" or (n.type == "identifier" and _text(n)[:1].isupper())):
+                self.scope.calls.append(CallSite(n.start_point[0] + 1, n.start_point[1], _end_col(n),
+                                                 ("jsx", self.ref(n)), _last_name(n), False, self._eval_scope))
+            for ch in node.named_children:
+                if ch is not n and ch.type != "identifier":
+                    self.visit(ch)
         elif t == "assignment_expression":
             self.assignment(node)
         elif t in _SKIP:
@@ -584,9 +626,8 @@ class _Extractor:
                         self.visit(a)
                     return
         if fn is not None and fn.type not in ("import", "super"):
-            self.scope.calls.append(CallSite(fn.start_point[0] + 1, fn.start_point[1],
-                                             fn.end_point[1] if fn.end_point[0] == fn.start_point[0] else fn.start_point[1],
-                                             self.ref(fn), _last_name(fn)))
+            self.scope.calls.append(CallSite(fn.start_point[0] + 1, fn.start_point[1], _end_col(fn),
+                                             self.ref(fn), _last_name(fn), False, self._eval_scope))
         self.visit(fn)
         if args is not None:
             self.visit_children(args)
@@ -817,6 +858,11 @@ def _cjs_export_target(left) -> str | None:
     if obj.type == "member_expression" and _cjs_export_target(obj) == "=":
         return _text(prop)
     return None
+
+
+def _end_col(node) -> int:
+    """UTF-8 end column of a node on its first line (its start column when it spans lines)."""
+    return node.end_point[1] if node.end_point[0] == node.start_point[0] else node.start_point[1]
 
 
 def _last_name(fn) -> str:

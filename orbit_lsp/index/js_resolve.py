@@ -8,7 +8,9 @@ through imports, re-exports and ``export *`` barrels (cycles cut) to the file th
 Calls bind only when the callee's value can be followed: local definitions, imported bindings
 (named, default, namespace ``ns.f``), ``require`` aliases and destructuring, ``this.m()`` in a
 class (and inherited methods of workspace classes), ``new C()`` (the class, and its
-``constructor`` when it has one), members of object literals. Calls of globals (``console.log``,
+``constructor`` when it has one), members of object literals, JSX elements ``<C/>`` (resolved
+``jsx``) and decorators (``@d`` is a call of ``d``, resolved ``decorator``; calls in decorators
+belong to the decorated definition). Calls of globals (``console.log``,
 ``JSON.stringify``) and of external packages are known-external; everything else is counted on
 the caller as unresolved, never matched by name.
 
@@ -292,6 +294,9 @@ class JsResolver:
     def targets(self, rel: str, si: int, ref: tuple) -> tuple[list[tuple[str, str, str]], bool]:
         """Workspace targets ``[(file, qual, resolved)]`` of a call site and whether it stayed
         unknown."""
+        if ref[0] == "jsx":  # <C/>: the component C is called
+            out, unknown = self.targets(rel, si, ref[1])
+            return [(f, q, "jsx") for f, q, _ in out], unknown
         if ref[0] == "new":
             v = self.ev(rel, si, ref[1])
             if v is not None and v[0] == "sym" and v[3] == "class":
@@ -359,8 +364,12 @@ class JsResolver:
         for si, sc in enumerate(facts.scopes):
             caller = sc.qual
             for site in sc.calls:
-                targets, unknown = self.targets(rel, si, site.ref)
+                targets, unknown = self.targets(rel, site.scope if site.scope >= 0 else si, site.ref)
+                if site.decorator and unknown and not targets:
+                    continue  # a decorator we cannot follow is not a call we failed to bind
                 for dst_file, dst_qual, how in targets:
+                    if site.decorator:
+                        how = "decorator"
                     k = (caller, dst_file, dst_qual)
                     e = out.calls.get(k)
                     if e is None:
@@ -368,7 +377,7 @@ class JsResolver:
                     e.lines.append(site.line)
                     e.cols.append(site.col)
                     e.end_cols.append(site.end_col)
-                if unknown and site.name:
+                if unknown and site.name and not site.decorator:
                     out.unresolved.setdefault(caller, []).append(site.name)
         for cls in facts.classes.values():
             if cls.heritage is None:
