@@ -89,8 +89,10 @@ class JsResolver:
         self._deps: set[tuple] = set()
         self._active: set = set()
         self._cuts = 0  # evaluations cut short by a cycle so far
+        self._kinds: dict[str, dict[str, str]] = {}  # file -> symbol qual -> kind
 
     def set_facts(self, rel: str, facts: JsFacts | None) -> None:
+        self._kinds.pop(rel, None)
         if facts is None:
             self.facts.pop(rel, None)
         else:
@@ -209,10 +211,12 @@ class JsResolver:
         facts = self._facts(rel)
         if facts is None:
             return None
-        for s in facts.symbols:
-            if s.qual == qual:
-                return s.kind
-        return None
+        kinds = self._kinds.get(rel)
+        if kinds is None:
+            kinds = self._kinds[rel] = {}
+            for sym in facts.symbols:
+                kinds.setdefault(sym.qual, sym.kind)
+        return kinds.get(qual)
 
     def _ev(self, rel: str, si: int, ref: tuple, depth: int):
         t = ref[0]
