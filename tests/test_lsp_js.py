@@ -1,10 +1,12 @@
 """The language server on a small TypeScript workspace, under both client profiles: code lenses
 (from the graph, and from an unsaved buffer), ``orbit/impact`` for a file and for a symbol, hover
-on a call site and incoming calls, exactly as for Python files."""
+on a call site and incoming calls, exactly as for Python files; and a tsconfig edit made outside
+the editor re-binds the imports it maps."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 import pytest_lsp
@@ -29,28 +31,30 @@ export function main(): number {
   return area(2, 3) + new Shape().size() + lib.area(1, 1);
 }
 """
+TSCONFIG = '{\n  // JSONC\n  "compilerOptions": {"baseUrl": ".", "paths": {"@lib/*": ["src/lib/*"]},},\n}\n'
 TREE = {
-    "tsconfig.json": '{\n  // JSONC\n  "compilerOptions": {"baseUrl": ".", "paths": {"@lib/*": ["src/lib/*"]},},\n}\n',
+    "tsconfig.json": TSCONFIG,
     "src/lib/geo.ts": GEO,
     "src/lib/index.ts": 'export * from "./geo";\n',
     "src/app.ts": APP,
+    "src/alias.ts": 'import { area } from "@lib/geo";\nexport const unit = () => area(1, 1);\n',
 }
 
 
-@pytest.fixture(scope="module")
-def tsws(tmp_path_factory):
-    root = tmp_path_factory.mktemp("lsp-ts") / "tsws"
+@pytest_lsp.fixture(scope="module", config=SERVER, params=PROFILES)
+async def client(lsp_client: LanguageClient, tmp_path_factory, request):
+    root = lsp_client.tsws = tmp_path_factory.mktemp("lsp-ts") / "tsws"  # one copy per profile
     for rel, text in TREE.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
-    return root
-
-
-@pytest_lsp.fixture(scope="module", config=SERVER, params=PROFILES)
-async def client(lsp_client: LanguageClient, tsws, request):
-    await start_session(lsp_client, tsws, request.param)
+    await start_session(lsp_client, root, request.param)
     yield
     await lsp_client.shutdown_session()
+
+
+@pytest.fixture
+def tsws(client):
+    return client.tsws
 
 
 async def impact(client, params):
@@ -59,7 +63,7 @@ async def impact(client, params):
 
 async def test_lenses_on_a_ts_file(client, tsws):
     got = await lenses(client, tsws / "src/lib/geo.ts")
-    assert titles(got) == {(0, 0): "2 dependents, 2 hops", (0, 16): "2 callers", (3, 13): "1 caller",
+    assert titles(got) == {(0, 0): "3 dependents, 2 hops", (0, 16): "3 callers", (3, 13): "1 caller",
                            (4, 2): "1 caller"}
     area = next(x for x in got if x.range.start == types.Position(0, 16))
     assert area.data["target"]["qual"] == "src/lib/geo.ts#area"
@@ -70,10 +74,12 @@ async def test_impact_of_a_ts_file_and_symbol(client, tsws):
     geo = uri(tsws / "src/lib/geo.ts")
     res = await impact(client, {"textDocument": {"uri": geo}})
     assert res["target"]["type"] == "file" and res["target"]["path"] == "src/lib/geo.ts"
-    assert {d["path"]: d["hops"] for d in res["dependents"]} == {"src/lib/index.ts": 1, "src/app.ts": 2}
+    assert {d["path"]: d["hops"] for d in res["dependents"]} == {"src/lib/index.ts": 1, "src/alias.ts": 1,
+                                                                 "src/app.ts": 2}
     res = await impact(client, {"textDocument": {"uri": geo}, "position": {"line": 0, "character": 17}})
     assert res["target"]["type"] == "symbol" and res["target"]["qual"] == "src/lib/geo.ts#area"
-    assert sorted(c["qual"] for c in res["callers"]) == ["src/app.ts#main", "src/lib/geo.ts#Shape.size"]
+    assert sorted(c["qual"] for c in res["callers"]) == ["src/alias.ts#unit", "src/app.ts#main",
+                                                         "src/lib/geo.ts#Shape.size"]
     assert res["cypher"]
 
 
@@ -87,7 +93,7 @@ async def test_hover_and_incoming_calls(client, tsws):
     assert item.name == "area"
     inc = await asyncio.wait_for(client.call_hierarchy_incoming_calls_async(
         types.CallHierarchyIncomingCallsParams(item=item)), T)
-    assert sorted(c.from_.name for c in inc) == ["main", "size"]
+    assert sorted(c.from_.name for c in inc) == ["main", "size", "unit"]
 
 
 async def test_lenses_from_an_unsaved_ts_buffer(client, tsws):
@@ -95,5 +101,32 @@ async def test_lenses_from_an_unsaved_ts_buffer(client, tsws):
     open_doc(client, geo, language="typescript")
     replace_all(client, geo, "\n\n" + GEO, 2)  # two lines inserted above, not saved
     got = await lenses(client, geo)
-    assert titles(got) == {(0, 0): "2 dependents, 2 hops", (2, 16): "2 callers", (5, 13): "1 caller",
+    assert titles(got) == {(0, 0): "3 dependents, 2 hops", (2, 16): "3 callers", (5, 13): "1 caller",
                            (6, 2): "1 caller"}
+
+
+async def _wait_reindexed(client, root, since: float) -> None:
+    deadline = time.monotonic() + T
+    while time.monotonic() < deadline:
+        st = as_dict(await client.protocol.send_request_async("orbit/status", {}))
+        if any(w["root"] == str(root.resolve()) and (w["last_index"] or 0) > since for w in st["workspaces"]):
+            return
+        await asyncio.sleep(0.05)
+    raise TimeoutError(f"{root} not re-indexed")
+
+
+async def test_tsconfig_edit_outside_the_editor_rebinds_imports(client, tsws):
+    geo = {"textDocument": {"uri": uri(tsws / "src/lib/geo.ts")}}
+    since = time.time()
+    await asyncio.sleep(0.05)
+    (tsws / "tsconfig.json").write_text(TSCONFIG.replace("src/lib/*", "src/elsewhere/*"))  # @lib/geo: gone
+    await _wait_reindexed(client, tsws, since)
+    res = await impact(client, geo)
+    assert {d["path"]: d["hops"] for d in res["dependents"]} == {"src/lib/index.ts": 1, "src/app.ts": 2}
+    since = time.time()
+    await asyncio.sleep(0.05)
+    (tsws / "tsconfig.json").write_text(TSCONFIG)
+    await _wait_reindexed(client, tsws, since)
+    res = await impact(client, geo)
+    assert {d["path"]: d["hops"] for d in res["dependents"]} == {"src/lib/index.ts": 1, "src/alias.ts": 1,
+                                                                 "src/app.ts": 2}
