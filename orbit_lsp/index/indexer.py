@@ -44,7 +44,7 @@ from orbit_lsp.index.resolve import FileEdges, full_qual, package_info
 from orbit_lsp.index.walk import LANGS, WorkspaceFilter, classify_file, is_dotenv, read_text, walk_workspace
 
 log = logging.getLogger("orbit_lsp.index")
-CACHE_VERSION = 5
+CACHE_VERSION = 6  # 6: JS/TS files have facts (caches of 5 hold JS files without any)
 
 Progress = Callable[[int, int, str], None]  # (done, total, rel)
 
