@@ -4,6 +4,7 @@
     python -m bench.run reindex [--corpus stdlib|PATH] [--n 40]
     python -m bench.run queries [--corpus stdlib|PATH] [--repeat 5]
     python -m bench.run lsp     [--corpus stdlib|PATH] [--n 20] [--saves 20]
+    python -m bench.run ts-resolution [--package rxjs@7.8.1 | --corpus PATH]  (bench/ts_resolution.py)
 
 Each subcommand prints a table and appends a dated entry (machine, exact command, table) to the
 results file (``--results``, default ``bench/RESULTS.md``; ``--no-record`` to skip).
@@ -944,6 +945,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                        "request latency, server RSS (see bench/lsp.py)")
     pl.add_argument("--n", type=int, default=20, help="targets per request kind")
     pl.add_argument("--saves", type=int, default=20, help="files edited and saved")
+    from bench.ts_resolution import add_parser as add_ts_resolution
+
+    add_ts_resolution(sub, common)  # ts-resolution (see bench/ts_resolution.py)
     return p
 
 
@@ -958,6 +962,12 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> int
     own_server = settings is None
     if settings is None:
         settings = bench_settings(args.data_dir or (args.cache_dir / "data"))
+    if args.cmd == "ts-resolution":  # its corpus is an npm package (or a directory used as it is)
+        from bench.ts_resolution import run as run_ts_resolution
+
+        record(run_ts_resolution(args, settings, command), machine_info(settings, load, code),
+               None if args.no_record else args.results)
+        return 0
     corpus, label = prepare_corpus(args.corpus, args.cache_dir, args.refresh_corpus)
     orbit_log = logging.getLogger("orbit_lsp")
     level = orbit_log.level

@@ -40,11 +40,12 @@ from orbit_lsp.graph.connection import GraphStore, code_graph_name
 from orbit_lsp.graph.schema import ensure_indexes
 from orbit_lsp.graph.writer import GraphWriter
 from orbit_lsp.index import python as pyx
-from orbit_lsp.index.resolve import FileEdges, Resolver, changed_entities, full_qual, package_info
+from orbit_lsp.index.languages import PARSED_LANGS, WorkspaceResolver, changed_entities, configs_changed, parse_file
+from orbit_lsp.index.resolve import FileEdges, full_qual, package_info
 from orbit_lsp.index.walk import LANGS, WorkspaceFilter, classify_file, is_dotenv, read_text, walk_workspace
 
 log = logging.getLogger("orbit_lsp.index")
-CACHE_VERSION = 6
+CACHE_VERSION = 7  # 6: JS/TS files have facts; 7: facts kept pickled (FileState.facts_blob)
 
 Progress = Callable[[int, int, str], None]  # (done, total, rel)
 
@@ -132,11 +133,19 @@ class LazyFacts:
     decoded). ``overlay`` entries win (a buffer's unsaved facts). Writes are ignored: the
     indexer updates its state before telling the resolver (``Resolver.set_facts``)."""
 
-    def __init__(self, state: Callable[[], dict[str, FileState]], overlay: dict | None = None):
+    def __init__(self, state: Callable[[], dict[str, FileState]], overlay: dict | None = None,
+                 where: Callable[[str], bool] | None = None):
         self._state = state
         self._overlay = dict(overlay or {})
+        self._where = where
+
+    def only(self, where: Callable[[str], bool]) -> "LazyFacts":
+        """The same facts restricted to paths for which ``where(rel)`` is true."""
+        return LazyFacts(self._state, {r: f for r, f in self._overlay.items() if where(r)}, where)
 
     def get(self, rel: str, default=None):
+        if self._where is not None and not self._where(rel):
+            return default
         if rel in self._overlay:
             return self._overlay[rel]
         st = self._state().get(rel)
@@ -149,6 +158,8 @@ class LazyFacts:
         return got
 
     def __contains__(self, rel: str) -> bool:
+        if self._where is not None and not self._where(rel):
+            return False
         if rel in self._overlay:
             return True
         st = self._state().get(rel)
@@ -345,7 +356,7 @@ class WorkspaceIndexer:
         self._cache_blobs: list[tuple[str, bytes]] | None = None  # a full build's pickled state
         # the resolver of the last build or update, with its memo, and the module table it was
         # built on: re-indexing a file reuses it (see ``_update``)
-        self._live: tuple[tuple, Resolver] | None = None
+        self._live: tuple[tuple, WorkspaceResolver] | None = None
 
     # -- cache ------------------------------------------------------------------------------
     @property
@@ -457,22 +468,25 @@ class WorkspaceIndexer:
                    parsed: tuple | None = None) -> FileState:
         lang = LANGS.get(os.path.splitext(rel)[1].lower(), "")
         st = FileState(rel, lang, h, count_lines(data), seen_hash=h)
-        if lang == "python":
+        if lang in PARSED_LANGS:
             if parsed is not None:
                 facts, blob, err = parsed
             else:
-                facts, err = parse_python(rel, data)
+                facts, err = parse_file(rel, data)
                 blob = None
-            if blob is not None:
-                st.set_facts_blob(blob, facts)
-            elif facts is not None:
-                st.facts = facts
+            if err is None:
+                if blob is not None:
+                    st.set_facts_blob(blob, facts)
+                else:
+                    st.facts = facts
             else:
                 st.parse_error = err
                 log.warning("parse error in %s: %s", rel, err)
                 if old is not None and old.facts_blob is not None:
                     # keep the last good graph
                     st.facts_blob, st.symbols, st.lines, st.hash = old.facts_blob, old.symbols, old.lines, old.hash
+                elif facts is not None:
+                    st.facts = facts  # no last graph: what an error-tolerant parser (JS/TS) still found
         return st
 
     @property
@@ -480,11 +494,11 @@ class WorkspaceIndexer:
         """The root directory's name when the root is itself a package (has ``__init__.py``)."""
         return self.root.name if "__init__.py" in self.state and self.root.name.isidentifier() else ""
 
-    def _resolver(self, facts: dict | None = None) -> Resolver:
+    def _resolver(self, facts: dict | None = None) -> WorkspaceResolver:
         """A resolver over the current state: facts decoded on use (``LazyFacts``), or the
         given ``facts`` (a full build decodes every file once)."""
         table = facts if facts is not None else LazyFacts(lambda: self.state)
-        return Resolver(table, set(self.state), self.aliases, self.root_package)
+        return WorkspaceResolver(table, set(self.state), self.aliases, self.root_package, self.root)
 
     def _module_table(self) -> tuple:
         """What a ``Resolver`` is built on besides the facts: indexed paths, aliases, root package."""
@@ -531,6 +545,8 @@ class WorkspaceIndexer:
             cache = self._load_cache() if graph_hashes is not None else {}
             consistent = (graph_hashes is not None and bool(cache) and set(graph_hashes) == set(cache)
                           and all(graph_hashes[r] == cache[r].hash for r in cache))
+            if consistent and configs_changed(st.edges.deps for st in cache.values() if st.edges is not None):
+                consistent = False  # a tsconfig/jsconfig/package.json changed: resolve everything again
             if not consistent:
                 cache_for_parse = cache
                 cache = {}

@@ -23,6 +23,7 @@ from functools import lru_cache
 
 from orbit_lsp.index.python import PyFacts, compact_pickle
 
+_JS_EXTS = (".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts")
 _BUILTINS = frozenset(dir(builtins)) | {"__name__", "__file__", "__doc__", "__spec__", "__path__",
                                          "__package__", "__loader__", "__builtins__", "__debug__",
                                          "__annotations__", "__dict__", "__module__", "__qualname__"}
@@ -45,7 +46,13 @@ def _distributions() -> dict[str, list[str]]:
 
 def package_info(top: str) -> tuple[str, bool, str]:
     """``(name, stdlib, dist)`` of a top-level import name; ``dist`` is the distribution name
-    when the running environment knows it, else ``""``."""
+    when the running environment knows it, else ``""``. A Node built-in (``node:fs``, from
+    JS/TS files) is ``stdlib``; an npm package comes as ``npm:<name>`` (kept apart from Python
+    names such as ``queue`` or ``test``): its name is ``<name>``, so is its ``dist``."""
+    if top.startswith("node:"):
+        return top, True, ""
+    if top.startswith("npm:"):
+        return top[4:], False, top[4:]
     dists = _distributions().get(top) or []
     return top, top in STDLIB, dists[0] if dists else ""
 
@@ -137,7 +144,10 @@ def changed_entities(rel: str, old: PyFacts | None, new: PyFacts | None) -> tupl
 
 
 def full_qual(rel: str, qual: str, root_package: str = "") -> str:
-    """Workspace-wide qualified name of a symbol (``module.Class.method``)."""
+    """Workspace-wide qualified name of a symbol (``module.Class.method``; JS/TS:
+    ``path#Class.method``, the file's own module symbol ``path``)."""
+    if rel.lower().endswith(_JS_EXTS):
+        return f"{rel}#{qual}" if qual else rel
     mod = module_name(rel, root_package)
     if not qual:
         return mod or rel

@@ -101,8 +101,9 @@ def read_text(data: bytes) -> str:
 def classify_file(path: Path, data: bytes, max_file_bytes: int) -> str | None:
     """None if ``data`` (the content of ``path``) is indexable, else the skip reason:
     ``"larger than N bytes"``, ``"binary"`` (NUL bytes, a known magic number, or > 10 %
-    control bytes) or ``"minified"`` (``*.min.*`` name, average line > 1000 chars, or at
-    least half the bytes on lines longer than 5000 chars)."""
+    control bytes), ``"minified"`` (``*.min.*`` name, average line > 1000 chars, or at
+    least half the bytes on lines longer than 5000 chars) or, for JS/TS, ``"generated bundle
+    (...)"`` (see ``generated_js``)."""
     if len(data) > max_file_bytes:
         return f"larger than {max_file_bytes} bytes"
     if b"\x00" in data or data.startswith(_BINARY_MAGIC):
@@ -117,6 +118,29 @@ def classify_file(path: Path, data: bytes, max_file_bytes: int) -> str | None:
         return "minified"
     if len(data) > 5000 and sum(len(x) for x in data.split(b"\n") if len(x) > 5000) * 2 >= len(data):
         return "minified"
+    if LANGS.get(os.path.splitext(os.fspath(path))[1].lower()) in ("javascript", "typescript"):
+        return generated_js(data)
+    return None
+
+
+_BUNDLE_MARKERS = ((b"__webpack_require__", "webpack"), (b"__webpack_modules__", "webpack"),
+                   (b"/******/", "webpack"), (b"System.register(", "SystemJS"), (b"parcelRequire", "parcel"))
+
+
+def generated_js(data: bytes) -> str | None:
+    """A skip reason for generated JavaScript, else None: an ``@generated`` marker in the first
+    kilobyte, a bundler's runtime (webpack, SystemJS, parcel) in the first 4 KB, or compiler
+    output that ends with a ``//# sourceMappingURL=`` line. Plain byte searches, no parsing."""
+    if b"@generated" in data[:1024]:
+        return "generated (@generated marker)"
+    head = data[:4096]
+    for marker, bundler in _BUNDLE_MARKERS:
+        if marker in head:
+            return f"generated bundle ({bundler})"
+    tail = data.rstrip()[-1024:]
+    last = tail.rsplit(b"\n", 1)[-1].strip()
+    if last.startswith((b"//# sourceMappingURL=", b"//@ sourceMappingURL=")):
+        return "generated (compiled output with a source map)"
     return None
 
 

@@ -31,6 +31,9 @@ KINDS = {
     "class": types.SymbolKind.Class,
     "variable": types.SymbolKind.Variable,
     "module": types.SymbolKind.Module,
+    "interface": types.SymbolKind.Interface,  # TypeScript
+    "type": types.SymbolKind.TypeParameter,
+    "enum": types.SymbolKind.Enum,
 }
 
 def _data(item: types.CallHierarchyItem) -> tuple[str, str] | None:

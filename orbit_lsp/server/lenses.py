@@ -40,7 +40,8 @@ from pygls.exceptions import JsonRpcInvalidParams
 from orbit_lsp.graph import queries
 from orbit_lsp.index import python as pyx
 from orbit_lsp.index.indexer import LazyFacts, WorkspaceIndexer, content_hash
-from orbit_lsp.index.resolve import FileEdges, Resolver, full_qual
+from orbit_lsp.index.languages import PARSED_LANGS, WorkspaceResolver, is_js, parse_file
+from orbit_lsp.index.resolve import FileEdges, full_qual, package_info
 from orbit_lsp.index.walk import LANGS
 from orbit_lsp.server.app import OrbitServer
 from orbit_lsp.server.lines import Lines
@@ -150,7 +151,7 @@ def analyze_buffer(ix: WorkspaceIndexer, rel: str, data: bytes, h: str, edges: b
     """Facts of a buffer (parsed in memory, nothing written) and, when ``edges``, its imports and
     calls bound against the indexed workspace. (None, None) for a file that is not Python or
     does not parse. Call with the indexer's lock held when ``edges`` (reads its state)."""
-    if LANGS.get(Path(rel).suffix.lower()) != "python":
+    if LANGS.get(Path(rel).suffix.lower()) not in PARSED_LANGS:
         return None, None
     key = (str(ix.root), rel, h)
     hit = BUFFERS.get(key)
@@ -159,21 +160,26 @@ def analyze_buffer(ix: WorkspaceIndexer, rel: str, data: bytes, h: str, edges: b
     facts = hit[0] if hit is not None else None
     if facts is None:
         try:
-            facts = pyx.extract(rel, data)
+            facts = pyx.extract(rel, data) if not is_js(rel) else parse_file(rel, data)[0]
         except (SyntaxError, ValueError, RecursionError, UnicodeDecodeError):
+            facts = None
+        if facts is None:
             BUFFERS.put(key, (None, None))
             return None, None
     bound = None
     if edges:
         state = dict(ix.state)
         table = LazyFacts(lambda: state, {rel: facts})
-        bound = Resolver(table, set(state) | {rel}, dict(ix.aliases), ix.root_package).resolve_file(rel)
+        bound = WorkspaceResolver(table, set(state) | {rel}, dict(ix.aliases), ix.root_package,
+                                  ix.root).resolve_file(rel)
     BUFFERS.put(key, (facts, bound))
     return facts, bound
 
 
 def _graph_prefix(symbols: list[dict], rel: str) -> str:
     """Prefix turning an in-file qualified name into the graph's (``pkg.mod.``)."""
+    if is_js(rel):
+        return rel + "#"  # JS/TS quals are ``path#qual``
     mod = next((s["qual"] for s in symbols if s["kind"] == "module"), None)
     if not mod or mod == rel:
         return ""
@@ -258,7 +264,7 @@ def targets_at(ix: WorkspaceIndexer, rel: str, data: bytes, line1: int, col: int
                     out.append({"type": "file", "path": dst})
             for name, ln in sorted(edges.packages.items()):
                 if ln == line1:
-                    out.append({"type": "package", "name": name})
+                    out.append({"type": "package", "name": package_info(name)[0]})
         ans.rows = out
         return ans
 

@@ -41,6 +41,7 @@ from watchdog.observers import Observer
 
 from orbit_lsp.index.indexer import IndexReport, WorkspaceIndexer
 from orbit_lsp.index.isolated import index_all_isolated
+from orbit_lsp.index.js_modules import is_js_config
 from orbit_lsp.index.walk import LANGS, EXCLUDED_DIRS
 from orbit_lsp.server.app import OrbitServer, use_lsp_lines
 
@@ -363,8 +364,8 @@ class Feature:
             if not ix.filter.accepts(path / _PROBE):
                 return  # an ignored directory
             kind = "dir"
-        elif path.name == ".gitignore":
-            kind = "rescan"
+        elif path.name == ".gitignore" or is_js_config(path.name):
+            kind = "rescan"  # what is walked, or how JS/TS imports resolve, may have changed
         elif rel in ix.state:
             kind = "file"
         elif os.path.splitext(path.name)[1].lower() in LANGS and ix.filter.accepts(path):

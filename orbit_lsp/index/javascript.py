@@ -1,0 +1,944 @@
+"""JavaScript/TypeScript extraction with tree-sitter grammars: one file in, ``JsFacts`` out.
+
+Like ``python.py`` this is local to the file: it records definitions, module specifiers and
+call sites with small *value references*; binding them across files is ``js_resolve.py``'s
+job, finding the file a specifier names is ``js_modules.py``'s. Grammars: ``tree-sitter-
+javascript`` for ``.js .jsx .mjs .cjs``, ``tree-sitter-typescript`` (``tsx`` for ``.tsx``) for
+``.ts .mts .cts``. No regular expression ever reads the source; only structure is kept (names,
+1-based lines, UTF-8 byte columns, specifier strings).
+
+Qualified names inside a file: ``render``, ``Cart.add``, ``outer.inner``; the graph spells them
+``path#qual`` (``src/pages/home.ts#render``). A ``module`` symbol (qual ``""``) exists only in
+files with calls at module level (it owns them), so a pure barrel defines nothing.
+
+Value references (tuples): ``("n", name)`` a name; ``("a", ref, attr)`` a member; ``("new",
+ref)`` an instance of the class ``ref`` (as a call site: ``new C()``); ``("jsx", ref)`` (call sites
+only) a JSX element ``<C/>``; ``("this",)``; ``("def", qual)`` a definition of this
+file; ``("imp", spec, name)`` an imported binding (``name`` ``"default"``, ``"*"`` for the module
+namespace / ``require`` / ``import x = require()``, or an exported name); ``("obj", ((key, ref),
+…))`` an object literal; ``("?",)`` unknown.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+from orbit_lsp.index.python import CallSite, PySymbol, compact_pickle
+
+UNKNOWN = ("?",)
+JS_EXTS = (".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts")
+
+# node types --------------------------------------------------------------------------------------
+_FUNCS = frozenset({"function_declaration", "generator_function_declaration", "function_expression",
+                    "generator_function", "function", "arrow_function"})
+_FUNC_DECLS = frozenset({"function_declaration", "generator_function_declaration"})
+_CLASSES = frozenset({"class_declaration", "abstract_class_declaration", "class"})
+_WRAPPERS = frozenset({"parenthesized_expression", "as_expression", "satisfies_expression",
+                       "non_null_expression", "await_expression", "type_assertion"})
+_SKIP = frozenset({"comment", "import_alias", "type_annotation", "type_arguments", "type_parameters",
+                   "predefined_type", "type_identifier", "interface_body", "string", "number",
+                   "regex", "property_identifier"})
+_TYPES = {"interface_declaration": "interface", "type_alias_declaration": "type", "enum_declaration": "enum"}
+
+
+@lru_cache(maxsize=None)
+def _language(kind: str):
+    import tree_sitter
+
+    if kind == "javascript":
+        import tree_sitter_javascript as g
+
+        return tree_sitter.Language(g.language())
+    import tree_sitter_typescript as g
+
+    return tree_sitter.Language(g.language_tsx() if kind == "tsx" else g.language_typescript())
+
+
+def grammar_for(rel: str) -> str:
+    """``"javascript"``, ``"typescript"`` or ``"tsx"`` for a file name."""
+    low = rel.lower()
+    if low.endswith(".tsx"):
+        return "tsx"
+    if low.endswith((".ts", ".mts", ".cts")):
+        return "typescript"
+    return "javascript"
+
+
+class JsSyntaxError(Exception):
+    """A file tree-sitter could only parse with errors: ``lineno`` (1-based) of the first
+    error, ``msg``, and ``facts``: what the error-tolerant tree still yields (used only when the
+    file has no last good graph: a grammar that lags the language must not hide whole files)."""
+
+    def __init__(self, lineno: int, msg: str, facts: "JsFacts | None" = None):
+        super().__init__(f"line {lineno}: {msg}")
+        self.lineno = lineno
+        self.msg = msg
+        self.facts = facts
+
+
+@compact_pickle
+@dataclass(slots=True)
+class JsImport:
+    """One module specifier: ``spec`` as written, ``line`` 1-based, ``kind`` one of import |
+    type | side | reexport | star | require | dynamic | import-equals."""
+
+    spec: str
+    line: int
+    kind: str
+
+
+@compact_pickle
+@dataclass(slots=True)
+class JsScope:
+    """A function, method or class body (or the module, index 0). ``qual`` is the symbol its
+    calls belong to (an anonymous function's calls belong to the enclosing named one);
+    ``names`` maps locally bound names to refs; ``this_class`` is the class whose instance
+    ``this`` is (methods, and arrow functions inside them)."""
+
+    qual: str
+    parent: int
+    names: dict[str, list] = field(default_factory=dict)
+    calls: list[CallSite] = field(default_factory=list)
+    this_class: str | None = None
+
+    def bind(self, name: str, ref: tuple) -> None:
+        self.names.setdefault(name, []).append(ref)
+
+    def interface(self) -> tuple:
+        return (self.qual, self.parent, tuple(sorted((k, tuple(v)) for k, v in self.names.items())),
+                self.this_class)
+
+
+@compact_pickle
+@dataclass(slots=True)
+class JsClass:
+    """A class: ``heritage`` the ref of its ``extends`` (evaluated in scope ``outer``),
+    ``members`` method/field name -> qual."""
+
+    qual: str
+    heritage: tuple | None
+    outer: int
+    members: dict[str, str] = field(default_factory=dict)
+
+    def interface(self) -> tuple:
+        return (self.qual, self.heritage, self.outer, tuple(sorted(self.members.items())))
+
+
+@compact_pickle
+@dataclass(slots=True)
+class JsFacts:
+    """Everything orbit keeps of one JS/TS file. ``exports`` maps an exported name (``default``;
+    ``=`` for ``module.exports = …`` / ``export =``) to a ref evaluated in the module scope;
+    ``stars`` are the specifiers of ``export * from``."""
+
+    rel: str
+    lines: int
+    symbols: list[PySymbol]
+    scopes: list[JsScope]
+    classes: dict[str, JsClass]
+    imports: list[JsImport]
+    exports: dict[str, tuple]
+    stars: list[str]
+
+    def interface(self) -> tuple:
+        """What other files can observe when resolving against this one."""
+        return (tuple(sorted((s.qual, s.kind) for s in self.symbols)),
+                tuple(s.interface() for s in self.scopes),
+                tuple(c.interface() for c in sorted(self.classes.values(), key=lambda c: c.qual)),
+                tuple(sorted(self.exports.items())), tuple(self.stars))
+
+
+def string_value(node) -> str | None:
+    """The value of a ``string`` or substitution-free ``template_string`` node, else None."""
+    if node is None:
+        return None
+    if node.type == "string":
+        parts = []
+        for ch in node.named_children:
+            if ch.type == "string_fragment":
+                parts.append(ch.text.decode("utf-8", "replace"))
+            elif ch.type == "escape_sequence":
+                t = ch.text.decode("utf-8", "replace")
+                parts.append(t[1:] if len(t) == 2 and t[1] in "'\"\\/" else t)
+            else:
+                return None
+        return "".join(parts)
+    if node.type == "template_string":
+        if any(ch.type == "template_substitution" for ch in node.named_children):
+            return None
+        return node.text.decode("utf-8", "replace")[1:-1]
+    return None
+
+
+def _text(node) -> str:
+    return node.text.decode("utf-8", "replace")
+
+
+def _unwrap(node):
+    while node is not None and node.type in _WRAPPERS:
+        inner = node.named_children[0] if node.named_children else None
+        if node.type == "type_assertion" and len(node.named_children) > 1:
+            inner = node.named_children[1]
+        node = inner
+    return node
+
+
+def _is_require(node) -> str | None:
+    """The literal specifier of ``require("x")``, else None."""
+    if node is None or node.type != "call_expression":
+        return None
+    fn = node.child_by_field_name("function")
+    if fn is None or fn.type != "identifier" or fn.text != b"require":
+        return None
+    args = node.child_by_field_name("arguments")
+    if args is None or len(args.named_children) != 1:
+        return None
+    return string_value(args.named_children[0])
+
+
+def _is_dynamic_import(node) -> tuple[bool, str | None]:
+    """(is ``import(…)``, its literal specifier or None)."""
+    if node is None or node.type != "call_expression":
+        return False, None
+    fn = node.child_by_field_name("function")
+    if fn is None or fn.type != "import":
+        return False, None
+    args = node.child_by_field_name("arguments")
+    if args is None or not args.named_children:
+        return True, None
+    return True, string_value(args.named_children[0])
+
+
+class _Extractor:
+    def __init__(self, rel: str):
+        self.rel = rel
+        self.symbols: list[PySymbol] = []
+        self.seen: set[str] = set()
+        self.scopes: list[JsScope] = [JsScope("", -1)]
+        self.classes: dict[str, JsClass] = {}
+        self.imports: list[JsImport] = []
+        self.exports: dict[str, tuple] = {}
+        self.stars: list[str] = []
+        self.cur = 0
+        self._pending: dict[int, tuple] = {}  # node id of a function value -> its ("def", qual)
+        self._import_calls: set[int] = set()  # node ids of the import() calls seen as values
+        self._eval_scope = -1  # while visiting decorators: the scope they are evaluated in
+
+    # -- helpers ------------------------------------------------------------------------------
+    @property
+    def scope(self) -> JsScope:
+        return self.scopes[self.cur]
+
+    def _qual(self, name: str) -> str:
+        q = self.scope.qual
+        return f"{q}.{name}" if q else name
+
+    def _add(self, qual: str, name: str, kind: str, node, name_node=None) -> bool:
+        if qual in self.seen:
+            return False
+        self.seen.add(qual)
+        at = name_node if name_node is not None else node
+        self.symbols.append(PySymbol(qual, name, kind, node.start_point[0] + 1, node.end_point[0] + 1,
+                                     at.start_point[1]))
+        return True
+
+    def _import(self, spec: str | None, node, kind: str) -> None:
+        if kind == "dynamic":
+            self._import_calls.add(node.id)
+        if spec:
+            self.imports.append(JsImport(spec, node.start_point[0] + 1, kind))
+
+    # -- refs ---------------------------------------------------------------------------------
+    def ref(self, node) -> tuple:
+        node = _unwrap(node)
+        if node is None:
+            return UNKNOWN
+        t = node.type
+        if t in ("identifier", "shorthand_property_identifier"):
+            return ("n", _text(node))
+        if t == "this":
+            return ("this",)
+        if t == "member_expression":
+            prop = node.child_by_field_name("property")
+            if prop is None or prop.type not in ("property_identifier", "private_property_identifier"):
+                return UNKNOWN
+            return ("a", self.ref(node.child_by_field_name("object")), _text(prop))
+        if t == "subscript_expression":
+            key = string_value(node.child_by_field_name("index"))
+            if key is None:
+                return UNKNOWN
+            return ("a", self.ref(node.child_by_field_name("object")), key)
+        if t == "new_expression":
+            return ("new", self.ref(node.child_by_field_name("constructor")))
+        if t == "call_expression":
+            spec = _is_require(node)
+            if spec is not None:
+                return ("imp", spec, "*")
+            dyn, spec = _is_dynamic_import(node)
+            if dyn:
+                return ("imp", spec, "*") if spec else UNKNOWN
+            return UNKNOWN
+        if t == "object":
+            items = []
+            for ch in node.named_children:
+                if ch.type == "pair":
+                    k = ch.child_by_field_name("key")
+                    key = _text(k) if k is not None and k.type == "property_identifier" else string_value(k)
+                    if key is not None:
+                        items.append((key, self._value_ref(ch.child_by_field_name("value"))))
+                elif ch.type == "shorthand_property_identifier":
+                    items.append((_text(ch), ("n", _text(ch))))
+                elif ch.type == "method_definition":
+                    n = ch.child_by_field_name("name")
+                    if n is not None and n.type == "property_identifier":
+                        items.append((_text(n), self._pending.get(ch.id, UNKNOWN)))
+            return ("obj", tuple(items))
+        return UNKNOWN
+
+    def _value_ref(self, node) -> tuple:
+        """Ref of a value; a function value already visited as a definition is ``("def", qual)``."""
+        node = _unwrap(node)
+        if node is not None and node.id in self._pending:
+            return self._pending[node.id]
+        return self.ref(node)
+
+    # -- binding patterns -----------------------------------------------------------------------
+    def bind_pattern(self, pat, value: tuple) -> None:
+        if pat is None:
+            return
+        t = pat.type
+        if t in ("identifier", "shorthand_property_identifier_pattern"):
+            self.scope.bind(_text(pat), value)
+        elif t == "object_pattern":
+            for ch in pat.named_children:
+                if ch.type == "shorthand_property_identifier_pattern":
+                    self.scope.bind(_text(ch), ("a", value, _text(ch)) if value != UNKNOWN else UNKNOWN)
+                elif ch.type == "pair_pattern":
+                    k = ch.child_by_field_name("key")
+                    key = _text(k) if k is not None and k.type == "property_identifier" else string_value(k)
+                    sub = ("a", value, key) if key is not None and value != UNKNOWN else UNKNOWN
+                    self.bind_pattern(ch.child_by_field_name("value"), sub)
+                elif ch.type == "object_assignment_pattern":
+                    self.bind_pattern(ch.child_by_field_name("left"), UNKNOWN)
+                    self.visit(ch.child_by_field_name("right"))
+                elif ch.type == "rest_pattern":
+                    for g in ch.named_children:
+                        self.bind_pattern(g, UNKNOWN)
+        elif t == "array_pattern":
+            for ch in pat.named_children:
+                self.bind_pattern(ch, UNKNOWN)
+        elif t in ("assignment_pattern", "object_assignment_pattern"):
+            self.bind_pattern(pat.child_by_field_name("left"), UNKNOWN)
+            self.visit(pat.child_by_field_name("right"))
+        elif t == "rest_pattern":
+            for ch in pat.named_children:
+                self.bind_pattern(ch, UNKNOWN)
+        elif t in ("required_parameter", "optional_parameter"):
+            self.bind_pattern(pat.child_by_field_name("pattern"), UNKNOWN)
+            self.visit(pat.child_by_field_name("value"))
+
+    def _params(self, fn) -> None:
+        params = fn.child_by_field_name("parameters")
+        if params is None:
+            p = fn.child_by_field_name("parameter")
+            if p is not None:
+                self.bind_pattern(p, UNKNOWN)
+            return
+        for p in params.named_children:
+            self.bind_pattern(p, UNKNOWN)
+
+    # -- definitions ----------------------------------------------------------------------------
+    def function(self, fn, name: str | None, kind: str = "function", name_node=None, this_class=None,
+                 decorators=()) -> tuple:
+        """Visit a function; a named one becomes a symbol. Returns its ref (``("def", qual)`` or
+        unknown)."""
+        outer = self.scope
+        ref = UNKNOWN
+        if name:
+            qual = self._qual(name) if kind != "method" else name
+            self._add(qual, name.rsplit(".", 1)[-1], kind, fn, name_node)
+            ref = ("def", qual)
+            owner = qual
+        else:
+            owner = outer.qual
+        if this_class is None and fn.type == "arrow_function":
+            this_class = outer.this_class  # arrows keep the enclosing ``this``
+        idx = len(self.scopes)
+        self.scopes.append(JsScope(owner, self.cur, this_class=this_class))
+        prev, self.cur = self.cur, idx
+        self.decorators(decorators, prev)
+        self._params(fn)
+        body = fn.child_by_field_name("body")
+        if body is not None:
+            if body.type == "statement_block":
+                self.block(body)
+            else:
+                self.visit(body)
+        self.cur = prev
+        return ref
+
+    def decorators(self, decs, eval_idx: int) -> None:
+        """Calls in decorators belong to the decorated definition (the current scope) but are
+        evaluated where the decorator is written (scope ``eval_idx``); a bare ``@name`` counts as
+        a call of ``name`` (JavaScript calls it with the target)."""
+        saved, self._eval_scope = self._eval_scope, eval_idx
+        for d in decs:
+            e = _unwrap(d.named_children[0]) if d.named_children else None
+            if e is None:
+                continue
+            if e.type == "call_expression":
+                self.visit(e)
+            elif e.type in ("identifier", "member_expression"):
+                self.scope.calls.append(CallSite(e.start_point[0] + 1, e.start_point[1], _end_col(e), self.ref(e),
+                                                 _last_name(e), True, eval_idx))
+            else:
+                self.visit(e)
+        self._eval_scope = saved
+
+    def klass(self, node, name: str | None, name_node=None) -> tuple:
+        outer = self.scope
+        if not name:
+            name = "default" if node.parent is not None and node.parent.type == "export_statement" else None
+        if not name:
+            self.visit_children(node)
+            return UNKNOWN
+        qual = self._qual(name)
+        self._add(qual, name, "class", node, name_node)
+        heritage = None
+        for ch in node.named_children:
+            if ch.type == "class_heritage":
+                ext = next((c for c in ch.named_children if c.type == "extends_clause"), None)
+                if ext is not None:
+                    v = ext.child_by_field_name("value") or (ext.named_children[0] if ext.named_children else None)
+                    heritage = self.ref(v)
+                    self.visit(v)
+                elif ch.named_children and ch.named_children[0].type != "implements_clause":
+                    heritage = self.ref(ch.named_children[0])  # JS grammar: class_heritage holds the expression
+                    self.visit(ch.named_children[0])
+        cls = self.classes.setdefault(qual, JsClass(qual, heritage, self.cur))
+        idx = len(self.scopes)
+        self.scopes.append(JsScope(qual, self.cur, this_class=qual))
+        prev, self.cur = self.cur, idx
+        decs = [c for c in node.children if c.type == "decorator"]
+        if node.parent is not None and node.parent.type == "export_statement":
+            decs = [c for c in node.parent.children if c.type == "decorator"] + decs
+        self.decorators(decs, prev)
+        body = node.child_by_field_name("body")
+        pending: list = []  # decorators written before the next member
+        for m in (body.named_children if body is not None else []):
+            t = m.type
+            if t == "decorator":
+                pending.append(m)
+                continue
+            decs, pending = pending + [c for c in m.children if c.type == "decorator"], []
+            if t in ("method_definition", "abstract_method_signature", "method_signature"):
+                n = m.child_by_field_name("name")
+                if n is None or n.type not in ("property_identifier", "private_property_identifier"):
+                    self.visit_children(m)
+                    continue
+                mname = _text(n)
+                mq = f"{qual}.{mname}"
+                cls.members.setdefault(mname, mq)
+                if m.child_by_field_name("body") is not None:
+                    self.function(m, mq, "method", n, this_class=qual, decorators=decs)
+                else:
+                    self._add(mq, mname, "method", m, n)
+                    self.decorators(decs, prev)
+            elif t in ("field_definition", "public_field_definition"):
+                n = m.child_by_field_name("property") or m.child_by_field_name("name")
+                v = _unwrap(m.child_by_field_name("value"))
+                if n is not None and n.type in ("property_identifier", "private_property_identifier") \
+                        and v is not None and v.type in _FUNCS:
+                    mname = _text(n)
+                    mq = f"{qual}.{mname}"
+                    cls.members.setdefault(mname, mq)
+                    self.function(v, mq, "method", n, this_class=qual, decorators=decs)
+                else:
+                    self.decorators(decs, prev)  # a decorated field: the class owns the calls
+                    if v is not None:
+                        self.visit(v)
+            elif t == "class_static_block":
+                self.visit_children(m)
+        self.cur = prev
+        return ("def", qual)
+
+    # -- statements -----------------------------------------------------------------------------
+    def block(self, node) -> None:
+        for ch in node.named_children:
+            self.visit(ch)
+
+    def visit_children(self, node) -> None:
+        for ch in node.named_children:
+            self.visit(ch)
+
+    def declarator(self, d, exported: bool) -> None:
+        name_node = d.child_by_field_name("name")
+        value = d.child_by_field_name("value")
+        v = _unwrap(value)
+        if name_node is not None and name_node.type == "identifier":
+            name = _text(name_node)
+            if v is not None and v.type in _FUNCS:
+                ref = self.function(v, name, "function", name_node)
+                self.scope.bind(name, ref)
+            elif v is not None and v.type == "class":
+                ref = self.klass(v, name, name_node)
+                self.scope.bind(name, ref)
+            else:
+                self._visit_value(v, name if self.cur == 0 else None)
+                ref = self._value_ref(v) if v is not None else UNKNOWN
+                if self.cur == 0 and not _is_import_ref(ref):  # ``const x = require(…)`` is an import
+                    self._add(name, name, "variable", d, name_node)
+                self.scope.bind(name, ref)
+            if exported:
+                self.exports[name] = ("n", name)
+        else:
+            self._visit_value(v)
+            ref = self.ref(v) if v is not None else UNKNOWN
+            self.bind_pattern(name_node, ref)
+            if exported:
+                for ident in _pattern_names(name_node):
+                    self.exports[ident] = ("n", ident)
+
+    def _visit_value(self, v, prefix: str | None = None) -> None:
+        if v is None:
+            return
+        if v.type == "object":
+            self.object_literal(v, prefix)
+        else:
+            self.visit(v)
+
+    def object_literal(self, node, prefix: str | None) -> None:
+        """Visit an object literal; at module level, named function members become symbols
+        (``prefix.key``; ``key`` with ``prefix == ""``: the members of ``module.exports = {…}``)."""
+        for ch in node.named_children:
+            if ch.type == "pair":
+                k = ch.child_by_field_name("key")
+                key = _text(k) if k is not None and k.type == "property_identifier" else string_value(k)
+                v = _unwrap(ch.child_by_field_name("value"))
+                if v is None:
+                    continue
+                if v.type in _FUNCS:
+                    q = (f"{prefix}.{key}" if prefix else key) if key is not None and prefix is not None \
+                        and self.cur == 0 else None
+                    self._pending[v.id] = self.function(v, q if q not in self.seen else None, "function", k)
+                elif v.type == "object":
+                    self.object_literal(v, f"{prefix}.{key}" if prefix and key else None)
+                else:
+                    self.visit(v)
+            elif ch.type == "method_definition":
+                n = ch.child_by_field_name("name")
+                q = None
+                if n is not None and n.type == "property_identifier" and prefix is not None and self.cur == 0:
+                    q = f"{prefix}.{_text(n)}" if prefix else _text(n)
+                self._pending[ch.id] = self.function(ch, q if q not in self.seen else None, "function", n)
+            else:
+                self.visit(ch)
+
+    def visit(self, node) -> None:  # noqa: C901 - one dispatch over node types
+        if node is None:
+            return
+        t = node.type
+        if t in ("import_statement",):
+            self.import_statement(node)
+        elif t == "export_statement":
+            self.export_statement(node)
+        elif t in ("lexical_declaration", "variable_declaration"):
+            for d in node.named_children:
+                if d.type == "variable_declarator":
+                    self.declarator(d, False)
+        elif t in _FUNC_DECLS or t == "function_signature":
+            n = node.child_by_field_name("name")
+            name = _text(n) if n is not None else None
+            if t == "function_signature":
+                if name:
+                    self._add(self._qual(name), name, "function", node, n)
+                    self.scope.bind(name, ("def", self._qual(name)))
+                return
+            ref = self.function(node, name, "function", n)
+            if name:
+                self.scope.bind(name, ref)
+        elif t in ("class_declaration", "abstract_class_declaration"):
+            n = node.child_by_field_name("name")
+            name = _text(n) if n is not None else None
+            ref = self.klass(node, name, n)
+            if name:
+                self.scope.bind(name, ref)
+        elif t in _TYPES:
+            n = node.child_by_field_name("name")
+            if n is not None and self.cur == 0:
+                name = _text(n)
+                self._add(name, name, _TYPES[t], node, n)
+                self.scope.bind(name, ("def", name))
+        elif t in _FUNCS:
+            n = node.child_by_field_name("name")
+            self.function(node, None)
+        elif t == "class":
+            n = node.child_by_field_name("name")
+            self.klass(node, _text(n) if n is not None else None, n)
+        elif t == "call_expression":
+            self.call(node)
+        elif t == "new_expression":
+            ctor = node.child_by_field_name("constructor")
+            self.scope.calls.append(CallSite(ctor.start_point[0] + 1, ctor.start_point[1], _end_col(ctor),
+                                             ("new", self.ref(ctor)), _last_name(ctor), False, self._eval_scope))
+            self.visit_children(node)
+        elif t in ("jsx_opening_element", "jsx_self_closing_element"):
+            # <Button …/>: React calls the component; lower-case names are host elements
+            n = node.child_by_field_name("name")
+            if n is not None and (n.type == "member_expression" or (n.type == "identifier" and _text(n)[:1].isupper())):
+                self.scope.calls.append(CallSite(n.start_point[0] + 1, n.start_point[1], _end_col(n),
+                                                 ("jsx", self.ref(n)), _last_name(n), False, self._eval_scope))
+            for ch in node.named_children:
+                if ch is not n and ch.type != "identifier":
+                    self.visit(ch)
+        elif t == "assignment_expression":
+            self.assignment(node)
+        elif t in _SKIP:
+            return
+        else:
+            self.visit_children(node)
+
+    def call(self, node) -> None:
+        fn = node.child_by_field_name("function")
+        args = node.child_by_field_name("arguments")
+        spec = _is_require(node)
+        if spec is not None:
+            self._import(spec, node, "require")
+            return
+        dyn, spec = _is_dynamic_import(node)
+        if dyn:
+            self._import(spec, node, "dynamic")
+            self.visit_children(args) if args is not None else None
+            return
+        f = _unwrap(fn)
+        # import("./x").then((m) => m.f()): ``m`` is the module namespace
+        if f is not None and f.type == "member_expression":
+            obj = _unwrap(f.child_by_field_name("object"))
+            prop = f.child_by_field_name("property")
+            d, dspec = _is_dynamic_import(obj)
+            if d and dspec and prop is not None and prop.text == b"then" and args is not None and args.named_children:
+                cb = _unwrap(args.named_children[0])
+                self._import(dspec, obj, "dynamic")
+                if cb is not None and cb.type in ("arrow_function", "function_expression", "function"):
+                    self._then_callback(cb, ("imp", dspec, "*"))
+                    for a in args.named_children[1:]:
+                        self.visit(a)
+                    return
+        if fn is not None and fn.type not in ("import", "super"):
+            self.scope.calls.append(CallSite(fn.start_point[0] + 1, fn.start_point[1], _end_col(fn),
+                                             self.ref(fn), _last_name(fn), False, self._eval_scope))
+        self.visit(fn)
+        if args is not None:
+            self.visit_children(args)
+
+    def _then_callback(self, cb, value: tuple) -> None:
+        outer = self.scope
+        idx = len(self.scopes)
+        self.scopes.append(JsScope(outer.qual, self.cur,
+                                   this_class=outer.this_class if cb.type == "arrow_function" else None))
+        prev, self.cur = self.cur, idx
+        params = cb.child_by_field_name("parameters")
+        plist = params.named_children if params is not None else [cb.child_by_field_name("parameter")]
+        for i, p in enumerate(x for x in plist if x is not None):
+            if i == 0:
+                pat = p.child_by_field_name("pattern") if p.type in ("required_parameter", "optional_parameter") else p
+                self.bind_pattern(pat, value)
+            else:
+                self.bind_pattern(p, UNKNOWN)
+        body = cb.child_by_field_name("body")
+        if body is not None:
+            self.block(body) if body.type == "statement_block" else self.visit(body)
+        self.cur = prev
+
+    def assignment(self, node) -> None:
+        left = node.child_by_field_name("left")
+        right = node.child_by_field_name("right")
+        r = _unwrap(right)
+        target = _cjs_export_target(left)
+        if target is not None and self.cur == 0:
+            if target == "=":
+                # module.exports = …
+                if r is not None and r.type in _FUNCS:
+                    n = r.child_by_field_name("name")
+                    name = _text(n) if n is not None else "default"
+                    ref = self.function(r, name, "function", n or left)
+                    if n is not None:
+                        self.scope.bind(name, ref)
+                    self.exports["="] = ref
+                elif r is not None and r.type == "class":
+                    n = r.child_by_field_name("name")
+                    self.exports["="] = self.klass(r, _text(n) if n is not None else "default", n)
+                elif r is not None and r.type == "object":
+                    self.object_literal(r, "")
+                    self.exports["="] = self.ref(r)
+                else:
+                    self.visit(r)
+                    self.exports["="] = self.ref(r)
+            else:
+                if r is not None and r.type in _FUNCS:
+                    ref = self.function(r, target, "function", left.child_by_field_name("property"))
+                elif r is not None and r.type == "class":
+                    ref = self.klass(r, target, left.child_by_field_name("property"))
+                else:
+                    self.visit(r)
+                    ref = self.ref(r)
+                self.exports[target] = ref
+            return
+        # this.x = … and plain assignments: visit both sides, bind simple names
+        self.visit(left) if left is not None and left.type != "identifier" else None
+        if r is not None and r.type in _FUNCS:
+            ref = self.function(r, None)
+        else:
+            self.visit(r)
+            ref = self.ref(r)
+        if left is not None and left.type == "identifier":
+            self.scope.bind(_text(left), ref)
+
+    # -- modules --------------------------------------------------------------------------------
+    def import_statement(self, node) -> None:
+        spec = string_value(node.child_by_field_name("source"))
+        type_only = any(ch.type == "type" for ch in node.children)
+        clause = next((c for c in node.named_children if c.type in ("import_clause", "import_require_clause")), None)
+        if clause is None:
+            self._import(spec, node, "side")
+            return
+        if clause.type == "import_require_clause":
+            ident = next((c for c in clause.named_children if c.type == "identifier"), None)
+            src = clause.child_by_field_name("source")
+            spec = string_value(src)
+            self._import(spec, node, "import-equals")
+            if ident is not None and spec:
+                self.scope.bind(_text(ident), ("imp", spec, "*"))
+            return
+        self._import(spec, node, "type" if type_only else "import")
+        if not spec:
+            return
+        for ch in clause.named_children:
+            if ch.type == "identifier":
+                self.scope.bind(_text(ch), ("imp", spec, "default"))
+            elif ch.type == "namespace_import":
+                ident = next((c for c in ch.named_children if c.type == "identifier"), None)
+                if ident is not None:
+                    self.scope.bind(_text(ident), ("imp", spec, "*"))
+            elif ch.type == "named_imports":
+                for s in ch.named_children:
+                    if s.type != "import_specifier":
+                        continue
+                    n, a = s.child_by_field_name("name"), s.child_by_field_name("alias")
+                    if n is None:
+                        continue
+                    imported = string_value(n) if n.type == "string" else _text(n)
+                    self.scope.bind(_text(a) if a is not None else imported, ("imp", spec, imported))
+
+    def export_statement(self, node) -> None:
+        src = node.child_by_field_name("source")
+        tokens = {c.type for c in node.children if not c.is_named}
+        if src is not None:
+            spec = string_value(src)
+            if not spec:
+                return
+            clause = next((c for c in node.named_children if c.type == "export_clause"), None)
+            ns = next((c for c in node.named_children if c.type == "namespace_export"), None)
+            if clause is not None:
+                self._import(spec, node, "reexport")
+                for s in clause.named_children:
+                    if s.type != "export_specifier":
+                        continue
+                    n, a = s.child_by_field_name("name"), s.child_by_field_name("alias")
+                    if n is None:
+                        continue
+                    name = string_value(n) if n.type == "string" else _text(n)
+                    out = (string_value(a) if a.type == "string" else _text(a)) if a is not None else name
+                    self.exports[out] = ("imp", spec, name)
+            elif ns is not None:
+                self._import(spec, node, "reexport")
+                ident = next((c for c in ns.named_children if c.type in ("identifier", "string")), None)
+                if ident is not None:
+                    name = string_value(ident) if ident.type == "string" else _text(ident)
+                    self.exports[name] = ("imp", spec, "*")
+            else:
+                self._import(spec, node, "star")
+                if "type" not in tokens or "*" in tokens:
+                    self.stars.append(spec)
+            return
+        decl = node.child_by_field_name("declaration")
+        value = node.child_by_field_name("value")
+        if decl is not None:
+            t = decl.type
+            if t in ("lexical_declaration", "variable_declaration"):
+                for d in decl.named_children:
+                    if d.type == "variable_declarator":
+                        self.declarator(d, True)
+                return
+            self.visit(decl)
+            n = decl.child_by_field_name("name")
+            if n is not None:
+                name = _text(n)
+                key = "default" if "default" in tokens else name
+                self.exports[key] = ("n", name)
+            elif "default" in tokens and t in _FUNC_DECLS:
+                pass
+            return
+        if value is not None or "default" in tokens:
+            v = _unwrap(value) if value is not None else None
+            if v is None:
+                # ``export default function () {}`` / ``export default class {}`` without a name
+                anon = next((c for c in node.named_children if c.type in _FUNCS or c.type in _CLASSES), None)
+                v = anon
+            if v is not None and v.type in _FUNCS:
+                n = v.child_by_field_name("name")
+                name = _text(n) if n is not None else "default"
+                ref = self.function(v, name, "function", n or v)
+                if n is not None:
+                    self.scope.bind(name, ref)
+                self.exports["default"] = ref
+            elif v is not None and v.type in _CLASSES:
+                n = v.child_by_field_name("name")
+                ref = self.klass(v, _text(n) if n is not None else "default", n)
+                self.exports["default"] = ref
+            elif v is not None:
+                self._visit_value(v)
+                self.exports["default"] = self.ref(v)
+            return
+        if "=" in tokens:  # TS ``export = x``
+            expr = next((c for c in node.named_children), None)
+            self.visit(expr)
+            self.exports["="] = self.ref(expr)
+            return
+        clause = next((c for c in node.named_children if c.type == "export_clause"), None)
+        if clause is not None:
+            for s in clause.named_children:
+                if s.type != "export_specifier":
+                    continue
+                n, a = s.child_by_field_name("name"), s.child_by_field_name("alias")
+                if n is None:
+                    continue
+                name = _text(n)
+                out = (string_value(a) if a.type == "string" else _text(a)) if a is not None else name
+                self.exports[out] = ("n", name)
+            return
+        self.visit_children(node)
+
+
+def _is_import_ref(ref: tuple) -> bool:
+    while ref[0] == "a":
+        ref = ref[1]
+    return ref[0] == "imp"
+
+
+def _pattern_names(pat) -> list[str]:
+    out, stack = [], [pat]
+    while stack:
+        p = stack.pop()
+        if p is None:
+            continue
+        if p.type in ("identifier", "shorthand_property_identifier_pattern"):
+            out.append(_text(p))
+        elif p.type == "pair_pattern":
+            stack.append(p.child_by_field_name("value"))
+        elif p.type in ("assignment_pattern", "object_assignment_pattern"):
+            stack.append(p.child_by_field_name("left"))
+        else:
+            stack.extend(p.named_children)
+    return out
+
+
+def _cjs_export_target(left) -> str | None:
+    """``"="`` for ``module.exports``, ``"name"`` for ``exports.name`` / ``module.exports.name``."""
+    if left is None or left.type != "member_expression":
+        return None
+    obj, prop = left.child_by_field_name("object"), left.child_by_field_name("property")
+    if prop is None or prop.type != "property_identifier":
+        return None
+    if obj.type == "identifier" and obj.text == b"module" and prop.text == b"exports":
+        return "="
+    if obj.type == "identifier" and obj.text == b"exports":
+        return _text(prop)
+    if obj.type == "member_expression" and _cjs_export_target(obj) == "=":
+        return _text(prop)
+    return None
+
+
+def _end_col(node) -> int:
+    """UTF-8 end column of a node on its first line (its start column when it spans lines)."""
+    return node.end_point[1] if node.end_point[0] == node.start_point[0] else node.start_point[1]
+
+
+def _last_name(fn) -> str:
+    fn = _unwrap(fn)
+    if fn is None:
+        return ""
+    if fn.type == "identifier":
+        return _text(fn)
+    if fn.type == "member_expression":
+        p = fn.child_by_field_name("property")
+        return _text(p) if p is not None else ""
+    return ""
+
+
+_IMPORT_CALLS = ("(call_expression function: (import) "
+                 "arguments: (arguments . [(string) (template_string)] @spec)) @call")
+
+
+@lru_cache(maxsize=None)
+def _import_query(kind: str):
+    import tree_sitter
+
+    return tree_sitter.Query(_language(kind), _IMPORT_CALLS)
+
+
+def _import_calls(root, kind: str) -> list:
+    """``(call node, specifier node)`` of every ``import(…)`` call with a literal first
+    argument, in source order (a tree-sitter query: the walk happens in C)."""
+    import tree_sitter
+
+    out = []
+    for _, caps in tree_sitter.QueryCursor(_import_query(kind)).matches(root):
+        out.append((caps["call"][0], caps["spec"][0]))
+    out.sort(key=lambda cs: cs[0].start_byte)
+    return out
+
+
+def _first_error(node):
+    """(row, message) of the first ERROR or MISSING node under ``node``."""
+    cursor = [node]
+    while cursor:
+        n = cursor.pop()
+        if n.is_missing:
+            return n.start_point[0], f"missing {n.type}"
+        if n.type == "ERROR":
+            return n.start_point[0], "syntax error"
+        if n.has_error:
+            cursor.extend(reversed(n.children))
+    return node.start_point[0], "syntax error"
+
+
+def extract(rel: str, source: bytes) -> JsFacts:
+    """Parse one JS/TS file (``rel`` workspace-relative, ``source`` its bytes).
+
+    Raises ``JsSyntaxError`` when the tree has an ERROR or MISSING node (the caller keeps the
+    file's last good facts, or takes the partial ones the error carries when there are none),
+    ``RecursionError`` for absurdly deep nesting."""
+    import tree_sitter
+
+    tree = tree_sitter.Parser(_language(grammar_for(rel))).parse(source)
+    root = tree.root_node
+    ex = _Extractor(rel)
+    for ch in root.named_children:
+        ex.visit(ch)
+    n_lines = source.count(b"\n") + (0 if source.endswith(b"\n") or not source else 1)
+    if ex.scopes[0].calls or any(sc.calls for sc in ex.scopes if sc.qual == ""):
+        # a module symbol owns the calls made at module level
+        ex.symbols.insert(0, PySymbol("", rel.rsplit("/", 1)[-1], "module", 1, max(1, n_lines), 0))
+    # ``import("./x")`` in type positions (``let a: import("./x").T``, ``typeof import("./x")``)
+    # is a type-only dependency: every literal import() call the walk above did not see as a value
+    for call, spec in _import_calls(root, grammar_for(rel)):
+        if call.id not in ex._import_calls:
+            ex._import(string_value(spec), call, "type")
+    facts = JsFacts(rel=rel, lines=n_lines, symbols=ex.symbols, scopes=ex.scopes, classes=ex.classes,
+                    imports=ex.imports, exports=ex.exports, stars=ex.stars)
+    if root.has_error:
+        row, msg = _first_error(root)
+        raise JsSyntaxError(row + 1, f"{msg} (tree-sitter)", facts)
+    return facts

@@ -1,0 +1,84 @@
+"""Per-language dispatch for the indexer: which parser extracts a file, which resolver binds it.
+
+Python files go to ``python.py``/``resolve.py``, JavaScript/TypeScript files to
+``javascript.py``/``js_resolve.py``; both produce facts with ``symbols`` (``PySymbol``) and an
+``interface()``, and both resolvers produce ``resolve.FileEdges``, so the indexer, the writer and
+the graph schema are shared. The languages never consult each other.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from orbit_lsp.index import javascript as jsx
+from orbit_lsp.index import js_resolve
+from orbit_lsp.index import resolve as pyres
+from orbit_lsp.index.javascript import JS_EXTS
+from orbit_lsp.index.js_resolve import JsResolver, configs_changed  # noqa: F401 - used by the indexer
+from orbit_lsp.index.resolve import FileEdges, Resolver
+
+PARSED_LANGS = frozenset({"python", "javascript", "typescript"})
+
+
+def is_js(rel: str) -> bool:
+    """True for a JavaScript/TypeScript path (by extension, case-insensitive)."""
+    return rel.lower().endswith(JS_EXTS)
+
+
+def parse_js(rel: str, data: bytes) -> tuple[jsx.JsFacts | None, str | None]:
+    """Extract facts from one JS/TS file: ``(facts, None)``, or ``(partial facts, "line N:
+    message")`` when tree-sitter found errors (the indexer keeps the last good facts instead
+    when it has them), or ``(None, "line 0: …")``."""
+    try:
+        return jsx.extract(rel, data), None
+    except jsx.JsSyntaxError as exc:
+        return exc.facts, f"line {exc.lineno}: {exc.msg}"
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return None, f"line 0: {type(exc).__name__}: {exc}"
+
+
+def parse_file(rel: str, data: bytes):
+    """``(facts, error)`` of a source file of any indexed language. With an error, ``facts`` is
+    None (Python) or what an error-tolerant parse still yields (JS/TS)."""
+    if is_js(rel):
+        return parse_js(rel, data)
+    from orbit_lsp.index.indexer import parse_python
+
+    return parse_python(rel, data)
+
+
+def changed_entities(rel: str, old, new) -> tuple[set[tuple], set[tuple]]:
+    """``resolve.changed_entities`` for any language."""
+    if is_js(rel):
+        return js_resolve.changed_entities(rel, old, new)
+    return pyres.changed_entities(rel, old, new)
+
+
+class WorkspaceResolver:
+    """The Python ``Resolver`` and the ``JsResolver`` of one workspace behind the interface the
+    indexer uses (``set_facts``, ``invalidate``, ``resolve_file``); any other attribute is the
+    Python resolver's."""
+
+    def __init__(self, facts: dict, files: set[str], aliases: dict[str, str] | None, root_package: str,
+                 root: Path | str):
+        if hasattr(facts, "only"):  # decoded on use (indexer.LazyFacts): split without decoding
+            py, js = facts.only(lambda r: not is_js(r)), facts.only(is_js)
+        else:
+            py = {r: f for r, f in facts.items() if not is_js(r)}
+            js = {r: f for r, f in facts.items() if is_js(r)}
+        self.python = Resolver(py, files, aliases, root_package)
+        self.js = JsResolver(js, files, aliases, root)
+
+    def set_facts(self, rel: str, facts) -> None:
+        (self.js if is_js(rel) else self.python).set_facts(rel, facts)
+
+    def invalidate(self, entities) -> int:
+        entities = set(entities)
+        js = {e for e in entities if is_js(e[0])}
+        return self.python.invalidate(entities - js) + self.js.invalidate(js)
+
+    def resolve_file(self, rel: str) -> FileEdges:
+        return (self.js if is_js(rel) else self.python).resolve_file(rel)
+
+    def __getattr__(self, name: str):
+        return getattr(self.python, name)
