@@ -110,3 +110,21 @@ def test_lens_counts_are_distinct_callers(ix):
     assert c0["callers_total"] == 2 and c0["recursive"] is False
     imp = Q.impact(ix.graph, "core.py", paths=False)
     assert imp.rows == [] and imp.total == 2 and imp.by_depth == [1, 1]
+
+
+def test_answer_cache_is_keyed_by_the_indexers_generation(ix):
+    """An answer is reused while the indexer has not changed the graph, never after."""
+    from orbit_lsp.graph.cache import QueryCache
+
+    cache = QueryCache(max_entries=8)
+    first = cache.get(ix.graph, ix.generation, Q.symbol_callers, "core.py", "core.target")
+    again = cache.get(ix.graph, ix.generation, Q.symbol_callers, "core.py", "core.target")
+    assert again is first and (cache.hits, cache.misses) == (1, 1)
+    gen = ix.generation
+    (ix.root / "more.py").write_text("from core import target\n\ndef extra():\n    return target()\n")
+    ix.reindex_file(ix.root / "more.py")
+    assert ix.generation != gen
+    fresh = cache.get(ix.graph, ix.generation, Q.symbol_callers, "core.py", "core.target")
+    assert fresh is not first and "more.extra" in [r["qual"] for r in fresh.rows]
+    other = WorkspaceIndexer(ix.root, ix.store)  # another indexer of the same graph
+    assert other.generation not in (gen, ix.generation)
