@@ -51,7 +51,7 @@ def _memories(result: AskResult) -> str:
     n = len(result.memories)
     lines = [f"### Memories used ({n})"]
     for m in result.memories:
-        about = ", ".join(f"`{p['root']}`" for p in m.projects) or "no project"
+        about = ", ".join(f"`{p['root']}`" for p in m.projects) or "no project in particular"
         extra = f"; matched {', '.join(m.matched)}" if m.matched else ""
         stale = f"; **possibly stale**: {m.stale_reason}" if m.stale else ""
         lines.append(f"- memory #{m.id} “{m.text}” — about {about}{extra}{stale}")

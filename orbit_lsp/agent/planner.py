@@ -182,8 +182,7 @@ def _memories_text(memories: list) -> str:
         shared = f" (shares: {', '.join(m.matched)})" if m.matched else ""
         stale = f" — *possibly stale: {m.stale_reason}*" if m.stale else ""
         lines.append(f"- memory #{m.id}: “{m.text}”{shared}{stale}")
-    lines.append("\n*The built-in planner quotes your memories; it does not reason beyond them. "
-                 f"From the graph it answers: {HELP[len('The built-in planner understands: '):]}*")
+    lines.append("\nThe built-in planner quotes your memories; it does not reason beyond them. " + HELP)
     return "\n".join(lines)
 
 

@@ -133,12 +133,12 @@ CREATE = (
     "RETURN " + _FIELDS)
 
 RECALL = (
-    "UNWIND $concepts AS c "
-    "MATCH (k:Concept {name: c})<-[:MENTIONS]-(m:Memory {confirmed: true}) "
-    "WITH m, collect(k.name) AS matched "
+    "UNWIND $concepts AS c\n"
+    "MATCH (k:Concept {name: c})<-[:MENTIONS]-(m:Memory {confirmed: true})\n"
+    "WITH m, collect(k.name) AS matched\n"
     "WITH m, matched, size(matched) + CASE WHEN size([(m)-[:ABOUT]->(p:Project {id: $project}) | p]) > 0 "
-    "THEN $boost ELSE 0 END AS score "
-    "RETURN score, matched, " + _FIELDS + " ORDER BY score DESC, m.created DESC, m.id DESC LIMIT $limit")
+    "THEN $boost ELSE 0 END AS score\n"
+    "RETURN score, matched, " + _FIELDS + "\nORDER BY score DESC, m.created DESC, m.id DESC LIMIT $limit")
 
 USES = ("MATCH (t:Turn)-[:RECALLED]->(m:Memory) WHERE m.id IN $ids "
         "RETURN m.id, t.id, t.conversation_id, t.question, t.created ORDER BY t.id")
