@@ -35,6 +35,7 @@ from typing import Any
 
 from orbit_lsp.agent.redact import redact
 from orbit_lsp.graph.connection import CODE_GRAPH_PREFIX, MEMORY_GRAPH, Graph, GraphStore, code_graph_name
+from orbit_lsp.graph.errors import QueryRejected
 from orbit_lsp.graph.schema import existing_indexes
 from orbit_lsp.memory.anchors import Anchor, staleness
 from orbit_lsp.memory.concepts import concepts
@@ -179,7 +180,11 @@ class MemoryStore:
             for label, prop in INDEXES:
                 if (label, prop) not in have:
                     cypher = f"CREATE INDEX FOR (n:{label}) ON (n.{prop})"
-                    g.query(cypher)
+                    try:
+                        g.query(cypher)
+                    except QueryRejected as exc:  # another orbit process created it meanwhile
+                        if "already indexed" not in str(exc):
+                            raise
                     ran.append(cypher)
             self._ready = True
             return ran
