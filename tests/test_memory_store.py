@@ -215,9 +215,14 @@ def test_docker_example_with_the_planner(mem, history, settings, workspace):
                               "RETURN c.id, t.id", {"id": m.id}).rows
     assert rows == [[res.conversation_id, res.turn_id]]
     assert [u["turn"] for u in mem.get(m.id).uses] == [res.turn_id]
-    # a graph question the planner understands still lists the memories it was given, if any
+    # a graph question the planner understands: no memory shares its concepts, none is listed
     res2 = asker.ask("who calls main", graph, root)
     assert res2.memories == [] and "Memories used" not in res2.markdown
+    # one that does: the graph answer, then the memory quoted
+    note = mem.remember("main is called by the systemd unit, not by Python code")
+    res3 = asker.ask("who calls main", graph, root)
+    assert res3.answer.startswith("**`app.main` (app.py:1)** has 0 direct callers.")
+    assert f"memory #{note.id}: “{note.text}”" in res3.answer and [x.id for x in res3.memories] == [note.id]
 
 
 def test_docker_example_with_a_scripted_model(mem, history, settings, workspace):

@@ -49,7 +49,8 @@ def render(result: AskResult) -> str:
 
 def _memories(result: AskResult) -> str:
     n = len(result.memories)
-    lines = [f"### Memories used ({n})"]
+    how = "quoted by the built-in planner" if result.planner else "given to the model"
+    lines = [f"### Memories used ({n})", "", f"Recalled for this question and {how}:"]
     for m in result.memories:
         about = ", ".join(f"`{p['root']}`" for p in m.projects) or "no project in particular"
         extra = f"; matched {', '.join(m.matched)}" if m.matched else ""

@@ -209,4 +209,8 @@ def run_planner(question: str, toolbox: Toolbox, progress: Callable[[str], None]
             text = _chain_text(run, names["a"], names["b"])
         else:
             text = _package_text(run, names["p"])
+        if memories:
+            text += "\n\n" + "\n".join(["Your memories that may bear on this:"] + [
+                f"- memory #{mm.id}: “{mm.text}”" + (f" — *possibly stale: {mm.stale_reason}*" if mm.stale else "")
+                for mm in memories])
     return AskResult(question=question, answer=text, steps=run.steps, planner=True, notes=[NO_MODEL])

@@ -66,7 +66,10 @@ class Feature:
         changed)."""
         ls = self.server
         if self._history is None or self._history_dir != ls.settings.data_dir:
+            if self._history is not None:
+                self._history.close()
             self._history, self._history_dir = History.open(ls.settings.data_dir), ls.settings.data_dir
+            self._memory = None
         m = self._memory
         if m is None or m.store is not ls.store or m.graph_name != ls.settings.memory_graph:
             m = self._memory = MemoryStore(ls.store, ls.settings.memory_graph, history=self._history)
