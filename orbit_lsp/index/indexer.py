@@ -20,6 +20,7 @@ A file that fails to parse keeps its last good graph; the error is stored on its
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import dataclasses
 import gc
@@ -43,26 +44,121 @@ from orbit_lsp.index.resolve import FileEdges, Resolver, changed_entities, full_
 from orbit_lsp.index.walk import LANGS, WorkspaceFilter, classify_file, is_dotenv, read_text, walk_workspace
 
 log = logging.getLogger("orbit_lsp.index")
-CACHE_VERSION = 5
+CACHE_VERSION = 6
 
 Progress = Callable[[int, int, str], None]  # (done, total, rel)
+
+
+class FactsCache:
+    """The most recently used decoded facts, by their pickle (``bytes`` cache their hash, so a
+    lookup hashes a blob once). Thread-safe; ``max_entries`` bounds the memory it holds."""
+
+    def __init__(self, max_entries: int = 256):
+        self.max_entries = max_entries
+        self._lru: collections.OrderedDict[bytes, pyx.PyFacts] = collections.OrderedDict()
+        self._lock = threading.Lock()
+
+    def load(self, blob: bytes) -> pyx.PyFacts:
+        with self._lock:
+            got = self._lru.get(blob)
+            if got is not None:
+                self._lru.move_to_end(blob)
+                return got
+        facts = pickle.loads(blob)
+        self.put(blob, facts)
+        return facts
+
+    def put(self, blob: bytes, facts: pyx.PyFacts) -> None:
+        with self._lock:
+            self._lru[blob] = facts
+            self._lru.move_to_end(blob)
+            while len(self._lru) > self.max_entries:
+                self._lru.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._lru.clear()
+
+
+FACTS = FactsCache()
+
+
+def pickle_facts(facts: pyx.PyFacts) -> bytes:
+    return pickle.dumps(facts, protocol=pickle.HIGHEST_PROTOCOL)
 
 
 @pyx.compact_pickle
 @dataclass(slots=True)
 class FileState:
     """What the indexer knows of one file. ``facts`` is the last good parse (None for
-    non-Python files or a file that never parsed); ``edges`` its last resolution."""
+    non-Python files or a file that never parsed), kept pickled (``facts_blob``: about a
+    seventh of the memory of the objects) and decoded on use through the ``FACTS`` cache;
+    ``symbols`` is how many symbols it has. ``edges`` is the file's last resolution."""
 
     rel: str
     lang: str
     hash: str
     lines: int
-    facts: pyx.PyFacts | None = None
+    facts_blob: bytes | None = None
     edges: FileEdges | None = None
     parse_error: str | None = None
     seen_hash: str = ""  # hash of the content last read from disk (differs from ``hash`` while
     #                      a broken file keeps its last good graph)
+    symbols: int = 0
+
+    @property
+    def facts(self) -> pyx.PyFacts | None:
+        return FACTS.load(self.facts_blob) if self.facts_blob is not None else None
+
+    @facts.setter
+    def facts(self, value: pyx.PyFacts | None) -> None:
+        if value is None:
+            self.facts_blob, self.symbols = None, 0
+        else:
+            self.set_facts_blob(pickle_facts(value), value)
+
+    def set_facts_blob(self, blob: bytes, facts: pyx.PyFacts | None = None) -> None:
+        """Facts by their pickle (``facts``: the same, decoded, when at hand)."""
+        if facts is None:
+            facts = FACTS.load(blob)
+        else:
+            FACTS.put(blob, facts)
+        self.facts_blob, self.symbols = blob, len(facts.symbols)
+
+
+class LazyFacts:
+    """``rel -> PyFacts`` of every file of an indexer's current state that has facts, decoded
+    on use (what a ``Resolver`` consults after the full build: only what an edit reaches is
+    decoded). ``overlay`` entries win (a buffer's unsaved facts). Writes are ignored: the
+    indexer updates its state before telling the resolver (``Resolver.set_facts``)."""
+
+    def __init__(self, state: Callable[[], dict[str, FileState]], overlay: dict | None = None):
+        self._state = state
+        self._overlay = dict(overlay or {})
+
+    def get(self, rel: str, default=None):
+        if rel in self._overlay:
+            return self._overlay[rel]
+        st = self._state().get(rel)
+        return st.facts if st is not None and st.facts_blob is not None else default
+
+    def __getitem__(self, rel: str) -> pyx.PyFacts:
+        got = self.get(rel)
+        if got is None:
+            raise KeyError(rel)
+        return got
+
+    def __contains__(self, rel: str) -> bool:
+        if rel in self._overlay:
+            return True
+        st = self._state().get(rel)
+        return st is not None and st.facts_blob is not None
+
+    def __setitem__(self, rel: str, facts) -> None:
+        pass
+
+    def pop(self, rel: str, default=None):
+        return default
 
 
 @dataclass
@@ -138,10 +234,17 @@ def parse_python(rel: str, data: bytes) -> tuple[pyx.PyFacts | None, str | None]
         return None, f"line 0: {type(exc).__name__}: {exc}"
 
 
-def _parse_batch(items: list[tuple[str, bytes]]) -> list[tuple[str, pyx.PyFacts | None, str | None]]:
-    """Worker entry point: parse a batch of (rel, source) pairs."""
+def _parse_batch(items: list[tuple[str, bytes]], keep: bool = False) -> list[tuple]:
+    """Parse a batch of (rel, source) pairs: ``(rel, facts, blob, error)`` each, ``blob`` the
+    pickled facts (what the indexer keeps) and ``facts`` the objects only with ``keep`` (this
+    process's own share: a worker's objects would only be pickled twice)."""
+    out = []
     with _gc_paused():
-        return [(rel, *parse_python(rel, data)) for rel, data in items]
+        for rel, data in items:
+            facts, err = parse_python(rel, data)
+            blob = pickle_facts(facts) if facts is not None else None
+            out.append((rel, facts if keep else None, blob, err))
+    return out
 
 
 PARALLEL_MIN_FILES = 300
@@ -166,7 +269,8 @@ def _batches(items: list[tuple[str, bytes]]) -> list[list[tuple[str, bytes]]]:
 
 def parse_many(items: list[tuple[str, bytes]], workers: int | None = None) -> dict[str, tuple]:
     """Parse many Python files: this process parses too, and ``workers - 1`` worker processes
-    help when there are enough files to pay for starting them. Returns ``{rel: (facts, error)}``.
+    help when there are enough files to pay for starting them. Returns ``{rel: (facts, blob,
+    error)}``: ``blob`` the pickled facts, ``facts`` the objects when parsed in this process.
 
     The facts a worker parses cost a pickle there and an unpickle here (together about a third
     of parsing them), so this process does its share itself: it takes batches from the small
@@ -174,7 +278,7 @@ def parse_many(items: list[tuple[str, bytes]], workers: int | None = None) -> di
     batches queued per worker, so the split follows whichever side is faster."""
     workers = workers or min(os.cpu_count() or 1, 8)
     if workers < 2 or len(items) < PARALLEL_MIN_FILES:
-        return {rel: (f, e) for rel, f, e in _parse_batch(items)}
+        return {rel: (f, b, e) for rel, f, b, e in _parse_batch(items, keep=True)}
     import collections
     import concurrent.futures as cf
     import multiprocessing
@@ -184,8 +288,8 @@ def parse_many(items: list[tuple[str, bytes]], workers: int | None = None) -> di
     futures: set = set()
 
     def take(fut) -> None:
-        for rel, f, e in fut.result():
-            out[rel] = (f, e)
+        for rel, f, b, e in fut.result():
+            out[rel] = (f, b, e)
 
     pool = None
     try:
@@ -200,8 +304,8 @@ def parse_many(items: list[tuple[str, bytes]], workers: int | None = None) -> di
             while pending and len(futures) < 4 * (workers - 1):
                 futures.add(pool.submit(_parse_batch, pending.popleft()))
             if pending:
-                for rel, f, e in _parse_batch(pending.pop()):
-                    out[rel] = (f, e)
+                for rel, f, b, e in _parse_batch(pending.pop(), keep=True):
+                    out[rel] = (f, b, e)
                 done = {f for f in futures if f.done()}
             else:
                 done, _ = cf.wait(futures, return_when=cf.FIRST_COMPLETED)
@@ -211,7 +315,7 @@ def parse_many(items: list[tuple[str, bytes]], workers: int | None = None) -> di
     except (OSError, cf.process.BrokenProcessPool) as exc:
         log.warning("parallel parsing failed (%s); parsing in this process", exc)
         rest = [it for it in items if it[0] not in out]
-        out.update({rel: (f, e) for rel, f, e in _parse_batch(rest)})
+        out.update({rel: (f, b, e) for rel, f, b, e in _parse_batch(rest, keep=True)})
     finally:
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)
@@ -354,15 +458,21 @@ class WorkspaceIndexer:
         lang = LANGS.get(os.path.splitext(rel)[1].lower(), "")
         st = FileState(rel, lang, h, count_lines(data), seen_hash=h)
         if lang == "python":
-            facts, err = parsed if parsed is not None else parse_python(rel, data)
-            if facts is not None:
+            if parsed is not None:
+                facts, blob, err = parsed
+            else:
+                facts, err = parse_python(rel, data)
+                blob = None
+            if blob is not None:
+                st.set_facts_blob(blob, facts)
+            elif facts is not None:
                 st.facts = facts
             else:
                 st.parse_error = err
                 log.warning("parse error in %s: %s", rel, err)
-                if old is not None and old.facts is not None:
+                if old is not None and old.facts_blob is not None:
                     # keep the last good graph
-                    st.facts, st.lines, st.hash = old.facts, old.lines, old.hash
+                    st.facts_blob, st.symbols, st.lines, st.hash = old.facts_blob, old.symbols, old.lines, old.hash
         return st
 
     @property
@@ -370,15 +480,35 @@ class WorkspaceIndexer:
         """The root directory's name when the root is itself a package (has ``__init__.py``)."""
         return self.root.name if "__init__.py" in self.state and self.root.name.isidentifier() else ""
 
-    def _resolver(self) -> Resolver:
-        facts = {r: s.facts for r, s in self.state.items() if s.facts is not None}
-        return Resolver(facts, set(self.state), self.aliases, self.root_package)
+    def _resolver(self, facts: dict | None = None) -> Resolver:
+        """A resolver over the current state: facts decoded on use (``LazyFacts``), or the
+        given ``facts`` (a full build decodes every file once)."""
+        table = facts if facts is not None else LazyFacts(lambda: self.state)
+        return Resolver(table, set(self.state), self.aliases, self.root_package)
 
     def _module_table(self) -> tuple:
         """What a ``Resolver`` is built on besides the facts: indexed paths, aliases, root package."""
         return frozenset(self.state), tuple(sorted(self.aliases.items())), self.root_package
 
     # -- full / re-open -----------------------------------------------------------------------
+    def needs_full_build(self) -> bool:
+        """Whether ``index_all`` would build the graph from scratch: no graph, or no usable
+        cache (another version, another root, no rows). Cheap: no file is read. (A cache whose
+        hashes disagree with the graph also leads to a full build; that is found only by
+        ``index_all`` itself.)"""
+        if not self.graph.exists():
+            return True
+        try:
+            db = self._cache_db()
+            try:
+                meta = dict(db.execute("SELECT key, value FROM meta"))
+                rows = db.execute("SELECT count(*) FROM files").fetchone()[0]
+            finally:
+                db.close()
+        except (sqlite3.Error, OSError):
+            return True
+        return meta.get("version") != str(CACHE_VERSION) or meta.get("root") != str(self.root) or not rows
+
     def index_all(self, progress: Progress | None = None, cancel: threading.Event | None = None) -> IndexReport:
         """Walk the workspace and bring the graph up to date.
 
@@ -432,6 +562,7 @@ class WorkspaceIndexer:
                 return rep
             parsed = parse_many([(rel, data) for rel, data, _, _ in to_parse
                                  if LANGS.get(os.path.splitext(rel)[1].lower()) == "python"])
+            fresh = {rel: p[0] for rel, p in parsed.items() if p[0] is not None}  # decoded already
             for rel, data, h, old in to_parse:
                 st = new_state[rel] = self._new_state(rel, data, h, old, parsed.get(rel))
                 rep.parsed += 1
@@ -440,9 +571,10 @@ class WorkspaceIndexer:
             timings["parse"] = time.perf_counter() - t1
             rep.skipped = sorted(self.skipped.items())
 
+            del parsed
             if not consistent:
                 self.state = new_state
-                self._full_build(rep)
+                self._full_build(rep, fresh)
             else:
                 old_state = cache
                 self.state = new_state
@@ -468,8 +600,7 @@ class WorkspaceIndexer:
         rep.symbols = rep.imports = rep.calls = rep.inherits = rep.unresolved_calls = 0
         pk = set()
         for st in self.state.values():
-            if st.facts is not None:
-                rep.symbols += len(st.facts.symbols)
+            rep.symbols += st.symbols
             if st.edges is not None:
                 rep.imports += len(st.edges.imports)
                 rep.calls += len(st.edges.calls)
@@ -478,8 +609,10 @@ class WorkspaceIndexer:
                 pk.update(st.edges.packages)
         rep.packages = len(pk)
 
-    def _full_build(self, rep: IndexReport) -> None:
-        """Resolve every file and write a fresh graph.
+    def _full_build(self, rep: IndexReport, fresh: dict | None = None) -> None:
+        """Resolve every file and write a fresh graph. ``fresh``: facts already decoded (parsed
+        in this process); the others are decoded once for the build and dropped after it, with
+        the build's resolver: later edits resolve through ``LazyFacts``.
 
         The writes run in a background thread, in order, and overlap this thread's work: File
         and Symbol nodes (which need no resolution) are written while the files are resolved,
@@ -494,6 +627,11 @@ class WorkspaceIndexer:
         ensure_indexes(self.graph)
         w = GraphWriter(self.graph)
         rels = sorted(self.state)
+        decoded = dict(fresh or {})
+        for r in rels:
+            st = self.state[r]
+            if st.facts_blob is not None and r not in decoded:
+                decoded[r] = pickle.loads(st.facts_blob)
         bg = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="orbit-graph-write")
         jobs: list[cf.Future] = []
         try:
@@ -501,7 +639,7 @@ class WorkspaceIndexer:
             sym_keys: list[tuple[str, str]] = []
             sym_rows: list[list] = []
             for r in rels:
-                facts = self.state[r].facts
+                facts = decoded.get(r)
                 if facts is None:
                     continue
                 for sy in facts.symbols:
@@ -516,11 +654,15 @@ class WorkspaceIndexer:
             node_job = bg.submit(nodes)
             jobs.append(node_job)
             t_res = time.perf_counter()
-            resolver = self._resolver()
+            resolver = self._resolver(decoded)
             for rel, st in self.state.items():
-                st.edges = resolver.resolve_file(rel) if st.facts is not None else None
+                st.edges = resolver.resolve_file(rel) if rel in decoded else None
             rep.timings["resolve"] = time.perf_counter() - t_res
-            self._live = (self._module_table(), resolver)
+            # the first edit builds a resolver over LazyFacts: keeping this one would keep every
+            # file's facts decoded and the whole workspace's memo (hundreds of MB on the stdlib)
+            del resolver
+            decoded.clear()
+            self._live = None
             file_ids, sym_ids = node_job.result()
             self._write_edges_by_id(w, rels, file_ids, sym_ids, lambda fn, *a: jobs.append(bg.submit(fn, *a)))
             t_cache = time.perf_counter()
@@ -657,8 +799,11 @@ class WorkspaceIndexer:
         iface_changed: set[tuple] = set()  # entities (see resolve.interface_units) that changed
         moved: set[tuple] = set()  # entities whose scopes only moved
         for rel in changed - added:
+            ob, nb = old_state[rel].facts_blob, self.state[rel].facts_blob
+            if ob is nb or ob == nb:
+                continue
             old, new = old_state[rel].facts, self.state[rel].facts
-            if old is not new and (old is None or new is None or old.interface() != new.interface()):
+            if old is None or new is None or old.interface() != new.interface():
                 c, m = changed_entities(rel, old, new)
                 iface_changed |= c
                 moved |= m
@@ -683,7 +828,7 @@ class WorkspaceIndexer:
         redeps: set[str] = set()  # same edges, other files consulted: only the cache changes
         for rel in sorted(candidates):
             st = self.state[rel]
-            new_edges = resolver.resolve_file(rel) if st.facts is not None else None
+            new_edges = resolver.resolve_file(rel) if st.facts_blob is not None else None
             old_edges = old_state[rel].edges if rel in old_state else None
             if rel in changed or old_edges is None or new_edges is None or old_edges.key() != new_edges.key():
                 rebind.add(rel)
@@ -774,7 +919,7 @@ class WorkspaceIndexer:
                 new = self._new_state(rel, data, h, old)
                 if new.parse_error:
                     rep.parse_errors[rel] = new.parse_error
-                if old is not None and new.parse_error and new.facts is old.facts:
+                if old is not None and new.parse_error and new.facts_blob is old.facts_blob:
                     # keep the last good graph; only record the error
                     new.edges = old.edges
                     self.state[rel] = new

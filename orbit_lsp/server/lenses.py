@@ -39,7 +39,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 
 from orbit_lsp.graph import queries
 from orbit_lsp.index import python as pyx
-from orbit_lsp.index.indexer import WorkspaceIndexer, content_hash
+from orbit_lsp.index.indexer import LazyFacts, WorkspaceIndexer, content_hash
 from orbit_lsp.index.resolve import FileEdges, Resolver, full_qual
 from orbit_lsp.index.walk import LANGS
 from orbit_lsp.server.app import OrbitServer
@@ -83,6 +83,13 @@ class Snapshot:
                 return None
             text = data.decode("utf-8", errors="replace")
         return cls(uri, path, ix, rel, text, data, Lines.of(text, ls.workspace.position_codec))
+
+    @property
+    def codec(self) -> Any:
+        return self.lines.codec
+
+    def position(self, line1: int, byte_col: int) -> types.Position:
+        return self.lines.position(line1, byte_col)
 
     def name_range(self, line1: int, byte_col: int, name: str) -> types.Range:
         return self.lines.name_range(line1, byte_col, name)
@@ -159,8 +166,7 @@ def analyze_buffer(ix: WorkspaceIndexer, rel: str, data: bytes, h: str, edges: b
     bound = None
     if edges:
         state = dict(ix.state)
-        table = {r: s.facts for r, s in state.items() if s.facts is not None}
-        table[rel] = facts
+        table = LazyFacts(lambda: state, {rel: facts})
         bound = Resolver(table, set(state) | {rel}, dict(ix.aliases), ix.root_package).resolve_file(rel)
     BUFFERS.put(key, (facts, bound))
     return facts, bound

@@ -40,6 +40,7 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
 from orbit_lsp.index.indexer import IndexReport, WorkspaceIndexer
+from orbit_lsp.index.isolated import index_all_isolated
 from orbit_lsp.index.walk import LANGS, EXCLUDED_DIRS
 from orbit_lsp.server.app import OrbitServer, use_lsp_lines
 
@@ -256,7 +257,7 @@ class Feature:
         self.cancels.add(cancel)
         failure = "failed"
         try:
-            rep = await ls.index(ix.index_all, report, cancel)
+            rep = await ls.index(index_all_isolated, ix, report, cancel)
         except Exception as exc:  # noqa: BLE001 - a bug must still end the progress and be seen
             log.exception("indexing %s failed", ix.root)
             rep, failure = None, f"failed: {type(exc).__name__}: {exc}"

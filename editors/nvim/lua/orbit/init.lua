@@ -1,0 +1,357 @@
+--- orbit-lsp for Neovim 0.10 / 0.11.
+---
+--- require("orbit").setup({
+---   cmd = { "/path/to/orbit/.venv/bin/orbit-lsp" },
+---   settings = { orbit = { falkordbUrl = "redis://localhost:6379", maxHops = 4 } },
+--- })
+---
+--- Starts the server for Python/JavaScript/TypeScript buffers (root: pyproject.toml,
+--- package.json or .git), refreshes code lenses on attach, BufWritePost and InsertLeave, adds
+--- :OrbitAsk, :OrbitImpact, :OrbitRemember, :OrbitStatus (answers in a floating Markdown window)
+--- and asks before applying any workspace/applyEdit the server sends.
+local M = {}
+
+M.defaults = {
+  cmd = { "orbit-lsp" },
+  cmd_env = nil, -- e.g. { OPENAI_API_KEY = os.getenv("MY_KEY") }: the API key is never a setting
+  filetypes = { "python", "javascript", "javascriptreact", "typescript", "typescriptreact" },
+  root_markers = { "pyproject.toml", "package.json", ".git" },
+  settings = { orbit = {} }, -- falkordbUrl, maxHops, exclude, agent = { baseUrl, model, fallbackModels }
+  lens_events = { "BufWritePost", "InsertLeave" },
+  float = { border = "rounded", max_width = 100, max_height = 40 },
+}
+M.config = vim.deepcopy(M.defaults)
+--- what the last Orbit command showed: { method, err, result, lines, buf, win } (for scripts and tests)
+M.last = nil
+
+local NAME = "orbit"
+local group = vim.api.nvim_create_augroup("orbit", { clear = true })
+
+-- Neovim 0.11 made client methods take `self` (client:request); 0.10 has client.request
+local function request(client, method, params, handler, bufnr)
+  if vim.fn.has("nvim-0.11") == 1 then
+    return client:request(method, params, handler, bufnr)
+  end
+  return client.request(method, params, handler, bufnr)
+end
+
+local function client_for(bufnr)
+  return vim.lsp.get_clients({ name = NAME, bufnr = bufnr or 0 })[1]
+    or vim.lsp.get_clients({ name = NAME })[1]
+end
+
+-- -- floating Markdown window -------------------------------------------------------------
+function M.show(lines, method, err, result)
+  if type(lines) == "string" then
+    lines = vim.split(lines, "\n", { plain = true })
+  end
+  local buf, win = vim.lsp.util.open_floating_preview(lines, "markdown", {
+    border = M.config.float.border,
+    max_width = M.config.float.max_width,
+    max_height = M.config.float.max_height,
+    focus_id = "orbit",
+    focusable = true,
+  })
+  M.last = { method = method, err = err, result = result, lines = lines, buf = buf, win = win }
+  return buf, win
+end
+
+local function error_text(method, err)
+  if err.code == -32601 then -- MethodNotFound
+    return ("This orbit-lsp does not support `%s` yet (update orbit-lsp)."):format(method)
+  end
+  return ("`%s` failed: %s"):format(method, err.message or vim.inspect(err))
+end
+
+local function cursor_params(bufnr)
+  bufnr = bufnr or vim.api.nvim_get_current_buf()
+  local client = client_for(bufnr)
+  local params = vim.lsp.util.make_position_params(0, client and client.offset_encoding or "utf-16")
+  return { textDocument = params.textDocument, position = params.position }
+end
+
+--- Send `method` to the buffer's orbit client; `render(result) -> markdown string` on success.
+function M.call(method, params, render)
+  local bufnr = vim.api.nvim_get_current_buf()
+  local client = client_for(bufnr)
+  if not client then
+    vim.notify("orbit: no orbit-lsp client for this buffer", vim.log.levels.WARN)
+    M.last = { method = method, err = { code = -1, message = "no client" } }
+    return
+  end
+  request(client, method, params, function(err, result)
+    vim.schedule(function()
+      if err then
+        M.show(error_text(method, err), method, err, nil)
+      else
+        M.show(render(result), method, nil, result)
+      end
+    end)
+  end, bufnr)
+end
+
+-- -- rendering ------------------------------------------------------------------------------------
+local function plural(n, word)
+  return ("%d %s%s"):format(n, word, n == 1 and "" or "s")
+end
+
+function M.impact_markdown(r)
+  local t = r.target or {}
+  local what = t.type == "symbol" and ("%s `%s`"):format(t.kind, t.qual)
+    or t.type == "package" and ("package `%s`"):format(t.name)
+    or ("`%s`"):format(t.path)
+  local out = { "# Impact of " .. what, "" }
+  if r.callers and r.callers ~= vim.NIL then
+    table.insert(out, ("## Callers (%d)"):format(#r.callers))
+    table.insert(out, "")
+    for _, c in ipairs(r.callers) do
+      table.insert(out, ("- `%s` — %s:%d (depth %d)"):format(c.qual, c.path, c.line, c.depth))
+    end
+    if #r.callers == 0 then
+      table.insert(out, "- none in the graph")
+    end
+    table.insert(out, "")
+  end
+  table.insert(out, ("## Dependents (%d)"):format(#(r.dependents or {})))
+  table.insert(out, "")
+  for _, d in ipairs(r.dependents or {}) do
+    table.insert(out, ("- %s (%s)"):format(d.path, plural(d.hops, "hop")))
+  end
+  if #(r.dependents or {}) == 0 then
+    table.insert(out, "- no file imports it")
+  end
+  for _, n in ipairs(r.notes or {}) do
+    table.insert(out, "")
+    table.insert(out, "> " .. n)
+  end
+  return table.concat(out, "\n")
+end
+
+function M.answer_markdown(question, r)
+  local body
+  if type(r) == "string" then
+    body = r
+  elseif type(r) == "table" and type(r.markdown) == "string" then
+    body = r.markdown
+  elseif type(r) == "table" and type(r.answer) == "string" then
+    body = r.answer
+  else
+    body = "```lua\n" .. vim.inspect(r) .. "\n```"
+  end
+  return "# " .. question:gsub("\n", " ") .. "\n\n" .. body
+end
+
+function M.status_markdown(s)
+  local f = s.falkordb
+  local out = {
+    "# Orbit status",
+    "",
+    ("FalkorDB (%s): %s — %s"):format(f.mode, f.where, f.online and "online" or ("**offline** " .. tostring(f.error))),
+    "",
+  }
+  for _, w in ipairs(s.workspaces or {}) do
+    table.insert(out, ("- `%s`: %s files, %s symbols, %s calls, %s imports (%s)"):format(
+      w.root, tostring(w.files or "?"), tostring(w.symbols or "?"), tostring(w.calls or "?"),
+      tostring(w.imports or "?"), (w.last_index and w.last_index ~= vim.NIL) and "indexed" or "indexing"))
+  end
+  return table.concat(out, "\n")
+end
+
+-- -- commands -------------------------------------------------------------------------------------
+function M.impact(uri, position)
+  local params = uri and { textDocument = { uri = uri }, position = position } or cursor_params()
+  M.call("orbit/impact", params, M.impact_markdown)
+end
+
+function M.ask(question)
+  local function go(q)
+    if not q or q == "" then
+      return
+    end
+    M.call("orbit/ask", vim.tbl_extend("force", { question = q }, cursor_params()), function(r)
+      return M.answer_markdown(q, r)
+    end)
+  end
+  if question and question ~= "" then
+    go(question)
+  else
+    vim.ui.input({ prompt = "Orbit: ask> " }, go)
+  end
+end
+
+function M.remember(text)
+  local function go(t)
+    if not t or t == "" then
+      return
+    end
+    M.call("orbit/remember", vim.tbl_extend("force", { text = t }, cursor_params()), function(r)
+      local id = type(r) == "table" and r.id or nil
+      return "Remembered" .. (id and (" (memory " .. tostring(id) .. ")") or "") .. ":\n\n> " .. t
+    end)
+  end
+  if text and text ~= "" then
+    go(text)
+  else
+    vim.ui.input({ prompt = "Orbit: remember> " }, go)
+  end
+end
+
+function M.status()
+  M.call("orbit/status", vim.empty_dict(), M.status_markdown) -- `{}` would be sent as `[]`
+end
+
+-- -- workspace/applyEdit: ask first -----------------------------------------------------------------
+local function describe_edit(params)
+  local edit = params.edit or {}
+  local lines = { "orbit-lsp proposes an edit" .. (params.label and (": " .. params.label) or "") }
+  local annotations = edit.changeAnnotations or {}
+  local seen = {}
+  local function add(uri, edits)
+    local file = vim.fn.fnamemodify(vim.uri_to_fname(uri), ":~:.")
+    for _, e in ipairs(edits) do
+      local a = e.annotationId and annotations[e.annotationId]
+      if a and not seen[e.annotationId] then
+        seen[e.annotationId] = true
+        table.insert(lines, "  " .. a.label .. (a.description and (" — " .. a.description) or ""))
+      end
+      local s, f = e.range.start.line + 1, e.range["end"].line
+      local what = e.newText == "" and "delete" or "replace"
+      table.insert(lines, ("  %s %s lines %d-%d"):format(file, what, s, math.max(s, f)))
+    end
+  end
+  for _, change in ipairs(edit.documentChanges or {}) do
+    if change.textDocument then
+      add(change.textDocument.uri, change.edits)
+    elseif change.kind then
+      table.insert(lines, ("  %s %s"):format(change.kind, change.uri or change.newUri or ""))
+    end
+  end
+  for uri, edits in pairs(edit.changes or {}) do
+    add(uri, edits)
+  end
+  table.insert(lines, "Apply this edit?")
+  return table.concat(lines, "\n")
+end
+
+--- The document versions the edit was made for must still be the buffers' versions.
+local function stale(edit)
+  for _, change in ipairs(edit.documentChanges or {}) do
+    local td = change.textDocument
+    if td and td.version and td.version ~= vim.NIL then
+      local bufnr = vim.uri_to_bufnr(td.uri)
+      local now = vim.lsp.util.buf_versions[bufnr]
+      if vim.api.nvim_buf_is_loaded(bufnr) and now and now ~= td.version then
+        return ("%s changed since the edit was made (version %d, now %d)"):format(
+          vim.fn.fnamemodify(vim.uri_to_fname(td.uri), ":~:."), td.version, now)
+      end
+    end
+  end
+end
+
+function M.apply_edit_handler(_, params, ctx)
+  local client = vim.lsp.get_client_by_id(ctx.client_id)
+  local msg = describe_edit(params)
+  local choice = vim.fn.confirm(msg, "&Apply\n&Reject", 2, "Question")
+  if choice ~= 1 then
+    return { applied = false, failureReason = "rejected by the user" }
+  end
+  local why = stale(params.edit)
+  if why then
+    -- send the pending didChange now (Neovim debounces it), so that the server knows the new
+    -- version when it reads this answer and marks the proposal stale
+    local ok_ct, ct = pcall(require, "vim.lsp._changetracking")
+    if ok_ct and client and type(ct.flush) == "function" then
+      pcall(ct.flush, client)
+    end
+    return { applied = false, failureReason = why }
+  end
+  local ok, err = pcall(vim.lsp.util.apply_workspace_edit, params.edit, client and client.offset_encoding or "utf-16")
+  return { applied = ok, failureReason = (not ok) and tostring(err) or nil }
+end
+
+-- -- lenses ------------------------------------------------------------------------------------------
+local function refresh_lenses(bufnr)
+  if vim.api.nvim_buf_is_valid(bufnr) and client_for(bufnr) then
+    vim.lsp.codelens.refresh({ bufnr = bufnr })
+  end
+end
+
+function M.on_attach(client, bufnr)
+  local g = vim.api.nvim_create_augroup("orbit_lens_" .. bufnr, { clear = true })
+  vim.api.nvim_create_autocmd(M.config.lens_events, {
+    group = g,
+    buffer = bufnr,
+    callback = function()
+      refresh_lenses(bufnr)
+    end,
+  })
+  refresh_lenses(bufnr)
+  if M.config.on_attach then
+    M.config.on_attach(client, bufnr)
+  end
+end
+
+-- the server's lens command: the same float as :OrbitImpact
+vim.lsp.commands["orbit.showImpact"] = function(command)
+  local args = command.arguments or {}
+  M.impact(args[1], args[2])
+end
+
+local function capabilities()
+  local caps = vim.lsp.protocol.make_client_capabilities()
+  -- Neovim applies documentChanges (and checks their versions); annotations are shown by
+  -- apply_edit_handler, which asks before every edit
+  caps.workspace.workspaceEdit = vim.tbl_extend("force", caps.workspace.workspaceEdit or {}, {
+    documentChanges = true,
+    changeAnnotationSupport = { groupsOnLabel = false },
+  })
+  return caps
+end
+
+function M.start(bufnr)
+  bufnr = bufnr or vim.api.nvim_get_current_buf()
+  local fname = vim.api.nvim_buf_get_name(bufnr)
+  if fname == "" or vim.bo[bufnr].buftype ~= "" then
+    return
+  end
+  local exe = M.config.cmd[1]
+  if vim.fn.executable(exe) == 0 then
+    if not M._warned then
+      M._warned = true
+      vim.notify(("orbit: cannot start %q (not executable): set cmd in require('orbit').setup({ cmd = { '/path/to/.venv/bin/orbit-lsp' } })"):format(exe),
+        vim.log.levels.WARN)
+    end
+    return
+  end
+  local root = vim.fs.root(bufnr, M.config.root_markers) or vim.fs.dirname(fname)
+  return vim.lsp.start({
+    name = NAME,
+    cmd = M.config.cmd,
+    cmd_env = M.config.cmd_env,
+    root_dir = root,
+    settings = M.config.settings,
+    init_options = M.config.settings.orbit,
+    capabilities = capabilities(),
+    handlers = { ["workspace/applyEdit"] = M.apply_edit_handler },
+    on_attach = M.on_attach,
+  }, { bufnr = bufnr })
+end
+
+function M.setup(opts)
+  M.config = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), opts or {})
+  vim.api.nvim_clear_autocmds({ group = group })
+  vim.api.nvim_create_autocmd("FileType", {
+    group = group,
+    pattern = M.config.filetypes,
+    callback = function(ev)
+      M.start(ev.buf)
+    end,
+  })
+  for _, b in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_is_loaded(b) and vim.tbl_contains(M.config.filetypes, vim.bo[b].filetype) then
+      M.start(b)
+    end
+  end
+end
+
+return M

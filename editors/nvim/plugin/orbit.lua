@@ -1,0 +1,19 @@
+-- :OrbitAsk, :OrbitImpact, :OrbitRemember, :OrbitStatus. The server starts once
+-- require("orbit").setup({...}) has been called (see editors/nvim in the orbit-lsp README).
+if vim.g.loaded_orbit then
+  return
+end
+vim.g.loaded_orbit = true
+
+vim.api.nvim_create_user_command("OrbitAsk", function(o)
+  require("orbit").ask(o.args)
+end, { nargs = "*", desc = "Orbit: ask a question about the code (answer in a float)" })
+vim.api.nvim_create_user_command("OrbitImpact", function()
+  require("orbit").impact()
+end, { desc = "Orbit: dependents and callers of the file or symbol under the cursor" })
+vim.api.nvim_create_user_command("OrbitRemember", function(o)
+  require("orbit").remember(o.args)
+end, { nargs = "*", desc = "Orbit: remember something for later answers" })
+vim.api.nvim_create_user_command("OrbitStatus", function()
+  require("orbit").status()
+end, { desc = "Orbit: FalkorDB and index status" })

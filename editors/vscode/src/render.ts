@@ -1,0 +1,125 @@
+// Pure helpers (no `vscode` import): shaping orbit-lsp results for display, and the command-id
+// rewrite that sends the server's `orbit.showImpact` lens/code-action commands to this
+// extension's impact view. Bundled on its own too (dist/render.js) so node tests can load it.
+
+/** The server's command behind lenses and the "show impact" code action. */
+export const SERVER_SHOW_IMPACT = "orbit.showImpact";
+/** This extension's command that opens the impact view for the same arguments. */
+export const OPEN_IMPACT = "orbitLsp.openImpact";
+
+export interface Cypher { query: string; params?: Record<string, unknown> }
+export interface ImpactTarget {
+  type: "file" | "symbol" | "package";
+  path?: string; uri?: string; qual?: string; name?: string; kind?: string; line?: number;
+}
+export interface ImpactResult {
+  target: ImpactTarget;
+  dependents: { path: string; uri: string; hops: number }[];
+  callers: { qual: string; name: string; kind: string; path: string; uri: string; line: number; depth: number }[] | null;
+  cypher: Cypher[];
+  notes: string[];
+}
+
+export interface Command { title: string; command: string; arguments?: unknown[] }
+
+/** A server command rewritten to this extension's own id (other commands unchanged). */
+export function rewriteCommand<T extends Command | undefined>(cmd: T): T {
+  if (cmd && cmd.command === SERVER_SHOW_IMPACT) {
+    return { ...cmd, command: OPEN_IMPACT } as T;
+  }
+  return cmd;
+}
+
+export function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? "" : "s"}`;
+}
+
+/** One line describing what an impact result is about. */
+export function targetLabel(t: ImpactTarget): string {
+  if (t.type === "symbol") return `${t.kind ?? "symbol"} ${t.qual ?? t.name ?? "?"}`;
+  if (t.type === "package") return `package ${t.name ?? "?"}`;
+  return t.path ?? "?";
+}
+
+export interface TreeNode {
+  label: string;
+  description?: string;
+  uri?: string;
+  line?: number; // 1-based
+  children?: TreeNode[];
+}
+
+/** The impact view's tree: target, callers (by depth), dependents (by hops), notes, Cypher. */
+export function impactTree(r: ImpactResult): TreeNode[] {
+  const out: TreeNode[] = [];
+  const t = r.target;
+  out.push({ label: targetLabel(t), description: t.type === "symbol" ? `${t.path}:${t.line}` : t.type, uri: t.uri, line: t.line });
+  if (r.callers) {
+    out.push({
+      label: `Callers (${r.callers.length})`,
+      description: r.callers.length ? `${plural(r.callers.filter((c) => c.depth === 1).length, "direct")}` : "none in the graph",
+      children: [...r.callers]
+        .sort((a, b) => a.depth - b.depth || a.path.localeCompare(b.path) || a.line - b.line)
+        .map((c) => ({ label: c.qual, description: `${c.path}:${c.line} · depth ${c.depth}`, uri: c.uri, line: c.line })),
+    });
+  }
+  out.push({
+    label: `Dependents (${r.dependents.length})`,
+    description: r.dependents.length ? `up to ${plural(Math.max(...r.dependents.map((d) => d.hops)), "hop")}` : "no file imports it",
+    children: r.dependents.map((d) => ({ label: d.path, description: plural(d.hops, "hop"), uri: d.uri })),
+  });
+  if (r.notes?.length) {
+    out.push({ label: `Notes (${r.notes.length})`, children: r.notes.map((n) => ({ label: n })) });
+  }
+  if (r.cypher?.length) {
+    out.push({
+      label: `Cypher (${r.cypher.length})`,
+      children: r.cypher.map((c) => ({ label: c.query.replace(/\s+/g, " "), description: c.params ? JSON.stringify(c.params) : undefined })),
+    });
+  }
+  return out;
+}
+
+/** The impact result as Markdown (also used by the Neovim plugin's shape). */
+export function impactMarkdown(r: ImpactResult): string {
+  const lines = [`# Impact of ${targetLabel(r.target)}`, ""];
+  if (r.callers) {
+    lines.push(`## Callers (${r.callers.length})`, "");
+    for (const c of r.callers) lines.push(`- \`${c.qual}\` — ${c.path}:${c.line} (depth ${c.depth})`);
+    if (!r.callers.length) lines.push("- none in the graph");
+    lines.push("");
+  }
+  lines.push(`## Dependents (${r.dependents.length})`, "");
+  for (const d of r.dependents) lines.push(`- ${d.path} (${plural(d.hops, "hop")})`);
+  if (!r.dependents.length) lines.push("- no file imports it");
+  for (const n of r.notes ?? []) lines.push("", `> ${n}`);
+  return lines.join("\n") + "\n";
+}
+
+/** Markdown of an `orbit/ask` result: `markdown`, else `answer`, else the raw result. */
+export function askMarkdown(question: string, result: unknown): string {
+  let body: string;
+  if (typeof result === "string") body = result;
+  else if (result && typeof (result as { markdown?: unknown }).markdown === "string") body = (result as { markdown: string }).markdown;
+  else if (result && typeof (result as { answer?: unknown }).answer === "string") body = (result as { answer: string }).answer;
+  else body = "```json\n" + JSON.stringify(result, null, 2) + "\n```";
+  return `# ${question.replace(/\n/g, " ")}\n\n${body.trimEnd()}\n`;
+}
+
+interface Status {
+  falkordb: { where: string; mode: string; online: boolean; error: string | null };
+  workspaces: { root: string; graph: string; files?: number; symbols?: number; calls?: number; imports?: number; last_index: number | null; skipped?: number }[];
+}
+
+/** Markdown of an `orbit/status` result. */
+export function statusMarkdown(s: Status): string {
+  const f = s.falkordb;
+  const lines = ["# Orbit status", "", `FalkorDB (${f.mode}): ${f.where} — ${f.online ? "online" : `**offline**${f.error ? `: ${f.error}` : ""}`}`, ""];
+  lines.push("| workspace | graph | files | symbols | calls | imports | indexed |", "|---|---|---|---|---|---|---|");
+  for (const w of s.workspaces) {
+    const when = w.last_index ? new Date(w.last_index * 1000).toISOString().replace("T", " ").slice(0, 19) : "not yet";
+    lines.push(`| ${w.root} | ${w.graph} | ${w.files ?? "?"} | ${w.symbols ?? "?"} | ${w.calls ?? "?"} | ${w.imports ?? "?"} | ${when} |`);
+  }
+  if (!s.workspaces.length) lines.push("| (no folder served) | | | | | | |");
+  return lines.join("\n") + "\n";
+}

@@ -1,0 +1,32 @@
+// The extension's manifest and its code agree: every contributed command is registered by
+// activate() and every registered command is contributed (or is the lens/code-action target);
+// no command id collides with the server's own (`orbit.showImpact`, `orbit.removeSymbol`, which
+// vscode-languageclient registers for workspace/executeCommand); settings the code reads exist.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const here = dirname(fileURLToPath(import.meta.url));
+const pkg = JSON.parse(readFileSync(join(here, "..", "package.json"), "utf8"));
+const src = readFileSync(join(here, "..", "src", "extension.ts"), "utf8");
+const render = readFileSync(join(here, "..", "src", "render.ts"), "utf8");
+
+test("contributed commands are registered, and none is a server command", () => {
+  const contributed = pkg.contributes.commands.map((c) => c.command).sort();
+  const openImpact = /OPEN_IMPACT = "([^"]+)"/.exec(render)[1];
+  const registered = [...src.matchAll(/registerCommand\("([^"]+)"/g)].map((m) => m[1]);
+  if (src.includes("registerCommand(OPEN_IMPACT")) registered.push(openImpact);
+  assert.deepEqual(registered.filter((c) => c !== openImpact).sort(), contributed);
+  for (const id of [...registered]) assert.ok(!["orbit.showImpact", "orbit.removeSymbol"].includes(id), id);
+  for (const lang of ["python", "javascript", "typescript"]) assert.ok(pkg.activationEvents.includes(`onLanguage:${lang}`));
+});
+
+test("settings read by the extension are declared, and no API key setting exists", () => {
+  const props = Object.keys(pkg.contributes.configuration.properties);
+  const read = [...src.matchAll(/\.get(?:<[^>]*>)?\("([^"]+)"/g)].map((m) => `orbit.${m[1]}`);
+  for (const key of read) assert.ok(props.includes(key), `${key} is not declared in package.json`);
+  assert.ok(!props.some((p) => /key|secret|token|password/i.test(p)), "a secret must never be a setting");
+  assert.ok(pkg.dependencies["vscode-languageclient"].startsWith("^11"));
+});

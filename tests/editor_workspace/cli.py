@@ -1,0 +1,5 @@
+from main import run
+
+
+def entry():
+    return run(None)

@@ -1,0 +1,2 @@
+# names a function by string, without importing its module
+ROUTES = {"hello": "util:only_named_elsewhere"}

