@@ -131,6 +131,7 @@ async def test_anchored_memory_stale_after_edit_and_save(client: LanguageClient,
     ("orbit/remember", {"text": "x y z deploy", "confirmed": "yes"}),
     ("orbit/remember", {"text": "deploy", "textDocument": "nope"}),
     ("orbit/remember", {"text": "deploy", "position": {"line": 0, "character": 0}}),
+    ("orbit/remember", {"text": "deploy", "anchor": "no"}),
     ("orbit/memories", {"confirmed": 1}),
     ("orbit/confirm", {}),
     ("orbit/confirm", {"id": "3"}),
@@ -146,8 +147,20 @@ async def test_bad_params_get_invalid_params(client: LanguageClient, method, par
     assert "InvalidParams" in text or "-32602" in text, text
 
 
-async def test_remember_outside_the_workspace_fails_clearly(client: LanguageClient, tmp_path):
-    with pytest.raises(Exception) as ei:
-        await asyncio.wait_for(client.protocol.send_request_async(
-            "orbit/remember", {"text": "deploy", "textDocument": {"uri": uri(tmp_path / "x.py")}}), 10)
-    assert "not in an indexed workspace folder" in str(ei.value)
+async def test_remember_where_no_anchor_is_possible_keeps_the_memory(client: LanguageClient, ws, tmp_path):
+    outside = await req(client, "orbit/remember", {"text": "the staging box deploys nightly",
+                                                   "textDocument": {"uri": uri(tmp_path / "x.py")},
+                                                   "position": {"line": 0, "character": 0}})
+    assert outside["anchor"] is None and "not in a workspace folder" in outside["notes"][0]
+    assert outside["projects"][0]["root"] == str(ws.resolve())
+    (ws / "NOTES.md").write_text("# notes\n")
+    unindexed = await req(client, "orbit/remember", {"text": "release notes are written by hand",
+                                                     "textDocument": {"uri": uri(ws / "NOTES.md")}})
+    assert unindexed["anchor"] is None and "not in the code graph" in unindexed["notes"][0]
+    plain = await req(client, "orbit/remember", {"text": "ship() is retried three times", "anchor": False,
+                                                 "textDocument": {"uri": uri(ws / "deploy.py")},
+                                                 "position": {"line": 5, "character": 4}})
+    assert plain["anchor"] is None and plain["notes"] == []
+    assert plain["projects"][0]["root"] == str(ws.resolve())
+    for m in (outside, unindexed, plain):
+        await req(client, "orbit/forget", {"id": m["id"]})

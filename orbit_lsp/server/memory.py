@@ -8,9 +8,12 @@ the work runs in the query pool through ``OrbitServer.query`` (FalkorDB offline 
 "staleReason", "uses": [{"turn", "conversation", "question", "created"}]}``.
 
 - ``orbit/remember`` ``{"text", "textDocument"?: {"uri"}, "position"?: {"line", "character"},
-  "confirmed"?: bool (default true)}``: saves a memory (secrets redacted first) about the
-  workspace folder of ``textDocument`` (else the first folder). With ``textDocument`` it is
-  anchored to that file, with ``position`` to the innermost symbol there. Result: the memory.
+  "confirmed"?: bool (default true), "anchor"?: bool (default true)}``: saves a memory (secrets
+  redacted first) about the workspace folder of ``textDocument`` (else the first folder). With
+  ``textDocument`` (and ``anchor`` not false) it is anchored to that file, with ``position`` to
+  the innermost symbol there. A document that cannot be anchored (outside every folder, not in
+  the graph) does not lose the memory: it is saved unanchored and ``notes`` says why. Result:
+  the memory plus ``"notes": [str]``.
 - ``orbit/memories`` ``{"confirmed"?: bool}``: ``{"memories": [...]}``, newest first, each with
   the answers that recalled it (``uses``) and whether its anchor changed since (``stale``).
 - ``orbit/confirm`` ``{"id"}``: the confirmed memory (recallable from now on).
@@ -25,12 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcInvalidParams
 
 from orbit_lsp.agent.history import History
 from orbit_lsp.memory.anchors import AnchorError, anchor_at
 from orbit_lsp.memory.store import InvalidMemory, Memory, MemoryStore, UnknownMemory
-from orbit_lsp.server.app import REQUEST_FAILED, OrbitServer, raw_params
+from orbit_lsp.server.app import OrbitServer, raw_params
 from orbit_lsp.server.requests import _position, _text_document_uri
 
 
@@ -87,35 +90,45 @@ class Feature:
         if not isinstance(text, str) or not text.strip():
             raise JsonRpcInvalidParams("params.text (a non-empty string) is required")
         confirmed = _flag(p, "confirmed", True)
+        anchored = _flag(p, "anchor", True)
         ls = self.server
-        project, anchor_args = None, None
+        project, anchor_args, notes = None, None, []
+        owner = None
         if p.get("textDocument") is not None:
             uri = _text_document_uri(p)
             pos = _position(p)
             owner = ls.locate(uri)
             if owner is None:
-                raise JsonRpcException(f"{uri} is not in an indexed workspace folder", code=REQUEST_FAILED)
-            ix, rel = owner
-            project = ix.root
-            line1 = ls.to_graph_position(ix.root / rel, types.Position(*pos))[0] if pos is not None else None
-            anchor_args = (ix.root, rel, line1)
+                if anchored:
+                    notes.append(f"not anchored: {uri} is not in a workspace folder")
+            else:
+                ix, rel = owner
+                project = ix.root
+                if anchored:
+                    line1 = ls.to_graph_position(ix.root / rel, types.Position(*pos))[0] if pos is not None else None
+                    anchor_args = (ix.root, rel, line1)
         elif p.get("position") is not None:
             raise JsonRpcInvalidParams("params.position needs params.textDocument")
-        else:
+        if owner is None:
             folders = ls.workspaces.all()
             project = folders[0].root if folders else None
         mem = self.memory()
 
         def work() -> Memory:
-            anchor = anchor_at(ls.store, *anchor_args) if anchor_args else None
+            anchor = None
+            if anchor_args:
+                try:
+                    anchor = anchor_at(ls.store, *anchor_args)
+                except AnchorError as exc:
+                    notes.append(f"not anchored: {exc}")
             return mem.remember(text, confirmed=confirmed, source="user", project=project, anchor=anchor)
 
         try:
-            return self._shape(await ls.query(work))
+            out = self._shape(await ls.query(work))
         except InvalidMemory as exc:
             raise JsonRpcInvalidParams(f"params.text: {exc}") from None
-        except AnchorError as exc:
-            raise JsonRpcException(str(exc), code=REQUEST_FAILED) from None
+        out["notes"] = notes
+        return out
 
     async def memories(self, params: Any = None) -> dict:
         p = raw_params(params)
