@@ -128,3 +128,19 @@ def test_answer_cache_is_keyed_by_the_indexers_generation(ix):
     assert fresh is not first and "more.extra" in [r["qual"] for r in fresh.rows]
     other = WorkspaceIndexer(ix.root, ix.store)  # another indexer of the same graph
     assert other.generation not in (gen, ix.generation)
+
+
+def test_imports_generation_moves_only_when_imports_change(ix):
+    """Import-cycle diagnostics are recomputed only when IMPORTS edges changed."""
+    g = ix.imports_generation
+    direct = ix.root / "direct.py"
+    direct.write_text(direct.read_text() + "\ndef c9():\n    return 9\n")
+    ix.reindex_file(direct)
+    assert ix.imports_generation == g  # a new function: same imports
+    direct.write_text("import upper\n" + direct.read_text())
+    ix.reindex_file(direct)
+    assert ix.imports_generation != g  # a new import (and a cycle: direct <-> upper)
+    g = ix.imports_generation
+    (ix.root / "other.py").unlink()
+    ix.reindex_file(ix.root / "other.py")
+    assert ix.imports_generation != g  # a file left the graph

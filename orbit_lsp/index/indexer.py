@@ -352,6 +352,7 @@ class WorkspaceIndexer:
         self.lock = threading.RLock()
         self._last_index_time: float | None = None
         self.generation = next(_GENERATIONS)  # a new value for every change made to the graph
+        self.imports_generation = next(_GENERATIONS)  # a new value when IMPORTS edges change
         self.skipped: dict[str, str] = {}
         self._written_root_package = ""  # root_package the graph's qualified names were built with
         self._touched: set[str] = set()  # files whose state changed since the cache was saved
@@ -707,6 +708,7 @@ class WorkspaceIndexer:
             bg.shutdown(wait=True, cancel_futures=True)
         rep.written_files = len(rels)
         rep.mode = "full"
+        self.imports_generation = next(_GENERATIONS)
         self._touched_all = True
         self._written_root_package = rp
         rep.timings["write"] = time.perf_counter() - t - rep.timings["resolve"] - rep.timings["cache"]
@@ -906,6 +908,10 @@ class WorkspaceIndexer:
         if dropped:
             w.delete_unused_packages(sorted(package_info(n)[0] for n in dropped))
         rep.written_files = len(rebind | changed)
+        if removed or any((old_state[r].edges.imports if r in old_state and old_state[r].edges is not None else {})
+                          != (self.state[r].edges.imports if self.state[r].edges is not None else {})
+                          for r in rebind | changed):
+            self.imports_generation = next(_GENERATIONS)
         rep.removed_files = len(removed)
         rep.timings["write"] = time.perf_counter() - t
         self._touched |= rebind | changed | removed | redeps
