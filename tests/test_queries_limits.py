@@ -144,3 +144,13 @@ def test_imports_generation_moves_only_when_imports_change(ix):
     (ix.root / "other.py").unlink()
     ix.reindex_file(ix.root / "other.py")
     assert ix.imports_generation != g  # a file left the graph
+
+
+def test_hover_summary_of_a_large_fan_in_lists_real_callers(ix, monkeypatch):
+    """Past SORT_ALL_MAX callers the summary lists the first ones the traversal meets (no sort
+    of them all): still real callers, sorted among themselves, with the true total."""
+    monkeypatch.setattr(Q, "SORT_ALL_MAX", 2)
+    row = Q.symbol_summary(ix.graph, "core.py", "core.target", limit=3).rows[0]
+    callers = [(c["file"], c["line"], c["qual"]) for c in row["callers"]]
+    assert row["callers_total"] == 5 and len(callers) == 3 and callers == sorted(callers)
+    assert {q for _, _, q in callers} <= {f"direct.c{i}" for i in range(5)}
