@@ -1,0 +1,539 @@
+"""Peers benchmark: "who calls this function?" answered by orbit, jedi and pyright, same run.
+
+    python -m bench.run peers [--corpus stdlib|django|PATH] [--k 20] [--tools jedi,pyright]
+
+Targets: the ``k`` functions/methods with most incoming CALLS edges in orbit's graph of the
+corpus copy (the same choice as ``bench.run queries``). For each target:
+
+- orbit: ``orbit_lsp.graph.queries.callers(graph, qual)`` (depth 1) on the indexed graph, median of
+  ``--repeat`` runs; its call sites are the ``lines`` of each incoming CALLS edge;
+- jedi: ``jedi.Script(path=..., project=jedi.Project(root)).get_references(line, col)`` on the
+  definition's name, in a worker process (so a slow answer can be cut off: ``--jedi-timeout`` per
+  function), references kept only when they are the called name of a call (``f(...)``,
+  ``obj.f(...)``) or a bare decorator (``@f``), as orbit counts those;
+- pyright: its language server (``pyright-langserver --stdio`` from the ``pyright`` PyPI package,
+  driven by pygls's ``LanguageClient``): ``textDocument/prepareCallHierarchy`` at the definition
+  then ``callHierarchy/incomingCalls``; its call sites are the ``fromRanges``.
+
+A call site is (workspace-relative file, line of the call expression's start). A peer reports the
+line of the called *name*; for ``a.b(\\n).c()``-style calls the two differ, so each peer site is
+mapped to its call's start line through the file's ``ast`` (``CallSites``).
+
+Reported: per-target times and ratios peer/orbit (same run, same machine: the machine is shared,
+only ratios are comparable across runs), precision/recall of orbit's call sites against pyright's
+(and of jedi's), and the disagreements (target, site, caller, which side). Each peer is bounded by
+a per-target timeout and a total cap (``--cap``); a target past either is reported as a timeout and
+left out of the overlap figures.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import json
+import os
+import selectors
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from orbit_lsp.graph import queries as Q
+
+from bench.run import Report, Table, log, ms, open_indexed, open_store, pct
+
+# pyright's settings, answered to its workspace/configuration requests: no diagnostics beyond open
+# files, no type checking rules; import resolution as it ships (workspace root first).
+PYRIGHT_SETTINGS = {
+    "python": {},
+    "python.analysis": {"diagnosticMode": "openFilesOnly", "typeCheckingMode": "off", "logLevel": "Error",
+                        "autoSearchPaths": True, "useLibraryCodeForTypes": True},
+    "pyright": {},
+}
+
+
+def add_parser(sub, common) -> None:
+    p = sub.add_parser("peers", parents=[common],
+                       help="who calls this function: orbit vs jedi vs pyright, times and overlap")
+    p.add_argument("--k", type=int, default=20, help="targets: the K most-called functions")
+    p.add_argument("--tools", default="jedi,pyright", help="comma-separated peers to run (jedi, pyright)")
+    p.add_argument("--repeat", type=int, default=5, help="orbit runs per target (median reported)")
+    p.add_argument("--jedi-timeout", type=float, default=60.0, help="seconds per target for jedi")
+    p.add_argument("--pyright-timeout", type=float, default=600.0, help="seconds per request for pyright")
+    p.add_argument("--cap", type=float, default=900.0, help="total seconds per peer (start-up included)")
+    p.add_argument("--list", type=int, default=60, help="disagreements listed (all are counted)")
+
+
+@dataclass
+class Target:
+    qual: str
+    name: str
+    file: str  # workspace-relative
+    line: int  # 1-based, the def line
+    col: int  # 0-based column of the name
+    edges: int  # incoming CALLS edges (callers) in orbit's graph
+
+
+@dataclass
+class Answer:
+    """One tool's answer for one target: call sites {(file, line): caller label} and seconds."""
+
+    sites: dict[tuple[str, int], str] = field(default_factory=dict)
+    secs: float | None = None
+    status: str = "ok"  # ok | timeout | error: ... | skipped (cap)
+    dropped: int = 0  # references that are not call sites, or outside the workspace
+
+
+def choose_targets(graph, k: int) -> list[Target]:
+    rows = graph.ro_query(
+        "MATCH (c:Symbol)-[e:CALLS]->(s:Symbol) WHERE s.kind IN ['function', 'method'] "
+        "RETURN s.qual, s.name, s.file, s.line, s.col, count(e) AS n ORDER BY n DESC, s.qual, s.file LIMIT $k",
+        {"k": k}, timeout_ms=120_000).rows
+    return [Target(r[0], r[1], r[2], int(r[3]), int(r[4] or 0), int(r[5])) for r in rows]
+
+
+class CallSites:
+    """Per file: (line of the called name, name) -> line where the call expression starts, from
+    ``ast`` (bare decorators count as calls). Files that do not parse map nothing."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self._maps: dict[str, dict[tuple[int, str], int] | None] = {}
+
+    def _build(self, rel: str) -> dict[tuple[int, str], int] | None:
+        try:
+            tree = ast.parse((self.root / rel).read_bytes())
+        except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
+        out: dict[tuple[int, str], int] = {}
+
+        def add(func):
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+            if name is not None:
+                out.setdefault((func.end_lineno, name), func.lineno)
+
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                add(node.func)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                for d in node.decorator_list:
+                    if not isinstance(d, ast.Call):
+                        add(d)
+        return out
+
+    def call_line(self, rel: str, name_line: int, name: str) -> int | None:
+        """Start line of the call whose called name ``name`` is on ``name_line``; None if the
+        reference there is not a call (or the file does not parse)."""
+        if rel not in self._maps:
+            self._maps[rel] = self._build(rel)
+        m = self._maps[rel]
+        return None if m is None else m.get((name_line, name))
+
+    def parses(self, rel: str) -> bool:
+        if rel not in self._maps:
+            self._maps[rel] = self._build(rel)
+        return self._maps[rel] is not None
+
+
+def _rel(root: Path, path: str | os.PathLike | None) -> str | None:
+    if path is None:
+        return None
+    p = os.path.realpath(path)
+    r = os.path.relpath(p, root)
+    return None if r.startswith("..") else Path(r).as_posix()
+
+
+# -- orbit --------------------------------------------------------------------------------------
+def orbit_answers(graph, targets: list[Target], repeat: int) -> list[Answer]:
+    out = []
+    for t in targets:
+        times = []
+        ans = None
+        for _ in range(max(1, repeat)):
+            t0 = time.perf_counter()
+            ans = Q.callers(graph, t.qual)
+            times.append(time.perf_counter() - t0)
+        a = Answer(secs=statistics.median(times))
+        for row in ans.rows:
+            if row["target"]["file"] != t.file:
+                continue
+            for c in row["callers"]:
+                for ln in c["lines"] or []:
+                    a.sites.setdefault((c["file"], int(ln)), c["qual"])
+        out.append(a)
+    return out
+
+
+# -- jedi ---------------------------------------------------------------------------------------
+def jedi_worker(root: str) -> None:
+    """Worker loop (``python -m bench.peers jedi-worker ROOT``): one JSON target per stdin line,
+    one JSON answer per stdout line: {"secs", "refs": [[path, line, column, name, is_def]]}."""
+    import jedi
+
+    project = jedi.Project(root)
+    for line in sys.stdin:
+        req = json.loads(line)
+        t0 = time.perf_counter()
+        try:
+            script = jedi.Script(path=req["path"], project=project)
+            refs = script.get_references(req["line"], req["col"], include_builtins=False)
+            res = {"refs": [[str(r.module_path) if r.module_path else None, r.line, r.column, r.name,
+                             r.is_definition()] for r in refs]}
+        except Exception as exc:  # noqa: BLE001 - jedi's failure is this target's answer
+            res = {"error": f"{type(exc).__name__}: {exc}"}
+        res["secs"] = time.perf_counter() - t0
+        sys.stdout.write(json.dumps(res) + "\n")
+        sys.stdout.flush()
+
+
+class _JediProc:
+    def __init__(self, root: Path):
+        self.p = subprocess.Popen([sys.executable, "-m", "bench.peers", "jedi-worker", str(root)],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                  text=True, cwd=str(Path(__file__).resolve().parents[1]))
+        self.sel = selectors.DefaultSelector()
+        self.sel.register(self.p.stdout, selectors.EVENT_READ)
+
+    def ask(self, req: dict, timeout: float) -> dict | None:
+        self.p.stdin.write(json.dumps(req) + "\n")
+        self.p.stdin.flush()
+        if not self.sel.select(timeout):
+            return None
+        line = self.p.stdout.readline()
+        return json.loads(line) if line else {"error": "jedi worker exited", "secs": None}
+
+    def close(self) -> None:
+        self.sel.close()
+        if self.p.poll() is None:
+            self.p.kill()
+        self.p.wait()
+
+
+def jedi_answers(root: Path, targets: list[Target], sites: CallSites, timeout: float, cap: float
+                 ) -> tuple[list[Answer], dict]:
+    out: list[Answer] = []
+    t_start = time.perf_counter()
+    proc = _JediProc(root)
+    try:
+        for t in targets:
+            left = cap - (time.perf_counter() - t_start)
+            if left <= 0:
+                out.append(Answer(status="skipped (cap)"))
+                continue
+            res = proc.ask({"path": str(root / t.file), "line": t.line, "col": t.col}, min(timeout, left))
+            if res is None:
+                proc.close()
+                log(f"jedi: {t.qual} timed out")
+                out.append(Answer(status="timeout", secs=min(timeout, left)))
+                proc = _JediProc(root)
+                continue
+            a = Answer(secs=res.get("secs"))
+            if "error" in res:
+                a.status = "error: " + res["error"][:120]
+            for path, line, col, name, is_def in res.get("refs", []):
+                rel = _rel(root, path)
+                start = None if rel is None or is_def else sites.call_line(rel, line, name)
+                if start is None:
+                    a.dropped += 1
+                    continue
+                a.sites.setdefault((rel, start), "")
+            out.append(a)
+            log(f"jedi: {t.qual}: {len(a.sites)} call sites in {a.secs or 0:.2f} s")
+    finally:
+        proc.close()
+    import jedi
+
+    return out, {"version": jedi.__version__, "total_s": time.perf_counter() - t_start}
+
+
+# -- pyright ------------------------------------------------------------------------------------
+def pyright_command() -> list[str] | None:
+    exe = Path(sys.executable).parent / "pyright-langserver"
+    if exe.exists():
+        return [str(exe), "--stdio"]
+    found = shutil.which("pyright-langserver")
+    return [found, "--stdio"] if found else None
+
+
+def pyright_version() -> str:
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version("pyright")
+    except importlib.metadata.PackageNotFoundError:
+        return "?"
+
+
+async def _pyright(root: Path, targets: list[Target], sites: CallSites, timeout: float, cap: float
+                   ) -> tuple[list[Answer], dict]:
+    from lsprotocol import types
+    from pygls.lsp.client import LanguageClient
+    from pygls.uris import from_fs_path, to_fs_path
+
+    client = LanguageClient("orbit-bench", "1")
+
+    @client.feature(types.WORKSPACE_CONFIGURATION)
+    def _config(params: types.ConfigurationParams):
+        return [PYRIGHT_SETTINGS.get(item.section or "", {}) for item in params.items]
+
+    @client.feature(types.CLIENT_REGISTER_CAPABILITY)
+    def _register(params):  # noqa: ARG001
+        return None
+
+    @client.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)
+    def _progress(params):  # noqa: ARG001
+        return None
+
+    for method in (types.WINDOW_LOG_MESSAGE, types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, types.PROGRESS,
+                   types.WINDOW_SHOW_MESSAGE, types.TELEMETRY_EVENT):
+        client.feature(method)(lambda params: None)
+
+    t_start = time.perf_counter()
+    cmd = pyright_command()
+    await client.start_io(*cmd, cwd=str(root))
+    root_uri = from_fs_path(str(root))
+    await asyncio.wait_for(client.initialize_async(types.InitializeParams(
+        capabilities=types.ClientCapabilities(
+            workspace=types.WorkspaceClientCapabilities(configuration=True),
+            window=types.WindowClientCapabilities(work_done_progress=True),
+            text_document=types.TextDocumentClientCapabilities(call_hierarchy=types.CallHierarchyClientCapabilities())),
+        root_uri=root_uri, workspace_folders=[types.WorkspaceFolder(uri=root_uri, name=root.name)])), 120)
+    client.initialized(types.InitializedParams())
+    init_s = time.perf_counter() - t_start
+    out: list[Answer] = []
+    pid = client._server.pid if getattr(client, "_server", None) else None
+    peak_mib = None
+    try:
+        for t in targets:
+            left = cap - (time.perf_counter() - t_start)
+            if left <= 0:
+                out.append(Answer(status="skipped (cap)"))
+                continue
+            path = root / t.file
+            uri = from_fs_path(str(path))
+            text = path.read_bytes().decode("utf-8", "replace")
+            client.text_document_did_open(types.DidOpenTextDocumentParams(
+                text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
+            t0 = time.perf_counter()
+            a = Answer()
+            try:
+                items = await asyncio.wait_for(client.text_document_prepare_call_hierarchy_async(
+                    types.CallHierarchyPrepareParams(text_document=types.TextDocumentIdentifier(uri=uri),
+                                                     position=types.Position(line=t.line - 1, character=t.col))),
+                    min(timeout, left))
+                items = [i for i in items or [] if i.name == t.name] or list(items or [])
+                if not items:
+                    a.status = "error: no call hierarchy item at the definition"
+                else:
+                    left = cap - (time.perf_counter() - t_start)
+                    calls = await asyncio.wait_for(client.call_hierarchy_incoming_calls_async(
+                        types.CallHierarchyIncomingCallsParams(item=items[0])), max(1.0, min(timeout, left)))
+                    for call in calls or []:
+                        rel = _rel(root, to_fs_path(call.from_.uri))
+                        if rel is None:
+                            a.dropped += len(call.from_ranges)
+                            continue
+                        for r in call.from_ranges:
+                            line = r.start.line + 1
+                            start = sites.call_line(rel, line, t.name) or line
+                            a.sites.setdefault((rel, start), call.from_.name)
+            except asyncio.TimeoutError:
+                a.status = "timeout"
+            a.secs = time.perf_counter() - t0
+            client.text_document_did_close(types.DidCloseTextDocumentParams(
+                text_document=types.TextDocumentIdentifier(uri=uri)))
+            out.append(a)
+            peak_mib = _tree_peak_mib(pid) or peak_mib
+            log(f"pyright: {t.qual}: {len(a.sites)} call sites in {a.secs:.2f} s ({a.status})")
+            if a.status == "timeout":  # the server may still be busy with it: later answers would wait
+                for _ in targets[len(out):]:
+                    out.append(Answer(status="skipped (after a timeout)"))
+                break
+    finally:
+        try:
+            await asyncio.wait_for(client.shutdown_async(None), 30)
+            client.exit(None)
+        except Exception:  # noqa: BLE001 - a server stuck on a request is stopped below
+            pass
+        await client.stop()
+    return out, {"version": pyright_version(), "init_s": init_s, "total_s": time.perf_counter() - t_start,
+                 "peak_rss_mib": peak_mib}
+
+
+def _tree_peak_mib(pid: int | None) -> float | None:
+    """Largest VmHWM among ``pid`` and its children (pyright-langserver is a Python launcher
+    that runs node)."""
+    if not pid:
+        return None
+    best = None
+    pids = [pid]
+    try:
+        for d in os.listdir("/proc"):
+            if d.isdigit():
+                try:
+                    with open(f"/proc/{d}/stat") as fh:
+                        if int(fh.read().rsplit(")", 1)[1].split()[1]) in pids:
+                            pids.append(int(d))
+                except (OSError, ValueError, IndexError):
+                    pass
+    except OSError:
+        return None
+    for p in pids:
+        try:
+            for line in open(f"/proc/{p}/status"):
+                if line.startswith("VmHWM:"):
+                    v = int(line.split()[1]) / 1024
+                    best = v if best is None else max(best, v)
+        except OSError:
+            pass
+    return best
+
+
+def pyright_answers(root: Path, targets, sites, timeout: float, cap: float) -> tuple[list[Answer], dict]:
+    return asyncio.run(_pyright(root, targets, sites, timeout, cap))
+
+
+# -- comparison ---------------------------------------------------------------------------------
+def overlap(mine: dict, ref: dict) -> tuple[int, int, int]:
+    """(common, only mine, only ref) call sites."""
+    a, b = set(mine), set(ref)
+    return len(a & b), len(a - b), len(b - a)
+
+
+def prf(common: int, only_mine: int, only_ref: int) -> tuple[float | None, float | None]:
+    p = common / (common + only_mine) if common + only_mine else None
+    r = common / (common + only_ref) if common + only_ref else None
+    return p, r
+
+
+def _fmt_pr(v) -> str | None:
+    return None if v is None else f"{100 * v:.1f} %"
+
+
+def _ratio(peer: Answer | None, orbit: Answer) -> float | None:
+    if peer is None or peer.secs is None or peer.status != "ok" or not orbit.secs:
+        return None
+    return peer.secs / orbit.secs
+
+
+def run(corpus: Path, label: str, settings, command: str, args) -> Report:
+    root = Path(os.path.realpath(corpus))
+    out = Report("peers", label, command)
+    store = open_store(settings)
+    ix, rep0, open_s = open_indexed(root, store, settings)
+    graph = store.graph(ix.graph.name)
+    targets = choose_targets(graph, args.k)
+    log(f"peers: graph opened in {open_s:.2f} s ({rep0.mode}); {len(targets)} targets")
+    sites = CallSites(root)
+    orbit = orbit_answers(graph, targets, args.repeat)
+    tools = [t.strip() for t in args.tools.split(",") if t.strip()]
+    peers: dict[str, tuple[list[Answer], dict]] = {}
+    for tool in tools:
+        if tool == "jedi":
+            try:
+                import jedi  # noqa: F401
+            except ImportError:
+                out.notes.append("jedi is not installed (pip install -e '.[bench]'): not run")
+                continue
+            peers["jedi"] = jedi_answers(root, targets, sites, args.jedi_timeout, args.cap)
+        elif tool == "pyright":
+            if pyright_command() is None:
+                out.notes.append("pyright-langserver is not installed (pip install -e '.[bench]'): not run")
+                continue
+            peers["pyright"] = pyright_answers(root, targets, sites, args.pyright_timeout, args.cap)
+        else:
+            raise SystemExit(f"bench: unknown peer {tool!r} (jedi, pyright)")
+
+    # per target
+    hdr = ["function", "orbit callers", "orbit sites", "orbit ms"]
+    for tool in peers:
+        hdr += [f"{tool} sites", f"{tool} s", f"{tool} / orbit"]
+    if "pyright" in peers:
+        hdr += ["orbit precision vs pyright", "orbit recall vs pyright"]
+    rows = []
+    disagreements = []
+    totals = {"orbit": [0, 0, 0], "jedi": [0, 0, 0]}
+    compared = 0
+    for i, t in enumerate(targets):
+        o = orbit[i]
+        row = [t.qual, t.edges, len(o.sites), ms(o.secs)]
+        for tool, (ans, _info) in peers.items():
+            a = ans[i]
+            row += [len(a.sites) if a.status == "ok" else a.status, a.secs, _ratio(a, o)]
+        if "pyright" in peers:
+            pa = peers["pyright"][0][i]
+            if pa.status == "ok":
+                compared += 1
+                c, mo, po = overlap(o.sites, pa.sites)
+                totals["orbit"] = [x + y for x, y in zip(totals["orbit"], (c, mo, po))]
+                p, r = prf(c, mo, po)
+                row += [_fmt_pr(p), _fmt_pr(r)]
+                for site in sorted(set(o.sites) - set(pa.sites)):
+                    disagreements.append([t.qual, f"{site[0]}:{site[1]}", o.sites[site], "orbit only"])
+                for site in sorted(set(pa.sites) - set(o.sites)):
+                    enc = Q.symbol_at(graph, site[0], site[1]).rows
+                    caller = enc[0]["qual"] if enc else pa.sites[site]
+                    disagreements.append([t.qual, f"{site[0]}:{site[1]}", caller, "pyright only"])
+                if "jedi" in peers and peers["jedi"][0][i].status == "ok":
+                    jc = overlap(peers["jedi"][0][i].sites, pa.sites)
+                    totals["jedi"] = [x + y for x, y in zip(totals["jedi"], jc)]
+            else:
+                row += [None, None]
+        rows.append(row)
+    out.tables.append(Table("who calls this function: the most-called functions of orbit's graph (call sites = "
+                            "distinct (file, call line); orbit ms = median of "
+                            f"{args.repeat} runs; peer s = one run)", hdr, rows))
+
+    # summary per tool
+    srows = []
+    o_secs = [a.secs for a in orbit]
+    srows.append(["orbit", f"{len(targets)}/{len(targets)}", ms(pct(o_secs, 50)), ms(pct(o_secs, 95)),
+                  sum(o_secs), None, None, f"graph open {open_s:.2f} s ({rep0.mode})",
+                  *((_fmt_pr(v) for v in prf(*totals["orbit"])) if "pyright" in peers else (None, None))])
+    for tool, (ans, info) in peers.items():
+        ok = [(a, o) for a, o in zip(ans, orbit) if a.status == "ok" and a.secs is not None]
+        secs = [a.secs for a, _o in ok]
+        ratios = [a.secs / o.secs for a, o in ok if o.secs]
+        tot_ratio = (sum(secs) / sum(o.secs for _a, o in ok)) if ok else None
+        extra = (f"{tool} {info.get('version')}; total {info.get('total_s', 0):.0f} s"
+                 + (f", start-up {info['init_s']:.1f} s" if "init_s" in info else "")
+                 + (f", peak RSS {info['peak_rss_mib']:,.0f} MiB" if info.get("peak_rss_mib") else ""))
+        bad = [a.status for a in ans if a.status != "ok"]
+        if tool == "pyright":
+            pr = (_fmt_pr(1.0), _fmt_pr(1.0))
+        elif "pyright" in peers:
+            pr = tuple(_fmt_pr(v) for v in prf(*totals["jedi"]))
+        else:
+            pr = (None, None)
+        srows.append([tool, f"{len(ok)}/{len(targets)}" + (f" ({', '.join(sorted(set(bad)))})" if bad else ""),
+                      ms(pct(secs, 50)), ms(pct(secs, 95)), sum(secs),
+                      statistics.median(ratios) if ratios else None, tot_ratio, extra, *pr])
+    out.tables.append(Table("summary (ratios = peer time / orbit time on the same targets, same run; precision "
+                            "and recall of each tool's call sites against pyright's, over the targets pyright "
+                            "answered)",
+                            ["tool", "answered", "p50 ms", "p95 ms", "total s", "median ratio", "total ratio",
+                             "notes", "precision vs pyright", "recall vs pyright"], srows))
+    if "pyright" in peers:
+        c, mo, po = totals["orbit"]
+        out.tables.append(Table(f"disagreements with pyright ({mo} orbit only, {po} pyright only over {compared} "
+                                f"targets; first {args.list} listed)",
+                                ["function", "call site", "caller (orbit's enclosing symbol)", "side"],
+                                disagreements[:args.list]))
+    out.notes.append("Call sites compared as (file, start line of the call); a peer's name position is mapped to "
+                     "its call's start line via ast. jedi references that are not calls (imports, attribute "
+                     "reads, the definition) are dropped: "
+                     + (", ".join(f"{sum(a.dropped for a in peers['jedi'][0])} dropped" for _ in [0])
+                        if "jedi" in peers else "jedi not run") + ".")
+    out.notes.append("jedi limits its project-wide reference search by design (it parses only a bounded number "
+                     "of files that contain the name), so its recall on large corpora is bounded too.")
+    out.data = {"targets": targets, "orbit": orbit, "peers": peers, "totals": totals,
+                "disagreements": disagreements, "compared": compared}
+    store.close()
+    return out
+
+
+if __name__ == "__main__" and len(sys.argv) >= 3 and sys.argv[1] == "jedi-worker":
+    jedi_worker(sys.argv[2])
