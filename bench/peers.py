@@ -132,6 +132,12 @@ class CallSites:
         m = self._maps[rel]
         return None if m is None else m.get((name_line, name))
 
+    def names_at(self, rel: str, start_line: int) -> set[str]:
+        """Called names of the calls that start on ``start_line``."""
+        if rel not in self._maps:
+            self._maps[rel] = self._build(rel)
+        return {n for (_l, n), st in (self._maps[rel] or {}).items() if st == start_line}
+
     def parses(self, rel: str) -> bool:
         if rel not in self._maps:
             self._maps[rel] = self._build(rel)
@@ -419,6 +425,36 @@ def _ratio(peer: Answer | None, orbit: Answer) -> float | None:
     return peer.secs / orbit.secs
 
 
+def why_orbit_only(t: Target, site: tuple[str, int], sites: CallSites) -> str:
+    if not sites.parses(site[0]):
+        return "file does not parse with this Python's ast"
+    names = sites.names_at(site[0], site[1])
+    if t.name not in names:
+        return "called under another name (alias, variable, constructor)"
+    return "same name; pyright binds it elsewhere or not at all"
+
+
+def why_peer_only(graph, t: Target, site: tuple[str, int], sites: CallSites) -> str:
+    """What orbit's graph (or the file's ast) says about a call site only the peer attributes to ``t``."""
+    if sites.parses(site[0]) and t.name not in sites.names_at(site[0], site[1]):
+        return "no call of that name starts there (ast): the peer counts a reference"
+    rows = graph.ro_query(
+        "MATCH (c:Symbol {file: $f})-[e:CALLS]->(s:Symbol {name: $n}) WHERE $line IN e.lines "
+        "RETURN DISTINCT s.qual LIMIT 3", {"f": site[0], "n": t.name, "line": site[1]}, timeout_ms=30_000).rows
+    if rows:
+        return "orbit binds it to " + ", ".join(r[0] for r in rows)
+    rows = graph.ro_query(
+        "MATCH (c:Symbol {file: $f}) WHERE c.line <= $line AND c.end_line >= $line AND $n IN c.unresolved_names "
+        "RETURN c.qual LIMIT 1", {"f": site[0], "n": t.name, "line": site[1]}, timeout_ms=30_000).rows
+    if rows:
+        return "orbit: unresolved call"
+    return "orbit: no call edge of that name there"
+
+
+def _category(note: str) -> str:
+    return "orbit binds it to another symbol" if note.startswith("orbit binds it to ") else note
+
+
 def run(corpus: Path, label: str, settings, command: str, args) -> Report:
     root = Path(os.path.realpath(corpus))
     out = Report("peers", label, command)
@@ -455,7 +491,7 @@ def run(corpus: Path, label: str, settings, command: str, args) -> Report:
         hdr += ["orbit precision vs pyright", "orbit recall vs pyright"]
     rows = []
     disagreements = []
-    totals = {"orbit": [0, 0, 0], "jedi": [0, 0, 0]}
+    totals = {"orbit": [0, 0, 0], "orbit_no_init": [0, 0, 0], "jedi": [0, 0, 0]}
     compared = 0
     for i, t in enumerate(targets):
         o = orbit[i]
@@ -471,12 +507,16 @@ def run(corpus: Path, label: str, settings, command: str, args) -> Report:
                 totals["orbit"] = [x + y for x, y in zip(totals["orbit"], (c, mo, po))]
                 p, r = prf(c, mo, po)
                 row += [_fmt_pr(p), _fmt_pr(r)]
+                if t.name != "__init__":
+                    totals["orbit_no_init"] = [x + y for x, y in zip(totals["orbit_no_init"], (c, mo, po))]
                 for site in sorted(set(o.sites) - set(pa.sites)):
-                    disagreements.append([t.qual, f"{site[0]}:{site[1]}", o.sites[site], "orbit only"])
+                    disagreements.append([t.qual, f"{site[0]}:{site[1]}", o.sites[site], "orbit only",
+                                          why_orbit_only(t, site, sites)])
                 for site in sorted(set(pa.sites) - set(o.sites)):
                     enc = Q.symbol_at(graph, site[0], site[1]).rows
                     caller = enc[0]["qual"] if enc else pa.sites[site]
-                    disagreements.append([t.qual, f"{site[0]}:{site[1]}", caller, "pyright only"])
+                    disagreements.append([t.qual, f"{site[0]}:{site[1]}", caller, "pyright only",
+                                          why_peer_only(graph, t, site, sites)])
                 if "jedi" in peers and peers["jedi"][0][i].status == "ok":
                     jc = overlap(peers["jedi"][0][i].sites, pa.sites)
                     totals["jedi"] = [x + y for x, y in zip(totals["jedi"], jc)]
@@ -518,10 +558,33 @@ def run(corpus: Path, label: str, settings, command: str, args) -> Report:
                              "notes", "precision vs pyright", "recall vs pyright"], srows))
     if "pyright" in peers:
         c, mo, po = totals["orbit"]
-        out.tables.append(Table(f"disagreements with pyright ({mo} orbit only, {po} pyright only over {compared} "
-                                f"targets; first {args.list} listed)",
-                                ["function", "call site", "caller (orbit's enclosing symbol)", "side"],
-                                disagreements[:args.list]))
+        p_ni, r_ni = prf(*totals["orbit_no_init"])
+        out.notes.append(f"orbit against pyright without the `__init__` targets (orbit counts `Class(...)` as a "
+                         f"call of `Class.__init__`, pyright's call hierarchy does not): precision {_fmt_pr(p_ni)}, "
+                         f"recall {_fmt_pr(r_ni)} ({totals['orbit_no_init'][0]:,} common, "
+                         f"{totals['orbit_no_init'][1]:,} orbit only, {totals['orbit_no_init'][2]:,} pyright only).")
+        groups: dict[tuple, list] = {}
+        for d in disagreements:
+            groups.setdefault((d[0], d[3], _category(d[4])), []).append(d)
+        gro = sorted(groups.items(), key=lambda kv: -len(kv[1]))
+        out.tables.append(Table(f"disagreements with pyright by function, side and what orbit's graph says "
+                                f"({mo:,} orbit only, {po:,} pyright only, {c:,} common, over {compared} targets)",
+                                ["function", "side", "why (classified by the bench)", "sites", "example"],
+                                [[f, side, why, len(v), f"{v[0][1]} in {v[0][2]}"] for (f, side, why), v in gro]))
+        listed = []
+        per = max(1, args.list // max(1, len(groups)))
+        for _key, v in gro:
+            listed += v[:per]
+        listed = listed[:args.list]
+        out.tables.append(Table(f"disagreements listed (up to {per} per group above, {len(listed)} in all; the full "
+                                "list is in the JSON file named in the notes)",
+                                ["function", "call site", "caller (orbit's enclosing symbol)", "side",
+                                 "what orbit's graph says"], listed))
+        dump = Path(args.cache_dir).expanduser() / "peers" / f"{label.replace(' ', '_')}-disagreements.json"
+        dump.parent.mkdir(parents=True, exist_ok=True)
+        dump.write_text(json.dumps([dict(zip(("function", "site", "caller", "side", "why"), d))
+                                    for d in disagreements], indent=1))
+        out.notes.append(f"all {len(disagreements):,} disagreements: {dump}")
     out.notes.append("Call sites compared as (file, start line of the call); a peer's name position is mapped to "
                      "its call's start line via ast. jedi references that are not calls (imports, attribute "
                      "reads, the definition) are dropped: "
