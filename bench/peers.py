@@ -32,6 +32,7 @@ import ast
 import asyncio
 import json
 import os
+import re
 import selectors
 import shutil
 import statistics
@@ -49,7 +50,7 @@ from bench.run import Report, Table, log, ms, open_indexed, open_store, pct
 # files, no type checking rules; import resolution as it ships (workspace root first).
 PYRIGHT_SETTINGS = {
     "python": {},
-    "python.analysis": {"diagnosticMode": "openFilesOnly", "typeCheckingMode": "off", "logLevel": "Error",
+    "python.analysis": {"diagnosticMode": "openFilesOnly", "typeCheckingMode": "off", "logLevel": "Information",
                         "autoSearchPaths": True, "useLibraryCodeForTypes": True},
     "pyright": {},
 }
@@ -293,9 +294,21 @@ async def _pyright(root: Path, targets: list[Target], sites: CallSites, timeout:
     def _progress(params):  # noqa: ARG001
         return None
 
-    for method in (types.WINDOW_LOG_MESSAGE, types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, types.PROGRESS,
-                   types.WINDOW_SHOW_MESSAGE, types.TELEMETRY_EVENT):
+    for method in (types.TEXT_DOCUMENT_PUBLISH_DIAGNOSTICS, types.PROGRESS, types.WINDOW_SHOW_MESSAGE,
+                   types.TELEMETRY_EVENT):
         client.feature(method)(lambda params: None)
+
+    # pyright lists the workspace's files after `initialized`, asynchronously; a request before that
+    # is answered from the open files only (0 callers). It logs "Found N source files" when done.
+    found = asyncio.Event()
+    n_files: list[int] = []
+
+    @client.feature(types.WINDOW_LOG_MESSAGE)
+    def _log(params: types.LogMessageParams):
+        m = re.search(r"Found (\d+) source files?", params.message or "")
+        if m:
+            n_files.append(int(m.group(1)))
+            found.set()
 
     t_start = time.perf_counter()
     cmd = pyright_command()
@@ -308,6 +321,10 @@ async def _pyright(root: Path, targets: list[Target], sites: CallSites, timeout:
             text_document=types.TextDocumentClientCapabilities(call_hierarchy=types.CallHierarchyClientCapabilities())),
         root_uri=root_uri, workspace_folders=[types.WorkspaceFolder(uri=root_uri, name=root.name)])), 120)
     client.initialized(types.InitializedParams())
+    try:
+        await asyncio.wait_for(found.wait(), min(300.0, cap))
+    except asyncio.TimeoutError:
+        log("pyright: no 'Found N source files' log line within the wait; going on")
     init_s = time.perf_counter() - t_start
     out: list[Answer] = []
     pid = client._server.pid if getattr(client, "_server", None) else None
@@ -365,7 +382,7 @@ async def _pyright(root: Path, targets: list[Target], sites: CallSites, timeout:
         except Exception:  # noqa: BLE001 - a server stuck on a request is stopped below
             pass
         await client.stop()
-    return out, {"version": pyright_version(), "init_s": init_s, "total_s": time.perf_counter() - t_start,
+    return out, {"version": pyright_version(), "init_s": init_s, "source_files": n_files[-1] if n_files else None, "total_s": time.perf_counter() - t_start,
                  "peak_rss_mib": peak_mib}
 
 
@@ -539,7 +556,8 @@ def run(corpus: Path, label: str, settings, command: str, args) -> Report:
         ratios = [a.secs / o.secs for a, o in ok if o.secs]
         tot_ratio = (sum(secs) / sum(o.secs for _a, o in ok)) if ok else None
         extra = (f"{tool} {info.get('version')}; total {info.get('total_s', 0):.0f} s"
-                 + (f", start-up {info['init_s']:.1f} s" if "init_s" in info else "")
+                 + (f", start-up {info['init_s']:.1f} s (initialize until it has listed the workspace: "
+                    f"{info.get('source_files')} source files)" if "init_s" in info else "")
                  + (f", peak RSS {info['peak_rss_mib']:,.0f} MiB" if info.get("peak_rss_mib") else ""))
         bad = [a.status for a in ans if a.status != "ok"]
         if tool == "pyright":
@@ -585,11 +603,10 @@ def run(corpus: Path, label: str, settings, command: str, args) -> Report:
         dump.write_text(json.dumps([dict(zip(("function", "site", "caller", "side", "why"), d))
                                     for d in disagreements], indent=1))
         out.notes.append(f"all {len(disagreements):,} disagreements: {dump}")
+    jedi_dropped = sum(a.dropped for a in peers["jedi"][0]) if "jedi" in peers else 0
     out.notes.append("Call sites compared as (file, start line of the call); a peer's name position is mapped to "
                      "its call's start line via ast. jedi references that are not calls (imports, attribute "
-                     "reads, the definition) are dropped: "
-                     + (", ".join(f"{sum(a.dropped for a in peers['jedi'][0])} dropped" for _ in [0])
-                        if "jedi" in peers else "jedi not run") + ".")
+                     f"reads, the definition) or outside the corpus are dropped ({jedi_dropped:,} here).")
     out.notes.append("jedi limits its project-wide reference search by design (it parses only a bounded number "
                      "of files that contain the name), so its recall on large corpora is bounded too.")
     out.data = {"targets": targets, "orbit": orbit, "peers": peers, "totals": totals,

@@ -1,4 +1,4 @@
-"""Where a cold index's time goes: ``python -m bench.run profile [--corpus ...] [--top 45]``.
+"""Where a cold index's time goes: ``python -m bench.run profile [--corpus ...] [--top 60]``.
 
 Two cold full indexes of the corpus copy (graph and per-file cache removed before each):
 
@@ -9,8 +9,8 @@ Two cold full indexes of the corpus copy (graph and per-file cache removed befor
    — the server-side half of the graph writes;
 2. with parsing in this process (the indexer's ``parse_many`` called with ``workers=1``, so the
    profile sees the parse work) under pyinstrument (sampling, main thread): the text summary's top
-   lines, and the sampled time split by what the innermost ``orbit_lsp`` frame was doing —
-   parse (read, ``ast`` and fact extraction), resolve, graph writes (client side), cache, walk.
+   lines, and the sampled time split by phase (the outermost frame with a phase: parse = read, ``ast`` and
+   fact extraction; resolve; graph writes, client side; cache; walk).
 
 Returns a ``bench.run.Report``; ``data`` holds the figures (seconds).
 """
@@ -35,7 +35,9 @@ CATEGORIES = ("parse", "resolve", "graph writes (client)", "cache", "walk", "oth
 def add_parser(sub, common) -> None:
     p = sub.add_parser("profile", parents=[common],
                        help="where a cold index's time goes: phase split, FalkorDB CPU, pyinstrument profile")
-    p.add_argument("--top", type=int, default=45, help="lines of pyinstrument's text summary kept")
+    p.add_argument("--top", type=int, default=60, help="lines of pyinstrument's text summary kept")
+    p.add_argument("--threshold", type=float, default=0.015,
+                   help="frames under this share of the total are hidden in the text summary")
     p.add_argument("--interval", type=float, default=0.001, help="pyinstrument sampling interval (s)")
 
 
@@ -59,8 +61,10 @@ def _fresh(store, settings, root: Path) -> WorkspaceIndexer:
 
 
 def category(file_path: str | None, function: str | None) -> str | None:
-    """What an ``orbit_lsp`` frame is doing (None for frames outside orbit_lsp)."""
+    """The phase a frame belongs to (None: decided by the frames below it)."""
     p = (file_path or "").replace(os.sep, "/")
+    if "concurrent/futures" in p and function == "result":
+        return "graph writes (client)"  # the main thread waiting for the background writes
     if "/orbit_lsp/" not in p:
         return None
     if "/orbit_lsp/graph/" in p:
@@ -73,28 +77,29 @@ def category(file_path: str | None, function: str | None) -> str | None:
     if name == "walk.py":
         return "walk"
     if name == "indexer.py":
-        if function in ("_persist", "_pickle_states", "_save_cache", "_load_cache"):
+        if function in ("_persist", "_pickle_states", "_save_cache", "_load_cache", "_graph_hashes"):
             return "cache"
-        if function in ("parse_python", "parse_many", "_read", "_new_state", "content_hash"):
+        if function in ("parse_python", "parse_many", "_parse_batch", "_read", "_new_state", "content_hash"):
             return "parse"
         if function in ("_write_edges_by_id", "_file_row"):
             return "graph writes (client)"
         if function == "_resolver":
             return "resolve"
-    return "other"
+    return None
 
 
 def split_frames(root) -> dict[str, float]:
-    """Sampled seconds by the category of the innermost orbit_lsp frame above each sample."""
+    """Sampled seconds by phase: each sample counts for the outermost frame above it that has a
+    phase (``category``), "other" when none has."""
     out = dict.fromkeys(CATEGORIES, 0.0)
-    stack = [(root, "other")]
+    stack = [(root, None)]
     while stack:
         fr, cat = stack.pop()
-        cat = category(fr.file_path, fr.function) or cat
+        cat = cat or category(fr.file_path, fr.function)
         kids = list(fr.children)
         own = fr.time - sum(c.time for c in kids)
         if own > 0:
-            out[cat] += own
+            out[cat or "other"] += own
         stack.extend((c, cat) for c in kids)
     return out
 
@@ -149,12 +154,13 @@ def run(corpus: Path, label: str, settings, command: str, args) -> Report:
     out.tables.append(Table("cold index, phase split (the indexer's own timings)",
                             ["figure", "as served (parallel parse)", "serial parse, under pyinstrument",
                              "share of wall"], rows))
-    out.tables.append(Table("pyinstrument samples of the serial cold index by what the innermost orbit_lsp "
-                            "frame was doing (main thread; graph writes run in a background thread and show "
-                            "here only as the main thread waiting)",
+    out.tables.append(Table("pyinstrument samples of the serial cold index by phase (main thread; graph writes "
+                            "run in a background thread and show here only as the client-side row building and "
+                            "the main thread waiting for them)",
                             ["category", "sampled s", "share"],
                             [[c, split[c], f"{100 * split[c] / sampled:.1f} %"] for c in CATEGORIES]))
-    text = prof.output_text(unicode=False, color=False, show_all=False)
+    text = prof.output_text(unicode=False, color=False, show_all=False,
+                            processor_options={"filter_threshold": args.threshold})
     lines = [ln.rstrip() for ln in text.splitlines() if ln.strip()]
     for i, ln in enumerate(lines):  # drop pyinstrument's banner
         if ln.startswith("Profile at"):
