@@ -8,7 +8,8 @@ corpus copy (the same choice as ``bench.run queries``). For each target:
 - orbit: ``orbit_lsp.graph.queries.callers(graph, qual)`` (depth 1) on the indexed graph, median of
   ``--repeat`` runs; its call sites are the ``lines`` of each incoming CALLS edge;
 - jedi: ``jedi.Script(path=..., project=jedi.Project(root)).get_references(line, col)`` on the
-  definition's name, in a worker process (so a slow answer can be cut off: ``--jedi-timeout`` per
+  definition's name (``jedi`` as shipped; ``jedi-full`` with its bound of 30 parsed files per search
+  lifted), in a worker process (so a slow answer can be cut off: ``--jedi-timeout`` per
   function), references kept only when they are the called name of a call (``f(...)``,
   ``obj.f(...)``) or a bare decorator (``@f``), as orbit counts those;
 - pyright: its language server (``pyright-langserver --stdio`` from the ``pyright`` PyPI package,
@@ -60,7 +61,8 @@ def add_parser(sub, common) -> None:
     p = sub.add_parser("peers", parents=[common],
                        help="who calls this function: orbit vs jedi vs pyright, times and overlap")
     p.add_argument("--k", type=int, default=20, help="targets: the K most-called functions")
-    p.add_argument("--tools", default="jedi,pyright", help="comma-separated peers to run (jedi, pyright)")
+    p.add_argument("--tools", default="jedi,jedi-full,pyright",
+                   help="comma-separated peers to run: jedi (as shipped), jedi-full (its search bound lifted), pyright")
     p.add_argument("--repeat", type=int, default=5, help="orbit runs per target (median reported)")
     p.add_argument("--jedi-timeout", type=float, default=60.0, help="seconds per target for jedi")
     p.add_argument("--pyright-timeout", type=float, default=600.0, help="seconds per request for pyright")
@@ -175,10 +177,22 @@ def orbit_answers(graph, targets: list[Target], repeat: int) -> list[Answer]:
 
 
 # -- jedi ---------------------------------------------------------------------------------------
-def jedi_worker(root: str) -> None:
-    """Worker loop (``python -m bench.peers jedi-worker ROOT``): one JSON target per stdin line,
-    one JSON answer per stdout line: {"secs", "refs": [[path, line, column, name, is_def]]}."""
+def jedi_worker(root: str, full: bool = False) -> None:
+    """Worker loop (``python -m bench.peers jedi-worker ROOT [full]``): one JSON target per stdin
+    line, one JSON answer per stdout line: {"secs", "refs": [[path, line, column, name, is_def]]}.
+    ``full``: lift jedi's bound on the files a reference search parses (``_PARSED_FILE_LIMIT``,
+    30 as shipped) so it answers for the whole project (and parso's cache pruning, see below)."""
     import jedi
+
+    if full:
+        import parso.cache
+        from jedi.inference import references
+
+        references._PARSED_FILE_LIMIT = 10**9
+        references._OPENED_FILE_LIMIT = 10**9
+        # parso prunes its in-memory tree cache past 600 files, and a search over more files then
+        # fails with a KeyError on a module it pruned (seen on Django)
+        parso.cache._CACHED_SIZE_TRIGGER = 10**9
 
     project = jedi.Project(root)
     for line in sys.stdin:
@@ -197,8 +211,8 @@ def jedi_worker(root: str) -> None:
 
 
 class _JediProc:
-    def __init__(self, root: Path):
-        self.p = subprocess.Popen([sys.executable, "-m", "bench.peers", "jedi-worker", str(root)],
+    def __init__(self, root: Path, full: bool):
+        self.p = subprocess.Popen([sys.executable, "-m", "bench.peers", "jedi-worker", str(root)] + (["full"] if full else []),
                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                   text=True, cwd=str(Path(__file__).resolve().parents[1]))
         self.sel = selectors.DefaultSelector()
@@ -219,11 +233,11 @@ class _JediProc:
         self.p.wait()
 
 
-def jedi_answers(root: Path, targets: list[Target], sites: CallSites, timeout: float, cap: float
-                 ) -> tuple[list[Answer], dict]:
+def jedi_answers(root: Path, targets: list[Target], sites: CallSites, timeout: float, cap: float,
+                 full: bool = False) -> tuple[list[Answer], dict]:
     out: list[Answer] = []
     t_start = time.perf_counter()
-    proc = _JediProc(root)
+    proc = _JediProc(root, full)
     try:
         for t in targets:
             left = cap - (time.perf_counter() - t_start)
@@ -233,9 +247,9 @@ def jedi_answers(root: Path, targets: list[Target], sites: CallSites, timeout: f
             res = proc.ask({"path": str(root / t.file), "line": t.line, "col": t.col}, min(timeout, left))
             if res is None:
                 proc.close()
-                log(f"jedi: {t.qual} timed out")
+                log(f"jedi{' (full)' if full else ''}: {t.qual} timed out")
                 out.append(Answer(status="timeout", secs=min(timeout, left)))
-                proc = _JediProc(root)
+                proc = _JediProc(root, full)
                 continue
             a = Answer(secs=res.get("secs"))
             if "error" in res:
@@ -248,7 +262,7 @@ def jedi_answers(root: Path, targets: list[Target], sites: CallSites, timeout: f
                     continue
                 a.sites.setdefault((rel, start), "")
             out.append(a)
-            log(f"jedi: {t.qual}: {len(a.sites)} call sites in {a.secs or 0:.2f} s")
+            log(f"jedi{' (full)' if full else ''}: {t.qual}: {len(a.sites)} call sites in {a.secs or 0:.2f} s")
     finally:
         proc.close()
     import jedi
@@ -485,20 +499,20 @@ def run(corpus: Path, label: str, settings, command: str, args) -> Report:
     tools = [t.strip() for t in args.tools.split(",") if t.strip()]
     peers: dict[str, tuple[list[Answer], dict]] = {}
     for tool in tools:
-        if tool == "jedi":
+        if tool in ("jedi", "jedi-full"):
             try:
                 import jedi  # noqa: F401
             except ImportError:
                 out.notes.append("jedi is not installed (pip install -e '.[bench]'): not run")
                 continue
-            peers["jedi"] = jedi_answers(root, targets, sites, args.jedi_timeout, args.cap)
+            peers[tool] = jedi_answers(root, targets, sites, args.jedi_timeout, args.cap, full=tool == "jedi-full")
         elif tool == "pyright":
             if pyright_command() is None:
                 out.notes.append("pyright-langserver is not installed (pip install -e '.[bench]'): not run")
                 continue
             peers["pyright"] = pyright_answers(root, targets, sites, args.pyright_timeout, args.cap)
         else:
-            raise SystemExit(f"bench: unknown peer {tool!r} (jedi, pyright)")
+            raise SystemExit(f"bench: unknown peer {tool!r} (jedi, jedi-full, pyright)")
 
     # per target
     hdr = ["function", "orbit callers", "orbit sites", "orbit ms"]
@@ -508,7 +522,7 @@ def run(corpus: Path, label: str, settings, command: str, args) -> Report:
         hdr += ["orbit precision vs pyright", "orbit recall vs pyright"]
     rows = []
     disagreements = []
-    totals = {"orbit": [0, 0, 0], "orbit_no_init": [0, 0, 0], "jedi": [0, 0, 0]}
+    totals = {"orbit": [0, 0, 0], "orbit_no_init": [0, 0, 0], "jedi": [0, 0, 0], "jedi-full": [0, 0, 0]}
     compared = 0
     for i, t in enumerate(targets):
         o = orbit[i]
@@ -534,9 +548,10 @@ def run(corpus: Path, label: str, settings, command: str, args) -> Report:
                     caller = enc[0]["qual"] if enc else pa.sites[site]
                     disagreements.append([t.qual, f"{site[0]}:{site[1]}", caller, "pyright only",
                                           why_peer_only(graph, t, site, sites)])
-                if "jedi" in peers and peers["jedi"][0][i].status == "ok":
-                    jc = overlap(peers["jedi"][0][i].sites, pa.sites)
-                    totals["jedi"] = [x + y for x, y in zip(totals["jedi"], jc)]
+                for jt in ("jedi", "jedi-full"):
+                    if jt in peers and peers[jt][0][i].status == "ok":
+                        jc = overlap(peers[jt][0][i].sites, pa.sites)
+                        totals[jt] = [x + y for x, y in zip(totals[jt], jc)]
             else:
                 row += [None, None]
         rows.append(row)
@@ -563,7 +578,7 @@ def run(corpus: Path, label: str, settings, command: str, args) -> Report:
         if tool == "pyright":
             pr = (_fmt_pr(1.0), _fmt_pr(1.0))
         elif "pyright" in peers:
-            pr = tuple(_fmt_pr(v) for v in prf(*totals["jedi"]))
+            pr = tuple(_fmt_pr(v) for v in prf(*totals[tool]))
         else:
             pr = (None, None)
         srows.append([tool, f"{len(ok)}/{len(targets)}" + (f" ({', '.join(sorted(set(bad)))})" if bad else ""),
@@ -607,8 +622,9 @@ def run(corpus: Path, label: str, settings, command: str, args) -> Report:
     out.notes.append("Call sites compared as (file, start line of the call); a peer's name position is mapped to "
                      "its call's start line via ast. jedi references that are not calls (imports, attribute "
                      f"reads, the definition) or outside the corpus are dropped ({jedi_dropped:,} here).")
-    out.notes.append("jedi limits its project-wide reference search by design (it parses only a bounded number "
-                     "of files that contain the name), so its recall on large corpora is bounded too.")
+    out.notes.append("jedi bounds its project-wide reference search by design (it parses at most 30 files that "
+                     "contain the name: `jedi.inference.references._PARSED_FILE_LIMIT`), so its recall on a large "
+                     "corpus is bounded too; `jedi-full` is the same jedi with that bound lifted (in its worker).")
     out.data = {"targets": targets, "orbit": orbit, "peers": peers, "totals": totals,
                 "disagreements": disagreements, "compared": compared}
     store.close()
@@ -616,4 +632,4 @@ def run(corpus: Path, label: str, settings, command: str, args) -> Report:
 
 
 if __name__ == "__main__" and len(sys.argv) >= 3 and sys.argv[1] == "jedi-worker":
-    jedi_worker(sys.argv[2])
+    jedi_worker(sys.argv[2], full=sys.argv[3:4] == ["full"])

@@ -126,7 +126,7 @@ def test_bench_peers_on_tiny_corpus(tiny, settings):
     tools = []
     try:
         import jedi  # noqa: F401
-        tools.append("jedi")
+        tools += ["jedi", "jedi-full"]
     except ImportError:
         pass
     if peers.pyright_command() is not None:
