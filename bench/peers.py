@@ -533,7 +533,10 @@ def run(corpus: Path, label: str, settings, command: str, args) -> Report:
             if pyright_command() is None:
                 out.notes.append("pyright-langserver is not installed (pip install -e '.[bench]'): not run")
                 continue
-            peers["pyright"] = pyright_answers(root, targets, sites, args.pyright_timeout, args.cap)
+            try:
+                peers["pyright"] = pyright_answers(root, targets, sites, args.pyright_timeout, args.cap)
+            except (OSError, asyncio.TimeoutError, RuntimeError) as exc:  # no node, a crash at start-up
+                out.notes.append(f"pyright could not be run: {type(exc).__name__}: {exc}")
         else:
             raise SystemExit(f"bench: unknown peer {tool!r} (jedi, jedi-full, pyright)")
 

@@ -8,6 +8,7 @@ found it.
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -129,7 +130,7 @@ def test_bench_peers_on_tiny_corpus(tiny, settings):
         tools += ["jedi", "jedi-full"]
     except ImportError:
         pass
-    if peers.pyright_command() is not None:
+    if peers.pyright_command() is not None and shutil.which("node"):  # else pyright fetches node first
         tools.append("pyright")
     if not tools:
         pytest.skip("neither jedi nor pyright is installed (pip install -e '.[bench]')")
