@@ -4,8 +4,8 @@
     python -m bench.run reindex [--corpus stdlib|PATH] [--n 40]
     python -m bench.run queries [--corpus stdlib|PATH] [--repeat 5]
     python -m bench.run lsp     [--corpus stdlib|PATH] [--n 20] [--saves 20]
-    python -m bench.run peers   [--corpus stdlib|PATH] [--k 20] [--tools jedi,pyright]  (bench/peers.py)
-    python -m bench.run profile [--corpus stdlib|PATH] [--top 45]                       (bench/profile.py)
+    python -m bench.run peers   [--corpus stdlib|PATH] [--k 20] [--tools jedi,jedi-full,pyright]  (bench/peers.py)
+    python -m bench.run profile [--corpus stdlib|PATH] [--top 60]                                 (bench/profile.py)
 
 ``--corpus`` also takes ``django`` / ``pypi:NAME==VERSION`` (an sdist, see bench/corpora.py).
 
