@@ -5,6 +5,10 @@
     python -m bench.run queries [--corpus stdlib|PATH] [--repeat 5]
     python -m bench.run lsp     [--corpus stdlib|PATH] [--n 20] [--saves 20]
     python -m bench.run ts-resolution [--package rxjs@7.8.1 | --corpus PATH]  (bench/ts_resolution.py)
+    python -m bench.run peers   [--corpus stdlib|PATH] [--k 20] [--tools jedi,jedi-full,pyright]  (bench/peers.py)
+    python -m bench.run profile [--corpus stdlib|PATH] [--top 60]                                 (bench/profile.py)
+
+``--corpus`` also takes ``django`` / ``pypi:NAME==VERSION`` (an sdist, see bench/corpora.py).
 
 Each subcommand prints a table and appends a dated entry (machine, exact command, table) to the
 results file (``--results``, default ``bench/RESULTS.md``; ``--no-record`` to skip).
@@ -916,7 +920,8 @@ def run_queries(corpus: Path, label: str, settings: Settings, command: str, repe
 # -- command line -------------------------------------------------------------------------------
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--corpus", default="stdlib", help="'stdlib' (default) or a directory")
+    common.add_argument("--corpus", default="stdlib",
+                        help="'stdlib' (default), 'django' (Django 5.1's sdist), 'pypi:NAME==VERSION' or a directory")
     common.add_argument("--results", type=Path, default=RESULTS, help="results file to append to")
     common.add_argument("--no-record", action="store_true", help="print only; do not append to the results")
     common.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE,
@@ -948,6 +953,11 @@ def build_parser() -> argparse.ArgumentParser:
     from bench.ts_resolution import add_parser as add_ts_resolution
 
     add_ts_resolution(sub, common)  # ts-resolution (see bench/ts_resolution.py)
+
+    from bench import peers, profile  # their options live with their code
+
+    peers.add_parser(sub, common)
+    profile.add_parser(sub, common)
     return p
 
 
@@ -968,7 +978,9 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> int
         record(run_ts_resolution(args, settings, command), machine_info(settings, load, code),
                None if args.no_record else args.results)
         return 0
-    corpus, label = prepare_corpus(args.corpus, args.cache_dir, args.refresh_corpus)
+    from bench.corpora import resolve_spec
+
+    corpus, label = prepare_corpus(resolve_spec(args.corpus, args.cache_dir), args.cache_dir, args.refresh_corpus)
     orbit_log = logging.getLogger("orbit_lsp")
     level = orbit_log.level
     if not args.verbose:  # parse errors of test data files etc. are counted in the tables
@@ -980,6 +992,10 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> int
         elif args.cmd == "reindex":
             report = run_reindex(corpus, label, settings, command, n=args.n, seed=args.seed,
                                  cache_dir=args.cache_dir, profile=not args.no_profile, max_lines=args.max_lines)
+        elif args.cmd in ("peers", "profile"):
+            from bench import peers, profile
+
+            report = {"peers": peers, "profile": profile}[args.cmd].run(corpus, label, settings, command, args)
         elif args.cmd == "lsp":
             from bench.lsp import run_lsp
 

@@ -8,6 +8,7 @@ found it.
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -105,3 +106,72 @@ def test_every_subcommand_keeps_its_own_defaults():
     p = build_parser()
     for cmd in ("index", "reindex", "queries", "lsp"):
         assert p.parse_args([cmd]).corpus == "stdlib", cmd
+
+
+def _args(argv, ws, cache, results):
+    return bench.build_parser().parse_args([*argv, "--corpus", str(ws), "--cache-dir", str(cache),
+                                            "--results", str(results)])
+
+
+def test_bench_profile_on_tiny_corpus(tiny, settings):
+    pytest.importorskip("pyinstrument")
+    from bench import profile
+
+    ws, cache, results = tiny
+    assert _run(["profile", "--top", "30"], settings, ws, cache, results) == 0
+    text = results.read_text()
+    assert "· profile ·" in text and "`python -m bench.run profile " in text
+    assert "cold index, phase split" in text and "FalkorDB server CPU during the index" in text
+    assert "pyinstrument text summary" in text and "index_all" in text
+
+    corpus, label = bench.prepare_corpus(str(ws), cache)
+    rep = profile.run(corpus, label, settings, "test", _args(["profile"], ws, cache, results))
+    assert rep.data["files"] == 4 and set(rep.data["timings"]) >= {"parse", "resolve", "write"}
+    assert set(rep.data["split"]) == set(profile.CATEGORIES) and rep.data["profile_lines"]
+
+
+def test_bench_peers_on_tiny_corpus(tiny, settings):
+    from bench import peers
+
+    ws, cache, results = tiny
+    tools = []
+    try:
+        import jedi  # noqa: F401
+        tools += ["jedi", "jedi-full"]
+    except ImportError:
+        pass
+    if peers.pyright_command() is not None and shutil.which("node"):  # else pyright fetches node first
+        tools.append("pyright")
+    if not tools:
+        pytest.skip("neither jedi nor pyright is installed (pip install -e '.[bench]')")
+    argv = ["peers", "--tools", ",".join(tools), "--repeat", "1", "--cap", "120"]
+    assert _run(argv, settings, ws, cache, results) == 0
+    text = results.read_text()
+    assert "· peers ·" in text and "who calls this function" in text and "summary (ratios" in text
+
+    corpus, label = bench.prepare_corpus(str(ws), cache)
+    rep = peers.run(corpus, label, settings, "test", _args(argv, ws, cache, results))
+    # case 002: make_child is the most-called function; its one call is in Other.process (other.py)
+    t = rep.data["targets"][0]
+    assert t.qual == "library.parent.child_classes.make_child"
+    orbit = rep.data["orbit"][0]
+    assert set(orbit.sites) == {("library/other.py", 8)}
+    for tool in tools:
+        ans = rep.data["peers"][tool][0][0]
+        assert ans.status == "ok" and set(ans.sites) == set(orbit.sites), tool
+    if "pyright" in tools:
+        assert rep.data["totals"]["orbit"] == [1, 0, 0] and rep.data["disagreements"] == []
+
+
+def test_call_sites_map_names_to_call_starts(tmp_path):
+    from bench.peers import CallSites, prf
+
+    (tmp_path / "m.py").write_text("import os\n\n@deco\ndef f():\n    x = (obj\n         .meth(1))\n"
+                                   "    g(os.sep)\n    h = g\n")
+    s = CallSites(tmp_path)
+    assert s.call_line("m.py", 6, "meth") == 5  # the name is on line 6, the call starts on line 5
+    assert s.call_line("m.py", 7, "g") == 7 and s.call_line("m.py", 3, "deco") == 3
+    assert s.call_line("m.py", 8, "g") is None  # a reference, not a call
+    (tmp_path / "bad.py").write_text("def (:\n")
+    assert s.call_line("bad.py", 1, "f") is None and not s.parses("bad.py")
+    assert prf(3, 1, 0) == (0.75, 1.0) and prf(0, 0, 0) == (None, None)
