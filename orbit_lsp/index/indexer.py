@@ -46,7 +46,7 @@ from orbit_lsp.index.resolve import FileEdges, full_qual, package_info
 from orbit_lsp.index.walk import LANGS, WorkspaceFilter, classify_file, is_dotenv, read_text, walk_workspace
 
 log = logging.getLogger("orbit_lsp.index")
-CACHE_VERSION = 7  # 6: JS/TS files have facts; 7: facts kept pickled (FileState.facts_blob)
+CACHE_VERSION = 8  # 6: JS/TS files have facts; 7: facts kept pickled (FileState.facts_blob); 8: lambda and comprehension scopes
 
 Progress = Callable[[int, int, str], None]  # (done, total, rel)
 _GENERATIONS = itertools.count(1)

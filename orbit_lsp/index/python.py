@@ -518,24 +518,59 @@ class _Extractor:
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
+    def _inner_scope(self, kind: str) -> int:
+        """A scope of its own for a lambda's parameters or a comprehension's targets (they are
+        not bound in the enclosing body: ``lambda self: …`` must not hide the method's ``self``).
+        Its parent is where its expression is evaluated; calls inside it stay attributed to the
+        enclosing definition and are evaluated in it (``CallSite.scope``)."""
+        parent = self.eval_scope if self.eval_scope >= 0 else self.cur
+        idx = len(self.scopes)
+        self.scopes.append(Scope(self.scopes[parent].qual, kind, parent))
+        return idx
+
     def visit_Lambda(self, node: ast.Lambda) -> None:
         args = node.args
         for d in args.defaults + [d for d in args.kw_defaults if d is not None]:
             self.visit(d)
+        idx = self._inner_scope("lambda")
         for a in args.posonlyargs + args.args + args.kwonlyargs + [x for x in (args.vararg, args.kwarg) if x]:
-            self.scope.bind(a.arg, UNKNOWN)
-        self.visit(node.body)
+            self.scopes[idx].bind(a.arg, UNKNOWN)
+        prev, self.eval_scope = self.eval_scope, idx
+        try:
+            self.visit(node.body)
+        finally:
+            self.eval_scope = prev
 
     def _comprehension(self, node) -> None:
-        for gen in node.generators:
-            self.visit(gen.iter)
-            self.bind_target(gen.target, UNKNOWN)
-            for cond in gen.ifs:
-                self.visit(cond)
-        for attr in ("elt", "key", "value"):
-            sub = getattr(node, attr, None)
-            if sub is not None:
-                self.visit(sub)
+        self.visit(node.generators[0].iter)  # the first iterable is evaluated outside
+        idx = self._inner_scope("comprehension")
+        prev, self.eval_scope = self.eval_scope, idx
+        try:
+            for i, gen in enumerate(node.generators):
+                if i:
+                    self.visit(gen.iter)
+                self._bind_in(idx, gen.target)
+                for cond in gen.ifs:
+                    self.visit(cond)
+            for attr in ("elt", "key", "value"):
+                sub = getattr(node, attr, None)
+                if sub is not None:
+                    self.visit(sub)
+        finally:
+            self.eval_scope = prev
+
+    def _bind_in(self, idx: int, target: ast.AST) -> None:
+        """Bind the names of a comprehension target (``x``, ``(k, v)``, ``*rest``) in scope
+        ``idx``; anything else in it (``obj.attr``, ``d[k]``) is visited as an expression."""
+        if isinstance(target, ast.Name):
+            self.scopes[idx].bind(target.id, UNKNOWN)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for elt in target.elts:
+                self._bind_in(idx, elt)
+        elif isinstance(target, ast.Starred):
+            self._bind_in(idx, target.value)
+        else:
+            self.visit(target)
 
     visit_ListComp = visit_SetComp = visit_GeneratorExp = visit_DictComp = _comprehension
 
