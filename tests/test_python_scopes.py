@@ -69,3 +69,23 @@ def test_comprehension_targets_do_not_leak(ix):
     # an iterable are not inferred): counted, not guessed
     n, names = ix.graph.ro_query("MATCH (s:Symbol {qual: 'mod'}) RETURN s.unresolved_calls, s.unresolved_names").rows[0]
     assert (n, names) == (1, ["use"])
+
+
+def test_name_bound_under_global_in_a_function_is_a_module_name(tmp_path, store):
+    """unittest's lazy ``IsolatedAsyncioTestCase``: ``def __getattr__(name): global X; from .m
+    import X`` defines the module's ``X``, so subclasses inherit from it (found by the peers
+    benchmark: ~550 stdlib call sites unresolved)."""
+    ws = tmp_path / "lazyws"
+    (ws / "pkg").mkdir(parents=True)
+    (ws / "pkg" / "__init__.py").write_text(
+        "def __getattr__(name):\n    global Lazy\n    from .lazy import Lazy\n    return Lazy\n")
+    (ws / "pkg" / "lazy.py").write_text("class Lazy:\n    def m(self):\n        return 1\n")
+    (ws / "user.py").write_text("import pkg\n\n\nclass T(pkg.Lazy):\n    def t(self):\n        return self.m()\n")
+    ix = WorkspaceIndexer(ws, store)
+    ix.index_all()
+    try:
+        assert _callers(ix, "pkg.lazy.Lazy.m") == {"user.T.t"}
+        inherits = ix.graph.ro_query("MATCH (a:Symbol)-[:INHERITS]->(b:Symbol) RETURN a.qual, b.qual").rows
+        assert ["user.T", "pkg.lazy.Lazy"] in inherits
+    finally:
+        ix.graph.delete()

@@ -215,6 +215,7 @@ class _Extractor:
         self.scope_of: dict[str, int] = {"": 0}
         self.cur = 0
         self.eval_scope = -1  # set while visiting decorators: they are evaluated outside the def
+        self.declared_global: dict[int, set[str]] = {}  # scope index -> names it declares global
 
     # -- helpers --------------------------------------------------------------------------
     @property
@@ -330,7 +331,7 @@ class _Extractor:
     # -- binding targets ------------------------------------------------------------------
     def bind_target(self, target: ast.AST, value: tuple) -> None:
         if isinstance(target, ast.Name):
-            self.scope.bind(target.id, value)
+            self._bind(target.id, value)
         elif isinstance(target, (ast.Tuple, ast.List)):
             for elt in target.elts:
                 self.bind_target(elt, UNKNOWN)
@@ -392,14 +393,13 @@ class _Extractor:
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
         self.visit(node.value)
         if isinstance(node.target, ast.Name):
-            self.scope.bind(node.target.id, UNKNOWN)
+            self._bind(node.target.id, UNKNOWN)
         else:
             self.visit(node.target)
 
     def visit_NamedExpr(self, node: ast.NamedExpr) -> None:
         self.visit(node.value)
-        target_scope = self.scope
-        target_scope.bind(node.target.id, self.ref(node.value))
+        self._bind(node.target.id, self.ref(node.value))
 
     def visit_For(self, node: ast.For | ast.AsyncFor) -> None:
         self.visit(node.iter)
@@ -423,12 +423,22 @@ class _Extractor:
         if node.type is not None:
             self.visit(node.type)
         if node.name:
-            self.scope.bind(node.name, UNKNOWN)
+            self._bind(node.name, UNKNOWN)
         for stmt in node.body:
             self.visit(stmt)
 
     def visit_Global(self, node: ast.Global) -> None:
         self.scope.globals.update(node.names)
+        self.declared_global.setdefault(self.cur, set()).update(node.names)
+
+    def _bind(self, name: str, ref: tuple) -> None:
+        """Bind ``name`` where Python binds it: in the current body, or in the module when the
+        body declared it ``global`` (``def __getattr__(name): global X; from .m import X``
+        defines the module's ``X``)."""
+        if name in self.declared_global.get(self.cur, ()):
+            self.scopes[0].bind(name, ref)
+        else:
+            self.scope.bind(name, ref)
 
     def visit_Nonlocal(self, node: ast.Nonlocal) -> None:
         self.scope.globals.update(node.names)
@@ -448,10 +458,10 @@ class _Extractor:
             spec = (None, alias.name)
             self.imports.append(ImportSite(spec, (), node.lineno))
             if alias.asname:
-                self.scope.bind(alias.asname, ("imod", spec))
+                self._bind(alias.asname, ("imod", spec))
             else:
                 top = alias.name.split(".")[0]
-                self.scope.bind(top, ("imod", (None, top)))
+                self._bind(top, ("imod", (None, top)))
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         if node.level:
@@ -469,7 +479,7 @@ class _Extractor:
                 if self.scope.kind == "module":
                     self.stars.append(spec)
                 continue
-            self.scope.bind(alias.asname or alias.name, ("ifrom", spec, alias.name))
+            self._bind(alias.asname or alias.name, ("ifrom", spec, alias.name))
 
     def _decorators(self, node, outer: int) -> None:
         """Calls in decorators are attributed to the decorated definition (the current scope) but
@@ -487,7 +497,7 @@ class _Extractor:
         qual = self._qual(node.name)
         kind = "method" if outer.kind == "class" else "function"
         self._add_symbol(qual, node.name, kind, node, col=self._name_col(node))
-        outer.bind(node.name, ("def", qual))
+        self._bind(node.name, ("def", qual))
         # decorators, defaults and annotations are evaluated in the enclosing scope, but calls in
         # decorators are attributed to the decorated function (see below)
         for d in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
@@ -578,7 +588,7 @@ class _Extractor:
         outer = self.scope
         qual = self._qual(node.name)
         self._add_symbol(qual, node.name, "class", node, col=self._name_col(node))
-        outer.bind(node.name, ("def", qual))
+        self._bind(node.name, ("def", qual))
         for b in node.bases:
             self.visit(b)
         for kw in node.keywords:
