@@ -327,9 +327,9 @@ def raw_params(params: Any) -> dict:
 
 def setup(server: OrbitServer) -> OrbitServer:
     """Create every feature and register its handlers on ``server``."""
-    from orbit_lsp.server import ask, code_actions, diagnostics, hierarchy, hover, lenses, lifecycle, requests
+    from orbit_lsp.server import ask, code_actions, diagnostics, hierarchy, hover, lenses, lifecycle, propose, requests
 
-    for module in (lifecycle, lenses, hover, hierarchy, diagnostics, requests, ask, code_actions):
+    for module in (lifecycle, lenses, hover, hierarchy, diagnostics, requests, ask, code_actions, propose):
         feature = module.Feature(server)
         feature.register()
         server.features.append(feature)
