@@ -47,6 +47,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from orbit_lsp.agent.model import Cancelled
 from orbit_lsp.agent.propose import run_propose
+from orbit_lsp.agent.redact import redact
 from orbit_lsp.agent.tools import Toolbox
 from orbit_lsp.graph import queries
 from orbit_lsp.graph.errors import FalkorDBOffline, GraphError
@@ -246,7 +247,8 @@ class Feature:
         if snap is None:
             raise JsonRpcInvalidParams(f"{uri} is not in an indexed workspace folder")
         root, rel, text = str(snap.ix.root), snap.rel, snap.text
-        title = f"Orbit: {instruction if len(instruction) <= 60 else instruction[:59] + '…'}"
+        shown = redact(instruction)[0]  # the title goes to the store, the audit and messages
+        title = f"Orbit: {shown if len(shown) <= 60 else shown[:59] + '…'}"
         asker = self._ask_feature()._asker()
         model = asker.model()
         if model is None:
@@ -298,7 +300,7 @@ class Feature:
         out = await self.approvals.send(Change(
             origin="proposal", uri=uri, version=version, root=root, rel=rel, title=title, old_text=text,
             new_text=new_doc, range=rng, replacement=result.new_text,
-            description=result.explanation or instruction))
+            description=result.explanation or shown))
         return {**out, **extra}
 
     async def _run_model(self, asker, model, snap: Snapshot, instruction: str, selection: str,
