@@ -56,8 +56,14 @@ def test_restore_puts_secrets_back_in_order():
     assert n == 2 and red.count(MARK) == 2
     assert restore(original, red, red.replace("A =", "ALPHA =")) == original.replace("A =", "ALPHA =")
     assert restore(original, red, "x = 1\n") == "x = 1\n"  # no placeholder: nothing to restore
+    # moved, dropped: each placeholder is known by the name before it
+    assert restore(original, red, red.split("\n")[1] + "\n" + red.split("\n")[0] + "\n") == \
+        original.split("\n")[1] + "\n" + original.split("\n")[0] + "\n"
+    assert restore(original, red, f'B = "{MARK}"\n') == 'B = "AKIAORBITFAKE0000001"\n'
     with pytest.raises(Unrestorable):
-        restore(original, red, f'A = "{MARK}"\n')  # one of two: which one?
+        restore(original, red, f'C = "{MARK}"\n')  # one of two, under a new name: which one?
+    with pytest.raises(Unrestorable):
+        restore("x = 1\n", "x = 1\n", f'x = "{MARK}"\n')  # the selection had no secret
 
 
 def test_edit_after_a_tool_step_without_secrets_in_any_request(ws025, model, srv, settings):

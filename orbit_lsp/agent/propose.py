@@ -103,24 +103,48 @@ def user_message(instruction: str, selection: str, path: str, context: str | Non
             f"<<<SELECTION\n{sel}\nSELECTION>>>"), hidden
 
 
+def _mark_keys(text: str) -> list[str | None]:
+    """For each ``[REDACTED]`` in ``text``: the last word before it on its line (``API_KEY`` in
+    ``API_KEY = "[REDACTED]"``), None when there is none."""
+    keys: list[str | None] = []
+    pieces = text.split(MARK)
+    for before in pieces[:-1]:
+        seg = before.rsplit("\n", 1)[-1]
+        words = re.findall(r"\w+", seg)
+        keys.append(words[-1] if words else None)
+    return keys
+
+
 def restore(original: str, redacted_text: str, new_text: str) -> str:
     """``new_text`` with the ``[REDACTED]`` placeholders that ``redact`` put into ``original``
-    (giving ``redacted_text``) replaced by the original values, in order. Placeholders are mapped
-    by position: the replacement must hold none, or exactly as many as the redacted selection
-    did (each then stands for the secret at the same rank). Raises ``Unrestorable`` otherwise."""
+    (giving ``redacted_text``) replaced by the original values.
+
+    Each placeholder is identified by the word before it on its line (``API_KEY = "[REDACTED]"``):
+    when every placeholder of ``new_text`` has such a word that names exactly one placeholder of
+    the selection, that one's value is used (lines may be moved, dropped or repeated). Otherwise,
+    when ``new_text`` holds as many placeholders as the selection, they are mapped by rank (the
+    same secrets in the same order, e.g. after a rename). Anything else raises ``Unrestorable``:
+    a proposal never writes a guessed secret, nor ``[REDACTED]``, into the file."""
     n_new = new_text.count(MARK)
     if n_new == 0:
         return new_text
     pieces = redacted_text.split(MARK)
-    if len(pieces) - 1 != n_new:
-        raise Unrestorable(f"the proposed text holds {n_new} [REDACTED] placeholder(s) where the selection "
-                           f"had {len(pieces) - 1}: which secret each stands for is unknown")
     pattern = "(.*?)".join(re.escape(p) for p in pieces)
-    m = re.fullmatch(pattern, original, re.S)
+    m = re.fullmatch(pattern, original, re.S) if len(pieces) > 1 else None
     if m is None:
-        raise Unrestorable("the redacted selection does not align with the document text")
-    values = iter(m.groups())
-    return re.sub(re.escape(MARK), lambda _m: next(values), new_text)
+        raise Unrestorable(f"the proposed text holds {n_new} [REDACTED] placeholder(s) that do not stand for "
+                           "secrets of the selection")
+    values = list(m.groups())
+    old_keys, new_keys = _mark_keys(redacted_text), _mark_keys(new_text)
+    if all(k is not None and old_keys.count(k) == 1 for k in new_keys):
+        chosen = [values[old_keys.index(k)] for k in new_keys]
+    elif n_new == len(values):
+        chosen = values
+    else:
+        raise Unrestorable(f"the proposed text holds {n_new} [REDACTED] placeholder(s) where the selection "
+                           f"had {len(values)}: which secret each stands for is unknown")
+    it = iter(chosen)
+    return re.sub(re.escape(MARK), lambda _m: next(it), new_text)
 
 
 def _parse(text: str) -> tuple[dict | None, str | None]:
