@@ -39,7 +39,8 @@ def add_parser(sub, common) -> None:
                        help="orbit's JS/TS import resolution against ts.resolveModuleName on a real project")
     p.add_argument("--package", default=DEFAULT_PACKAGE, help="npm package spec fetched with `npm pack`")
     p.add_argument("--typescript", default=DEFAULT_TYPESCRIPT, help="npm spec of the compiler to compare with")
-    p.set_defaults(corpus=None)
+    # no set_defaults(corpus=None) here: the parent's --corpus action is shared by every
+    # subcommand, and set_defaults would change its default for all of them
 
 
 def missing_tools() -> list[str]:
@@ -254,7 +255,7 @@ def run(args, settings, command: str):
     if gone:
         raise SystemExit(f"bench: ts-resolution needs {' and '.join(gone)} on PATH")
     cache = Path(args.cache_dir).expanduser()
-    if args.corpus:
+    if args.corpus and args.corpus != "stdlib":  # "stdlib": the shared default, i.e. not given
         corpus = Path(args.corpus).expanduser().resolve()
         label = corpus.name
     else:

@@ -4,7 +4,7 @@ Without a subcommand (or with ``--stdio``, which editors pass) it runs the langu
 stdio. Subcommands answer the same questions from the code graph for people and scripts:
 
 ``index PATH``, ``impact FILE``, ``callers SYMBOL``, ``chain FROM TO``, ``cypher QUERY``,
-``export PATH``, ``ask QUESTION``, ``db status``, ``db stop``.
+``export PATH``, ``ask QUESTION``, ``memory add|list|confirm|forget``, ``db status``, ``db stop``.
 
 Each query subcommand prints its answer, then every Cypher statement it ran with its parameters;
 ``--json`` prints one JSON object ``{"command", "workspace", "graph", "result", "cypher"}``
@@ -159,6 +159,27 @@ def build_parser() -> argparse.ArgumentParser:
                         "is not a terminal), allow, or deny")
     p.add_argument("--conversation", type=_positive_int, default=None, metavar="ID",
                    help="continue conversation ID (printed with --json)")
+
+    p = subs.add_parser("memory", parents=[common], help="your memories: add, list, confirm, forget",
+                        description="Memories the agent recalls when a question shares their concepts "
+                                    "(graph orbit_memory). Secrets are redacted before anything is saved.")
+    msubs = p.add_subparsers(dest="memory_command", metavar="ACTION", required=True)
+    m = msubs.add_parser("add", parents=[common, out, ws], help="save a memory (confirmed unless --unconfirmed)",
+                         description="Save TEXT as a memory about the workspace (--workspace, else the one "
+                                     "queries would read; --no-project: about no project). --file anchors it "
+                                     "to a file of the workspace (--line: to the symbol on that line); it is "
+                                     "marked possibly stale once that file changes in the graph.")
+    m.add_argument("text", metavar="TEXT")
+    m.add_argument("--file", metavar="FILE", help="anchor to this workspace file")
+    m.add_argument("--line", type=_positive_int, metavar="N", help="anchor to the symbol on line N of --file")
+    m.add_argument("--unconfirmed", action="store_true", help="save unconfirmed (not recalled until confirmed)")
+    m.add_argument("--no-project", action="store_true", help="about no workspace in particular")
+    m = msubs.add_parser("list", parents=[common, out], help="every memory, with its uses and stale flag")
+    m.add_argument("--unconfirmed", action="store_true", help="only unconfirmed memories")
+    m = msubs.add_parser("confirm", parents=[common, out], help="confirm memory ID (it becomes recallable)")
+    m.add_argument("id", type=_positive_int, metavar="ID")
+    m = msubs.add_parser("forget", parents=[common, out], help="delete memory ID (the audit log keeps a record)")
+    m.add_argument("id", type=_positive_int, metavar="ID")
 
     p = subs.add_parser("db", parents=[common], help="the FalkorDB server: status, stop",
                         description="Inspect or stop the FalkorDB server orbit uses.")
@@ -665,6 +686,79 @@ def cmd_ask(ctx: Ctx) -> int:
     return 0
 
 
+def _memory_text(mem) -> str:
+    state = "confirmed" if mem.confirmed else "unconfirmed"
+    lines = [f"#{mem.id}  {state}  “{mem.text}”"]
+    if mem.projects:
+        lines.append("     about    " + ", ".join(p["root"] for p in mem.projects))
+    if mem.anchor is not None:
+        a = mem.anchor
+        lines.append(f"     anchor   {a.root}/{a.path}" + (f" {a.symbol} (line {a.line})" if a.symbol else ""))
+    if mem.stale:
+        lines.append(f"     POSSIBLY STALE: {mem.stale_reason}")
+    if mem.uses:
+        turns = ", ".join(f"{u['turn']}" for u in mem.uses)
+        lines.append(f"     used by  {len(mem.uses)} answer{'s' if len(mem.uses) != 1 else ''} (turns {turns})")
+    if mem.redactions:
+        lines.append(f"     {mem.redactions} secret{'s' if mem.redactions != 1 else ''} redacted before saving")
+    return "\n".join(lines)
+
+
+def cmd_memory(ctx: Ctx) -> int:
+    from orbit_lsp.agent.history import History
+    from orbit_lsp.memory.anchors import AnchorError, anchor_at
+    from orbit_lsp.memory.store import InvalidMemory, MemoryStore, UnknownMemory
+
+    a = ctx.args
+    action = a.memory_command
+    history = History.open(ctx.settings.data_dir)
+    mem = MemoryStore(ctx.store, ctx.settings.memory_graph, history=history)
+    try:
+        if action == "add":
+            if a.line is not None and not a.file:
+                raise UsageError("--line needs --file")
+            anchor, project = None, None
+            if a.file:
+                if a.no_project:
+                    raise UsageError("--file anchors to a workspace: it cannot go with --no-project")
+                project, _ = _workspace_graph(ctx, a.file)
+                anchor = anchor_at(ctx.store, project, _rel_file(a.file, project), a.line)
+            elif not a.no_project:
+                project = _resolve_workspace(ctx)
+            result = mem.remember(a.text, confirmed=not a.unconfirmed, source="user", project=project,
+                                  anchor=anchor)
+            head = f"saved memory #{result.id}"
+        elif action == "list":
+            items = mem.list(confirmed=False if a.unconfirmed else None)
+            if ctx.json:
+                _emit_json("memory list", [m.to_dict() for m in items], [], graph=mem.graph_name)
+            elif not items:
+                print("no memories" + (" awaiting confirmation" if a.unconfirmed else "") + ".")
+            else:
+                print("\n".join(_memory_text(m) for m in items))
+            return 0
+        elif action == "confirm":
+            result = mem.confirm(a.id)
+            head = f"confirmed memory #{result.id}"
+        else:
+            result = mem.forget(a.id)
+            head = f"forgot memory #{result.id} (the audit log keeps a record)"
+    except InvalidMemory as exc:
+        raise UsageError(f"TEXT: {exc}") from None
+    except UnknownMemory as exc:
+        raise UsageError(f"ID: {exc}") from None
+    except AnchorError as exc:
+        raise CliError(str(exc)) from None
+    finally:
+        history.close()
+    if ctx.json:
+        _emit_json(f"memory {action}", result.to_dict(), [], graph=mem.graph_name)
+    else:
+        print(head)
+        print(_memory_text(result))
+    return 0
+
+
 def cmd_export(ctx: Ctx) -> int:
     from orbit_lsp.graph import queries
 
@@ -771,7 +865,7 @@ def cmd_db(ctx: Ctx) -> int:
 
 
 COMMANDS = {"index": cmd_index, "impact": cmd_impact, "callers": cmd_callers, "chain": cmd_chain,
-            "cypher": cmd_cypher, "export": cmd_export, "ask": cmd_ask, "db": cmd_db}
+            "cypher": cmd_cypher, "export": cmd_export, "ask": cmd_ask, "memory": cmd_memory, "db": cmd_db}
 
 
 # ---------------------------------------------------------------------------------------------

@@ -53,6 +53,7 @@ class Settings(BaseModel):
       of one question, seconds; ``agent_request_timeout_s``: timeout of one model request,
       seconds; ``agent_max_wait_s``: longest wait for a rate limit to pass when every model is
       limited (a longer ``Retry-After`` is an error at once).
+    - ``memory_graph``: name of the memory graph (default ``orbit_memory``) in the same FalkorDB.
     """
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
@@ -74,6 +75,7 @@ class Settings(BaseModel):
     agent_time_limit_s: float = Field(default=120.0, gt=0, le=3600)
     agent_request_timeout_s: float = Field(default=60.0, gt=0, le=600)
     agent_max_wait_s: float = Field(default=30.0, ge=0, le=600)
+    memory_graph: str = Field(default="orbit_memory", pattern=r"^[A-Za-z0-9_\-]{1,100}$")
 
     @field_validator("agent_fallback_models", mode="before")
     @classmethod
@@ -110,6 +112,7 @@ ENV_VARS = {
     "ORBIT_FALLBACK_MODELS": "agent_fallback_models",
     "ORBIT_AGENT_MAX_STEPS": "agent_max_steps",
     "ORBIT_AGENT_TIME_LIMIT_S": "agent_time_limit_s",
+    "ORBIT_MEMORY_GRAPH": "memory_graph",
 }
 
 

@@ -95,3 +95,13 @@ def test_edits_parse_and_keep_or_change_the_interface():
     iface, what = bench.make_edit(src, True, 2, rng)
     assert "_orbit_bench_fn_2" in ast.dump(ast.parse(iface))
     assert bench.pct([1, 2, 3, 4], 50) == 2 and bench.pct(list(range(1, 21)), 95) == 19
+
+
+def test_every_subcommand_keeps_its_own_defaults():
+    """Subcommands share the common options' argparse actions: one subcommand changing a default
+    (``set_defaults``) must not change it for the others."""
+    from bench.run import build_parser
+
+    p = build_parser()
+    for cmd in ("index", "reindex", "queries", "lsp"):
+        assert p.parse_args([cmd]).corpus == "stdlib", cmd

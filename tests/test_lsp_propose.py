@@ -143,12 +143,14 @@ async def test_approved_proposal_changes_the_file(ed, client, model_server):
     before = ed.buffers[ed.util][0]
     rng = util_range(before, "def used")
     new = 'def used(x):\n    """Add one."""\n    return x + 1\n'
-    model_server.script(MODEL, action("find_symbol", name="used"), edit_reply(new, "adds a docstring"))
+    model_server.script(MODEL, action("find_symbol", name="used"), action("recall", query="docstring style"),
+                        edit_reply(new, "adds a docstring"))
     act = await propose_action(client, ed.util, rng)
     res = await execute(client, act.command, "Add a docstring")
     assert res["status"] == "applied" and res["reason"] is None, res
     assert res["explanation"] == "adds a docstring" and res["model"] == MODEL
-    assert [s["tool"] for s in res["steps"]] == ["find_symbol"] and res["steps"][0]["rows"] == 1
+    assert [s["tool"] for s in res["steps"]] == ["find_symbol", "recall"] and res["steps"][0]["rows"] == 1
+    assert res["steps"][1]["error"] is None  # the user's memories are available to the proposal
     after = (client.root / "util.py").read_text()
     assert after == before.replace("def used(x):\n    return x + 1\n", new)
     [sent] = ed.received

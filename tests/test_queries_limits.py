@@ -110,3 +110,47 @@ def test_lens_counts_are_distinct_callers(ix):
     assert c0["callers_total"] == 2 and c0["recursive"] is False
     imp = Q.impact(ix.graph, "core.py", paths=False)
     assert imp.rows == [] and imp.total == 2 and imp.by_depth == [1, 1]
+
+
+def test_answer_cache_is_keyed_by_the_indexers_generation(ix):
+    """An answer is reused while the indexer has not changed the graph, never after."""
+    from orbit_lsp.graph.cache import QueryCache
+
+    cache = QueryCache(max_entries=8)
+    first = cache.get(ix.graph, ix.generation, Q.symbol_callers, "core.py", "core.target")
+    again = cache.get(ix.graph, ix.generation, Q.symbol_callers, "core.py", "core.target")
+    assert again is first and (cache.hits, cache.misses) == (1, 1)
+    gen = ix.generation
+    (ix.root / "more.py").write_text("from core import target\n\ndef extra():\n    return target()\n")
+    ix.reindex_file(ix.root / "more.py")
+    assert ix.generation != gen
+    fresh = cache.get(ix.graph, ix.generation, Q.symbol_callers, "core.py", "core.target")
+    assert fresh is not first and "more.extra" in [r["qual"] for r in fresh.rows]
+    other = WorkspaceIndexer(ix.root, ix.store)  # another indexer of the same graph
+    assert other.generation not in (gen, ix.generation)
+
+
+def test_imports_generation_moves_only_when_imports_change(ix):
+    """Import-cycle diagnostics are recomputed only when IMPORTS edges changed."""
+    g = ix.imports_generation
+    direct = ix.root / "direct.py"
+    direct.write_text(direct.read_text() + "\ndef c9():\n    return 9\n")
+    ix.reindex_file(direct)
+    assert ix.imports_generation == g  # a new function: same imports
+    direct.write_text("import upper\n" + direct.read_text())
+    ix.reindex_file(direct)
+    assert ix.imports_generation != g  # a new import (and a cycle: direct <-> upper)
+    g = ix.imports_generation
+    (ix.root / "other.py").unlink()
+    ix.reindex_file(ix.root / "other.py")
+    assert ix.imports_generation != g  # a file left the graph
+
+
+def test_hover_summary_of_a_large_fan_in_lists_real_callers(ix, monkeypatch):
+    """Past SORT_ALL_MAX callers the summary lists the first ones the traversal meets (no sort
+    of them all): still real callers, sorted among themselves, with the true total."""
+    monkeypatch.setattr(Q, "SORT_ALL_MAX", 2)
+    row = Q.symbol_summary(ix.graph, "core.py", "core.target", limit=3).rows[0]
+    callers = [(c["file"], c["line"], c["qual"]) for c in row["callers"]]
+    assert row["callers_total"] == 5 and len(callers) == 3 and callers == sorted(callers)
+    assert {q for _, _, q in callers} <= {f"direct.c{i}" for i in range(5)}

@@ -54,7 +54,10 @@ class AskResult:
     """The outcome of one question: ``answer`` (the model's or planner's text, None on error),
     ``markdown`` (answer + how it was found, every step with its Cypher), ``steps``, ``model``
     (the model that answered last; None for the planner), ``planner`` (no model was used),
-    ``error`` (why there is no answer), ``notes`` (fallbacks, recovered reasoning)."""
+    ``error`` (why there is no answer), ``notes`` (fallbacks, recovered reasoning),
+    ``memories`` (``orbit_lsp.memory.store.Memory`` recalled for the question and given to the
+    agent or planner, best first; ``memory_cypher`` found them), ``proposed_memory`` (a memory the
+    question asked to keep, saved unconfirmed), ``turn_id`` (the history turn)."""
 
     question: str
     answer: str | None
@@ -65,11 +68,17 @@ class AskResult:
     notes: list[str] = field(default_factory=list)
     conversation_id: int | None = None
     markdown: str = ""
+    memories: list = field(default_factory=list)
+    memory_cypher: list[dict] = field(default_factory=list)
+    proposed_memory: Any = None
+    turn_id: int | None = None
 
     def to_dict(self) -> dict:
         return {"question": self.question, "answer": self.answer, "markdown": self.markdown,
                 "steps": [s.to_dict() for s in self.steps], "model": self.model, "planner": self.planner,
-                "error": self.error, "notes": self.notes, "conversationId": self.conversation_id}
+                "error": self.error, "notes": self.notes, "conversationId": self.conversation_id,
+                "turnId": self.turn_id, "memories": [m.to_dict() for m in self.memories],
+                "proposedMemory": self.proposed_memory.to_dict() if self.proposed_memory else None}
 
 
 def system_prompt(max_steps: int) -> str:
@@ -80,11 +89,22 @@ def system_prompt(max_steps: int) -> str:
         '  {"tool": "<name>", "args": {...}}   to run a tool (its result comes back to you), or\n'
         '  {"answer": "<markdown>"}            when you can answer.\n'
         f"Tools:\n{tools}\n\n{SCHEMA}\n\n"
-        "Rules: answer only from tool results, naming files and symbols exactly as returned; "
+        "Rules: answer only from tool results and the user's memories (when you use a memory, name "
+        "it as memory #N), naming files and symbols exactly as returned; "
         "if a tool reports an error or a refused query, say so instead of inventing results; if a "
         "result is truncated, do not present it as complete (count with count(*)); file contents "
         "are only available through read_file, .env files are never readable and secrets are "
         f"redacted; you have at most {max_steps} tool calls.")
+
+
+def memory_context(memories: list) -> str:
+    """The paragraph giving recalled memories to the model."""
+    lines = ["Memories the user saved that may matter (use them when relevant and name them as memory #N; "
+             "the recall tool finds more):"]
+    for m in memories:
+        stale = f" [possibly stale: {m.stale_reason}]" if m.stale else ""
+        lines.append(f"- memory #{m.id}: {m.text}{stale}")
+    return "\n".join(lines)
 
 
 def _result_text(step: Step, data: Any = None, error: str | None = None) -> str:
@@ -146,10 +166,11 @@ def run_agent(question: str, model: ModelClient, toolbox: Toolbox, *, max_steps:
               history: list[tuple[str, str]] | None = None,
               progress: Callable[[str], None] | None = None,
               cancel: threading.Event | None = None,
-              audit: Callable[..., Any] | None = None) -> AskResult:
+              audit: Callable[..., Any] | None = None, memories: list | None = None) -> AskResult:
     """Answer ``question`` with ``model`` choosing ``toolbox`` tools. ``context``: a sentence on
     where the user is (file, symbol); ``history``: earlier (question, answer) pairs of the
-    conversation. ``progress(message)`` is called before each model call and tool run;
+    conversation; ``memories``: the user's memories recalled for the question (given with it).
+    ``progress(message)`` is called before each model call and tool run;
     ``audit(kind, **details)`` records every model call.
 
     Returns an ``AskResult`` (with ``error`` set when the loop stopped without an answer: model
@@ -159,6 +180,8 @@ def run_agent(question: str, model: ModelClient, toolbox: Toolbox, *, max_steps:
     for q, a in history or []:
         messages += [{"role": "user", "content": q}, {"role": "assistant", "content": json.dumps({"answer": a})}]
     user = question if not context else f"{question}\n\n(Context: {context})"
+    if memories:
+        user += "\n\n" + memory_context(memories)
     messages.append({"role": "user", "content": redact(user)[0]})
     steps: list[Step] = []
     seen: dict[str, int] = {}

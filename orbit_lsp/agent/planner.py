@@ -11,8 +11,9 @@ Recognised questions (case-insensitive, trailing ``?`` optional, names may be in
   → ``call_chain``;
 - "which files use P" / "who uses package P" / "users of package P" → ``package_users``.
 
-Anything else gets an answer that says what the planner can do. Every answer says that no model
-was used.
+Anything else is answered from the user's memories recalled for the question (quoted, with their
+ids: the planner does not reason about them) when there are any, else with what the planner can
+do. Every answer says that no model was used.
 """
 
 from __future__ import annotations
@@ -178,13 +179,27 @@ def _package_text(run: _Run, p: str) -> str:
     return "\n".join(lines)
 
 
-def run_planner(question: str, toolbox: Toolbox, progress: Callable[[str], None] | None = None) -> AskResult:
+def _memories_text(memories: list) -> str:
+    lines = ["**From your memories** (what you asked orbit to remember that bears on this question):"]
+    for m in memories:
+        shared = f" (shares: {', '.join(m.matched)})" if m.matched else ""
+        stale = f" — *possibly stale: {m.stale_reason}*" if m.stale else ""
+        lines.append(f"- memory #{m.id}: “{m.text}”{shared}{stale}")
+    lines.append("\nThe built-in planner quotes your memories; it does not reason beyond them. " + HELP)
+    return "\n".join(lines)
+
+
+def run_planner(question: str, toolbox: Toolbox, progress: Callable[[str], None] | None = None,
+                memories: list | None = None) -> AskResult:
     """Answer ``question`` without a model. Always returns an ``AskResult`` with
-    ``planner=True``; a question it does not understand gets ``HELP`` as its answer. Raises
-    ``FalkorDBOffline`` from the graph."""
+    ``planner=True``; a question it does not understand is answered from ``memories`` (the
+    user's memories recalled for it, ``orbit_lsp.memory.store.Memory``) when there are any, else
+    gets ``HELP`` as its answer. Raises ``FalkorDBOffline`` from the graph."""
     run = _Run(toolbox, progress)
     m = match(question)
-    if m is None:
+    if m is None and memories:
+        text = _memories_text(memories)
+    elif m is None:
         text = f"The built-in planner does not understand this question. {HELP}"
     else:
         kind, names = m
@@ -197,4 +212,8 @@ def run_planner(question: str, toolbox: Toolbox, progress: Callable[[str], None]
             text = _chain_text(run, names["a"], names["b"])
         else:
             text = _package_text(run, names["p"])
+        if memories:
+            text += "\n\n" + "\n".join(["Your memories that may bear on this:"] + [
+                f"- memory #{mm.id}: “{mm.text}”" + (f" — *possibly stale: {mm.stale_reason}*" if mm.stale else "")
+                for mm in memories])
     return AskResult(question=question, answer=text, steps=run.steps, planner=True, notes=[NO_MODEL])

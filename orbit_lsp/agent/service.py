@@ -4,6 +4,11 @@
 questions) and the history database. ``asker.ask(question, graph, root, ...)`` answers with the
 configured model, or with the built-in planner when no model is configured, records the turn and
 returns an ``AskResult`` with its Markdown.
+
+Memory (``orbit_lsp.memory``): the user's confirmed memories recalled for the question are given
+to the model (or quoted by the planner), the ``recall`` tool finds more, the answer lists them,
+and the turn is linked to each (``(:Turn)-[:RECALLED]->(:Memory)``, turn id = the history's). A
+question saying "remember that …" saves that as an unconfirmed memory (proposed by the agent).
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ from orbit_lsp.agent.planner import run_planner
 from orbit_lsp.agent.tools import Toolbox
 from orbit_lsp.config import Settings
 from orbit_lsp.graph.connection import Graph
+from orbit_lsp.memory.intent import proposed_memory
+from orbit_lsp.memory.store import InvalidMemory, MemoryStore
 
 log = logging.getLogger("orbit_lsp.agent")
 
@@ -43,6 +50,7 @@ class Asker:
         self._history = history
         self._model: ModelClient | None = None
         self._model_key: tuple | None = None
+        self._memory: MemoryStore | None = None
         self._lock = threading.Lock()
 
     @property
@@ -65,6 +73,15 @@ class Asker:
                 self._model = ModelClient(s)
                 self._model_key = key
             return self._model
+
+    def memory(self, graph: Graph) -> MemoryStore:
+        """The memory store in ``graph``'s FalkorDB (settings ``memory_graph``)."""
+        hist = self.history
+        with self._lock:
+            m = self._memory
+            if m is None or m.store is not graph.store or m.graph_name != self.settings.memory_graph:
+                m = self._memory = MemoryStore(graph.store, self.settings.memory_graph, history=hist)
+            return m
 
     def close(self) -> None:
         with self._lock:
@@ -90,17 +107,39 @@ class Asker:
             raise UnknownConversation(f"no conversation {conversation_id} in the history")
         conv = conversation_id if conversation_id is not None else hist.start_conversation(str(root))
         earlier = [(t["question"], t["answer"]) for t in hist.turns(conv) if t["answer"]][-5:]
-        toolbox = Toolbox(graph, root, self.settings, consent=consent, history=hist, conversation_id=conv)
+        memory = self.memory(graph)
+        proposed, proposal_problem = None, None
+        keep = proposed_memory(question)
+        if keep:
+            try:
+                proposed = memory.remember(keep, confirmed=False, source="agent", project=root, conversation_id=conv)
+            except InvalidMemory as exc:
+                proposal_problem = f"nothing was saved from “remember …”: {exc}"
+        recall = memory.recall(question, project=root)
+        toolbox = Toolbox(graph, root, self.settings, consent=consent, history=hist, conversation_id=conv,
+                          memory=memory)
         model = self.model()
         if model is None:
-            result = run_planner(question, toolbox, progress)
+            result = run_planner(question, toolbox, progress, memories=recall.memories)
         else:
             result = run_agent(question, model, toolbox, max_steps=self.settings.agent_max_steps,
                                time_limit_s=self.settings.agent_time_limit_s, context=context,
                                history=earlier, progress=progress, cancel=cancel,
-                               audit=lambda kind, **d: hist.audit(kind, conversation_id=conv, **d))
+                               audit=lambda kind, **d: hist.audit(kind, conversation_id=conv, **d),
+                               memories=recall.memories)
         result.conversation_id = conv
+        used = {m.id: m for m in recall.memories}
+        for mid, m in toolbox.recalled.items():
+            used.setdefault(mid, m)
+        result.memories = list(used.values())
+        result.memory_cypher = recall.cypher if recall.memories else []
+        result.proposed_memory = proposed
+        if proposal_problem:
+            result.notes.append(proposal_problem)
         result.markdown = render(result)
-        hist.add_turn(conv, question, result.answer, result.model or ("planner" if result.planner else None),
-                      [s.to_dict() for s in result.steps], result.error)
+        result.turn_id = hist.add_turn(conv, question, result.answer,
+                                       result.model or ("planner" if result.planner else None),
+                                       [s.to_dict() for s in result.steps], result.error)
+        if result.memories and result.answer is not None:  # an answer used them; a failed turn did not
+            memory.link_turn(conv, result.turn_id, list(used), question)
         return result

@@ -18,7 +18,9 @@ Tools (``TOOLS`` describes their arguments for the model):
 - ``cypher_query {query, params?}``: model-written Cypher through ``run_readonly``
   (``GRAPH.RO_QUERY``, timeout, row cap, ``LOAD CSV`` refused);
 - ``read_file {path, start_line?, end_line?}``: lines of a workspace file that a previous step
-  returned, never ``.env*`` (nor a link to one), after the user's consent, redacted.
+  returned, never ``.env*`` (nor a link to one), after the user's consent, redacted;
+- ``recall {query}``: the user's confirmed memories sharing concepts with ``query``
+  (``orbit_lsp.memory``), best first; the ones returned are listed with the answer.
 """
 
 from __future__ import annotations
@@ -70,6 +72,8 @@ TOOLS: dict[str, dict] = {
     "read_file": {"args": {"path": "a file path returned by a previous step", "start_line": "optional, 1-based",
                            "end_line": "optional"},
                   "doc": f"read up to {MAX_READ_LINES} lines of a source file (asks the user; secrets are redacted)"},
+    "recall": {"args": {"query": "words about what you need (e.g. deploy project)"},
+               "doc": "the user's saved memories (notes, preferences, decisions) matching the words"},
 }
 
 
@@ -144,11 +148,13 @@ class Toolbox:
       LSP layer shows ``window/showMessageRequest``); None means reads are refused.
     - ``history``: an ``orbit_lsp.agent.history.History`` (consents "always" and the audit log),
       optional; ``conversation_id`` tags audit records.
+    - ``memory``: an ``orbit_lsp.memory.store.MemoryStore`` for ``recall`` (None: the tool
+      reports that memory is unavailable); memories it returned are in ``recalled`` (by id).
     """
 
     def __init__(self, graph: Graph, root: Path | str, settings: Settings, *,
                  consent: Callable[[str], str] | None = None, history=None,
-                 conversation_id: int | None = None):
+                 conversation_id: int | None = None, memory=None):
         self.graph = graph
         self.root = Path(os.path.realpath(os.fspath(root)))
         self.settings = settings
@@ -156,6 +162,8 @@ class Toolbox:
         self.history = history
         self.conversation_id = conversation_id
         self.readable: set[str] = set()  # files returned by previous steps
+        self.memory = memory
+        self.recalled: dict = {}  # memory id -> orbit_lsp.memory.store.Memory returned by recall
 
     # -- plumbing -------------------------------------------------------------------------------
     def _audit(self, kind: str, **details: Any) -> None:
@@ -262,6 +270,22 @@ class Toolbox:
         # strings in the rows that name files (read_file still checks that the graph has them)
         cells = {v for row in data["rows"] for v in row if isinstance(v, str) and ("/" in v or "." in v)}
         return ToolResult(data, [{"query": res.executed, "params": params or {}}], len(res.rows), cells)
+
+    def t_recall(self, args: dict) -> ToolResult:
+        query = _str_arg(args, "query")
+        if self.memory is None:
+            raise ToolError("memory is not available for this question")
+        rec = self.memory.recall(query, project=self.root)
+        for m in rec.memories:
+            self.recalled.setdefault(m.id, m)
+        items = [{"memory": m.id, "text": m.text, "matched": m.matched, "score": m.score,
+                  **({"possibly_stale": m.stale_reason} if m.stale else {})} for m in rec.memories]
+        data = {"query": query, "concepts": rec.concepts, "memories": items}
+        if not rec.concepts:
+            data["note"] = "the query has no words to match (only stop words)"
+        elif not items:
+            data["note"] = "no confirmed memory matches these words"
+        return ToolResult(data, rec.cypher, len(items))
 
     def _graph_path(self, path: str) -> str:
         """A workspace-relative posix path from what the model wrote (absolute paths inside the

@@ -693,6 +693,9 @@ def file_lens_data(graph: Graph, path: str, max_hops: int = MAX_HOPS) -> Answer:
     return ans
 
 
+SORT_ALL_MAX = 1000  # symbol_summary: most callers sorted to pick the first few
+
+
 def symbol_summary(graph: Graph, path: str, qual: str, max_hops: int = MAX_HOPS, limit: int = 10) -> Answer:
     """Impact summary of one symbol (by file and qualified name; same-named symbols elsewhere are
     never mixed in): its direct callers, the unbound call sites that use its name, its
@@ -703,7 +706,9 @@ def symbol_summary(graph: Graph, path: str, qual: str, max_hops: int = MAX_HOPS,
     "lines" (call lines in the caller's file), "recursive": bool, "unresolved_elsewhere": int,
     "decorators": [qual], "dependents": [{"path", "hops"}], "packages": [{"name", "stdlib",
     "dist", "line"}]}]; empty with ``found`` False when the symbol is not in the graph.
-    Only ``limit`` callers cross the wire: a symbol with a thousand callers costs a count."""
+    Only ``limit`` callers cross the wire: a symbol with a thousand callers costs a count. They
+    are the first by (file, line) up to ``SORT_ALL_MAX`` callers, else the first the traversal
+    meets (sorted by file and line among themselves)."""
     ans = Answer()
     rows = ans.run(graph, f"MATCH (s:Symbol {{qual: $q}}) WHERE s.file = $p RETURN {SYMBOL_FIELDS}", {"q": qual, "p": path})
     if not rows:
@@ -715,9 +720,13 @@ def symbol_summary(graph: Graph, path: str, qual: str, max_hops: int = MAX_HOPS,
     # the CALLS in-degree is the number of distinct callers: one edge per caller and callee
     total, own = ans.run(graph, "MATCH (t:Symbol {qual: $q}) WHERE t.file = $p OPTIONAL MATCH (t)-[r:CALLS]->(t) "
                                 "RETURN indegree(t, 'CALLS'), count(r)", params)[0]
+    # the first callers by (file, line); past SORT_ALL_MAX callers, sorting them all to list a
+    # few costs more than the rest of the hover: the first ones the traversal meets are listed
+    order = "ORDER BY s.file, s.line, s.qual " if total <= SORT_ALL_MAX else ""
     first = ans.run(graph, "MATCH (s:Symbol)-[e:CALLS]->(t:Symbol {qual: $q}) WHERE t.file = $p AND s <> t "
-                           f"WITH s, e ORDER BY s.file, s.line, s.qual LIMIT $limit RETURN {SYMBOL_FIELDS}, e.lines",
+                           f"WITH s, e {order}LIMIT $limit RETURN {SYMBOL_FIELDS}, e.lines",
                     {**params, "limit": max(0, int(limit))})
+    first = sorted(first, key=lambda r: (r[3], r[4] or 0, r[0]))
     unresolved = _unresolved_named(graph, [sym["name"]], ans).get(sym["name"], 0)
     # calls in decorator expressions are attributed to the decorated function and sit on the
     # lines above its name (``@trace("hot")`` binds to the factory ``trace``)

@@ -25,6 +25,7 @@ import contextlib
 import dataclasses
 import gc
 import hashlib
+import itertools
 import logging
 import os
 import pickle
@@ -48,6 +49,7 @@ log = logging.getLogger("orbit_lsp.index")
 CACHE_VERSION = 7  # 6: JS/TS files have facts; 7: facts kept pickled (FileState.facts_blob)
 
 Progress = Callable[[int, int, str], None]  # (done, total, rel)
+_GENERATIONS = itertools.count(1)
 
 
 class FactsCache:
@@ -348,7 +350,9 @@ class WorkspaceIndexer:
         self.aliases: dict[str, str] = {}
         self.filter = WorkspaceFilter(self.root, self.settings.exclude)
         self.lock = threading.RLock()
-        self.last_index_time: float | None = None
+        self._last_index_time: float | None = None
+        self.generation = next(_GENERATIONS)  # a new value for every change made to the graph
+        self.imports_generation = next(_GENERATIONS)  # a new value when IMPORTS edges change
         self.skipped: dict[str, str] = {}
         self._written_root_package = ""  # root_package the graph's qualified names were built with
         self._touched: set[str] = set()  # files whose state changed since the cache was saved
@@ -357,6 +361,19 @@ class WorkspaceIndexer:
         # the resolver of the last build or update, with its memo, and the module table it was
         # built on: re-indexing a file reuses it (see ``_update``)
         self._live: tuple[tuple, WorkspaceResolver] | None = None
+
+    @property
+    def last_index_time(self) -> float | None:
+        """When this indexer last brought (part of) the graph up to date (``time.time()``), None
+        before its first index. Setting it bumps ``generation``: results computed from the graph
+        before are stale (see ``graph.cache.QueryCache``). Generations are unique in the process,
+        so two indexers of one graph (settings changed) never share one."""
+        return self._last_index_time
+
+    @last_index_time.setter
+    def last_index_time(self, value: float | None) -> None:
+        self._last_index_time = value
+        self.generation = next(_GENERATIONS)
 
     # -- cache ------------------------------------------------------------------------------
     @property
@@ -691,6 +708,7 @@ class WorkspaceIndexer:
             bg.shutdown(wait=True, cancel_futures=True)
         rep.written_files = len(rels)
         rep.mode = "full"
+        self.imports_generation = next(_GENERATIONS)
         self._touched_all = True
         self._written_root_package = rp
         rep.timings["write"] = time.perf_counter() - t - rep.timings["resolve"] - rep.timings["cache"]
@@ -890,6 +908,10 @@ class WorkspaceIndexer:
         if dropped:
             w.delete_unused_packages(sorted(package_info(n)[0] for n in dropped))
         rep.written_files = len(rebind | changed)
+        if removed or any((old_state[r].edges.imports if r in old_state and old_state[r].edges is not None else {})
+                          != (self.state[r].edges.imports if self.state[r].edges is not None else {})
+                          for r in rebind | changed):
+            self.imports_generation = next(_GENERATIONS)
         rep.removed_files = len(removed)
         rep.timings["write"] = time.perf_counter() - t
         self._touched |= rebind | changed | removed | redeps
@@ -942,6 +964,7 @@ class WorkspaceIndexer:
                     self._touched.add(rel)
                     GraphWriter(self.graph).update_files([self._file_row(rel)])
                     rep.seconds = time.perf_counter() - t0
+                    self.last_index_time = time.time()
                     return rep
                 old_state = dict(self.state)
                 self.state[rel] = new

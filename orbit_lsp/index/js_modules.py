@@ -35,6 +35,8 @@ import os
 import posixpath
 from pathlib import Path
 
+from orbit_lsp.index.resolve import canonical_path
+
 log = logging.getLogger("orbit_lsp.index")
 
 NODE_BUILTINS = frozenset({
@@ -165,14 +167,7 @@ class JsModules:
         return os.path.join(self.root, *rel.split("/")) if rel else self.root
 
     def _canon(self, path: str) -> str:
-        for _ in range(8):
-            for link, target in self.aliases.items():
-                if path == link or path.startswith(link + "/"):
-                    path = (target + path[len(link):]).lstrip("/")
-                    break
-            else:
-                return path
-        return path
+        return canonical_path(path, self.aliases)
 
     def _is_file(self, rel: str) -> str | None:
         rel = self._canon(rel)

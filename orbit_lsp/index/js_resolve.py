@@ -24,7 +24,7 @@ from pathlib import Path
 
 from orbit_lsp.index.javascript import JsFacts
 from orbit_lsp.index.js_modules import JsModules
-from orbit_lsp.index.resolve import CallEdge, FileEdges
+from orbit_lsp.index.resolve import FileEdges
 
 JS_UNIT = "<js>"
 CONFIG = "<config>"  # deps entity (CONFIG, "abs path\0stamp") of a config a resolution read
@@ -372,15 +372,7 @@ class JsResolver:
                 if site.decorator and unknown and not targets:
                     continue  # a decorator we cannot follow is not a call we failed to bind
                 for dst_file, dst_qual, how in targets:
-                    if site.decorator:
-                        how = "decorator"
-                    k = (caller, dst_file, dst_qual)
-                    e = out.calls.get(k)
-                    if e is None:
-                        e = out.calls[k] = CallEdge(caller, dst_file, dst_qual, how)
-                    e.lines.append(site.line)
-                    e.cols.append(site.col)
-                    e.end_cols.append(site.end_col)
+                    out.add_call(caller, dst_file, dst_qual, "decorator" if site.decorator else how, site)
                 if unknown and site.name and not site.decorator:
                     out.unresolved.setdefault(caller, []).append(site.name)
         for cls in facts.classes.values():

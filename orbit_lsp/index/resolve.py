@@ -154,6 +154,19 @@ def full_qual(rel: str, qual: str, root_package: str = "") -> str:
     return f"{mod}.{qual}" if mod else qual
 
 
+def canonical_path(path: str, aliases: dict[str, str]) -> str:
+    """``path`` with in-workspace symlinked directories (``aliases``: link -> target, both
+    workspace-relative) replaced by their targets, links to links followed (8 at most)."""
+    for _ in range(8):
+        for link, target in aliases.items():
+            if path == link or path.startswith(link + "/"):
+                path = (target + path[len(link):]).lstrip("/")
+                break
+        else:
+            return path
+    return path
+
+
 @compact_pickle
 @dataclass(slots=True)
 class CallEdge:
@@ -178,6 +191,17 @@ class FileEdges:
     unresolved: dict[str, list[str]] = field(default_factory=dict)  # caller qual -> called names
     unresolved_imports: list[str] = field(default_factory=list)  # "line:module"
     deps: frozenset[tuple] = frozenset()  # (file, unit) of other files consulted (``interface_units``)
+
+    def add_call(self, caller: str, dst_file: str, dst_qual: str, resolved: str, site) -> None:
+        """Record one bound call site (``site``: ``line``, ``col``, ``end_col``) on the edge from
+        ``caller`` to ``dst_file``'s ``dst_qual`` (one edge per pair, its sites in lists)."""
+        k = (caller, dst_file, dst_qual)
+        e = self.calls.get(k)
+        if e is None:
+            e = self.calls[k] = CallEdge(caller, dst_file, dst_qual, resolved)
+        e.lines.append(site.line)
+        e.cols.append(site.col)
+        e.end_cols.append(site.end_col)
 
     def key(self) -> tuple:
         """Comparable form (everything but ``deps``)."""
@@ -262,14 +286,7 @@ class Resolver:
 
     # -- module lookup ----------------------------------------------------------------------
     def _canon(self, path: str) -> str:
-        for _ in range(8):
-            for link, target in self.aliases.items():
-                if path == link or path.startswith(link + "/"):
-                    path = (target + path[len(link):]).lstrip("/")
-                    break
-            else:
-                return path
-        return path
+        return canonical_path(path, self.aliases)
 
     def _module_at(self, path: str):
         """('mod', key) for a module at ``path`` (no extension), or None."""
@@ -747,15 +764,7 @@ class Resolver:
                 for dst_file, dst_qual, resolved in targets:
                     if not resolved:
                         resolved = self._how(rel, si, site.ref, dst_file)
-                    if site.decorator:
-                        resolved = "decorator"
-                    k = (caller, dst_file, dst_qual)
-                    e = out.calls.get(k)
-                    if e is None:
-                        e = out.calls[k] = CallEdge(caller, dst_file, dst_qual, resolved)
-                    e.lines.append(site.line)
-                    e.cols.append(site.col)
-                    e.end_cols.append(site.end_col)
+                    out.add_call(caller, dst_file, dst_qual, "decorator" if site.decorator else resolved, site)
                 if unknown and site.name and not site.decorator:
                     out.unresolved.setdefault(caller, []).append(site.name)
         for cls in facts.classes.values():

@@ -30,6 +30,7 @@ from urllib.parse import quote
 
 from orbit_lsp import __version__
 from orbit_lsp.config import Settings, settings_from_sources
+from orbit_lsp.graph.cache import ANSWERS
 from orbit_lsp.graph.connection import GraphStore
 from orbit_lsp.graph.errors import FalkorDBOffline, GraphError
 from orbit_lsp.index.indexer import WorkspaceIndexer
@@ -200,6 +201,12 @@ class OrbitServer(LanguageServer):
         except GraphError as exc:
             raise JsonRpcException(f"{type(exc).__name__}: {exc}", code=REQUEST_FAILED) from exc
 
+    async def answer(self, ix: WorkspaceIndexer, fn: Callable[..., T], *args) -> T:
+        """``fn(ix.graph, *args)`` (a ``graph.queries`` function) off the event loop, from the
+        process's answer cache while ``ix`` has not changed the graph since (see
+        ``graph.cache``)."""
+        return await self.query(ANSWERS.get, ix.graph, ix.generation, fn, *args)
+
     async def index(self, fn: Callable[..., T], *args, **kwargs) -> T | None:
         """Run indexing work in the (single) index thread; None when FalkorDB is offline (the
         work is redone after recovery by a full incremental re-open). Other graph errors
@@ -327,9 +334,10 @@ def raw_params(params: Any) -> dict:
 
 def setup(server: OrbitServer) -> OrbitServer:
     """Create every feature and register its handlers on ``server``."""
-    from orbit_lsp.server import ask, code_actions, diagnostics, hierarchy, hover, lenses, lifecycle, propose, requests
+    from orbit_lsp.server import (ask, code_actions, diagnostics, hierarchy, hover, lenses, lifecycle, memory,
+                                  propose, requests)
 
-    for module in (lifecycle, lenses, hover, hierarchy, diagnostics, requests, ask, code_actions, propose):
+    for module in (lifecycle, lenses, hover, hierarchy, diagnostics, requests, ask, code_actions, memory, propose):
         feature = module.Feature(server)
         feature.register()
         server.features.append(feature)

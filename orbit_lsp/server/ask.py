@@ -10,6 +10,8 @@ Result: ``{"question", "answer" (text or null), "markdown" (answer, who answered
 its tool, arguments, Cypher and row count), "steps": [{"index", "tool", "args", "cypher":
 [{"query", "params"}], "rows", "error", "ms", "note"}], "model" (null for the planner),
 "planner", "error" (why there is no answer: model unreachable, rate-limited, step/time limit…),
+"memories" (the user's memories recalled and given to the agent, see ``orbit_lsp.memory``),
+"proposedMemory" (saved unconfirmed from "remember that …", or null), "turnId",
 "notes", "conversationId", "workspace"}``.
 
 While it runs: work-done progress, one report per step (client token ``workDoneToken``, else a

@@ -30,6 +30,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from orbit_lsp.graph import queries
+from orbit_lsp.graph.cache import ANSWERS
 from orbit_lsp.index.indexer import WorkspaceIndexer
 from orbit_lsp.server.app import OrbitServer
 from orbit_lsp.server.lines import LineCache
@@ -77,7 +78,8 @@ class Feature:
         while ix.root in self.pending:
             changed = self.pending.pop(ix.root)
             try:
-                cycles = await ls.query(queries.import_cycles, ix.graph)
+                # import cycles change only with IMPORTS edges: most saves reuse the last answer
+                cycles = await ls.query(ANSWERS.get, ix.graph, ix.imports_generation, queries.import_cycles)
                 problems = await ls.query(queries.file_problems, ix.graph)
                 loop = asyncio.get_running_loop()
                 wanted = await loop.run_in_executor(ls.query_pool, self.build, ix, cycles.rows, problems.rows, changed)

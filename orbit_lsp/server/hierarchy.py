@@ -88,7 +88,7 @@ class Feature:
         if got is not None:
             return ix, got[0], got[1]
         line1, col = ls.lines().graph_position(ix.root / rel, item.selection_range.start)
-        at = await ls.query(queries.target_at, ix.graph, rel, line1, col)
+        at = await ls.answer(ix, queries.target_at, rel, line1, col)
         syms = [r["symbol"] for r in at.rows if r["type"] == "symbol"]
         return (ix, syms[0]["file"], syms[0]["qual"]) if syms else None
 
@@ -101,7 +101,7 @@ class Feature:
         ix, rel = owner
         lines = ls.lines()
         line1, col = lines.graph_position(ix.root / rel, params.position)
-        at = await ls.query(queries.target_at, ix.graph, rel, line1, col)
+        at = await ls.answer(ix, queries.target_at, rel, line1, col)
         syms = [r["symbol"] for r in at.rows if r["type"] == "symbol" and r["symbol"]["kind"] != "module"]
         if not syms:
             return None
@@ -114,7 +114,7 @@ class Feature:
         ix, rel, qual = target
         ls = self.server
         limit = ls.settings.max_callers
-        ans = await ls.query(queries.symbol_callers, ix.graph, rel, qual, None, limit)
+        ans = await ls.answer(ix, queries.symbol_callers, rel, qual, None, limit)
         if ans.total is not None:
             # LSP has no way to say a list is partial: say it once per request, in a message
             ls.window_show_message(types.ShowMessageParams(
@@ -135,7 +135,7 @@ class Feature:
         if target is None:
             return None
         ix, rel, qual = target
-        ans = await self.server.query(queries.symbol_callees, ix.graph, rel, qual)
+        ans = await self.server.answer(ix, queries.symbol_callees, rel, qual)
         rows = ans.rows
         # an instantiation is bound both to the class and to its __init__: show the class once
         classes = {(r["file"], r["qual"], tuple(r["lines"] or []), tuple(r["cols"] or []))

@@ -19,6 +19,7 @@ from __future__ import annotations
 from lsprotocol import types
 
 from orbit_lsp.graph import queries
+from orbit_lsp.graph.cache import ANSWERS
 from orbit_lsp.index.indexer import WorkspaceIndexer
 from orbit_lsp.server.app import OrbitServer
 from orbit_lsp.server.lenses import Snapshot, targets_at
@@ -40,15 +41,15 @@ def hover_work(ix: WorkspaceIndexer, rel: str, data: bytes, line1: int, col: int
     for t in found.rows[:MAX_TARGETS]:
         if t["type"] == "symbol":
             s = t["symbol"]
-            ans = queries.symbol_summary(ix.graph, s["file"], s["qual"], max_hops, limit=MAX_CALLERS)
+            ans = ANSWERS.get(ix.graph, ix.generation, queries.symbol_summary, s["file"], s["qual"], max_hops, MAX_CALLERS)
             if ans.found:
                 out.append({"type": "symbol", "how": t.get("how"), **ans.rows[0]})
         elif t["type"] == "file":
-            ans = queries.file_summary(ix.graph, t["path"], max_hops)
+            ans = ANSWERS.get(ix.graph, ix.generation, queries.file_summary, t["path"], max_hops)
             if ans.found:
                 out.append({"type": "file", **ans.rows[0]})
         elif t["type"] == "package":
-            ans = queries.package_users(ix.graph, t["name"])
+            ans = ANSWERS.get(ix.graph, ix.generation, queries.package_users, t["name"])
             out.append({"type": "package", "name": t["name"], "about": ans.notes[:1],
                         "users": [r["path"] for r in ans.rows]})
     return out

@@ -38,6 +38,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
 from orbit_lsp.graph import queries
+from orbit_lsp.graph.cache import ANSWERS
 from orbit_lsp.index import python as pyx
 from orbit_lsp.index.indexer import LazyFacts, WorkspaceIndexer, content_hash
 from orbit_lsp.index.languages import PARSED_LANGS, WorkspaceResolver, is_js, parse_file
@@ -193,7 +194,7 @@ def lens_work(ix: WorkspaceIndexer, rel: str, data: bytes, max_hops: int) -> dic
     "unparsed"}``; ``line``/``col`` are positions in ``data``."""
     h = content_hash(data)
     with index_lock(ix) as locked:
-        ans = queries.file_lens_data(ix.graph, rel, max_hops)
+        ans = ANSWERS.get(ix.graph, ix.generation, queries.file_lens_data, rel, max_hops)
         if not ans.found:
             return None
         rec = ans.rows[0]

@@ -18,11 +18,12 @@ Code actions (built by ``actions``, offered by ``code_actions``):
 
 Proposing (``orbit_lsp.agent.propose``): the configured model gets the instruction and the
 selected text (redacted), may run the read-only graph tools (``read_file`` asks the user, as
-``orbit/ask`` does), and replies with a replacement. The edit then takes the shared approval path
-(``orbit_lsp.server.approval``): stored as a proposal, sent with ``workspace/applyEdit`` on the
-versioned document with a change annotation that needs confirmation, refused as stale when the
-document changed since ``version`` (before asking the model, and again before sending), every
-outcome audited. The agent has no write tool: the file changes only when the client applies it.
+``orbit/ask`` does; ``recall`` reads the user's memories), and replies with a replacement. The
+edit then takes the shared approval path (``orbit_lsp.server.approval``): stored as a proposal,
+sent with ``workspace/applyEdit`` on the versioned document with a change annotation that needs
+confirmation, refused as stale when the document changed since ``version`` (before asking the
+model, and again before sending), every outcome audited. The agent has no write tool: the file
+changes only when the client applies it.
 
 Result: ``{"proposal": id | null, "status": "applied" | "rejected" | "stale" | "failed",
 "reason", "diff", "explanation", "model", "steps", "notes", "redactions"}``; ``failed``: no edit
@@ -325,10 +326,12 @@ class Feature:
             return "deny"
 
         s = asker.settings
-        toolbox = Toolbox(snap.ix.graph, snap.ix.root, s, consent=consent, history=hist)
         start_line, end_line = rng.start.line + 1, rng.end.line + (1 if rng.end.character else 0)
 
         def work():
+            # the user's memories (coding preferences…) through the recall tool, when available
+            toolbox = Toolbox(snap.ix.graph, snap.ix.root, s, consent=consent, history=hist,
+                              memory=asker.memory(snap.ix.graph))
             return run_propose(instruction, selection, model, toolbox, path=snap.rel, start_line=start_line,
                                end_line=max(start_line, end_line), context=context, max_steps=s.agent_max_steps,
                                time_limit_s=s.agent_time_limit_s, cancel=cancel,

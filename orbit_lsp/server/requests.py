@@ -76,22 +76,22 @@ class Feature:
             target = at
         elif pos is not None:
             line1, col = ls.to_graph_position(path, types.Position(*pos))
-            at = await ls.query(queries.target_at, ix.graph, rel, line1, col)
+            at = await ls.answer(ix, queries.target_at, rel, line1, col)
             cypher += at.cypher
             if at.rows:
                 target = at.rows[0]
         callers = callers_total = None
         if target is None or target["type"] == "file":
             file_rel = target["path"] if target else rel
-            ans = await ls.query(queries.impact, ix.graph, file_rel, ls.settings.max_hops)
+            ans = await ls.answer(ix, queries.impact, file_rel, ls.settings.max_hops)
             target = {"type": "file", "path": file_rel, "uri": ls.rel_uri(ix.root, file_rel)}
         elif target["type"] == "package":
-            ans = await ls.query(queries.package_users, ix.graph, target["name"])
+            ans = await ls.answer(ix, queries.package_users, target["name"])
             target = {"type": "package", "name": target["name"]}
         else:
             s = target["symbol"]
-            ans = await ls.query(queries.impact, ix.graph, s["file"], ls.settings.max_hops)
-            walk = await ls.query(queries.symbol_impact, ix.graph, s["file"], s["qual"], ls.settings.max_hops,
+            ans = await ls.answer(ix, queries.impact, s["file"], ls.settings.max_hops)
+            walk = await ls.answer(ix, queries.symbol_impact, s["file"], s["qual"], ls.settings.max_hops,
                                   ls.settings.max_callers)
             cypher += walk.cypher
             notes += walk.notes
