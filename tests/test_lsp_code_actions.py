@@ -1,8 +1,10 @@
-"""Code actions over LSP under both client profiles: "Orbit: show impact" on any symbol, and the
-graph-derived "Remove `f`" offered only when the graph proves it, applied through
-workspace/applyEdit only when the client approves. Each test asserts the file on disk (the test
-client acts as the editor: it applies an approved edit to its buffer and saves it) and the
-proposal's state in the store (data dir of the server)."""
+"""Code actions over LSP under both client profiles: "Orbit: show impact" and "Orbit: ask about this
+symbol" on any symbol, and the graph-derived "Remove `f`" offered only when the graph proves it,
+applied through workspace/applyEdit only when the client approves. Each test asserts the file on
+disk (the test client acts as the editor: it applies an approved edit to its buffer and saves
+it), the proposal's state in the store and its audit record (data dir of the server). This
+server has no model: "propose a change" answers that it needs one, questions go to the built-in
+planner. (Proposals with a model: test_lsp_propose.py.)"""
 
 from __future__ import annotations
 
@@ -17,8 +19,10 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from lsp_harness import PROFILES, SERVER, as_dict, start_session, uri
+from orbit_lsp.agent.history import History
 from orbit_lsp.edits.proposals import ProposalStore
 from orbit_lsp.server.code_actions import REMOVE_SYMBOL, SHOW_IMPACT_TITLE, remove_title
+from orbit_lsp.server.propose import ASK_TITLE, NO_MODEL, PROPOSE_TITLE
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -176,6 +180,16 @@ def proposals() -> ProposalStore:
     return ProposalStore.in_data_dir(Path(os.environ["ORBIT_DATA_DIR"]))
 
 
+def audit_of(pid: int) -> list[dict]:
+    """The edit_decision audit records of proposal ``pid`` of a removal."""
+    hist = History.open(Path(os.environ["ORBIT_DATA_DIR"]))
+    try:
+        return [r for r in hist.audit_log(kind="edit_decision", limit=100_000)
+                if r["proposal"] == pid and r["origin"] == "removal"]
+    finally:
+        hist.close()
+
+
 async def run_action(c, action: types.CodeAction) -> dict:
     return as_dict(await c.workspace_execute_command_async(types.ExecuteCommandParams(
         command=action.command.command, arguments=action.command.arguments)))
@@ -259,6 +273,9 @@ async def test_approved_removal_edits_the_file(ed, client):
     p = proposals().get(res["proposal"])
     assert p.status == "applied" and p.path == "util.py" and "-def unused_helper(x):" in p.diff
     assert p.base_version == 1 and p.created <= p.updated
+    [rec] = audit_of(res["proposal"])
+    assert rec["decision"] == "applied" and rec["path"] == "util.py" and rec["title"] == remove_title("unused_helper")
+    assert rec["workspace"] == str(client.root.resolve()) and rec["version"] == 1
 
 
 async def test_rejected_removal_leaves_file(ed, client):
@@ -271,6 +288,8 @@ async def test_rejected_removal_leaves_file(ed, client):
     assert (client.root / "util.py").read_text() == before and ed.buffers[ed.util][0] == before
     p = proposals().get(res["proposal"])
     assert p.status == "rejected" and "-    def spare(self):" in p.diff
+    [rec] = audit_of(res["proposal"])
+    assert rec["decision"] == "rejected" and rec["reason"] == "rejected by the user"
 
 
 async def test_document_edited_before_running_is_stale(ed, client):
@@ -283,6 +302,8 @@ async def test_document_edited_before_running_is_stale(ed, client):
     assert ed.received == []  # nothing was sent to apply
     assert (client.root / "util.py").read_text() == before
     assert proposals().get(res["proposal"]).status == "stale"
+    [rec] = audit_of(res["proposal"])
+    assert rec["decision"] == "stale" and "changed since" in rec["reason"]
 
 
 async def test_document_edited_while_asking_is_stale(ed, client):
@@ -297,12 +318,54 @@ async def test_document_edited_while_asking_is_stale(ed, client):
     else:  # unversioned `changes`: the client applied it to its edited buffer
         assert res["status"] == "applied"
         assert "unused_helper" not in (client.root / "util.py").read_text()
+        assert audit_of(res["proposal"])[0]["decision"] == "applied"
         return
     assert (client.root / "util.py").read_text() == before
     assert proposals().get(res["proposal"]).status == "stale"
+    assert audit_of(res["proposal"])[0]["decision"] == "stale"
 
 
 async def test_bad_arguments(client):
     with pytest.raises(Exception) as ei:
         await client.workspace_execute_command_async(types.ExecuteCommandParams(command=REMOVE_SYMBOL, arguments=[{"uri": 3}]))
     assert "needs" in str(ei.value) or "InvalidParams" in type(ei.value).__name__
+
+
+# -- propose / ask without a model -------------------------------------------------------------------
+async def test_propose_without_a_model_is_a_clear_error(ed, client):
+    before = (client.root / "util.py").read_text()
+    line = line_of(before, "def used") + 1
+    [act] = [a for a in await actions_at(client, ed.util, line, 6) if a.title == PROPOSE_TITLE]
+    [arg] = act.command.arguments
+    with pytest.raises(Exception) as ei:
+        await client.workspace_execute_command_async(types.ExecuteCommandParams(
+            command=act.command.command, arguments=[arg, "Add a docstring"]))
+    assert "needs a model" in str(ei.value) and NO_MODEL.split(":")[0] in str(ei.value)
+    with pytest.raises(Exception) as ei:
+        await client.protocol.send_request_async("orbit/proposeChange", {
+            "textDocument": {"uri": ed.util}, "position": {"line": line, "character": 6},
+            "instruction": "Add a docstring"})
+    assert "needs a model" in str(ei.value)
+    assert ed.received == [] and (client.root / "util.py").read_text() == before
+
+
+async def test_ask_about_symbol_answered_by_the_planner(ed, client):
+    text = ed.buffers[ed.util][0]
+    acts = await actions_at(client, ed.util, line_of(text, "def used"), 5)
+    [ask] = [a for a in acts if a.title == ASK_TITLE]
+    before = len(client.messages)
+    res = await run_action(client, ask)
+    assert res["planner"] is True and res["error"] is None
+    assert res["question"] == "What depends on `util.used` and who calls it?"
+    assert "**`util.used` (util.py:8)** has 1 direct caller:" in res["answer"]
+    assert "- `main.run` (main.py:" in res["answer"]
+    assert "depend on `util.py`" in res["answer"] and "- `main.py` — 1 hop" in res["answer"]
+    assert [s["tool"] for s in res["steps"]] == ["find_symbol", "impact_of"]
+    assert "### Steps (2)" in res["markdown"]
+    shown = [m.message for m in client.messages[before:]]
+    assert any(m.startswith("Orbit: **`util.used` (util.py:8)** has 1 direct caller") for m in shown), shown
+    # on a use of the symbol too (main.py calls it)
+    u = ed.open(client.root / "main.py")
+    [ask] = [a for a in await actions_at(client, u, 8, 12) if a.title == ASK_TITLE]
+    assert (ask.command.arguments[0] if isinstance(ask.command.arguments[0], dict)
+            else as_dict(ask.command.arguments[0]))["qual"] == "util.used"

@@ -101,3 +101,14 @@ def test_ask(session):
     assert ask.get("err") is None, ask["err"]
     text = "\n".join(ask["lines"])
     assert text.startswith("# who calls used?") and "run" in text
+
+
+def test_ask_about_symbol_and_propose_without_a_model(session):
+    ask = session["steps"]["ask_symbol"]
+    text = "\n".join(ask["lines"])
+    assert ask.get("err") is None and ask["float"], ask
+    assert "What depends on `util.used` and who calls it?" in text and "- `main.run` (main.py:" in text
+    assert session["steps"]["propose_prompt"] == "Orbit: what should change? "
+    prop = session["steps"]["propose"]
+    assert prop["err"]["code"] == -32803 and "needs a model" in prop["err"]["message"], prop
+    assert "needs a model" in "\n".join(prop["lines"])

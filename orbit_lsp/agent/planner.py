@@ -2,7 +2,7 @@
 
 Recognised questions (case-insensitive, trailing ``?`` optional, names may be in backticks):
 
-- "what depends on FILE" / "who imports FILE" / "what breaks if I change FILE" /
+- "what depends on FILE" (also "… and who calls it") / "who imports FILE" / "what breaks if I change FILE" /
   "impact of FILE" → ``impact_of`` (FILE may be a unique suffix such as ``errors.py``; it is
   resolved with a ``cypher_query`` step). A symbol instead of a file → ``find_symbol`` (callers)
   and ``impact_of`` its file;
@@ -33,6 +33,9 @@ HELP = ("The built-in planner understands: *what depends on FILE*, *who calls SY
 _NAME = r"[`'\"]?(?P<{g}>[^\s`'\"?]+?)[`'\"]?(?:\(\))?"
 
 _PATTERNS: list[tuple[str, re.Pattern]] = [
+    # "what depends on X and who calls it" (the "ask about this symbol" code action): before "who calls"
+    ("depends", re.compile(r"\b(?:what|which\s+files?|who)\s+(?:depends?|relies|rely)\s+on\s+" + _NAME.format(g="x")
+                           + r"\s+and\s+(?:who|what)\s+calls\s+it\s*[?.!]*$", re.I)),
     ("chain", re.compile(r"\bhow\s+(?:does|do|can|is)\s+" + _NAME.format(g="a") +
                          r"\s+(?:reach|reached|call|calls|get\s+to|lead\s+to|end\s+up\s+in|invoke)\s+"
                          + _NAME.format(g="b") + r"\s*[?.!]*$", re.I)),

@@ -10,13 +10,14 @@ Offered at the cursor (``params.range.start``):
   (``orbit_lsp.edits.removal``), only while the buffer equals the indexed text. It runs
   ``orbit.removeSymbol`` with ``[{"uri", "version", "qual"}]`` (``version``: the document
   version the action was computed for).
+- "Orbit: propose a change…" (kind ``refactor.rewrite``) on a selection, or on the symbol
+  under the cursor (its whole lines), and "Orbit: ask about this symbol" on any symbol: see
+  ``orbit_lsp.server.propose``.
 
-``orbit.removeSymbol`` re-checks the proof against the current text, stores a proposal
-(``orbit_lsp.edits.proposals``, in the data dir) and sends ``workspace/applyEdit``: a
-``TextDocumentEdit`` on the versioned document with an ``AnnotatedTextEdit`` whose change
-annotation needs confirmation (editors show a preview to accept), or plain ``changes`` to a
-client that does not declare ``documentChanges``. Outcome, stored on the proposal and answered
-as ``{"proposal": id, "status", "reason"}``:
+``orbit.removeSymbol`` re-checks the proof against the current text and hands the edit to the
+shared approval path (``orbit_lsp.server.approval``): a stored proposal, sent through
+``workspace/applyEdit`` with a change annotation that needs confirmation, its outcome audited.
+Answer: ``{"proposal": id, "status", "reason", "diff"}``:
 
 - the document changed since the action was offered (another version, or the proof no longer
   holds) → ``stale``, nothing is sent, the file is untouched;
@@ -35,7 +36,9 @@ from orbit_lsp.edits import removal as rm
 from orbit_lsp.edits.proposals import ProposalStore
 from orbit_lsp.graph import queries
 from orbit_lsp.index.indexer import content_hash
+from orbit_lsp.server import propose
 from orbit_lsp.server.app import OrbitServer, raw_params
+from orbit_lsp.server.approval import Approvals, Change
 from orbit_lsp.server.lenses import SHOW_IMPACT, Snapshot, index_lock, targets_at
 
 log = logging.getLogger("orbit_lsp.server.code_actions")
@@ -50,19 +53,24 @@ def remove_title(name: str) -> str:
 
 def plan(ix, rel: str, data: bytes, line1: int, col: int) -> dict:
     """Query-thread part of a code-action request: ``{"target": targets_at row | None,
-    "removal": Removal | None}``. The removal is checked only when the buffer is the indexed
-    text and the cursor is on a function/method definition line."""
+    "removal": Removal | None, "enclosing": symbol dict | None}``. The removal is checked only
+    when the buffer is the indexed text and the cursor is on a function/method definition line;
+    ``enclosing`` (the innermost non-module symbol around the cursor's line) is read only when
+    the buffer is the indexed text too."""
     found = targets_at(ix, rel, data, line1, col)
     target = found.rows[0] if found is not None and found.rows else None
+    enclosing = None
     with index_lock(ix) as locked:
         rec = queries.file_record(ix.graph, rel)
         same = locked and rec.found and rec.rows[0]["hash"] == content_hash(data)
         sym = None
         if same:
+            around = queries.symbol_at(ix.graph, rel, line1).rows
+            enclosing = around[0] if around and around[0]["kind"] != "module" else None
             if target and target["type"] == "symbol" and target["how"] == "definition":
                 sym = target["symbol"]
             else:  # anywhere on a def line
-                at = queries.symbol_at(ix.graph, rel, line1).rows
+                at = around
                 if at and at[0]["line"] == line1 and at[0]["kind"] in ("function", "method"):
                     sym = at[0]
                     if target is None:
@@ -70,7 +78,7 @@ def plan(ix, rel: str, data: bytes, line1: int, col: int) -> dict:
         result = None
         if sym is not None and sym["kind"] in ("function", "method"):
             result = rm.check(ix.graph, ix.root, rel, data.decode("utf-8", errors="surrogatepass"), sym)
-    return {"target": target, "removal": result}
+    return {"target": target, "removal": result, "enclosing": enclosing}
 
 
 def recheck(ix, rel: str, data: bytes, qual: str) -> rm.Removal:
@@ -86,15 +94,15 @@ def recheck(ix, rel: str, data: bytes, qual: str) -> rm.Removal:
 class Feature:
     def __init__(self, server: OrbitServer):
         self.server = server
-        self._store: ProposalStore | None = None
+
+    @property
+    def approvals(self) -> Approvals:
+        return Approvals.of(self.server)
 
     @property
     def store(self) -> ProposalStore:
         """Proposal store in the current data dir (re-opened when settings move it)."""
-        ddir = self.server.settings.data_dir
-        if self._store is None or self._store.path.parent != ddir:
-            self._store = ProposalStore.in_data_dir(ddir)
-        return self._store
+        return self.approvals.store
 
     def register(self) -> None:
         ls = self.server
@@ -141,6 +149,7 @@ class Feature:
                 title=SHOW_IMPACT_TITLE,
                 command=types.Command(title=SHOW_IMPACT_TITLE, command=SHOW_IMPACT,
                                       arguments=[uri, {"line": at.line, "character": at.character}])))
+        actions += propose.actions(ls, snap, params.range, target, res["enclosing"], wanted)
         return actions
 
     # -- orbit.removeSymbol ------------------------------------------------------------------------
@@ -164,61 +173,26 @@ class Feature:
         rem = await ls.query(recheck, snap.ix, rel, snap.data, qual)
         if not rem.ok:
             return self._refuse(root, rel, title, text, version, f"no longer proven removable: {rem.reason}")
-        prop = self.store.create(root, rel, title, text, rem.new_text, version)
-        edit = self._workspace_edit(snap, uri, version, rem, title, prop.id)
-        try:
-            res = await ls.workspace_apply_edit_async(types.ApplyWorkspaceEditParams(edit=edit, label=title))
-            applied = bool(getattr(res, "applied", False))
-            reason = getattr(res, "failure_reason", None)
-        except Exception as exc:  # noqa: BLE001 - the client's error is an unapplied edit
-            applied, reason = False, f"the client answered with an error: {exc}"
-        if applied:
-            prop = self.store.mark(prop.id, "applied")
-        else:
-            cur = ls.workspace.text_documents.get(uri)
-            moved = cur is not None and cur.version != version
-            prop = self.store.mark(prop.id, "stale" if moved else "rejected",
-                                   reason or ("the document changed while the edit was pending" if moved
-                                              else "not applied by the client"))
-        log.info("proposal %s (%s in %s): %s%s", prop.id, title, rel, prop.status,
-                 f" ({prop.reason})" if prop.reason else "")
-        if prop.status != "applied":
-            ls.window_show_message(types.ShowMessageParams(types.MessageType.Info,
-                                                           f"orbit: {title}: {prop.status} ({prop.reason})"))
-        return {"proposal": prop.id, "status": prop.status, "reason": prop.reason}
+        return await self.approvals.send(Change(
+            origin="removal", uri=uri, version=version, root=root, rel=rel, title=title, old_text=text,
+            new_text=rem.new_text, range=removal_range(snap, rem), replacement="", description=rem.reason))
 
     def _refuse(self, root: str, rel: str, title: str, text: str, version, reason: str) -> dict:
-        prop = self.store.create(root, rel, title, text, text, version, status="stale", reason=reason)
-        log.info("proposal %s (%s in %s): stale (%s)", prop.id, title, rel, reason)
-        self.server.window_show_message(types.ShowMessageParams(types.MessageType.Warning,
-                                                                f"orbit: {title}: refused as stale: {reason}"))
-        return {"proposal": prop.id, "status": prop.status, "reason": prop.reason}
+        return self.approvals.refuse("removal", root, rel, title, text, version, reason)
 
-    def _workspace_edit(self, snap: Snapshot, uri: str, version, rem: rm.Removal, title: str, pid: int) -> types.WorkspaceEdit:
-        lines = snap.lines.texts
-        start = types.Position(rem.start, 0)
-        if rem.end < len(lines) or (lines and lines[-1].endswith(("\n", "\r"))):
-            end = types.Position(rem.end, 0)
-        else:  # to the end of a document whose last line has no line end
-            last = len(lines) - 1
-            end = types.Position(last, snap.codec.client_num_units(lines[last]))
-            if rem.start > 0:
-                # keep the line end before the removed block out of the edit's way
-                prev = lines[rem.start - 1].rstrip("\r\n")
-                start = types.Position(rem.start - 1, snap.codec.client_num_units(prev))
-        rng = types.Range(start, end)
-        caps = self.server.client_capabilities
-        we = caps.workspace.workspace_edit if caps and caps.workspace else None
-        if we is not None and we.document_changes:
-            ann_id = f"orbit-proposal-{pid}"
-            annotated = we.change_annotation_support is not None
-            te = (types.AnnotatedTextEdit(range=rng, new_text="", annotation_id=ann_id) if annotated
-                  else types.TextEdit(range=rng, new_text=""))
-            return types.WorkspaceEdit(
-                document_changes=[types.TextDocumentEdit(
-                    text_document=types.OptionalVersionedTextDocumentIdentifier(uri=uri, version=version),
-                    edits=[te])],
-                change_annotations={ann_id: types.ChangeAnnotation(
-                    label=title, needs_confirmation=True,
-                    description=f"orbit proposal {pid}: {rem.reason}")} if annotated else None)
-        return types.WorkspaceEdit(changes={uri: [types.TextEdit(range=rng, new_text="")]})
+
+def removal_range(snap: Snapshot, rem: rm.Removal) -> types.Range:
+    """The client range of the lines a removal deletes (whole lines with their ends; at the end of
+    a document whose last line has no line end, the line end before the block goes too)."""
+    lines = snap.lines.texts
+    start = types.Position(rem.start, 0)
+    if rem.end < len(lines) or (lines and lines[-1].endswith(("\n", "\r"))):
+        end = types.Position(rem.end, 0)
+    else:  # to the end of a document whose last line has no line end
+        last = len(lines) - 1
+        end = types.Position(last, snap.codec.client_num_units(lines[last]))
+        if rem.start > 0:
+            # keep the line end before the removed block out of the edit's way
+            prev = lines[rem.start - 1].rstrip("\r\n")
+            start = types.Position(rem.start - 1, snap.codec.client_num_units(prev))
+    return types.Range(start, end)

@@ -146,6 +146,27 @@ local function run()
   vim.cmd.write()
   step("approved", { lines = lines() })
 
+  -- "Orbit: ask about this symbol" (the planner answers: no model here)
+  vim.wait(1000) -- the re-index after the write
+  vim.api.nvim_win_set_cursor(0, { find("def used"), 5 })
+  local function action(title)
+    vim.lsp.buf.code_action({
+      apply = true,
+      filter = function(a) return a.title == title end,
+    })
+  end
+  step("ask_symbol", float_after(nil, function() action("Orbit: ask about this symbol") end))
+  vim.cmd("fclose!")
+  -- "Orbit: propose a change…": the user is asked what to change; without a model: the error
+  local input = vim.ui.input
+  vim.ui.input = function(opts, on_confirm)
+    step("propose_prompt", opts.prompt)
+    on_confirm("Add a docstring")
+  end
+  step("propose", float_after(nil, function() action("Orbit: propose a change…") end))
+  vim.ui.input = input
+  vim.cmd("fclose!")
+
   -- :OrbitAsk (orbit/ask comes with the agent; MethodNotFound is recorded, not an error here)
   vim.api.nvim_win_set_cursor(0, { find("def used"), 5 })
   step("ask", float_after(nil, function() vim.cmd("OrbitAsk who calls used?") end))

@@ -131,6 +131,17 @@ async function startClient(context: vscode.ExtensionContext): Promise<void> {
           return rewriteCommand(a);
         });
       },
+      // "Orbit: propose a change…" carries [{uri, range, version}]: the user says what to change
+      executeCommand: async (command, args, next) => {
+        if (command === "orbit.proposeChange" && args.length === 1) {
+          const instruction = await vscode.window.showInputBox({
+            title: "Orbit: propose a change", prompt: "What should change in the selection?", ignoreFocusOut: true,
+            placeHolder: "Add type hints and a docstring" });
+          if (!instruction?.trim()) return undefined;
+          args = [args[0], instruction];
+        }
+        return next(command, args);
+      },
       workspace: {
         configuration: async (params, token, next) => {
           const res = await next(params, token);

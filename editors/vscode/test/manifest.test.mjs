@@ -1,6 +1,6 @@
 // The extension's manifest and its code agree: every contributed command is registered by
 // activate() and every registered command is contributed (or is the lens/code-action target);
-// no command id collides with the server's own (`orbit.showImpact`, `orbit.removeSymbol`, which
+// no command id collides with the server's own (`orbit.showImpact`, `orbit.removeSymbol`, `orbit.proposeChange`, `orbit.askAboutSymbol`, which
 // vscode-languageclient registers for workspace/executeCommand); settings the code reads exist.
 import { test } from "node:test";
 import assert from "node:assert/strict";
@@ -19,7 +19,7 @@ test("contributed commands are registered, and none is a server command", () => 
   const registered = [...src.matchAll(/registerCommand\("([^"]+)"/g)].map((m) => m[1]);
   if (src.includes("registerCommand(OPEN_IMPACT")) registered.push(openImpact);
   assert.deepEqual(registered.filter((c) => c !== openImpact).sort(), contributed);
-  for (const id of [...registered]) assert.ok(!["orbit.showImpact", "orbit.removeSymbol"].includes(id), id);
+  for (const id of [...registered]) assert.ok(!["orbit.showImpact", "orbit.removeSymbol", "orbit.proposeChange", "orbit.askAboutSymbol"].includes(id), id);
   for (const lang of ["python", "javascript", "typescript"]) assert.ok(pkg.activationEvents.includes(`onLanguage:${lang}`));
 });
 

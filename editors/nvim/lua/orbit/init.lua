@@ -7,8 +7,9 @@
 ---
 --- Starts the server for Python/JavaScript/TypeScript buffers (root: pyproject.toml,
 --- package.json or .git), refreshes code lenses on attach, BufWritePost and InsertLeave, adds
---- :OrbitAsk, :OrbitImpact, :OrbitRemember, :OrbitStatus (answers in a floating Markdown window)
---- and asks before applying any workspace/applyEdit the server sends.
+--- :OrbitAsk, :OrbitImpact, :OrbitRemember, :OrbitStatus (answers in a floating Markdown window),
+--- prompts for the instruction of "Orbit: propose a change…" (vim.ui.input), and asks before
+--- applying any workspace/applyEdit the server sends.
 local M = {}
 
 M.defaults = {
@@ -295,6 +296,44 @@ end
 vim.lsp.commands["orbit.showImpact"] = function(command)
   local args = command.arguments or {}
   M.impact(args[1], args[2])
+end
+
+-- "Orbit: propose a change…": ask what to change, then run the server's command with it (the
+-- edit comes back as workspace/applyEdit, asked before applying like every edit); the outcome
+-- (status, reason, diff) in the float
+function M.proposal_markdown(r)
+  local out = { ("# Orbit proposal: %s"):format(tostring(r.status)), "" }
+  for _, k in ipairs({ "reason", "explanation" }) do
+    if type(r[k]) == "string" and r[k] ~= "" then
+      table.insert(out, r[k])
+      table.insert(out, "")
+    end
+  end
+  if type(r.diff) == "string" and r.diff ~= "" then
+    table.insert(out, "```diff")
+    vim.list_extend(out, vim.split(vim.trim(r.diff), "\n", { plain = true }))
+    table.insert(out, "```")
+  end
+  return table.concat(out, "\n")
+end
+
+vim.lsp.commands["orbit.proposeChange"] = function(command)
+  local args = vim.deepcopy(command.arguments or {})
+  vim.ui.input({ prompt = "Orbit: what should change? " }, function(text)
+    if not text or vim.trim(text) == "" or type(args[1]) ~= "table" then
+      return
+    end
+    args[1].instruction = text
+    M.call("workspace/executeCommand", { command = command.command, arguments = args }, M.proposal_markdown)
+  end)
+end
+
+-- "Orbit: ask about this symbol": the server asks orbit/ask; its Markdown answer in the float
+vim.lsp.commands["orbit.askAboutSymbol"] = function(command)
+  local arg = (command.arguments or {})[1] or {}
+  M.call("workspace/executeCommand", { command = command.command, arguments = command.arguments }, function(r)
+    return M.answer_markdown(type(r) == "table" and r.question or ("About " .. tostring(arg.qual)), r)
+  end)
 end
 
 local function capabilities()
