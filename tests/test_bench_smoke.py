@@ -175,3 +175,14 @@ def test_call_sites_map_names_to_call_starts(tmp_path):
     (tmp_path / "bad.py").write_text("def (:\n")
     assert s.call_line("bad.py", 1, "f") is None and not s.parses("bad.py")
     assert prf(3, 1, 0) == (0.75, 1.0) and prf(0, 0, 0) == (None, None)
+
+
+def test_bench_lsp_on_tiny_corpus(tiny, settings):
+    """The language-server benchmark: a real orbit-lsp process on the corpus copy."""
+    ws, cache, results = tiny
+    before = {p.relative_to(ws): p.read_bytes() for p in ws.rglob("*.py")}
+    assert _run(["lsp", "--n", "2", "--saves", "1"], settings, ws, cache, results) == 0
+    text = results.read_text()
+    assert "· lsp ·" in text and "didSave → fresh lenses (ms)" in text and "orbit/impact (ms, n=2)" in text
+    assert "after re-open" in text
+    assert {p.relative_to(ws): p.read_bytes() for p in ws.rglob("*.py")} == before
