@@ -107,6 +107,36 @@ def memory_context(memories: list) -> str:
     return "\n".join(lines)
 
 
+def tool_step(toolbox, action: dict, steps: list, seen: dict, messages: list, say: Callable[[str], None],
+              finish: str) -> "Step":
+    """Run the tool action of one model turn and feed its result (or error) back as a user
+    message; the call is recorded as a ``Step`` (tool, args, Cypher, rows, ms) in ``steps``. A
+    call identical to an earlier one (``seen``: call key -> step index) is not run again: the
+    model is told to use that result or ``finish`` ("answer", "propose") now."""
+    tool, args = action["tool"], action.get("args") or {}
+    step = Step(index=len(steps) + 1, tool=tool, args=args)
+    steps.append(step)
+    key = json.dumps([tool, args], sort_keys=True, default=str)
+    if key in seen:
+        step.note = step.error = f"same call as step {seen[key]}; not run again"
+        messages.append({"role": "user", "content": _result_text(
+            step, error=f"you already ran this exact call in step {seen[key]}; use that result or {finish} now")})
+        return step
+    seen[key] = step.index
+    say(f"step {step.index}: {tool}")
+    t0 = time.perf_counter()
+    try:
+        res = toolbox.run(tool, args)
+    except ToolError as exc:
+        step.error = str(exc)
+        messages.append({"role": "user", "content": _result_text(step, error=str(exc))})
+    else:
+        step.cypher, step.rows = res.cypher, res.rows
+        messages.append({"role": "user", "content": _result_text(step, data=res.data)})
+    step.ms = (time.perf_counter() - t0) * 1000
+    return step
+
+
 def _result_text(step: Step, data: Any = None, error: str | None = None) -> str:
     """The message carrying a tool's result (or error) back to the model: JSON, redacted, at most
     ``MAX_RESULT_CHARS``. A longer result keeps its leading rows (and says how many were left
@@ -226,28 +256,7 @@ def run_agent(question: str, model: ModelClient, toolbox: Toolbox, *, max_steps:
                 return result
             if len(steps) >= max_steps:
                 raise AgentStopped(f"step limit reached: {max_steps} tool calls without an answer")
-            tool, args = action["tool"], action.get("args") or {}
-            step = Step(index=len(steps) + 1, tool=tool, args=args)
-            steps.append(step)
-            key = json.dumps([tool, args], sort_keys=True, default=str)
-            if key in seen:
-                step.note = f"same call as step {seen[key]}; not run again"
-                step.error = step.note
-                messages.append({"role": "user", "content": _result_text(
-                    step, error=f"you already ran this exact call in step {seen[key]}; use that result or answer now")})
-                continue
-            seen[key] = step.index
-            say(f"step {step.index}: {tool}")
-            t0 = time.perf_counter()
-            try:
-                res = toolbox.run(tool, args)
-            except ToolError as exc:
-                step.error = str(exc)
-                messages.append({"role": "user", "content": _result_text(step, error=str(exc))})
-            else:
-                step.cypher, step.rows = res.cypher, res.rows
-                messages.append({"role": "user", "content": _result_text(step, data=res.data)})
-            step.ms = (time.perf_counter() - t0) * 1000
+            tool_step(toolbox, action, steps, seen, messages, say, "answer")
     except (ModelError, AgentStopped) as exc:
         result.error = str(exc)
         return result

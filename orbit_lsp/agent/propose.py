@@ -35,10 +35,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from orbit_lsp.agent.loop import Step, _result_text
+from orbit_lsp.agent.loop import Step, tool_step
 from orbit_lsp.agent.model import Cancelled, ModelClient, ModelError, extract_action
 from orbit_lsp.agent.redact import MARK, redact
-from orbit_lsp.agent.tools import SCHEMA, TOOLS, Toolbox, ToolError
+from orbit_lsp.agent.tools import SCHEMA, TOOLS, Toolbox
 
 FINAL_KEYS = ("edit", "no_change")
 MAX_SELECTION_CHARS = 40_000  # longest selection sent to the model
@@ -253,27 +253,7 @@ def run_propose(instruction: str, selection: str, model: ModelClient, toolbox: T
             if len(result.steps) >= max_steps:
                 result.error = f"step limit reached: {max_steps} tool calls without a proposal"
                 return result
-            tool, args = action["tool"], action.get("args") or {}
-            step = Step(index=len(result.steps) + 1, tool=tool, args=args)
-            result.steps.append(step)
-            key = json.dumps([tool, args], sort_keys=True, default=str)
-            if key in seen:
-                step.note = step.error = f"same call as step {seen[key]}; not run again"
-                messages.append({"role": "user", "content": _result_text(
-                    step, error=f"you already ran this exact call in step {seen[key]}; use that result or propose now")})
-                continue
-            seen[key] = step.index
-            say(f"step {step.index}: {tool}")
-            t0 = time.perf_counter()
-            try:
-                res = toolbox.run(tool, args)
-            except ToolError as exc:
-                step.error = str(exc)
-                messages.append({"role": "user", "content": _result_text(step, error=str(exc))})
-            else:
-                step.cypher, step.rows = res.cypher, res.rows
-                messages.append({"role": "user", "content": _result_text(step, data=res.data)})
-            step.ms = (time.perf_counter() - t0) * 1000
+            tool_step(toolbox, action, result.steps, seen, messages, say, "propose")
     except ModelError as exc:
         result.error = str(exc)
         return result

@@ -30,7 +30,7 @@ import threading
 import time
 import uuid
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Callable
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
@@ -102,18 +102,7 @@ class Feature:
                 loop.call_soon_threadsafe(ls.work_done_progress.report, token,
                                           types.WorkDoneProgressReport(message=message))
 
-        def consent(path: str) -> str:  # agent thread: ask on the event loop, wait here
-            fut = asyncio.run_coroutine_threadsafe(self._consent(path), loop)
-            deadline = time.monotonic() + CONSENT_TIMEOUT_S
-            while not cancel.is_set() and time.monotonic() < deadline:
-                try:
-                    return fut.result(timeout=0.2)
-                except concurrent.futures.TimeoutError:
-                    continue
-                except Exception:  # noqa: BLE001 - a failed request is a "no"
-                    break
-            fut.cancel()  # cancelled question or no answer: a "no"
-            return "deny"
+        consent = self.consent_asker(loop, cancel)
 
         asker = self._asker()
         work = loop.run_in_executor(self.pool, lambda: asker.ask(
@@ -185,6 +174,25 @@ class Feature:
         title = question if len(question) <= 60 else question[:57] + "…"
         ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(title=f"Orbit: {title}", cancellable=False))
         return token
+
+    def consent_asker(self, loop: asyncio.AbstractEventLoop, cancel: threading.Event) -> Callable[[str], str]:
+        """A ``consent(path) -> "once" | "always" | "deny"`` for an agent thread: asks the user on
+        the event loop (``window/showMessageRequest``) and waits for the answer; a cancelled
+        question, a failed request or no answer within ``CONSENT_TIMEOUT_S`` is a "deny"."""
+        def consent(path: str) -> str:
+            fut = asyncio.run_coroutine_threadsafe(self._consent(path), loop)
+            deadline = time.monotonic() + CONSENT_TIMEOUT_S
+            while not cancel.is_set() and time.monotonic() < deadline:
+                try:
+                    return fut.result(timeout=0.2)
+                except concurrent.futures.TimeoutError:
+                    continue
+                except Exception:  # noqa: BLE001 - a failed request is a "no"
+                    break
+            fut.cancel()
+            return "deny"
+
+        return consent
 
     async def _consent(self, path: str) -> str:
         item = await self.server.window_show_message_request_async(types.ShowMessageRequestParams(

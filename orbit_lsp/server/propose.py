@@ -36,10 +36,8 @@ offline.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import logging
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -68,7 +66,6 @@ NO_MODEL = ("Orbit: proposing a change needs a model: configure an OpenAI-compat
             "(ORBIT_MODEL, OPENAI_BASE_URL, OPENAI_API_KEY or the orbit.agent settings). "
             "The built-in planner only answers questions; it never writes code.")
 SHORT_MESSAGE_CHARS = 300
-CONSENT_TIMEOUT_S = 300.0
 
 
 def ask_question(qual: str) -> str:
@@ -312,18 +309,7 @@ class Feature:
         ask_feature = self._ask_feature()
         hist = self.approvals.history
 
-        def consent(path: str) -> str:  # agent thread: ask on the event loop (as orbit/ask does)
-            fut = asyncio.run_coroutine_threadsafe(ask_feature._consent(path), loop)
-            deadline = time.monotonic() + CONSENT_TIMEOUT_S
-            while not cancel.is_set() and time.monotonic() < deadline:
-                try:
-                    return fut.result(timeout=0.2)
-                except concurrent.futures.TimeoutError:
-                    continue
-                except Exception:  # noqa: BLE001 - a failed request is a "no"
-                    break
-            fut.cancel()
-            return "deny"
+        consent = ask_feature.consent_asker(loop, cancel)  # asks as orbit/ask does
 
         s = asker.settings
         start_line, end_line = rng.start.line + 1, rng.end.line + (1 if rng.end.character else 0)
