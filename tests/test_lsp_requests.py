@@ -71,5 +71,10 @@ async def test_bad_params_get_invalid_params(client: LanguageClient, params):
 async def test_status(client: LanguageClient, ws005):
     st = as_dict(await client.protocol.send_request_async("orbit/status", {}))
     assert st["falkordb"]["online"] is True
+    # an empty array is no params (Neovim sends an empty Lua table as []); other arrays are not
+    assert as_dict(await client.protocol.send_request_async("orbit/status", []))["falkordb"]["online"] is True
+    with pytest.raises(Exception) as ei:
+        await client.protocol.send_request_async("orbit/impact", [{"textDocument": {"uri": "file:///x.py"}}])
+    assert "must be an object" in str(ei.value) or "-32602" in str(ei.value)
     [w] = st["workspaces"]
     assert w["root"] == str(ws005.resolve()) and w["files"] == 8 and w["last_index"]

@@ -317,7 +317,8 @@ def use_lsp_lines(workspace) -> None:
 def raw_params(params: Any) -> dict:
     """Custom (``orbit/*``) request params as plain data. pygls hands them over as nested
     namedtuples; taking them raw (and validating in the handler) is what guarantees an
-    InvalidParams answer instead of a request that never gets one."""
+    InvalidParams answer instead of a request that never gets one. Absent params, ``null`` and
+    an empty array are no params (``{}``); any other non-object raises InvalidParams."""
     def conv(v):
         if hasattr(v, "_asdict"):
             return {k: conv(x) for k, x in v._asdict().items()}
@@ -327,6 +328,8 @@ def raw_params(params: Any) -> dict:
     if params is None:
         return {}
     out = conv(params)
+    if out == []:  # no params, as some clients send them (Neovim encodes an empty Lua table so)
+        return {}
     if not isinstance(out, dict):
         raise JsonRpcInvalidParams("params must be an object")
     return out
