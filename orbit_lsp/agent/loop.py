@@ -191,6 +191,60 @@ def _parse(text: str) -> tuple[dict | None, str | None]:
     return obj, None
 
 
+def drive(model: ModelClient, toolbox: Toolbox, messages: list[dict], result, *,
+          parse: Callable[[str], tuple[dict | None, str | None]], final_keys: tuple[str, ...], goal: str,
+          invalid_word: str, shapes: str, finish: str, max_steps: int, time_limit_s: float, deadline: float,
+          cancel: threading.Event | None, audit: Callable[..., Any] | None,
+          progress: Callable[[str], None] | None) -> dict:
+    """Model turns until one returns a final action (one holding a key of ``final_keys``), which
+    is returned. Each turn's tool action runs through ``tool_step``; ``result`` (an ``AskResult``
+    or a ``ProposeResult``) gets the steps, the model that answered and notes (rate limits,
+    failed fallbacks, actions recovered from reasoning). A reply that ``parse`` refuses is
+    explained to the model once (``shapes``: the JSON it may send).
+
+    Raises ``AgentStopped`` (time or step limit before ``goal``; an invalid ``invalid_word``
+    twice), ``ModelError`` and ``Cancelled``."""
+    seen: dict[str, int] = {}
+    invalid = 0
+
+    def say(msg: str) -> None:
+        if progress is not None:
+            progress(msg)
+
+    while True:
+        if cancel is not None and cancel.is_set():
+            raise Cancelled("cancelled")
+        if time.monotonic() >= deadline:
+            raise AgentStopped(f"time limit of {time_limit_s:.0f} s reached before {goal}")
+        say(f"asking the model (step {len(result.steps) + 1})")
+        reply = model.complete(messages, deadline=deadline, cancel=cancel, audit=audit)
+        result.model = reply.model
+        for a in reply.attempts:
+            note = None
+            if a.get("status") == 429:
+                note = f"model {a['model']} was rate-limited (HTTP 429, {a.get('error')})"
+            elif a.get("status", 0) >= 500:
+                note = f"model {a['model']} failed (HTTP {a['status']})"
+            if note and note not in result.notes:
+                result.notes.append(note)
+        if reply.from_reasoning:
+            result.notes.append(f"model {reply.model} sent only reasoning; its last JSON action was used")
+        messages.append({"role": "assistant", "content": reply.text})
+        action, problem = parse(reply.text)
+        if action is None:
+            invalid += 1
+            if invalid > 1:
+                raise AgentStopped(f"the model sent an invalid {invalid_word} twice ({problem}); stopped")
+            messages.append({"role": "user", "content": f"Invalid reply: {problem}. Reply with exactly one JSON "
+                             f"object: {shapes}."})
+            continue
+        if any(k in action for k in final_keys):
+            return action
+        if len(result.steps) >= max_steps:
+            raise AgentStopped(f"step limit reached: {max_steps} tool calls without {goal}")
+        tool_step(toolbox, action, result.steps, seen, messages, say, finish)
+
+
 def run_agent(question: str, model: ModelClient, toolbox: Toolbox, *, max_steps: int = 8,
               time_limit_s: float = 120.0, context: str | None = None,
               history: list[tuple[str, str]] | None = None,
@@ -213,50 +267,15 @@ def run_agent(question: str, model: ModelClient, toolbox: Toolbox, *, max_steps:
     if memories:
         user += "\n\n" + memory_context(memories)
     messages.append({"role": "user", "content": redact(user)[0]})
-    steps: list[Step] = []
-    seen: dict[str, int] = {}
-    result = AskResult(question=question, answer=None, steps=steps)
-    invalid = 0
-
-    def say(msg: str) -> None:
-        if progress is not None:
-            progress(msg)
-
+    result = AskResult(question=question, answer=None, steps=[])
     try:
-        while True:
-            if cancel is not None and cancel.is_set():
-                raise Cancelled("cancelled")
-            if time.monotonic() >= deadline:
-                raise AgentStopped(f"time limit of {time_limit_s:.0f} s reached before an answer")
-            say(f"asking the model (step {len(steps) + 1})")
-            reply = model.complete(messages, deadline=deadline, cancel=cancel, audit=audit)
-            result.model = reply.model
-            for a in reply.attempts:
-                note = None
-                if a.get("status") == 429:
-                    note = f"model {a['model']} was rate-limited (HTTP 429, {a.get('error')})"
-                elif a.get("status", 0) >= 500:
-                    note = f"model {a['model']} failed (HTTP {a['status']})"
-                if note and note not in result.notes:
-                    result.notes.append(note)
-            if reply.from_reasoning:
-                result.notes.append(f"model {reply.model} sent only reasoning; its last JSON action was used")
-            messages.append({"role": "assistant", "content": reply.text})
-            action, problem = _parse(reply.text)
-            if action is None:
-                invalid += 1
-                if invalid > 1:
-                    raise AgentStopped(f"the model sent an invalid action twice ({problem}); stopped")
-                messages.append({"role": "user", "content": f"Invalid reply: {problem}. Reply with exactly one JSON "
-                                 'object: {"tool": NAME, "args": {...}} or {"answer": "..."}.'})
-                continue
-            if "answer" in action:
-                ans = action["answer"]
-                result.answer = ans if isinstance(ans, str) else json.dumps(ans, ensure_ascii=False)
-                return result
-            if len(steps) >= max_steps:
-                raise AgentStopped(f"step limit reached: {max_steps} tool calls without an answer")
-            tool_step(toolbox, action, steps, seen, messages, say, "answer")
+        action = drive(model, toolbox, messages, result, parse=_parse, final_keys=("answer",), goal="an answer",
+                       invalid_word="action", shapes='{"tool": NAME, "args": {...}} or {"answer": "..."}',
+                       finish="answer", max_steps=max_steps, time_limit_s=time_limit_s, deadline=deadline,
+                       cancel=cancel, audit=audit, progress=progress)
+        ans = action["answer"]
+        result.answer = ans if isinstance(ans, str) else json.dumps(ans, ensure_ascii=False)
+        return result
     except (ModelError, AgentStopped) as exc:
         result.error = str(exc)
         return result

@@ -120,9 +120,9 @@ def _human(seconds: float) -> str:
     return f"~{seconds:.0f} s"
 
 
-def extract_action(text: str) -> dict | None:
-    """The last JSON object in ``text`` that is an action (has ``"tool"`` or ``"answer"``), else
-    the last JSON object at all, else None. Code fences and prose around it are ignored."""
+def extract_action(text: str, keys: tuple[str, ...] = ("tool", "answer")) -> dict | None:
+    """The last JSON object in ``text`` that is an action (has one of ``keys``), else the last
+    JSON object at all, else None. Code fences and prose around it are ignored."""
     dec = json.JSONDecoder()
     found: list[dict] = []
     i = text.find("{")
@@ -135,7 +135,7 @@ def extract_action(text: str) -> dict | None:
         if isinstance(obj, dict):
             found.append(obj)
         i = text.find("{", end)
-    actions = [o for o in found if "tool" in o or "answer" in o]
+    actions = [o for o in found if any(k in o for k in keys)]
     return (actions or found or [None])[-1]
 
 

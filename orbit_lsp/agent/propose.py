@@ -35,8 +35,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from orbit_lsp.agent.loop import Step, tool_step
-from orbit_lsp.agent.model import Cancelled, ModelClient, ModelError, extract_action
+from orbit_lsp.agent.loop import AgentStopped, Step, drive
+from orbit_lsp.agent.model import ModelClient, ModelError, extract_action
 from orbit_lsp.agent.redact import MARK, redact
 from orbit_lsp.agent.tools import SCHEMA, TOOLS, Toolbox
 
@@ -151,9 +151,7 @@ def _parse(text: str) -> tuple[dict | None, str | None]:
     try:
         obj = json.loads(text)
     except ValueError:
-        obj = extract_action(text)
-        if isinstance(obj, dict) and not any(k in obj for k in ("tool",) + FINAL_KEYS):
-            obj = _last_final(text) or obj
+        obj = extract_action(text, ("tool",) + FINAL_KEYS)
     if not isinstance(obj, dict):
         return None, "the reply is not a JSON object"
     if "edit" in obj:
@@ -174,23 +172,6 @@ def _parse(text: str) -> tuple[dict | None, str | None]:
     return obj, None
 
 
-def _last_final(text: str) -> dict | None:
-    """The last JSON object in ``text`` holding "edit" or "no_change" (prose around it)."""
-    dec = json.JSONDecoder()
-    found = None
-    i = text.find("{")
-    while i != -1:
-        try:
-            obj, end = dec.raw_decode(text, i)
-        except ValueError:
-            i = text.find("{", i + 1)
-            continue
-        if isinstance(obj, dict) and any(k in obj for k in FINAL_KEYS):
-            found = obj
-        i = text.find("{", end)
-    return found
-
-
 def run_propose(instruction: str, selection: str, model: ModelClient, toolbox: Toolbox, *, path: str,
                 start_line: int, end_line: int, context: str | None = None, max_steps: int = 8,
                 time_limit_s: float = 120.0, progress: Callable[[str], None] | None = None,
@@ -208,52 +189,22 @@ def run_propose(instruction: str, selection: str, model: ModelClient, toolbox: T
     redacted_sel = redact(selection)[0]
     messages: list[dict] = [{"role": "system", "content": system_prompt(max_steps)},
                             {"role": "user", "content": first}]
-    seen: dict[str, int] = {}
-    invalid = 0
-
-    def say(msg: str) -> None:
-        if progress is not None:
-            progress(msg)
-
     try:
-        while True:
-            if cancel is not None and cancel.is_set():
-                raise Cancelled("cancelled")
-            if time.monotonic() >= deadline:
-                result.error = f"time limit of {time_limit_s:.0f} s reached before a proposal"
-                return result
-            say(f"asking the model (step {len(result.steps) + 1})")
-            reply = model.complete(messages, deadline=deadline, cancel=cancel, audit=audit)
-            result.model = reply.model
-            if reply.from_reasoning:
-                result.notes.append(f"model {reply.model} sent only reasoning; its last JSON action was used")
-            messages.append({"role": "assistant", "content": reply.text})
-            action, problem = _parse(reply.text)
-            if action is None:
-                invalid += 1
-                if invalid > 1:
-                    result.error = f"the model sent an invalid reply twice ({problem}); stopped"
-                    return result
-                messages.append({"role": "user", "content": f"Invalid reply: {problem}. Reply with exactly one JSON "
-                                 'object: {"tool": NAME, "args": {...}}, {"edit": {"new_text": "...", '
-                                 '"explanation": "..."}} or {"no_change": "why"}.'})
-                continue
-            if "edit" in action:
-                e = action["edit"]
-                result.explanation = e.get("explanation")
-                try:
-                    result.new_text = restore(selection, redacted_sel, e["new_text"])
-                except Unrestorable as exc:
-                    result.error = str(exc)
-                return result
-            if "no_change" in action:
-                why = action["no_change"]
-                result.error = "the model proposed no change: " + (why if isinstance(why, str) else json.dumps(why))
-                return result
-            if len(result.steps) >= max_steps:
-                result.error = f"step limit reached: {max_steps} tool calls without a proposal"
-                return result
-            tool_step(toolbox, action, result.steps, seen, messages, say, "propose")
-    except ModelError as exc:
+        action = drive(model, toolbox, messages, result, parse=_parse, final_keys=FINAL_KEYS, goal="a proposal",
+                       invalid_word="reply", shapes='{"tool": NAME, "args": {...}}, {"edit": {"new_text": "...", '
+                       '"explanation": "..."}} or {"no_change": "why"}', finish="propose", max_steps=max_steps,
+                       time_limit_s=time_limit_s, deadline=deadline, cancel=cancel, audit=audit, progress=progress)
+    except (ModelError, AgentStopped) as exc:
         result.error = str(exc)
         return result
+    if "no_change" in action:
+        why = action["no_change"]
+        result.error = "the model proposed no change: " + (why if isinstance(why, str) else json.dumps(why))
+        return result
+    e = action["edit"]
+    result.explanation = e.get("explanation")
+    try:
+        result.new_text = restore(selection, redacted_sel, e["new_text"])
+    except Unrestorable as exc:
+        result.error = str(exc)
+    return result
