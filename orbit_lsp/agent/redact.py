@@ -101,44 +101,22 @@ def redact(text: str) -> tuple[str, int]:
     text = sub(_BEARER, lambda m: m.group(1) + MARK, text, 2)
     text = sub(_URL_CRED, lambda m: m.group(1) + MARK + m.group(3), text, 2)
 
-    def assign(m: re.Match) -> str:
-        nonlocal count
-        if not _secret_value(m.group(3)):
-            return m.group(0)
-        count += 1
-        hidden.update(_fragments(m.group(3)))
-        return m.group(1) + m.group(2) + MARK + m.group(4)
+    def masked(group: int, is_secret, rebuild):
+        """A replacement that hides group ``group`` of a match when ``is_secret`` says so."""
+        def repl(m: re.Match) -> str:
+            nonlocal count
+            if not is_secret(m.group(group)):
+                return m.group(0)
+            count += 1
+            hidden.update(_fragments(m.group(group)))
+            return rebuild(m)
+        return repl
 
-    text = _ASSIGN.sub(assign, text)
-    def prose(m: re.Match) -> str:
-        nonlocal count
-        if not _entropic(m.group(2)):
-            return m.group(0)
-        count += 1
-        hidden.update(_fragments(m.group(2)))
-        return m.group(1) + MARK
-
-    text = _PROSE.sub(prose, text)
-
-    def bare(m: re.Match) -> str:
-        nonlocal count
-        if not _entropic(m.group(2)):
-            return m.group(0)
-        count += 1
-        hidden.update(_fragments(m.group(2)))
-        return m.group(1) + MARK
-
-    text = _BARE.sub(bare, text)
-
-    def literal(m: re.Match) -> str:
-        nonlocal count
-        if m.group(2) == MARK or not _entropic(m.group(2)):
-            return m.group(0)
-        count += 1
-        hidden.update(_fragments(m.group(2)))
-        return m.group(1) + MARK + m.group(3)
-
-    text = _LITERAL.sub(literal, text)
+    text = _ASSIGN.sub(masked(3, _secret_value, lambda m: m.group(1) + m.group(2) + MARK + m.group(4)), text)
+    text = _PROSE.sub(masked(2, _entropic, lambda m: m.group(1) + MARK), text)
+    text = _BARE.sub(masked(2, _entropic, lambda m: m.group(1) + MARK), text)
+    text = _LITERAL.sub(masked(2, lambda v: v != MARK and _entropic(v), lambda m: m.group(1) + MARK + m.group(3)),
+                        text)
     hidden.discard("REDACTED")
     if hidden:
         pieces = re.compile(r"(?<![A-Za-z0-9])[A-Za-z0-9]*(?:" + "|".join(
