@@ -397,7 +397,6 @@ class _Extractor:
         self._eval_scope = saved
 
     def klass(self, node, name: str | None, name_node=None) -> tuple:
-        outer = self.scope
         if not name:
             name = "default" if node.parent is not None and node.parent.type == "export_statement" else None
         if not name:
@@ -651,6 +650,24 @@ class _Extractor:
             self.block(body) if body.type == "statement_block" else self.visit(body)
         self.cur = prev
 
+    def _export_definition(self, v, key: str, at) -> bool:
+        """Define the function or class expression ``v`` exported as ``key`` (``module.exports =
+        function f() {}``, ``export default class {}``): a named one is also bound in the
+        module, an anonymous one is called ``default`` (``at``: where its name would be).
+        False when ``v`` is neither."""
+        n = v.child_by_field_name("name")
+        name = _text(n) if n is not None else "default"
+        if v.type in _FUNCS:
+            ref = self.function(v, name, "function", n or at)
+            if n is not None:
+                self.scope.bind(name, ref)
+        elif v.type in _CLASSES:
+            ref = self.klass(v, name, n)
+        else:
+            return False
+        self.exports[key] = ref
+        return True
+
     def assignment(self, node) -> None:
         left = node.child_by_field_name("left")
         right = node.child_by_field_name("right")
@@ -659,16 +676,8 @@ class _Extractor:
         if target is not None and self.cur == 0:
             if target == "=":
                 # module.exports = …
-                if r is not None and r.type in _FUNCS:
-                    n = r.child_by_field_name("name")
-                    name = _text(n) if n is not None else "default"
-                    ref = self.function(r, name, "function", n or left)
-                    if n is not None:
-                        self.scope.bind(name, ref)
-                    self.exports["="] = ref
-                elif r is not None and r.type == "class":
-                    n = r.child_by_field_name("name")
-                    self.exports["="] = self.klass(r, _text(n) if n is not None else "default", n)
+                if r is not None and self._export_definition(r, "=", left):
+                    pass
                 elif r is not None and r.type == "object":
                     self.object_literal(r, "")
                     self.exports["="] = self.ref(r)
@@ -786,17 +795,8 @@ class _Extractor:
                 # ``export default function () {}`` / ``export default class {}`` without a name
                 anon = next((c for c in node.named_children if c.type in _FUNCS or c.type in _CLASSES), None)
                 v = anon
-            if v is not None and v.type in _FUNCS:
-                n = v.child_by_field_name("name")
-                name = _text(n) if n is not None else "default"
-                ref = self.function(v, name, "function", n or v)
-                if n is not None:
-                    self.scope.bind(name, ref)
-                self.exports["default"] = ref
-            elif v is not None and v.type in _CLASSES:
-                n = v.child_by_field_name("name")
-                ref = self.klass(v, _text(n) if n is not None else "default", n)
-                self.exports["default"] = ref
+            if v is not None and self._export_definition(v, "default", v):
+                pass
             elif v is not None:
                 self._visit_value(v)
                 self.exports["default"] = self.ref(v)

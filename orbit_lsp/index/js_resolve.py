@@ -24,7 +24,7 @@ from pathlib import Path
 
 from orbit_lsp.index.javascript import JsFacts
 from orbit_lsp.index.js_modules import JsModules
-from orbit_lsp.index.resolve import FileEdges
+from orbit_lsp.index.resolve import FileEdges, receiver_kind
 
 JS_UNIT = "<js>"
 CONFIG = "<config>"  # deps entity (CONFIG, "abs path\0stamp") of a config a resolution read
@@ -338,15 +338,7 @@ class JsResolver:
         if ref[0] == "a":
             if ref[1] == ("this",):
                 return "self"
-            base = self.ev(rel, si, ref[1])
-            if base is not None:
-                if base[0] == "mod":
-                    return "module"
-                if base[0] == "inst":
-                    return "instance"
-                if base[0] == "sym" and base[3] == "class":
-                    return "class"
-            return "attribute"
+            return receiver_kind(self.ev(rel, si, ref[1]))
         return "other"
 
     def resolve_file(self, rel: str) -> FileEdges:

@@ -154,6 +154,19 @@ def full_qual(rel: str, qual: str, root_package: str = "") -> str:
     return f"{mod}.{qual}" if mod else qual
 
 
+def receiver_kind(value) -> str:
+    """``CALLS.resolved`` of a call through an attribute, by what its receiver evaluates to:
+    module | class | instance, else attribute (both languages' resolvers)."""
+    if value is not None:
+        if value[0] == "mod":
+            return "module"
+        if value[0] == "sym" and value[3] == "class":
+            return "class"
+        if value[0] == "inst":
+            return "instance"
+    return "attribute"
+
+
 def canonical_path(path: str, aliases: dict[str, str]) -> str:
     """``path`` with in-workspace symlinked directories (``aliases``: link -> target, both
     workspace-relative) replaced by their targets, links to links followed (8 at most)."""
@@ -731,15 +744,7 @@ class Resolver:
                     idx = sc.parent
             if base[0] == "c" and base[1] == ("n", "super"):
                 return "super"
-            bv = self.ev(rel, si, base)
-            if bv is not None:
-                if bv[0] == "mod":
-                    return "module"
-                if bv[0] == "sym" and bv[3] == "class":
-                    return "class"
-                if bv[0] == "inst":
-                    return "instance"
-            return "attribute"
+            return receiver_kind(self.ev(rel, si, base))
         if t == "c":
             return "return"
         if t == "s":
