@@ -82,3 +82,19 @@ def case_workspace(case_dir, tmp_path):
             shutil.copytree(d / "workspace", ws, symlinks=True)
         return ws
     return _make
+
+
+@pytest.fixture(scope="module")
+def model_server():
+    """A loopback chat-completions server (``agent_harness.ModelServer``), one per test module."""
+    from agent_harness import ModelServer
+
+    with ModelServer() as s:
+        yield s
+
+
+@pytest.fixture
+def srv(model_server):
+    """The module's model server, its scripted replies and recorded requests cleared."""
+    model_server.reset()
+    return model_server

@@ -13,24 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from agent_harness import ModelServer, action, answer
+from agent_harness import action, answer
 from conftest import CASES
 from orbit_lsp.cli import main
 from orbit_lsp.graph.connection import code_graph_name
 
 KEY = "sk-cli-SECRET-9876543210"
-
-
-@pytest.fixture(scope="module")
-def server():
-    with ModelServer() as s:
-        yield s
-
-
-@pytest.fixture
-def srv(server):
-    server.reset()
-    return server
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from agent_harness import ModelServer, action, answer, content
+from agent_harness import action, answer, content
 from conftest import CASES
 from orbit_lsp.agent.history import History
 from orbit_lsp.agent.model import Cancelled
@@ -24,18 +24,6 @@ from orbit_lsp.agent.service import Asker
 from orbit_lsp.index.indexer import WorkspaceIndexer
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
-
-
-@pytest.fixture(scope="module")
-def server():
-    with ModelServer() as s:
-        yield s
-
-
-@pytest.fixture
-def srv(server):
-    server.reset()
-    return server
 
 
 @pytest.fixture

@@ -12,19 +12,13 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from agent_harness import ModelServer, action, answer, content
+from agent_harness import action, answer, content
 from conftest import CASES
 from lsp_harness import PROFILES, SERVER, as_dict, copy_case, start_session, uri
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 CONSENT: dict = {"reply": "Allow once", "asked": []}
-
-
-@pytest.fixture(scope="module")
-def model_server():
-    with ModelServer() as s:
-        yield s
 
 
 @pytest.fixture(scope="module")

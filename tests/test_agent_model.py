@@ -10,25 +10,13 @@ import time
 
 import pytest
 
-from agent_harness import ModelServer, answer, completion, content, rate_limited, reasoning_only, server_error
+from agent_harness import answer, completion, content, rate_limited, reasoning_only, server_error
 from conftest import CASES
 from orbit_lsp.agent.model import ModelClient, ModelError, RateLimited, extract_action, retry_after_seconds
 from orbit_lsp.config import Settings
 
 KEY = "sk-test-SECRETKEY-0123456789"
 MSGS = [{"role": "user", "content": "what depends on util.py?"}]
-
-
-@pytest.fixture(scope="module")
-def server():
-    with ModelServer() as s:
-        yield s
-
-
-@pytest.fixture
-def srv(server):
-    server.reset()
-    return server
 
 
 def client(srv, fallbacks=("fallback",), clock=time.monotonic, **kw) -> ModelClient:

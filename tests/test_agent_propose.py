@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from agent_harness import ModelServer, action, content, reasoning_only
+from agent_harness import action, content, reasoning_only
 from orbit_lsp.agent.model import ModelClient
 from orbit_lsp.agent.propose import Unrestorable, restore, run_propose, system_prompt
 from orbit_lsp.agent.redact import MARK, redact
@@ -16,18 +16,6 @@ from orbit_lsp.agent.tools import Toolbox
 from orbit_lsp.index.indexer import WorkspaceIndexer
 
 pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
-
-
-@pytest.fixture(scope="module")
-def server():
-    with ModelServer() as s:
-        yield s
-
-
-@pytest.fixture
-def srv(server):
-    server.reset()
-    return server
 
 
 @pytest.fixture

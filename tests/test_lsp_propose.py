@@ -19,7 +19,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from agent_harness import ModelServer, action, content
+from agent_harness import action, content
 from conftest import CASES
 from lsp_harness import PROFILES, SERVER, as_dict, start_session, uri
 from orbit_lsp.agent.history import History
@@ -31,12 +31,6 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 WORKSPACE = Path(__file__).parent / "editor_workspace"
 CASE025 = next(CASES.glob("025-*")) / "workspace"
 MODEL = "propose-model"
-
-
-@pytest.fixture(scope="module")
-def model_server():
-    with ModelServer() as s:
-        yield s
 
 
 @pytest_lsp.fixture(scope="module", config=SERVER, params=PROFILES)

@@ -13,7 +13,7 @@ import pytest
 import pytest_lsp
 from pytest_lsp import LanguageClient
 
-from agent_harness import ModelServer, action, answer
+from agent_harness import action, answer
 from lsp_harness import PROFILES, as_dict, server_config, start_session
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -21,12 +21,6 @@ pytestmark = pytest.mark.asyncio(loop_scope="module")
 MEMORY_GRAPH = "orbit_memory_lspm_" + uuid.uuid4().hex[:10]
 DOCKER = "I deploy my projects with Docker Compose on a Hetzner VPS"
 QUESTION = "How should I deploy my next side project?"
-
-
-@pytest.fixture(scope="module")
-def model_server():
-    with ModelServer() as s:
-        yield s
 
 
 @pytest.fixture(scope="module")
