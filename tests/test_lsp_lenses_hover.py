@@ -388,7 +388,7 @@ async def test_lens_data_during_reindex_comes_from_the_buffer(store, tmp_path):
     import threading
 
     from orbit_lsp.index.indexer import WorkspaceIndexer
-    from orbit_lsp.server.lenses import lens_work
+    from orbit_lsp.index.buffers import lens_work
 
     ws = tmp_path / "ws032"
     shutil.copytree(CASES / NAMES["032"] / "workspace", ws)

@@ -20,7 +20,6 @@ A file that fails to parse keeps its last good graph; the error is stored on its
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import dataclasses
 import gc
@@ -44,6 +43,7 @@ from orbit_lsp.index import python as pyx
 from orbit_lsp.index.languages import PARSED_LANGS, WorkspaceResolver, changed_entities, configs_changed, parse_file
 from orbit_lsp.index.resolve import FileEdges, full_qual, package_info
 from orbit_lsp.index.walk import LANGS, WorkspaceFilter, classify_file, is_dotenv, read_text, walk_workspace
+from orbit_lsp.lru import LRU
 
 log = logging.getLogger("orbit_lsp.index")
 CACHE_VERSION = 8  # 6: JS/TS files have facts; 7: facts kept pickled (FileState.facts_blob); 8: lambda and comprehension scopes
@@ -52,38 +52,16 @@ Progress = Callable[[int, int, str], None]  # (done, total, rel)
 _GENERATIONS = itertools.count(1)
 
 
-class FactsCache:
-    """The most recently used decoded facts, by their pickle (``bytes`` cache their hash, so a
-    lookup hashes a blob once). Thread-safe; ``max_entries`` bounds the memory it holds."""
+FACTS = LRU(256)  # pickled facts -> the decoded objects, most recently used (bytes cache their hash)
 
-    def __init__(self, max_entries: int = 256):
-        self.max_entries = max_entries
-        self._lru: collections.OrderedDict[bytes, pyx.PyFacts] = collections.OrderedDict()
-        self._lock = threading.Lock()
 
-    def load(self, blob: bytes) -> pyx.PyFacts:
-        with self._lock:
-            got = self._lru.get(blob)
-            if got is not None:
-                self._lru.move_to_end(blob)
-                return got
+def load_facts(blob: bytes) -> pyx.PyFacts:
+    """The facts pickled in ``blob``, decoded once while they stay among the recently used."""
+    found, facts = FACTS.lookup(blob)
+    if not found:
         facts = pickle.loads(blob)
-        self.put(blob, facts)
-        return facts
-
-    def put(self, blob: bytes, facts: pyx.PyFacts) -> None:
-        with self._lock:
-            self._lru[blob] = facts
-            self._lru.move_to_end(blob)
-            while len(self._lru) > self.max_entries:
-                self._lru.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._lru.clear()
-
-
-FACTS = FactsCache()
+        FACTS.put(blob, facts)
+    return facts
 
 
 def pickle_facts(facts: pyx.PyFacts) -> bytes:
@@ -111,7 +89,7 @@ class FileState:
 
     @property
     def facts(self) -> pyx.PyFacts | None:
-        return FACTS.load(self.facts_blob) if self.facts_blob is not None else None
+        return load_facts(self.facts_blob) if self.facts_blob is not None else None
 
     @facts.setter
     def facts(self, value: pyx.PyFacts | None) -> None:
@@ -123,7 +101,7 @@ class FileState:
     def set_facts_blob(self, blob: bytes, facts: pyx.PyFacts | None = None) -> None:
         """Facts by their pickle (``facts``: the same, decoded, when at hand)."""
         if facts is None:
-            facts = FACTS.load(blob)
+            facts = load_facts(blob)
         else:
             FACTS.put(blob, facts)
         self.facts_blob, self.symbols = blob, len(facts.symbols)

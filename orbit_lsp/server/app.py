@@ -29,7 +29,7 @@ from pygls.uris import from_fs_path, to_fs_path
 from urllib.parse import quote
 
 from orbit_lsp import __version__
-from orbit_lsp.config import Settings, settings_from_sources
+from orbit_lsp.config import settings_from_sources
 from orbit_lsp.graph.cache import ANSWERS
 from orbit_lsp.graph.connection import GraphStore
 from orbit_lsp.graph.errors import FalkorDBOffline, GraphError

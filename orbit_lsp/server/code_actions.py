@@ -39,7 +39,8 @@ from orbit_lsp.index.indexer import content_hash
 from orbit_lsp.server import propose
 from orbit_lsp.server.app import OrbitServer, raw_params
 from orbit_lsp.server.approval import Approvals, Change
-from orbit_lsp.server.lenses import SHOW_IMPACT, Snapshot, index_lock, targets_at
+from orbit_lsp.index.buffers import index_lock, targets_at
+from orbit_lsp.server.lenses import SHOW_IMPACT, Snapshot
 
 log = logging.getLogger("orbit_lsp.server.code_actions")
 

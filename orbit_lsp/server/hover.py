@@ -22,7 +22,8 @@ from orbit_lsp.graph import queries
 from orbit_lsp.graph.cache import ANSWERS
 from orbit_lsp.index.indexer import WorkspaceIndexer
 from orbit_lsp.server.app import OrbitServer
-from orbit_lsp.server.lenses import Snapshot, targets_at
+from orbit_lsp.index.buffers import targets_at
+from orbit_lsp.server.lenses import Snapshot
 
 MAX_CALLERS = 10
 MAX_FILES_PER_HOP = 5

@@ -53,7 +53,8 @@ from orbit_lsp.graph.errors import FalkorDBOffline, GraphError
 from orbit_lsp.index.indexer import content_hash
 from orbit_lsp.server.app import REQUEST_FAILED, OrbitServer, raw_params
 from orbit_lsp.server.approval import Approvals, Change
-from orbit_lsp.server.lenses import Snapshot, index_lock
+from orbit_lsp.index.buffers import index_lock
+from orbit_lsp.server.lenses import Snapshot
 from orbit_lsp.server.lines import split_lines
 
 log = logging.getLogger("orbit_lsp.server.propose")

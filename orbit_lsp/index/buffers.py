@@ -1,0 +1,162 @@
+"""What the graph says about a file as an editor holds it: the indexed file, or an unsaved buffer
+that differs from it (parsed and bound in memory against the indexed workspace, nothing written).
+
+- ``lens_work``: the code-lens data of a buffer (counts from the graph, lines from the buffer);
+- ``targets_at``: what sits at a position of a buffer (definition, call, import);
+- ``analyse_buffer``: a buffer's facts and, optionally, its bindings (recent ones cached per
+  indexer generation, so hovering around an unsaved buffer parses and resolves it once);
+- ``index_lock``: reads that never see a re-index half done.
+
+Graph positions throughout: 1-based lines, UTF-8 byte columns.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Iterator
+
+from orbit_lsp.graph import queries
+from orbit_lsp.graph.cache import ANSWERS
+from orbit_lsp.index import python as pyx
+from orbit_lsp.index.indexer import LazyFacts, WorkspaceIndexer, content_hash
+from orbit_lsp.index.languages import PARSED_LANGS, WorkspaceResolver, is_js, parse_file
+from orbit_lsp.index.resolve import FileEdges, full_qual, package_info
+from orbit_lsp.index.walk import LANGS
+from orbit_lsp.lru import LRU
+
+LENS_KINDS = frozenset({"function", "method", "class"})
+LOCK_WAIT_S = 0.3  # longest wait for a re-index in progress before reading from the buffer alone
+BUFFERS = LRU(16)  # (root, rel, hash, generation) -> (facts, edges)
+
+
+# -- reading the graph consistently with the buffer ----------------------------------------------------
+@contextlib.contextmanager
+def index_lock(ix: WorkspaceIndexer) -> Iterator[bool]:
+    """Hold the indexer's lock while reading, so a re-index in progress is never seen half done.
+    Yields False when it stayed busy for ``LOCK_WAIT_S`` (then callers trust only the buffer)."""
+    got = ix.lock.acquire(timeout=LOCK_WAIT_S)
+    try:
+        yield got
+    finally:
+        if got:
+            ix.lock.release()
+
+
+def analyse_buffer(ix: WorkspaceIndexer, rel: str, data: bytes, h: str, edges: bool) -> tuple[pyx.PyFacts | None, FileEdges | None]:
+    """Facts of a buffer (parsed in memory, nothing written) and, when ``edges``, its imports and
+    calls bound against the indexed workspace. (None, None) for a file that is not Python or
+    does not parse. Call with the indexer's lock held when ``edges`` (reads its state)."""
+    if LANGS.get(Path(rel).suffix.lower()) not in PARSED_LANGS:
+        return None, None
+    key = (str(ix.root), rel, h, ix.generation)  # the bindings depend on the other files' graph
+    _, hit = BUFFERS.lookup(key)
+    if hit is not None and (hit[0] is None or hit[1] is not None or not edges):
+        return hit
+    facts = hit[0] if hit is not None else None
+    if facts is None:
+        facts = parse_file(rel, data)[0]  # a JS/TS buffer with errors: what tree-sitter still reads
+        if facts is None:
+            BUFFERS.put(key, (None, None))
+            return None, None
+    bound = None
+    if edges:
+        state = dict(ix.state)
+        table = LazyFacts(lambda: state, {rel: facts})
+        bound = WorkspaceResolver(table, set(state) | {rel}, dict(ix.aliases), ix.root_package,
+                                  ix.root).resolve_file(rel)
+    BUFFERS.put(key, (facts, bound))
+    return facts, bound
+
+
+def _graph_prefix(symbols: list[dict], rel: str) -> str:
+    """Prefix turning an in-file qualified name into the graph's (``pkg.mod.``)."""
+    if is_js(rel):
+        return rel + "#"  # JS/TS quals are ``path#qual``
+    mod = next((s["qual"] for s in symbols if s["kind"] == "module"), None)
+    if not mod or mod == rel:
+        return ""
+    return mod + "."
+
+
+def lens_work(ix: WorkspaceIndexer, rel: str, data: bytes, max_hops: int) -> dict | None:
+    """Query-thread part of a lens request. None when the file is not in the graph; else
+    ``{"dependents": int, "hops": int, "symbols": [{"qual", "name", "kind", "line", "col",
+    "callers", "recursive", "unresolved_elsewhere"}], "source": "graph" | "buffer" |
+    "unparsed"}``; ``line``/``col`` are positions in ``data``."""
+    h = content_hash(data)
+    with index_lock(ix) as locked:
+        ans = ANSWERS.get(ix.graph, ix.generation, queries.file_lens_data, rel, max_hops)
+        if not ans.found:
+            return None
+        rec = ans.rows[0]
+        keys = ("qual", "name", "kind", "line", "col", "callers", "recursive", "unresolved_elsewhere")
+        if locked and rec["hash"] == h:
+            syms = [{k: s[k] for k in keys} for s in rec["symbols"] if s["kind"] in LENS_KINDS]
+            return {"dependents": rec["dependents"], "hops": rec["hops"], "symbols": syms, "source": "graph"}
+        facts, _ = analyse_buffer(ix, rel, data, h, edges=False)
+    if facts is None:
+        return {"dependents": rec["dependents"], "hops": rec["hops"], "symbols": [], "source": "unparsed"}
+    prefix = _graph_prefix(rec["symbols"], rel)
+    known = {s["qual"]: s for s in rec["symbols"]}
+    syms = []
+    for ps in facts.symbols:
+        g = known.get(prefix + ps.qual)
+        if ps.kind in LENS_KINDS and g is not None and g["kind"] == ps.kind:
+            syms.append({**{k: g[k] for k in keys}, "line": ps.line, "col": ps.col})
+    return {"dependents": rec["dependents"], "hops": rec["hops"], "symbols": syms, "source": "buffer"}
+
+
+def targets_at(ix: WorkspaceIndexer, rel: str, data: bytes, line1: int, col: int) -> queries.Answer | None:
+    """What sits at a position of a buffer: an ``Answer`` whose rows are ``queries.target_at``
+    rows (symbol rows carry the graph's symbol dict) and whose ``cypher`` lists the queries run.
+    When the buffer equals the indexed file this is ``target_at``; when it differs, the buffer is
+    parsed and bound in memory and its definitions, call sites and imports are looked up at the
+    position, then matched to the graph by qualified name. None when the file is not in the
+    graph."""
+    h = content_hash(data)
+    with index_lock(ix) as locked:
+        ans = queries.file_record(ix.graph, rel)
+        if not ans.found:
+            return None
+        if locked and ans.rows[0]["hash"] == h:
+            at = queries.target_at(ix.graph, rel, line1, col)
+            at.cypher = ans.cypher + at.cypher
+            return at
+        ans.rows = []
+        if not locked:  # resolving needs the indexer's state: give up on calls and imports
+            facts, edges = analyse_buffer(ix, rel, data, h, edges=False)
+        else:
+            facts, edges = analyse_buffer(ix, rel, data, h, edges=True)
+        if facts is None:
+            return ans
+        rp = ix.root_package
+        wanted: list[tuple[str, str, str]] = []  # (file, qual, how)
+        for s in facts.symbols:
+            if s.kind != "module" and s.line == line1 and s.col <= col < s.col + len(s.name.encode("utf-8")):
+                wanted.append((rel, full_qual(rel, s.qual, rp), "definition"))
+                break
+        if not wanted and edges is not None:
+            hits = []
+            for e in edges.calls.values():
+                for ln, c, end in zip(e.lines, e.cols, e.end_cols):
+                    if ln == line1 and c <= col < max(end, c + 1):
+                        hits.append((end - c, e.resolved == "init", e.dst_file, full_qual(e.dst_file, e.dst_qual, rp)))
+            if hits:
+                hits.sort()
+                wanted.append((hits[0][2], hits[0][3], "call"))
+        out: list[dict] = []
+        for file, qual, how in wanted:
+            found = queries.find_symbols(ix.graph, qual, ans).rows
+            sym = next((s for s in found if s["file"] == file and s["qual"] == qual), None)
+            if sym is not None:
+                out.append({"type": "symbol", "symbol": sym, "how": how})
+        if not wanted and edges is not None:
+            for dst, ln in sorted(edges.imports.items()):
+                if ln == line1 and dst in ix.state:
+                    out.append({"type": "file", "path": dst})
+            for name, ln in sorted(edges.packages.items()):
+                if ln == line1:
+                    out.append({"type": "package", "name": package_info(name)[0]})
+        ans.rows = out
+        return ans
