@@ -80,6 +80,16 @@ class OrbitServer(LanguageServer):
         handler.__name__ = getattr(fn, "__name__", "handler")
         self.feature(method, options)(handler) if options is not None else self.feature(method)(handler)
 
+    def on_command(self, name: str, fn: Callable[..., Any]) -> None:
+        """Register bound coroutine method ``fn`` (taking the command's arguments) as the
+        ``workspace/executeCommand`` command ``name`` (pygls wants a plain function, as for
+        ``on``)."""
+        async def command(*args):
+            return await fn(*args)
+
+        command.__name__ = getattr(fn, "__name__", "command")
+        self.command(name)(command)
+
     # -- settings -------------------------------------------------------------------------
     def apply_settings(self, *layers: dict | None, announce: bool = True) -> list[str]:
         """Rebuild settings from the environment and ``layers`` (later layers win); returns

@@ -110,10 +110,7 @@ class Feature:
         ls.on(types.TEXT_DOCUMENT_CODE_ACTION, self.code_action, types.CodeActionOptions(
             code_action_kinds=[types.CodeActionKind.RefactorRewrite], resolve_provider=False))
 
-        async def remove_symbol(*args):  # pygls commands must be plain functions
-            return await self.remove_symbol(*args)
-
-        ls.command(REMOVE_SYMBOL)(remove_symbol)
+        ls.on_command(REMOVE_SYMBOL, self.remove_symbol)
 
     # -- textDocument/codeAction ----------------------------------------------------------------
     async def code_action(self, params: types.CodeActionParams) -> list[types.CodeAction]:

@@ -124,10 +124,7 @@ class Feature:
         ls.on(types.TEXT_DOCUMENT_CODE_LENS, self.code_lens, types.CodeLensOptions(resolve_provider=True))
         ls.on(types.CODE_LENS_RESOLVE, self.resolve)
 
-        async def show_impact(*args):  # pygls commands must be plain functions
-            return await self.show_impact(*args)
-
-        ls.command(SHOW_IMPACT)(show_impact)
+        ls.on_command(SHOW_IMPACT, self.show_impact)
 
     async def code_lens(self, params: types.CodeLensParams) -> list[types.CodeLens]:
         ls = self.server

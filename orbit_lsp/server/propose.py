@@ -185,14 +185,8 @@ class Feature:
         ls = self.server
         ls.on("orbit/proposeChange", self.propose_request)
 
-        async def propose_change(*args):  # pygls commands must be plain functions
-            return await self.propose_command(*args)
-
-        async def ask_about_symbol(*args):
-            return await self.ask_about_symbol(*args)
-
-        ls.command(PROPOSE_CHANGE)(propose_change)
-        ls.command(ASK_ABOUT_SYMBOL)(ask_about_symbol)
+        ls.on_command(PROPOSE_CHANGE, self.propose_command)
+        ls.on_command(ASK_ABOUT_SYMBOL, self.ask_about_symbol)
 
     @property
     def approvals(self) -> Approvals:
