@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from orbit_lsp.graph.connection import Graph
+from orbit_lsp.graph.imports import ImportGraph
 
 MAX_HOPS = 4
 
@@ -177,24 +178,31 @@ def call_chain(graph: Graph, source: str, target: str, max_len: int = 10) -> Ans
 
 
 # -- files --------------------------------------------------------------------------------------
-def impact(graph: Graph, path: str, max_hops: int = MAX_HOPS, paths: bool = True) -> Answer:
+def impact(graph: Graph, path: str, max_hops: int = MAX_HOPS, paths: bool = True,
+           imports: ImportGraph | None = None) -> Answer:
     """Files that depend on ``path`` through 1..``max_hops`` IMPORTS edges, each with its
     minimal hop count. ``rows``: [{"path", "hops"}] sorted by (hops, path); the file itself is
     never listed. ``total`` is their number and ``by_depth`` how many at each hop; with
-    ``paths`` False only those two are computed (``rows`` stays empty: one query less, and no
-    paths cross the wire). A note says when ``path`` is not in the graph.
+    ``paths`` False only those two are computed (``rows`` stays empty). A note says when
+    ``path`` is not in the graph.
 
-    One query per hop over a frontier of node ids (an id seek per node, one list back; about
-    half the server time of matching the frontier by path and returning paths), then one query
-    for the paths of everything found."""
+    Without ``imports``: one query per hop over a frontier of node ids (an id seek per node,
+    one list back; about half the server time of matching the frontier by path and returning
+    paths), then one query for the paths of everything found. With ``imports`` (the graph's
+    IMPORTS edges as read by ``ImportGraph.load`` since they last changed): one query for the
+    file's existence, the walk in memory; ``cypher`` then also lists the query that read the
+    edges."""
     ans = Answer()
+    if imports is not None:
+        if not ans.run(graph, "MATCH (f:File {path: $p}) RETURN count(f)", {"p": path})[0][0]:
+            return _not_in_graph(ans, path)
+        ans.cypher += imports.cypher
+        return _dependents(ans, imports.dependents(path, max_hops), paths)
     # the file and its direct importers in one query
     start = ans.run(graph, "MATCH (f:File {path: $p}) OPTIONAL MATCH (d)-[:IMPORTS]->(f) "
                            "RETURN id(f), collect(DISTINCT id(d))", {"p": path})
     if not start:
-        ans.notes.append(f"{path} is not in the graph (not indexed or skipped)")
-        ans.found = False
-        return ans
+        return _not_in_graph(ans, path)
     q = "UNWIND $frontier AS i MATCH (f) WHERE id(f) = i MATCH (d)-[:IMPORTS]->(f) RETURN collect(DISTINCT id(d))"
     seen = {start[0][0]}
     hops: dict[int, int] = {}
@@ -206,15 +214,34 @@ def impact(graph: Graph, path: str, max_hops: int = MAX_HOPS, paths: bool = True
         hops.update((i, hop) for i in found)
         seen.update(found)
         frontier = found
+    if hops and paths:
+        path_of = dict(ans.run(graph, "UNWIND $frontier AS i MATCH (f) WHERE id(f) = i RETURN id(f), f.path",
+                               {"frontier": sorted(hops)}))
+        return _dependents(ans, {path_of[i]: h for i, h in hops.items() if i in path_of}, True)
+    return _dependents(ans, hops, False)
+
+
+def _known_impact(graph: Graph, path: str, max_hops: int, paths: bool, imports: ImportGraph | None) -> Answer:
+    """``impact`` of a file its caller has just found in the graph."""
+    if imports is None:
+        return impact(graph, path, max_hops, paths)
+    return _dependents(Answer(cypher=list(imports.cypher)), imports.dependents(path, max_hops), paths)
+
+
+def _not_in_graph(ans: Answer, path: str) -> Answer:
+    ans.notes.append(f"{path} is not in the graph (not indexed or skipped)")
+    ans.found = False
+    return ans
+
+
+def _dependents(ans: Answer, hops: dict, paths: bool) -> Answer:
+    """Fill ``impact``'s answer from {dependent: minimal hops} (keys are paths when ``paths``)."""
     by_depth = [0] * max(hops.values(), default=0)
     for h in hops.values():
         by_depth[h - 1] += 1
     ans.by_depth, ans.total = by_depth, len(hops)
-    if hops and paths:
-        found = dict(ans.run(graph, "UNWIND $frontier AS i MATCH (f) WHERE id(f) = i RETURN id(f), f.path",
-                             {"frontier": sorted(hops)}))
-        ans.rows = sorted(({"path": found[i], "hops": h} for i, h in hops.items() if i in found),
-                          key=lambda r: (r["hops"], r["path"]))
+    if paths:
+        ans.rows = sorted(({"path": p, "hops": h} for p, h in hops.items()), key=lambda r: (r["hops"], r["path"]))
     return ans
 
 
@@ -659,7 +686,7 @@ def _unresolved_named(graph: Graph, names: list[str], ans: Answer) -> dict[str, 
     return {n: c for n, c in ans.run(graph, q, {"names": sorted(set(names))}) if c}
 
 
-def file_lens_data(graph: Graph, path: str, max_hops: int = MAX_HOPS) -> Answer:
+def file_lens_data(graph: Graph, path: str, max_hops: int = MAX_HOPS, imports: ImportGraph | None = None) -> Answer:
     """Everything the code lenses of one file need, in a fixed handful of queries whatever the
     number of symbols: the file's hash, how many files depend on it and over how many hops
     (``impact`` without the paths), its symbols with their caller counts (the CALLS in-degree:
@@ -675,7 +702,7 @@ def file_lens_data(graph: Graph, path: str, max_hops: int = MAX_HOPS) -> Answer:
     if not ans.found:
         return ans
     rec = ans.rows[0]
-    imp = impact(graph, path, max_hops, paths=False)
+    imp = _known_impact(graph, path, max_hops, False, imports)
     ans.cypher += imp.cypher
     ans.notes += imp.notes
     rows = ans.run(graph, f"MATCH (s:Symbol {{file: $p}}) RETURN {SYMBOL_FIELDS}, indegree(s, 'CALLS') "
@@ -696,7 +723,8 @@ def file_lens_data(graph: Graph, path: str, max_hops: int = MAX_HOPS) -> Answer:
 SORT_ALL_MAX = 1000  # symbol_summary: most callers sorted to pick the first few
 
 
-def symbol_summary(graph: Graph, path: str, qual: str, max_hops: int = MAX_HOPS, limit: int = 10) -> Answer:
+def symbol_summary(graph: Graph, path: str, qual: str, max_hops: int = MAX_HOPS, limit: int = 10,
+                   imports: ImportGraph | None = None) -> Answer:
     """Impact summary of one symbol (by file and qualified name; same-named symbols elsewhere are
     never mixed in): its direct callers, the unbound call sites that use its name, its
     decorators, and its file's dependents and packages.
@@ -734,7 +762,7 @@ def symbol_summary(graph: Graph, path: str, qual: str, max_hops: int = MAX_HOPS,
                                                "WHERE s.file = $p AND (e.resolved = 'decorator' "
                                                "OR any(l IN e.lines WHERE l < s.line)) "
                                                "RETURN DISTINCT d.qual ORDER BY d.qual", params)]
-    imp = impact(graph, path, max_hops)
+    imp = _known_impact(graph, path, max_hops, True, imports)
     ans.cypher += imp.cypher
     pk = file_packages(graph, path, ans).rows
     ans.rows = [{"symbol": sym, "callers_total": total - (1 if own else 0),
@@ -744,11 +772,11 @@ def symbol_summary(graph: Graph, path: str, qual: str, max_hops: int = MAX_HOPS,
     return ans
 
 
-def file_summary(graph: Graph, path: str, max_hops: int = MAX_HOPS) -> Answer:
+def file_summary(graph: Graph, path: str, max_hops: int = MAX_HOPS, imports: ImportGraph | None = None) -> Answer:
     """Impact summary of one file: ``rows`` = [{"path", "dependents": [{"path", "hops"}],
     "packages": [{"name", "stdlib", "dist", "line"}], "symbols": int (modules excluded)}];
     empty with ``found`` False when the file is not in the graph."""
-    ans = impact(graph, path, max_hops)
+    ans = impact(graph, path, max_hops, imports=imports)
     if not ans.found:
         return ans
     deps = ans.rows

@@ -5,7 +5,9 @@ that differs from it (parsed and bound in memory against the indexed workspace, 
 - ``targets_at``: what sits at a position of a buffer (definition, call, import);
 - ``analyse_buffer``: a buffer's facts and, optionally, its bindings (recent ones cached per
   indexer generation, so hovering around an unsaved buffer parses and resolves it once);
-- ``index_lock``: reads that never see a re-index half done.
+- ``index_lock``: reads that never see a re-index half done;
+- ``import_graph``: the workspace's IMPORTS edges in memory (``graph.imports``), read again only
+  when they change, and ``file_impact``, a file's dependents walked over them.
 
 Graph positions throughout: 1-based lines, UTF-8 byte columns.
 """
@@ -18,6 +20,7 @@ from typing import Iterator
 
 from orbit_lsp.graph import queries
 from orbit_lsp.graph.cache import ANSWERS
+from orbit_lsp.graph.imports import ImportGraph
 from orbit_lsp.index import python as pyx
 from orbit_lsp.index.indexer import LazyFacts, WorkspaceIndexer, content_hash
 from orbit_lsp.index.languages import PARSED_LANGS, WorkspaceResolver, is_js, parse_file
@@ -41,6 +44,18 @@ def index_lock(ix: WorkspaceIndexer) -> Iterator[bool]:
     finally:
         if got:
             ix.lock.release()
+
+
+def import_graph(ix: WorkspaceIndexer) -> ImportGraph:
+    """The IMPORTS edges of ``ix``'s graph, read once per ``ix.imports_generation`` (a value
+    that changes whenever a re-index changes them). Raises what graph reads raise."""
+    return ANSWERS.get(ix.graph, ix.imports_generation, ImportGraph.load)
+
+
+def file_impact(ix: WorkspaceIndexer, rel: str, max_hops: int) -> queries.Answer:
+    """``queries.impact`` of a file of ``ix`` (with paths), walked over ``import_graph(ix)``;
+    cached per ``ix.generation``."""
+    return ANSWERS.get(ix.graph, ix.generation, queries.impact, rel, max_hops, True, import_graph(ix))
 
 
 def analyse_buffer(ix: WorkspaceIndexer, rel: str, data: bytes, h: str, edges: bool) -> tuple[pyx.PyFacts | None, FileEdges | None]:
@@ -86,7 +101,7 @@ def lens_work(ix: WorkspaceIndexer, rel: str, data: bytes, max_hops: int) -> dic
     "unparsed"}``; ``line``/``col`` are positions in ``data``."""
     h = content_hash(data)
     with index_lock(ix) as locked:
-        ans = ANSWERS.get(ix.graph, ix.generation, queries.file_lens_data, rel, max_hops)
+        ans = ANSWERS.get(ix.graph, ix.generation, queries.file_lens_data, rel, max_hops, import_graph(ix))
         if not ans.found:
             return None
         rec = ans.rows[0]

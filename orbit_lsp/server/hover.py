@@ -22,7 +22,7 @@ from orbit_lsp.graph import queries
 from orbit_lsp.graph.cache import ANSWERS
 from orbit_lsp.index.indexer import WorkspaceIndexer
 from orbit_lsp.server.app import OrbitServer
-from orbit_lsp.index.buffers import targets_at
+from orbit_lsp.index.buffers import import_graph, targets_at
 from orbit_lsp.server.lenses import Snapshot
 
 MAX_CALLERS = 10
@@ -42,11 +42,12 @@ def hover_work(ix: WorkspaceIndexer, rel: str, data: bytes, line1: int, col: int
     for t in found.rows[:MAX_TARGETS]:
         if t["type"] == "symbol":
             s = t["symbol"]
-            ans = ANSWERS.get(ix.graph, ix.generation, queries.symbol_summary, s["file"], s["qual"], max_hops, MAX_CALLERS)
+            ans = ANSWERS.get(ix.graph, ix.generation, queries.symbol_summary, s["file"], s["qual"], max_hops,
+                              MAX_CALLERS, import_graph(ix))
             if ans.found:
                 out.append({"type": "symbol", "how": t.get("how"), **ans.rows[0]})
         elif t["type"] == "file":
-            ans = ANSWERS.get(ix.graph, ix.generation, queries.file_summary, t["path"], max_hops)
+            ans = ANSWERS.get(ix.graph, ix.generation, queries.file_summary, t["path"], max_hops, import_graph(ix))
             if ans.found:
                 out.append({"type": "file", **ans.rows[0]})
         elif t["type"] == "package":

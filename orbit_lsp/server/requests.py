@@ -21,6 +21,7 @@ from typing import Any
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from orbit_lsp.graph import queries
+from orbit_lsp.index.buffers import file_impact
 from orbit_lsp.server.app import REQUEST_FAILED, OrbitServer, raw_params
 
 
@@ -83,14 +84,14 @@ class Feature:
         callers = callers_total = None
         if target is None or target["type"] == "file":
             file_rel = target["path"] if target else rel
-            ans = await ls.answer(ix, queries.impact, file_rel, ls.settings.max_hops)
+            ans = await ls.query(file_impact, ix, file_rel, ls.settings.max_hops)
             target = {"type": "file", "path": file_rel, "uri": ls.rel_uri(ix.root, file_rel)}
         elif target["type"] == "package":
             ans = await ls.answer(ix, queries.package_users, target["name"])
             target = {"type": "package", "name": target["name"]}
         else:
             s = target["symbol"]
-            ans = await ls.answer(ix, queries.impact, s["file"], ls.settings.max_hops)
+            ans = await ls.query(file_impact, ix, s["file"], ls.settings.max_hops)
             walk = await ls.answer(ix, queries.symbol_impact, s["file"], s["qual"], ls.settings.max_hops,
                                   ls.settings.max_callers)
             cypher += walk.cypher
