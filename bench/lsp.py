@@ -16,6 +16,7 @@ Measures, on a server serving the corpus (a copy, see ``bench.run.prepare_corpus
 from __future__ import annotations
 
 import asyncio
+import gc
 import os
 import shutil
 import sys
@@ -56,7 +57,11 @@ class _PlainResultProtocol(LanguageServerProtocol):
     an editor does not spend and the latencies measured here should not contain."""
 
     def structure_message(self, data):
-        if "jsonrpc" in data and "id" in data and "result" in data and "method" not in data:
+        # called for every JSON object of a message (``json.loads``'s object_hook): the
+        # objects inside a result are left alone at once
+        if "jsonrpc" not in data:
+            return data
+        if "id" in data and "result" in data and "method" not in data:
             self._result_types.pop(data["id"], None)
             return JsonRPCResponseMessage(id=data["id"], jsonrpc=data["jsonrpc"], result=data["result"])
         return super().structure_message(data)
@@ -161,6 +166,9 @@ async def _measure(corpus: Path, settings, n: int, saves: int, live: list) -> di
         prefix = text[:col].decode("utf-8", "replace")
         return types.Position(line=line1 - 1, character=len(prefix.encode("utf-16-le")) // 2 + 1)
 
+    # this client's own garbage collections (a full one takes tens of ms once it holds a few
+    # large answers) are not the server's latency: none while timing
+    gc.disable()
     lat: dict[str, list[float]] = {"codeLens": [], "hover": [], "callHierarchy (prepare+incoming)": [], "orbit/impact": []}
     for rel in imported:
         uri = from_fs_path(str(corpus / rel))
@@ -210,6 +218,7 @@ async def _measure(corpus: Path, settings, n: int, saves: int, live: list) -> di
         client.text_document_did_save(types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
         await asyncio.sleep(0.3)
     out["save_to_lenses_s"] = save_s
+    gc.enable()
     out["rss_mib"], out["rss_peak_mib"] = _proc_mib(pid) if pid else (None, None)
     out["lens_refreshes"] = client.refreshes
     live.remove(client)

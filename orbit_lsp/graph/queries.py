@@ -694,10 +694,10 @@ def file_lens_data(graph: Graph, path: str, max_hops: int = MAX_HOPS, imports: I
     and the unbound call sites using their names.
 
     ``rows``: [{"path", "hash", "lang", "lines", "parse_error", "dependents": int, "hops": int
-    (largest minimal hop count, 0 without dependents), "symbols": [symbol dict + "callers"
-    (distinct direct callers, the symbol itself excluded), "recursive" (bool),
-    "unresolved_elsewhere"]}] (symbols sorted by line, modules included); empty with ``found``
-    False when the file is not in the graph."""
+    (largest minimal hop count, 0 without dependents), "symbols": [{"qual", "name", "kind",
+    "file", "line", "col", "callers" (distinct direct callers, the symbol itself excluded),
+    "recursive" (bool), "unresolved_elsewhere"}]}] (symbols sorted by line, modules included);
+    empty with ``found`` False when the file is not in the graph. ``imports``: see ``impact``."""
     ans = file_record(graph, path)
     if not ans.found:
         return ans
@@ -705,17 +705,16 @@ def file_lens_data(graph: Graph, path: str, max_hops: int = MAX_HOPS, imports: I
     imp = _known_impact(graph, path, max_hops, False, imports)
     ans.cypher += imp.cypher
     ans.notes += imp.notes
-    rows = ans.run(graph, f"MATCH (s:Symbol {{file: $p}}) RETURN {SYMBOL_FIELDS}, indegree(s, 'CALLS') "
-                          "ORDER BY line, qual", {"p": path})
+    rows = ans.run(graph, "MATCH (s:Symbol {file: $p}) RETURN s.qual, s.name, s.kind, s.line, s.col, "
+                          "indegree(s, 'CALLS') ORDER BY s.line, s.qual", {"p": path})
     own = {r[0] for r in ans.run(graph, "MATCH (s:Symbol {file: $p})-[:CALLS]->(s) RETURN s.qual", {"p": path})}
     unresolved = _unresolved_named(graph, [r[1] for r in rows if r[2] != "module"], ans)
     out = []
-    for r in rows:
-        d = _sym(r[:8])
-        d["recursive"] = d["qual"] in own
-        d["callers"] = r[8] - (1 if d["recursive"] else 0)
-        d["unresolved_elsewhere"] = unresolved.get(d["name"], 0) if d["kind"] != "module" else 0
-        out.append(d)
+    for qual, name, kind, line, col, indegree in rows:
+        recursive = qual in own
+        out.append({"qual": qual, "name": name, "kind": kind, "file": path, "line": line, "col": col,
+                    "callers": indegree - (1 if recursive else 0), "recursive": recursive,
+                    "unresolved_elsewhere": unresolved.get(name, 0) if kind != "module" else 0})
     ans.rows = [{**rec, "dependents": imp.total, "hops": len(imp.by_depth), "symbols": out}]
     return ans
 

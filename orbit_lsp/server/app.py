@@ -35,6 +35,7 @@ from orbit_lsp.graph.connection import GraphStore
 from orbit_lsp.graph.errors import FalkorDBOffline, GraphError
 from orbit_lsp.index.indexer import WorkspaceIndexer
 from orbit_lsp.index.workspaces import WorkspaceSet
+from orbit_lsp.server.protocol import OrbitProtocol
 from orbit_lsp.server.lines import LineCache, split_lines
 
 log = logging.getLogger("orbit_lsp.server")
@@ -51,7 +52,8 @@ class OrbitServer(LanguageServer):
     thread for indexing (writes are serialised) and a pool for queries."""
 
     def __init__(self) -> None:
-        super().__init__("orbit-lsp", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        super().__init__("orbit-lsp", __version__, protocol_cls=OrbitProtocol,
+                         text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
         # invalid ORBIT_* variables fall back to defaults; they are announced with the other
         # setting problems once the client can be told (apply_settings)
         self.settings, _ = settings_from_sources()

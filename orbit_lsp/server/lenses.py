@@ -84,9 +84,6 @@ class Snapshot:
     def position(self, line1: int, byte_col: int) -> types.Position:
         return self.lines.position(line1, byte_col)
 
-    def name_range(self, line1: int, byte_col: int, name: str) -> types.Range:
-        return self.lines.name_range(line1, byte_col, name)
-
     def graph_position(self, pos: types.Position) -> tuple[int, int]:
         return self.lines.graph_position(pos)
 
@@ -126,7 +123,10 @@ class Feature:
 
         ls.on_command(SHOW_IMPACT, self.show_impact)
 
-    async def code_lens(self, params: types.CodeLensParams) -> list[types.CodeLens]:
+    async def code_lens(self, params: types.CodeLensParams) -> list[dict]:
+        """The lenses as plain JSON (each a ``CodeLens``): a large file has hundreds, and
+        having cattrs unstructure each ``types.CodeLens`` costs more than the rest of the
+        request."""
         ls = self.server
         uri = params.text_document.uri
         snap = Snapshot.take(ls, uri)
@@ -135,18 +135,19 @@ class Feature:
         res = await ls.query(lens_work, snap.ix, snap.rel, snap.data, ls.settings.max_hops)
         if res is None:
             return []  # not in the graph (skipped, excluded, not indexed yet)
-        zero = types.Position(0, 0)
-        lenses = [types.CodeLens(range=types.Range(zero, zero), data={
+        zero = {"line": 0, "character": 0}
+        lenses = [{"range": {"start": zero, "end": zero}, "data": {
             "uri": uri, "target": {"type": "file", "path": snap.rel},
-            "counts": {"dependents": res["dependents"], "hops": res["hops"]}})]
+            "counts": {"dependents": res["dependents"], "hops": res["hops"]}}}]
         for s in res["symbols"]:
-            rng = snap.name_range(s["line"], s["col"], s["name"])
-            lenses.append(types.CodeLens(range=rng, data={
+            start = snap.position(s["line"], s["col"])
+            at = {"line": start.line, "character": start.character}
+            end = {"line": start.line, "character": start.character + snap.lines.units(s["name"])}
+            lenses.append({"range": {"start": at, "end": end}, "data": {
                 "uri": uri,
-                "target": {"type": "symbol", "qual": s["qual"], "name": s["name"], "kind": s["kind"],
-                           "position": {"line": rng.start.line, "character": rng.start.character}},
+                "target": {"type": "symbol", "qual": s["qual"], "name": s["name"], "kind": s["kind"], "position": at},
                 "counts": {"callers": s["callers"], "recursive": s["recursive"],
-                           "unresolved_elsewhere": s["unresolved_elsewhere"]}}))
+                           "unresolved_elsewhere": s["unresolved_elsewhere"]}}})
         return lenses
 
     def resolve(self, lens: types.CodeLens) -> types.CodeLens:
