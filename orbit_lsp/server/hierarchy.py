@@ -1,7 +1,9 @@
 """Call hierarchy (``textDocument/prepareCallHierarchy``, ``callHierarchy/incomingCalls``,
 ``callHierarchy/outgoingCalls``) and ``workspace/symbol``, served from the graph.
 
-Items carry ``data = {"file", "qual"}`` (workspace-relative path and qualified name): the
+Results are plain JSON in LSP's shapes (``CallHierarchyItem``, ``…IncomingCall``,
+``…OutgoingCall``): a hundred callers as lsprotocol objects cost more to unstructure than to
+find. Items carry ``data = {"file", "qual"}`` (workspace-relative path and qualified name): the
 incoming/outgoing requests look the symbol up by exactly that, so same-named symbols elsewhere
 are never mixed in. An item's ``range`` spans the definition's full lines (``line`` ..
 ``end_line``), its ``selectionRange`` the name; call sites (``fromRanges``) are the callee
@@ -21,7 +23,7 @@ from lsprotocol import types
 from orbit_lsp.graph import queries
 from orbit_lsp.index.indexer import WorkspaceIndexer
 from orbit_lsp.server.app import OrbitServer
-from orbit_lsp.server.lines import LineCache
+from orbit_lsp.server.lines import Lines
 
 WORKSPACE_SYMBOL_LIMIT = 200
 
@@ -35,6 +37,19 @@ KINDS = {
     "type": types.SymbolKind.TypeParameter,
     "enum": types.SymbolKind.Enum,
 }
+
+def _range(start: tuple[int, int], end: tuple[int, int]) -> dict:
+    return {"start": {"line": start[0], "character": start[1]}, "end": {"line": end[0], "character": end[1]}}
+
+
+def _sites(lines: Lines, row: dict) -> list[dict]:
+    """A CALLS edge's call sites (``fromRanges``); ``lines``: the file that contains them."""
+    out = []
+    for ln, c, e in zip(row["lines"] or [], row["cols"] or [], row["end_cols"] or []):
+        a = lines.character(ln, c)
+        out.append(_range((ln - 1, a), (ln - 1, max(a, lines.character(ln, max(c, e))))))
+    return out
+
 
 def _data(item: types.CallHierarchyItem) -> tuple[str, str] | None:
     data = item.data
@@ -57,24 +72,25 @@ class Feature:
         ls.on(types.WORKSPACE_SYMBOL, self.workspace_symbol, types.WorkspaceSymbolOptions(resolve_provider=False))
 
     # -- items -------------------------------------------------------------------------------
-    def item(self, ix: WorkspaceIndexer, s: dict, lines: LineCache) -> types.CallHierarchyItem:
-        """A CallHierarchyItem for graph symbol dict ``s`` (``queries.SYMBOL_FIELDS`` shape)."""
-        path = ix.root / s["file"]
+    def item(self, ix: WorkspaceIndexer, s: dict, lines: Lines) -> dict:
+        """A ``CallHierarchyItem`` (as plain JSON) for graph symbol dict ``s``
+        (``queries.SYMBOL_FIELDS`` shape); ``lines``: its file's."""
         line = s["line"] or 1
-        end = lines.line_end(path, max(line, s["end_line"] or line))
+        end_line = max(line, s["end_line"] or line)
+        end = (end_line - 1, lines.units(lines.line(end_line - 1)))
         if s["kind"] == "module":
             name = s["file"]
-            rng = types.Range(types.Position(0, 0), end)
-            sel = types.Range(types.Position(0, 0), types.Position(0, 0))
+            start = sel_start = sel_end = (0, 0)
         else:
             name = s["name"]
-            sel = lines.name_range(path, line, s["col"] or 0, s["name"])
-            if (end.line, end.character) < (sel.end.line, sel.end.character):
-                end = sel.end  # the file changed since it was indexed: keep the name inside
-            rng = types.Range(types.Position(line - 1, 0), end)
-        return types.CallHierarchyItem(
-            name=name, kind=KINDS.get(s["kind"], types.SymbolKind.Function), uri=self.server.uri_of(path),
-            range=rng, selection_range=sel, detail=s["qual"], data={"file": s["file"], "qual": s["qual"]})
+            c = lines.character(line, s["col"] or 0)
+            sel_start, sel_end = (line - 1, c), (line - 1, c + lines.units(name))
+            end = max(end, sel_end)  # the file changed since it was indexed: keep the name inside
+            start = (line - 1, 0)
+        return {"name": name, "kind": KINDS.get(s["kind"], types.SymbolKind.Function).value,
+                "uri": self.server.rel_uri(ix.root, s["file"]), "range": _range(start, end),
+                "selectionRange": _range(sel_start, sel_end), "detail": s["qual"],
+                "data": {"file": s["file"], "qual": s["qual"]}}
 
     async def _target(self, item: types.CallHierarchyItem) -> tuple[WorkspaceIndexer, str, str] | None:
         """(indexer, file, qual) of an item: from its ``data``, else from what the graph has at
@@ -93,7 +109,7 @@ class Feature:
         return (ix, syms[0]["file"], syms[0]["qual"]) if syms else None
 
     # -- handlers ----------------------------------------------------------------------------
-    async def prepare(self, params: types.CallHierarchyPrepareParams) -> list[types.CallHierarchyItem] | None:
+    async def prepare(self, params: types.CallHierarchyPrepareParams) -> list[dict] | None:
         ls = self.server
         owner = ls.locate(params.text_document.uri)
         if owner is None:
@@ -105,9 +121,9 @@ class Feature:
         syms = [r["symbol"] for r in at.rows if r["type"] == "symbol" and r["symbol"]["kind"] != "module"]
         if not syms:
             return None
-        return [self.item(ix, syms[0], lines)]
+        return [self.item(ix, syms[0], lines.of(ix.root / syms[0]["file"]))]
 
-    async def incoming(self, params: types.CallHierarchyIncomingCallsParams) -> list[types.CallHierarchyIncomingCall] | None:
+    async def incoming(self, params: types.CallHierarchyIncomingCallsParams) -> list[dict] | None:
         target = await self._target(params.item)
         if target is None:
             return None
@@ -124,13 +140,11 @@ class Feature:
         lines = self.server.lines()
         out = []
         for row in ans.rows:
-            caller_path = ix.root / row["file"]
-            sites = [lines.site_range(caller_path, ln, c, e)
-                     for ln, c, e in zip(row["lines"] or [], row["cols"] or [], row["end_cols"] or [])]
-            out.append(types.CallHierarchyIncomingCall(from_=self.item(ix, row, lines), from_ranges=sites))
+            caller = lines.of(ix.root / row["file"])
+            out.append({"from": self.item(ix, row, caller), "fromRanges": _sites(caller, row)})
         return out
 
-    async def outgoing(self, params: types.CallHierarchyOutgoingCallsParams) -> list[types.CallHierarchyOutgoingCall] | None:
+    async def outgoing(self, params: types.CallHierarchyOutgoingCallsParams) -> list[dict] | None:
         target = await self._target(params.item)
         if target is None:
             return None
@@ -141,15 +155,13 @@ class Feature:
         classes = {(r["file"], r["qual"], tuple(r["lines"] or []), tuple(r["cols"] or []))
                    for r in rows if r["resolved"] == "class"}
         lines = self.server.lines()
-        path = ix.root / rel
+        own = lines.of(ix.root / rel)
         out = []
         for row in rows:
             if row["resolved"] == "init" and (row["file"], row["qual"].rpartition(".")[0], tuple(row["lines"] or []),
                                               tuple(row["cols"] or [])) in classes:
                 continue
-            sites = [lines.site_range(path, ln, c, e)
-                     for ln, c, e in zip(row["lines"] or [], row["cols"] or [], row["end_cols"] or [])]
-            out.append(types.CallHierarchyOutgoingCall(to=self.item(ix, row, lines), from_ranges=sites))
+            out.append({"to": self.item(ix, row, lines.of(ix.root / row["file"])), "fromRanges": _sites(own, row)})
         return out
 
     async def workspace_symbol(self, params: types.WorkspaceSymbolParams) -> list[types.WorkspaceSymbol]:

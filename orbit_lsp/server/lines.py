@@ -30,6 +30,12 @@ LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _LINE_END = re.compile(r"(?<=\r\n)|(?<=\r)(?!\n)|(?<=\n)")
 
 
+def line_texts(text: str) -> list[str]:
+    """The texts of ``text``'s lines, their ends (``\r\n``, ``\r``, ``\n``) removed. Text
+    without a ``\r`` is split by ``str.split``, five times faster than the regular expression."""
+    return text.split("\n") if "\r" not in text else LINE_BREAK.split(text)
+
+
 def split_lines(text: str) -> list[str]:
     """Lines as LSP and Python's tokenizer count them, each keeping its end."""
     parts = _LINE_END.split(text)
@@ -49,7 +55,7 @@ class Lines:
 
     @classmethod
     def of(cls, text: str, codec: Any) -> "Lines":
-        return cls(LINE_BREAK.split(text), codec)
+        return cls(line_texts(text), codec)
 
     def line(self, line0: int) -> str:
         """Text of 0-based line ``line0`` ("" past the end)."""
@@ -64,14 +70,19 @@ class Lines:
         """Length of ``text`` in code units of the negotiated encoding."""
         return len(text) if text.isascii() else self.codec.client_num_units(text)
 
-    def position(self, line1: int, byte_col: int) -> types.Position:
-        """LSP position of a graph position (a column past the line's end: its end)."""
+    def character(self, line1: int, byte_col: int) -> int:
+        """LSP character (code units of the negotiated encoding) of a graph position on its
+        line (a column past the line's end: its end)."""
         text = self.line(line1 - 1)
         byte_col = max(0, byte_col)
         if text.isascii():
-            return types.Position(line=max(0, line1 - 1), character=min(byte_col, len(text)))
+            return min(byte_col, len(text))
         prefix = text.encode("utf-8")[:byte_col].decode("utf-8", errors="ignore")
-        return types.Position(line=max(0, line1 - 1), character=self.codec.client_num_units(prefix))
+        return self.codec.client_num_units(prefix)
+
+    def position(self, line1: int, byte_col: int) -> types.Position:
+        """LSP position of a graph position (a column past the line's end: its end)."""
+        return types.Position(line=max(0, line1 - 1), character=self.character(line1, byte_col))
 
     def name_range(self, line1: int, byte_col: int, name: str) -> types.Range:
         """Range of identifier ``name`` starting at a graph position."""
@@ -157,7 +168,7 @@ class FileLines:
                 text = fh.read().decode("utf-8", errors="replace")
         except OSError:
             return []
-        texts = LINE_BREAK.split(text)
+        texts = line_texts(text)
         with self._lock:
             old = self._entries.pop(key, None)
             if old is not None:
