@@ -154,3 +154,22 @@ def test_hover_summary_of_a_large_fan_in_lists_real_callers(ix, monkeypatch):
     callers = [(c["file"], c["line"], c["qual"]) for c in row["callers"]]
     assert row["callers_total"] == 5 and len(callers) == 3 and callers == sorted(callers)
     assert {q for _, _, q in callers} <= {f"direct.c{i}" for i in range(5)}
+
+
+def test_caller_list_past_sort_all_max_keeps_real_callers_and_the_true_total(ix, monkeypatch):
+    """Past SORT_ALL_MAX callers a capped caller list (the call hierarchy's) is the first callers
+    the traversal meets, not the first by (file, line): real callers, sorted among themselves,
+    the true total, and a note that says which ones they are."""
+    monkeypatch.setattr(Q, "SORT_ALL_MAX", 2)
+    cut = Q.symbol_callers(ix.graph, "core.py", "core.target", limit=3)
+    got = [(r["file"], r["line"], r["qual"]) for r in cut.rows]
+    assert cut.total == 6 and len(got) == 3 and got == sorted(got)
+    assert {q for _, _, q in got} <= {"core.target"} | {f"direct.c{i}" for i in range(5)}
+    assert any("6 direct callers; showing the first met of them, 3" in n for n in cut.notes)
+    # every listed caller carries its call sites
+    assert all(r["lines"] and len(r["lines"]) == len(r["cols"]) == len(r["end_cols"]) for r in cut.rows)
+    # within SORT_ALL_MAX: the first by (file, line)
+    monkeypatch.setattr(Q, "SORT_ALL_MAX", 1000)
+    first = Q.symbol_callers(ix.graph, "core.py", "core.target", limit=3)
+    assert [r["qual"] for r in first.rows] == ["core.target", "direct.c0", "direct.c1"]
+    assert any("showing the first 3" in n for n in first.notes)

@@ -391,30 +391,39 @@ def target_at(graph: Graph, path: str, line: int, byte_col: int) -> Answer:
     return ans
 
 
+SORT_ALL_MAX = 1000  # most callers sorted to pick the first few (caller lists with a limit)
+
+
 def symbol_callers(graph: Graph, path: str, qual: str, ans: Answer | None = None,
                    limit: int | None = None) -> Answer:
     """Direct callers of one symbol (by file and qualified name) with their call sites:
     ``rows`` = caller symbol dicts + ``lines``, ``cols``, ``end_cols`` (UTF-8 byte columns in the
     caller's file), ``resolved``; sorted by (file, line).
 
-    ``limit``: at most that many rows; when there are more, ``total`` is their number (one count
-    query: the callers themselves never cross the wire) and a note says so."""
+    ``limit``: at most that many rows; when there are more, ``total`` is their number (the
+    CALLS in-degree: the callers themselves never cross the wire) and a note says so. The rows
+    kept are the first by (file, line) up to ``SORT_ALL_MAX`` callers; past it, sorting them all
+    to keep a few costs more than the rest of the request (8 ms for 12,000 callers), and the
+    rows are the first the traversal meets (sorted among themselves), as the note says."""
     ans = ans or Answer()
-    params = {"q": qual, "p": path}
+    params: dict = {"q": qual, "p": path}
     ret = f"RETURN {SYMBOL_FIELDS}, e.lines, e.cols, e.end_cols, e.resolved"
+    total = None
     if limit is None:
         cypher = f"MATCH (s:Symbol)-[e:CALLS]->(t:Symbol {{qual: $q}}) WHERE t.file = $p {ret} ORDER BY file, line, qual"
-    else:  # sort on two properties before projecting the rest: half the server time
-        cypher = (f"MATCH (s:Symbol)-[e:CALLS]->(t:Symbol {{qual: $q}}) WHERE t.file = $p "
-                  f"WITH s, e ORDER BY s.file, s.line LIMIT $limit {ret}")
-        params["limit"] = max(0, int(limit)) + 1
+    else:
+        limit = max(0, int(limit))
+        # one CALLS edge per caller and callee: the in-degree is the number of callers
+        found = ans.run(graph, "MATCH (t:Symbol {qual: $q}) WHERE t.file = $p RETURN indegree(t, 'CALLS')", params)
+        total = found[0][0] if found else 0
+        order = "ORDER BY s.file, s.line " if total <= SORT_ALL_MAX else ""  # sort two properties, then project
+        cypher = f"MATCH (s:Symbol)-[e:CALLS]->(t:Symbol {{qual: $q}}) WHERE t.file = $p WITH s, e {order}LIMIT $limit {ret}"
+        params = {**params, "limit": limit}
     rows = sorted(ans.run(graph, cypher, params), key=lambda r: (r[3], r[4] or 0, r[0]))
-    if limit is not None and len(rows) > limit:
-        rows = rows[:limit]
-        # the CALLS in-degree: one edge per caller and callee, and no walk over thousands of them
-        ans.total = ans.run(graph, "MATCH (t:Symbol {qual: $q}) WHERE t.file = $p RETURN indegree(t, 'CALLS')",
-                            {"q": qual, "p": path})[0][0]
-        ans.notes.append(f"{qual} has {ans.total} direct callers; showing the first {limit}")
+    if total is not None and total > limit:
+        ans.total = total
+        which = "the first" if total <= SORT_ALL_MAX else "the first met of them,"
+        ans.notes.append(f"{qual} has {total} direct callers; showing {which} {limit}")
     ans.rows = [{**_sym(r[:8]), "lines": r[8], "cols": r[9], "end_cols": r[10], "resolved": r[11]} for r in rows]
     return ans
 
@@ -718,9 +727,6 @@ def file_lens_data(graph: Graph, path: str, max_hops: int = MAX_HOPS, imports: I
                     "unresolved_elsewhere": unresolved.get(name, 0) if kind != "module" else 0})
     ans.rows = [{**rec, "dependents": imp.total, "hops": len(imp.by_depth), "symbols": out}]
     return ans
-
-
-SORT_ALL_MAX = 1000  # symbol_summary: most callers sorted to pick the first few
 
 
 def symbol_summary(graph: Graph, path: str, qual: str, max_hops: int = MAX_HOPS, limit: int = 10,

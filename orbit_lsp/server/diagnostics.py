@@ -37,6 +37,7 @@ from orbit_lsp.server.lines import LineCache
 
 log = logging.getLogger("orbit_lsp.server")
 SOURCE = "orbit"
+REFRESH_DELAY_S = 0.1  # from a re-index to recomputing the diagnostics
 _PARSE_ERROR = re.compile(r"^line (\d+): (.*)$", re.S)
 
 Key = tuple
@@ -75,6 +76,9 @@ class Feature:
 
     async def _refresh(self, ix: WorkspaceIndexer) -> None:
         ls = self.server
+        # after the code lenses: the client asks for them again as soon as it hears of the
+        # re-index, and the whole-folder problem query would otherwise compete with that request
+        await asyncio.sleep(REFRESH_DELAY_S)
         while ix.root in self.pending:
             changed = self.pending.pop(ix.root)
             try:

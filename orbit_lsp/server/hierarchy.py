@@ -133,10 +133,11 @@ class Feature:
         ans = await ls.answer(ix, queries.symbol_callers, rel, qual, None, limit)
         if ans.total is not None:
             # LSP has no way to say a list is partial: say it once per request, in a message
+            shown = f"the first {limit}" if ans.total <= queries.SORT_ALL_MAX else f"{limit} of them (the first found)"
             ls.window_show_message(types.ShowMessageParams(
                 type=types.MessageType.Info,
-                message=f"Orbit: {params.item.name} has {ans.total} callers; the call hierarchy shows the "
-                        f"first {limit} (setting orbit.maxCallers)"))
+                message=f"Orbit: {params.item.name} has {ans.total} callers; the call hierarchy shows {shown} "
+                        f"(setting orbit.maxCallers)"))
         lines = self.server.lines()
         out = []
         for row in ans.rows:
