@@ -163,7 +163,7 @@ async def test_prepare_on_definition(client: LanguageClient):
     assert item.name == "render" and item.kind == types.SymbolKind.Method
     assert item.detail == "widgets.Widget.render" and item.uri == uri(widgets)
     assert item.selection_range == R(4, 8, 4, 14)
-    assert item.range == R(4, 0, 5, len('        return "<%s>" % self.label'))
+    assert item.range == R(4, 0, 6, 0)  # lines 5-6 whole, their ends included (LSP: up to the next line's start)
     assert as_dict(item.data) == {"file": "widgets.py", "qual": "widgets.Widget.render"}
 
 
@@ -230,10 +230,9 @@ async def test_ranges_follow_the_negotiated_encoding(client: LanguageClient):
     assert list(module.from_ranges) == [R(8, col, 8, col + 1)]
     g_col = col + len("    s = ") - len("x = ") + len("return ")
     assert list(calls["mod.g"].from_ranges) == [R(5, g_col, 5, g_col + 1)]
-    # a range end on a line with an emoji: the whole line in client units
-    line = '    s = "😋"; return f()'
-    units = {"utf-8": len(line.encode()), "utf-16": len(line.encode("utf-16-le")) // 2, "utf-32": len(line)}
-    assert calls["mod.g"].from_.range == R(4, 0, 5, units[s.encoding])
+    # a definition on lines with an emoji: whole lines, up to the start of the next one
+    assert calls["mod.g"].from_.range == R(4, 0, 6, 0)
+    assert calls["mod.g"].from_.selection_range == R(4, 4, 4, 5)
     # a position sent in client units on that line finds the call
     [again] = await prepare(client, mod, 8, col)
     assert again.detail == "mod.f"

@@ -34,3 +34,48 @@ def test_rel_uri_equals_uri_of_the_joined_path():
 
     for root, rel in [("/a b/c", "x y/ü#%?.py"), ("/", "a.py"), ("/r", "d/é€😀.py"), ("/x:y", "a;b=c.py")]:
         assert OrbitServer.rel_uri(_Bare, Path(root), rel) == from_fs_path(str(Path(root) / rel))
+
+
+def test_line_texts_equal_the_regular_expression_split():
+    from orbit_lsp.server.lines import LINE_BREAK, line_texts
+
+    for text in ("", "a", "a\n", "a\nb", "a\r\nb\rc\n", "\x0c\n\n", "x\r", "é\n😋\r\n"):
+        assert line_texts(text) == LINE_BREAK.split(text)
+
+
+def test_ascii_file_positions_need_no_text(tmp_path, store):
+    """A file indexed as ASCII converts graph columns to LSP characters without being read,
+    as the text would; a file with other characters, or open in the editor, is read."""
+    from pygls.workspace import PositionCodec
+
+    from orbit_lsp.index.indexer import WorkspaceIndexer
+    from orbit_lsp.server.lines import ASCII_LINES, LineCache, Lines
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    text = "def f(a, b):\n    return g(a) + h(b)\n\n\ndef g(x):\n    return x\n"
+    (root / "plain.py").write_text(text)
+    (root / "emoji.py").write_text('def h(x):\n    s = "😋"; return x\n')
+    ix = WorkspaceIndexer(root, store)
+    ix.index_all()
+    try:
+        assert ix.indexed_ascii("plain.py") and not ix.indexed_ascii("emoji.py") and not ix.indexed_ascii("nope.py")
+        # a broken edit keeps the last good graph, and with it what its columns mean
+        (root / "plain.py").write_text("def f(:\n    return 'é'\n")
+        ix.reindex_file(root / "plain.py")
+        assert ix.indexed_ascii("plain.py")
+        (root / "plain.py").write_text(text)
+        ix.reindex_file(root / "plain.py")
+        for enc in (types.PositionEncodingKind.Utf16, types.PositionEncodingKind.Utf8):
+            codec = PositionCodec(enc)
+            read = Lines.of(text, codec)
+            for line1, t in enumerate(text.split("\n"), 1):
+                for col in range(len(t) + 1):
+                    assert ASCII_LINES.character(line1, col) == read.character(line1, col)
+            cache = LineCache(codec, lambda p: None)
+            assert cache.of(root / "plain.py", ascii=True) is ASCII_LINES
+            assert isinstance(cache.of(root / "emoji.py", ascii=False), Lines)
+            opened = LineCache(codec, lambda p: "x = 1\n")  # open in the editor: its text, read
+            assert isinstance(opened.of(root / "plain.py", ascii=True), Lines)
+    finally:
+        ix.graph.delete()

@@ -46,7 +46,7 @@ from orbit_lsp.index.walk import LANGS, WorkspaceFilter, classify_file, is_doten
 from orbit_lsp.lru import LRU
 
 log = logging.getLogger("orbit_lsp.index")
-CACHE_VERSION = 8  # 6: JS/TS files have facts; 7: facts kept pickled (FileState.facts_blob); 8: lambda and comprehension scopes
+CACHE_VERSION = 9  # 6: JS/TS files have facts; 7: facts kept pickled (FileState.facts_blob); 8: lambda and comprehension scopes; 9: FileState.ascii
 
 Progress = Callable[[int, int, str], None]  # (done, total, rel)
 _GENERATIONS = itertools.count(1)
@@ -86,6 +86,8 @@ class FileState:
     seen_hash: str = ""  # hash of the content last read from disk (differs from ``hash`` while
     #                      a broken file keeps its last good graph)
     symbols: int = 0
+    ascii: bool = False  # the indexed content (``hash``) is all ASCII: a graph column (UTF-8
+    #                      bytes) is the LSP character in every position encoding
 
     @property
     def facts(self) -> pyx.PyFacts | None:
@@ -424,6 +426,12 @@ class WorkspaceIndexer:
         return {p: h for p, h in res.rows}
 
     # -- helpers ----------------------------------------------------------------------------
+    def indexed_ascii(self, rel: str) -> bool:
+        """True when the content ``rel``'s graph was built from is all ASCII (its byte columns
+        are LSP characters in every encoding, and its lines need not be read to say so)."""
+        st = self.state.get(rel)
+        return st is not None and st.ascii
+
     def rel_of(self, path: Path | str) -> str | None:
         """Workspace-relative path (``/`` separators) of ``path``, or None when outside."""
         p = os.path.abspath(os.fspath(path))
@@ -462,7 +470,7 @@ class WorkspaceIndexer:
     def _new_state(self, rel: str, data: bytes, h: str, old: FileState | None,
                    parsed: tuple | None = None) -> FileState:
         lang = LANGS.get(os.path.splitext(rel)[1].lower(), "")
-        st = FileState(rel, lang, h, count_lines(data), seen_hash=h)
+        st = FileState(rel, lang, h, count_lines(data), seen_hash=h, ascii=data.isascii())
         if lang in PARSED_LANGS:
             if parsed is not None:
                 facts, blob, err = parsed
@@ -480,6 +488,7 @@ class WorkspaceIndexer:
                 if old is not None and old.facts_blob is not None:
                     # keep the last good graph
                     st.facts_blob, st.symbols, st.lines, st.hash = old.facts_blob, old.symbols, old.lines, old.hash
+                    st.ascii = old.ascii
                 elif facts is not None:
                     st.facts = facts  # no last graph: what an error-tolerant parser (JS/TS) still found
         return st

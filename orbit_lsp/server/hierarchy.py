@@ -3,10 +3,11 @@
 
 Results are plain JSON in LSP's shapes (``CallHierarchyItem``, ``…IncomingCall``,
 ``…OutgoingCall``): a hundred callers as lsprotocol objects cost more to unstructure than to
-find. Items carry ``data = {"file", "qual"}`` (workspace-relative path and qualified name): the
+find. Files whose indexed content is ASCII are not read to convert positions (a byte column is
+then the character in every encoding), unless the client has them open. Items carry ``data = {"file", "qual"}`` (workspace-relative path and qualified name): the
 incoming/outgoing requests look the symbol up by exactly that, so same-named symbols elsewhere
-are never mixed in. An item's ``range`` spans the definition's full lines (``line`` ..
-``end_line``), its ``selectionRange`` the name; call sites (``fromRanges``) are the callee
+are never mixed in. An item's ``range`` spans the definition's full lines, their ends included (from
+``line`` to the start of the line after ``end_line``, as LSP says whole lines), its ``selectionRange`` the name; call sites (``fromRanges``) are the callee
 expressions, converted from the graph's UTF-8 byte columns into the negotiated encoding on the
 file that contains them (the caller's file for incoming calls, the item's own file for outgoing
 calls). A call made at module level comes from the file's module symbol, shown as a Module
@@ -23,7 +24,7 @@ from lsprotocol import types
 from orbit_lsp.graph import queries
 from orbit_lsp.index.indexer import WorkspaceIndexer
 from orbit_lsp.server.app import OrbitServer
-from orbit_lsp.server.lines import Lines
+from orbit_lsp.server.lines import AsciiLines, LineCache, Lines
 
 WORKSPACE_SYMBOL_LIMIT = 200
 
@@ -42,7 +43,7 @@ def _range(start: tuple[int, int], end: tuple[int, int]) -> dict:
     return {"start": {"line": start[0], "character": start[1]}, "end": {"line": end[0], "character": end[1]}}
 
 
-def _sites(lines: Lines, row: dict) -> list[dict]:
+def _sites(lines: Lines | AsciiLines, row: dict) -> list[dict]:
     """A CALLS edge's call sites (``fromRanges``); ``lines``: the file that contains them."""
     out = []
     for ln, c, e in zip(row["lines"] or [], row["cols"] or [], row["end_cols"] or []):
@@ -72,12 +73,12 @@ class Feature:
         ls.on(types.WORKSPACE_SYMBOL, self.workspace_symbol, types.WorkspaceSymbolOptions(resolve_provider=False))
 
     # -- items -------------------------------------------------------------------------------
-    def item(self, ix: WorkspaceIndexer, s: dict, lines: Lines) -> dict:
+    def item(self, ix: WorkspaceIndexer, s: dict, lines: Lines | AsciiLines) -> dict:
         """A ``CallHierarchyItem`` (as plain JSON) for graph symbol dict ``s``
-        (``queries.SYMBOL_FIELDS`` shape); ``lines``: its file's."""
+        (``queries.SYMBOL_FIELDS`` shape); ``lines``: its file's (``self.lines_of``)."""
         line = s["line"] or 1
-        end_line = max(line, s["end_line"] or line)
-        end = (end_line - 1, lines.units(lines.line(end_line - 1)))
+        # whole lines, their ends included: up to the start of the line after the last one
+        end = (max(line, s["end_line"] or line), 0)
         if s["kind"] == "module":
             name = s["file"]
             start = sel_start = sel_end = (0, 0)
@@ -85,12 +86,17 @@ class Feature:
             name = s["name"]
             c = lines.character(line, s["col"] or 0)
             sel_start, sel_end = (line - 1, c), (line - 1, c + lines.units(name))
-            end = max(end, sel_end)  # the file changed since it was indexed: keep the name inside
             start = (line - 1, 0)
         return {"name": name, "kind": KINDS.get(s["kind"], types.SymbolKind.Function).value,
                 "uri": self.server.rel_uri(ix.root, s["file"]), "range": _range(start, end),
                 "selectionRange": _range(sel_start, sel_end), "detail": s["qual"],
                 "data": {"file": s["file"], "qual": s["qual"]}}
+
+    @staticmethod
+    def lines_of(ix: WorkspaceIndexer, rel: str, lines: LineCache) -> Lines | AsciiLines:
+        """Lines of a file of ``ix`` for converting graph positions: not read at all when its
+        indexed content is ASCII and the client does not have it open."""
+        return lines.of(ix.root / rel, ascii=ix.indexed_ascii(rel))
 
     async def _target(self, item: types.CallHierarchyItem) -> tuple[WorkspaceIndexer, str, str] | None:
         """(indexer, file, qual) of an item: from its ``data``, else from what the graph has at
@@ -121,7 +127,7 @@ class Feature:
         syms = [r["symbol"] for r in at.rows if r["type"] == "symbol" and r["symbol"]["kind"] != "module"]
         if not syms:
             return None
-        return [self.item(ix, syms[0], lines.of(ix.root / syms[0]["file"]))]
+        return [self.item(ix, syms[0], self.lines_of(ix, syms[0]["file"], lines))]
 
     async def incoming(self, params: types.CallHierarchyIncomingCallsParams) -> list[dict] | None:
         target = await self._target(params.item)
@@ -141,7 +147,7 @@ class Feature:
         lines = self.server.lines()
         out = []
         for row in ans.rows:
-            caller = lines.of(ix.root / row["file"])
+            caller = self.lines_of(ix, row["file"], lines)
             out.append({"from": self.item(ix, row, caller), "fromRanges": _sites(caller, row)})
         return out
 
@@ -156,13 +162,13 @@ class Feature:
         classes = {(r["file"], r["qual"], tuple(r["lines"] or []), tuple(r["cols"] or []))
                    for r in rows if r["resolved"] == "class"}
         lines = self.server.lines()
-        own = lines.of(ix.root / rel)
+        own = self.lines_of(ix, rel, lines)
         out = []
         for row in rows:
             if row["resolved"] == "init" and (row["file"], row["qual"].rpartition(".")[0], tuple(row["lines"] or []),
                                               tuple(row["cols"] or [])) in classes:
                 continue
-            out.append({"to": self.item(ix, row, lines.of(ix.root / row["file"])), "fromRanges": _sites(own, row)})
+            out.append({"to": self.item(ix, row, self.lines_of(ix, row["file"], lines)), "fromRanges": _sites(own, row)})
         return out
 
     async def workspace_symbol(self, params: types.WorkspaceSymbolParams) -> list[types.WorkspaceSymbol]:

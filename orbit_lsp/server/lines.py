@@ -190,6 +190,22 @@ class FileLines:
 FILE_LINES = FileLines()
 
 
+class AsciiLines:
+    """Position conversion for a file known to be all ASCII, without its text: a byte column
+    is the character in every encoding (no clamping to the line's end: there is no line)."""
+
+    @staticmethod
+    def character(line1: int, byte_col: int) -> int:  # noqa: ARG004 - the Lines signature
+        return max(0, byte_col)
+
+    @staticmethod
+    def units(text: str) -> int:
+        return len(text)  # a name in an ASCII file
+
+
+ASCII_LINES = AsciiLines()
+
+
 class LineCache:
     """The lines the client sees, for the files of one request: ``open_text(path)`` (the open
     document's text, or None) first, else the file on disk. Each file is looked up once per
@@ -198,13 +214,21 @@ class LineCache:
     def __init__(self, codec: Any, open_text: Callable[[Path], str | None]):
         self.codec = codec
         self.open_text = open_text
-        self.files: dict[Path, Lines] = {}
+        self.files: dict[Path, Lines | AsciiLines] = {}
 
-    def of(self, path: Path) -> Lines:
+    def of(self, path: Path, ascii: bool = False) -> Lines | AsciiLines:
+        """The lines of ``path``. ``ascii``: its indexed content is all ASCII (see
+        ``WorkspaceIndexer.indexed_ascii``); unless the client has it open, its positions are
+        then converted without reading it (``AsciiLines``: only ``character`` and ``units``)."""
         got = self.files.get(path)
         if got is None:
             text = self.open_text(path)
-            got = Lines.of(text, self.codec) if text is not None else Lines(FILE_LINES.get(path), self.codec)
+            if text is not None:
+                got = Lines.of(text, self.codec)
+            elif ascii:
+                got = ASCII_LINES
+            else:
+                got = Lines(FILE_LINES.get(path), self.codec)
             self.files[path] = got
         return got
 
