@@ -46,7 +46,7 @@ from orbit_lsp.index.walk import LANGS, WorkspaceFilter, classify_file, is_doten
 from orbit_lsp.lru import LRU
 
 log = logging.getLogger("orbit_lsp.index")
-CACHE_VERSION = 9  # 6: JS/TS files have facts; 7: facts kept pickled (FileState.facts_blob); 8: lambda and comprehension scopes; 9: FileState.ascii
+CACHE_VERSION = 9  # 6: JS/TS files have facts; 7: facts kept pickled (FileState.facts_blob); 8: lambda and comprehension scopes; 9: FileState.ascii, `from pkg import name` unbound in pkg is unresolved
 
 Progress = Callable[[int, int, str], None]  # (done, total, rel)
 _GENERATIONS = itertools.count(1)

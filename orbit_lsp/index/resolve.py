@@ -561,6 +561,21 @@ class Resolver:
             return self.combine([self.ev(key, 0, r) for r in top.names[name]])
         return self._star_lookup(key, facts, name)
 
+    def _may_bind(self, mod, name: str) -> bool:
+        """Whether module ``mod`` binds ``name`` at its top level, or may: a definition,
+        assignment or import of it there, a star import (what it brings is not looked at
+        here), a module ``__getattr__``, ``*`` itself, or no facts to tell (a file that never
+        parsed). False only when ``from mod import name`` certainly finds nothing in ``mod``'s
+        own file."""
+        key = self.module_file(mod)
+        facts = self._facts(key) if key is not None else None
+        if facts is None or name == "*":
+            return True
+        for unit in (name, "__getattr__", STARS):
+            self._deps.add((key, unit))
+        top = facts.scopes[0].names
+        return name in top or "__getattr__" in top or bool(facts.stars)
+
     def module_attr(self, mod, name: str):
         v = self.module_binding(mod, name)
         if v is not None:
@@ -805,7 +820,7 @@ class Resolver:
                 sub = self.submodule(m, n) if n != "*" else None
                 if sub is not None and self.module_file(sub):
                     targets.append(self.module_file(sub))
-                elif self.module_file(m):
+                elif self.module_file(m) and self._may_bind(m, n):
                     targets.append(self.module_file(m))
                 else:
                     out.unresolved_imports.append(f"{line}:{spec[1]}.{n}")
