@@ -173,3 +173,14 @@ def test_caller_list_past_sort_all_max_keeps_real_callers_and_the_true_total(ix,
     first = Q.symbol_callers(ix.graph, "core.py", "core.target", limit=3)
     assert [r["qual"] for r in first.rows] == ["core.target", "direct.c0", "direct.c1"]
     assert any("showing the first 3" in n for n in first.notes)
+
+
+def test_symbol_impact_past_sort_all_max_lists_real_callers_at_their_depth(ix, monkeypatch):
+    monkeypatch.setattr(Q, "SORT_ALL_MAX", 2)
+    ans = Q.symbol_impact(ix.graph, "core.py", "core.target", max_hops=4, limit=3)
+    expect = _bfs_callers(ix, "core.py", "core.target", 4)
+    assert ans.total == len(expect) == 8 and ans.by_depth == [5, 2, 1]
+    assert len(ans.rows) == 3 and all(expect[(r["file"], r["qual"])] == r["depth"] == 1 for r in ans.rows)
+    got = [(r["file"], r["line"], r["qual"]) for r in ans.rows]
+    assert got == sorted(got)
+    assert any("8 callers within 4 hops; showing 3 of them" in n for n in ans.notes)

@@ -433,8 +433,9 @@ def symbol_impact(graph: Graph, path: str, qual: str, max_hops: int = MAX_HOPS, 
     are never mixed in), up to ``max_hops`` CALLS edges back, each with its minimal depth.
 
     ``rows``: caller symbol dicts + ``depth``, sorted by (depth, file, line, qual); at most
-    ``limit`` of them, ``total`` always set to how many there are and ``by_depth`` to how many
-    at each depth. ``found`` is False when the
+    ``limit`` of them (the first by file and line at each depth; at a depth with more than
+    ``SORT_ALL_MAX`` callers, the first found there, as a note says), ``total`` always set to
+    how many there are and ``by_depth`` to how many at each depth. ``found`` is False when the
     symbol is not in the graph. Hops go over node ids (one list back per hop, as ``impact``);
     only the listed callers' properties cross the wire, so a symbol with ten thousand callers
     costs their ids, not their rows. A symbol calling itself is not its own caller. A note says
@@ -461,15 +462,25 @@ def symbol_impact(graph: Graph, path: str, qual: str, max_hops: int = MAX_HOPS, 
     ans.by_depth = [len(ids) for ids in levels]
     ans.total = sum(ans.by_depth)
     budget = ans.total if limit is None else max(0, int(limit))
+    unsorted = False
     for depth, ids in enumerate(levels, 1):
         if budget <= 0:
             break
-        rows = ans.run(graph, f"UNWIND $ids AS i MATCH (s) WHERE id(s) = i RETURN {SYMBOL_FIELDS} "
-                              "ORDER BY file, line, qual LIMIT $limit", {"ids": ids, "limit": budget})
+        if len(ids) > SORT_ALL_MAX and budget < len(ids):
+            # sorting thousands of callers to list a few costs more than the walk: the first
+            # found (by node id), sorted among themselves
+            unsorted = True
+            rows = sorted(ans.run(graph, f"UNWIND $ids AS i MATCH (s) WHERE id(s) = i RETURN {SYMBOL_FIELDS}",
+                                  {"ids": ids[:budget]}), key=lambda r: (r[3], r[4] or 0, r[0]))
+        else:
+            rows = ans.run(graph, f"UNWIND $ids AS i MATCH (s) WHERE id(s) = i RETURN {SYMBOL_FIELDS} "
+                                  "ORDER BY file, line, qual LIMIT $limit", {"ids": ids, "limit": budget})
         ans.rows += [{**_sym(r), "depth": depth} for r in rows]
         budget -= len(rows)
     if len(ans.rows) < ans.total:
-        ans.notes.append(f"{qual} has {ans.total} callers within {max_hops} hops; showing the first {len(ans.rows)}")
+        which = (f"{len(ans.rows)} of them (a depth with more than {SORT_ALL_MAX}: the first found there)"
+                 if unsorted else f"the first {len(ans.rows)}")
+        ans.notes.append(f"{qual} has {ans.total} callers within {max_hops} hops; showing {which}")
     name = qual.rpartition(".")[2]
     unresolved = _unresolved_named(graph, [name], ans).get(name, 0)
     if unresolved:
