@@ -11,7 +11,8 @@ Measures, on a server serving the corpus (a copy, see ``bench.run.prepare_corpus
   restored afterwards;
 - latency of ``textDocument/codeLens``, ``textDocument/hover``, ``prepareCallHierarchy`` +
   ``callHierarchy/incomingCalls`` and ``orbit/impact`` on the most imported files and the most
-  called functions (p50/p95), each target asked once, after the diagnostics the server
+  called functions (p50/p95), each target asked once, its file open in the client (``didOpen``
+  before, ``didClose`` after, untimed, as an editor has it), after the diagnostics the server
   publishes once the index is done have settled (no client-side garbage collection meanwhile);
   the notes name the three slowest targets of each kind;
 - the server's RSS (now and peak, from /proc; FalkorDB excluded: it is another process).
@@ -134,6 +135,17 @@ async def _wait_lenses(client: _Client, uri: str, timeout: float = 600) -> None:
     raise TimeoutError("no code lenses before the timeout")
 
 
+def _open(client: _Client, path: Path, uri: str) -> None:
+    """``didOpen`` of a file, as an editor sends before asking anything about it."""
+    text = path.read_bytes().decode("utf-8", errors="replace")
+    client.text_document_did_open(types.DidOpenTextDocumentParams(
+        text_document=types.TextDocumentItem(uri=uri, language_id="python", version=1, text=text)))
+
+
+def _close(client: _Client, uri: str) -> None:
+    client.text_document_did_close(types.DidCloseTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+
+
 async def _settle(client: _Client, quiet: float = 1.0, first: float = 30, timeout: float = 120) -> None:
     """Wait for the diagnostics the server computes and publishes after an index (the import
     cycles and unresolved imports of the whole folder: requests timed meanwhile would measure
@@ -204,12 +216,14 @@ async def _measure(corpus: Path, settings, n: int, saves: int, live: list) -> di
     for i, rel in enumerate(warm_file + imported):
         timed = i >= len(warm_file)
         uri = from_fs_path(str(corpus / rel))
+        _open(client, corpus / rel, uri)
         t = time.perf_counter()
         await _lenses(client, uri)
         lens_s = time.perf_counter() - t
         t = time.perf_counter()
         await client.protocol.send_request_async("orbit/impact", {"textDocument": {"uri": uri}})
         impact_s = time.perf_counter() - t
+        _close(client, uri)
         if timed:
             lat["codeLens"].append(lens_s)
             lat["orbit/impact"].append(impact_s)
@@ -221,6 +235,7 @@ async def _measure(corpus: Path, settings, n: int, saves: int, live: list) -> di
         uri = from_fs_path(str(path))
         pos = pos_of(path, line, col)
         doc = types.TextDocumentIdentifier(uri=uri)
+        _open(client, path, uri)
         t = time.perf_counter()
         await client.text_document_hover_async(types.HoverParams(text_document=doc, position=pos))
         hover_s = time.perf_counter() - t
@@ -233,6 +248,7 @@ async def _measure(corpus: Path, settings, n: int, saves: int, live: list) -> di
             t = time.perf_counter()
             await client.call_hierarchy_incoming_calls_async(params)
             hier_s += time.perf_counter() - t
+        _close(client, uri)
         if timed:
             lat["hover"].append(hover_s)
             lat["callHierarchy (prepare+incoming)"].append(hier_s)

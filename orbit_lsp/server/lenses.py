@@ -139,10 +139,11 @@ class Feature:
         lenses = [{"range": {"start": zero, "end": zero}, "data": {
             "uri": uri, "target": {"type": "file", "path": snap.rel},
             "counts": {"dependents": res["dependents"], "hops": res["hops"]}}}]
+        lines = snap.lines
         for s in res["symbols"]:
-            start = snap.position(s["line"], s["col"])
-            at = {"line": start.line, "character": start.character}
-            end = {"line": start.line, "character": start.character + snap.lines.units(s["name"])}
+            line0, c = max(0, s["line"] - 1), lines.character(s["line"], s["col"])
+            at = {"line": line0, "character": c}
+            end = {"line": line0, "character": c + lines.units(s["name"])}
             lenses.append({"range": {"start": at, "end": end}, "data": {
                 "uri": uri,
                 "target": {"type": "symbol", "qual": s["qual"], "name": s["name"], "kind": s["kind"], "position": at},
