@@ -35,6 +35,7 @@ from orbit_lsp.graph.connection import GraphStore
 from orbit_lsp.graph.errors import FalkorDBOffline, GraphError
 from orbit_lsp.index.indexer import WorkspaceIndexer
 from orbit_lsp.index.workspaces import WorkspaceSet
+from orbit_lsp.server.heap import IdleCollector
 from orbit_lsp.server.protocol import OrbitProtocol
 from orbit_lsp.server.lines import LineCache, split_lines
 
@@ -67,6 +68,7 @@ class OrbitServer(LanguageServer):
         self._recovery: asyncio.Task | None = None
         self.on_recovered: list[Callable[[], Any]] = []
         self.features: list[Any] = []
+        self.heap = IdleCollector()  # full garbage collections while no message arrives
         self._announced: list[str] = []  # setting problems last shown to the user
 
     def on(self, method: str, fn: Callable[[Any], Any], options: Any = None) -> None:

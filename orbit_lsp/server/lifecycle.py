@@ -133,6 +133,7 @@ class Feature:
     async def initialized(self, params: types.InitializedParams) -> None:
         ls = self.server
         self.loop = asyncio.get_running_loop()
+        ls.heap.start()
         if self.init_options_invalid:
             self._warn("orbit-lsp: initializationOptions must be an object; using defaults")
         folders = [ls.path_of(f.uri) for f in (ls.workspace.folders or {}).values()]
@@ -518,6 +519,7 @@ class Feature:
     def shutdown(self, params: Any = None) -> None:
         """Stop watching and cancel running indexing, so ``exit`` does not wait for it."""
         self.stopping = True
+        self.server.heap.stop()
         if self.flush_handle is not None:
             self.flush_handle.cancel()
             self.flush_handle = None
