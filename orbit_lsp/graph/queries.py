@@ -9,6 +9,7 @@ All raise ``FalkorDBOffline`` / ``QueryTimeout`` from the graph layer.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from orbit_lsp.graph.connection import Graph
@@ -688,23 +689,49 @@ def file_packages(graph: Graph, path: str, ans: Answer | None = None) -> Answer:
     return ans
 
 
-def _unresolved_named(graph: Graph, names: list[str], ans: Answer) -> dict[str, int]:
-    """For each name: how many symbols have a call that could not be bound using that name.
+def _unresolved_index(graph: Graph, ans: Answer) -> bool:
+    """Whether ``Symbol.unresolved_names`` has a range index (graphs this version writes do)."""
+    return any(r[0] == "Symbol" and "unresolved_names" in r[1]
+               for r in ans.run(graph, "CALL db.indexes() YIELD label, properties RETURN label, properties"))
 
-    With a range index on ``Symbol.unresolved_names`` (array properties are indexable) this is
-    one index lookup per name: ~1 ms for 244 names on a stdlib-size graph, against ~42 ms for
-    the scan over every symbol with unbound calls used without it (per-name lookups *without*
+
+def _unresolved_query(indexed: bool, source: str) -> str:
+    """Cypher giving ``n, count`` for each name ``n`` of ``source`` (a clause binding ``n``) that
+    symbols' unbound calls use. With the index on ``Symbol.unresolved_names`` (array properties
+    are indexable) one index lookup per name: ~1 ms for 244 names on a stdlib-size graph;
+    without it one scan over every symbol with unbound calls, ~42 ms (per-name lookups without
     the index would scan once per name: seconds)."""
+    if indexed:
+        return f"{source} MATCH (c:Symbol) WHERE n IN c.unresolved_names RETURN n, count(c)"
+    return (f"{source} WITH collect(n) AS names MATCH (c:Symbol) WHERE c.unresolved_calls > 0 "
+            "UNWIND c.unresolved_names AS n WITH n, names WHERE n IN names RETURN n, count(*)")
+
+
+def _unresolved_named(graph: Graph, names: list[str], ans: Answer) -> dict[str, int]:
+    """For each name: how many symbols have a call that could not be bound using that name."""
     if not names:
         return {}
-    indexed = any(r[0] == "Symbol" and "unresolved_names" in r[1]
-                  for r in ans.run(graph, "CALL db.indexes() YIELD label, properties RETURN label, properties"))
-    if indexed:
-        q = "UNWIND $names AS n MATCH (c:Symbol) WHERE n IN c.unresolved_names RETURN n, count(c)"
-    else:
-        q = ("MATCH (c:Symbol) WHERE c.unresolved_calls > 0 UNWIND c.unresolved_names AS n "
-             "WITH n WHERE n IN $names RETURN n, count(*)")
+    q = _unresolved_query(_unresolved_index(graph, ans), "UNWIND $names AS n")
     return {n: c for n, c in ans.run(graph, q, {"names": sorted(set(names))}) if c}
+
+
+_SIDE_BY_SIDE = ThreadPoolExecutor(max_workers=2, thread_name_prefix="orbit-read")
+
+
+def _side_by_side(graph: Graph, ans: Answer, statements: list[tuple[str, dict]]) -> list[list[list]]:
+    """Run independent read queries of one answer at once (FalkorDB serves reads on several
+    threads): the answer waits for the slowest instead of their sum. Rows of each, in order;
+    all are recorded in ``ans`` in that order. Raises the first error met."""
+    futures = [_SIDE_BY_SIDE.submit(graph.ro_query, q, p) for q, p in statements[1:]]
+    try:
+        first = graph.ro_query(*statements[0])
+    finally:
+        results = [f.exception() or f.result() for f in futures]  # every query ended
+    errors = [r for r in results if isinstance(r, BaseException)]
+    if errors:
+        raise errors[0]
+    ans.cypher += [{"query": q, "params": p} for q, p in statements]
+    return [first.rows] + [r.rows for r in results]
 
 
 def file_lens_data(graph: Graph, path: str, max_hops: int = MAX_HOPS, imports: ImportGraph | None = None) -> Answer:
@@ -726,10 +753,15 @@ def file_lens_data(graph: Graph, path: str, max_hops: int = MAX_HOPS, imports: I
     imp = _known_impact(graph, path, max_hops, False, imports)
     ans.cypher += imp.cypher
     ans.notes += imp.notes
-    rows = ans.run(graph, "MATCH (s:Symbol {file: $p}) RETURN s.qual, s.name, s.kind, s.line, s.col, "
-                          "indegree(s, 'CALLS') ORDER BY s.line, s.qual", {"p": path})
-    own = {r[0] for r in ans.run(graph, "MATCH (s:Symbol {file: $p})-[:CALLS]->(s) RETURN s.qual", {"p": path})}
-    unresolved = _unresolved_named(graph, [r[1] for r in rows if r[2] != "module"], ans)
+    p = {"p": path}
+    names = "MATCH (s:Symbol {file: $p}) WHERE s.kind <> 'module' WITH DISTINCT s.name AS n"
+    rows, own, unresolved = _side_by_side(graph, ans, [
+        ("MATCH (s:Symbol {file: $p}) RETURN s.qual, s.name, s.kind, s.line, s.col, indegree(s, 'CALLS')", p),
+        ("MATCH (s:Symbol {file: $p})-[:CALLS]->(s) RETURN s.qual", p),
+        (_unresolved_query(_unresolved_index(graph, ans), names), p)])
+    rows.sort(key=lambda r: (r[3] or 0, r[0]))
+    own = {r[0] for r in own}
+    unresolved = {n: c for n, c in unresolved if c}
     out = []
     for qual, name, kind, line, col, indegree in rows:
         recursive = qual in own
