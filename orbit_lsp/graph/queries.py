@@ -715,23 +715,27 @@ def _unresolved_named(graph: Graph, names: list[str], ans: Answer) -> dict[str, 
     return {n: c for n, c in ans.run(graph, q, {"names": sorted(set(names))}) if c}
 
 
-_SIDE_BY_SIDE = ThreadPoolExecutor(max_workers=2, thread_name_prefix="orbit-read")
+_BACKGROUND = ThreadPoolExecutor(max_workers=3, thread_name_prefix="orbit-read")
 
 
-def _side_by_side(graph: Graph, ans: Answer, statements: list[tuple[str, dict]]) -> list[list[list]]:
-    """Run independent read queries of one answer at once (FalkorDB serves reads on several
-    threads): the answer waits for the slowest instead of their sum. Rows of each, in order;
-    all are recorded in ``ans`` in that order. Raises the first error met."""
-    futures = [_SIDE_BY_SIDE.submit(graph.ro_query, q, p) for q, p in statements[1:]]
-    try:
-        first = graph.ro_query(*statements[0])
-    finally:
-        results = [f.exception() or f.result() for f in futures]  # every query ended
-    errors = [r for r in results if isinstance(r, BaseException)]
-    if errors:
-        raise errors[0]
-    ans.cypher += [{"query": q, "params": p} for q, p in statements]
-    return [first.rows] + [r.rows for r in results]
+class _Reads:
+    """Independent read queries of one answer, started at once in background threads (FalkorDB
+    serves reads on several threads, and the caller goes on with its own work meanwhile): the
+    answer waits for the slowest query instead of their sum."""
+
+    def __init__(self, graph: Graph, statements: list[tuple[str, dict]]):
+        self.statements = statements
+        self.futures = [_BACKGROUND.submit(graph.ro_query, q, p) for q, p in statements]
+
+    def rows(self, ans: Answer) -> list[list[list]]:
+        """Rows of each query, in order, recorded in ``ans``; raises the first error met (after
+        every query has ended)."""
+        results = [f.exception() or f.result() for f in self.futures]
+        errors = [r for r in results if isinstance(r, BaseException)]
+        if errors:
+            raise errors[0]
+        ans.cypher += [{"query": q, "params": p} for q, p in self.statements]
+        return [r.rows for r in results]
 
 
 def file_lens_data(graph: Graph, path: str, max_hops: int = MAX_HOPS, imports: ImportGraph | None = None) -> Answer:
@@ -746,19 +750,23 @@ def file_lens_data(graph: Graph, path: str, max_hops: int = MAX_HOPS, imports: I
     "file", "line", "col", "callers" (distinct direct callers, the symbol itself excluded),
     "recursive" (bool), "unresolved_elsewhere"}]}] (symbols sorted by line, modules included);
     empty with ``found`` False when the file is not in the graph. ``imports``: see ``impact``."""
+    p = {"p": path}
+    first = Answer()
+    names = "MATCH (s:Symbol {file: $p}) WHERE s.kind <> 'module' WITH DISTINCT s.name AS n"
+    reads = _Reads(graph, [
+        ("MATCH (s:Symbol {file: $p}) RETURN s.qual, s.name, s.kind, s.line, s.col, indegree(s, 'CALLS')", p),
+        ("MATCH (s:Symbol {file: $p})-[:CALLS]->(s) RETURN s.qual", p),
+        (_unresolved_query(_unresolved_index(graph, first), names), p)])
+    # meanwhile, here: the file and its dependents
     ans = file_record(graph, path)
     if not ans.found:
+        reads.rows(Answer())  # (empty: the file is not there)
         return ans
     rec = ans.rows[0]
     imp = _known_impact(graph, path, max_hops, False, imports)
-    ans.cypher += imp.cypher
+    ans.cypher += imp.cypher + first.cypher
     ans.notes += imp.notes
-    p = {"p": path}
-    names = "MATCH (s:Symbol {file: $p}) WHERE s.kind <> 'module' WITH DISTINCT s.name AS n"
-    rows, own, unresolved = _side_by_side(graph, ans, [
-        ("MATCH (s:Symbol {file: $p}) RETURN s.qual, s.name, s.kind, s.line, s.col, indegree(s, 'CALLS')", p),
-        ("MATCH (s:Symbol {file: $p})-[:CALLS]->(s) RETURN s.qual", p),
-        (_unresolved_query(_unresolved_index(graph, ans), names), p)])
+    rows, own, unresolved = reads.rows(ans)
     rows.sort(key=lambda r: (r[3] or 0, r[0]))
     own = {r[0] for r in own}
     unresolved = {n: c for n, c in unresolved if c}
