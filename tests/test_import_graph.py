@@ -5,7 +5,6 @@ server's copy is read again when a re-index changes the IMPORTS edges."""
 from __future__ import annotations
 
 import random
-from collections import deque
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ from orbit_lsp.graph import queries as Q
 from orbit_lsp.graph.imports import ImportGraph
 from orbit_lsp.index.buffers import file_impact, import_graph, lens_work
 from orbit_lsp.index.indexer import WorkspaceIndexer
+from plain_bfs import reaching
 
 
 def _random_workspace(root: Path, n: int, seed: int) -> Path:
@@ -27,23 +27,6 @@ def _random_workspace(root: Path, n: int, seed: int) -> Path:
         (root / "pkg" / f"m{i}.py").write_text("\n".join(lines) + f"\n\ndef f{i}():\n    return {i}\n")
     (root / "lonely.py").write_text("x = 1\n")
     return root
-
-
-def _bfs(edges: list[tuple[str, str]], start: str, hops: int) -> dict[str, int]:
-    into: dict[str, set[str]] = {}
-    for a, b in edges:
-        into.setdefault(b, set()).add(a)
-    depth = {start: 0}
-    todo = deque([start])
-    while todo:
-        cur = todo.popleft()
-        if depth[cur] < hops:
-            for d in sorted(into.get(cur, ())):
-                if d not in depth:
-                    depth[d] = depth[cur] + 1
-                    todo.append(d)
-    del depth[start]
-    return depth
 
 
 @pytest.fixture
@@ -64,7 +47,7 @@ def test_walk_in_memory_equals_frontier_queries_and_bfs(ix):
         for hops in (1, 2, 4):
             frontier = Q.impact(g, path, hops)
             walked = Q.impact(g, path, hops, imports=imports)
-            expect = _bfs(edges, path, hops)
+            expect = reaching(edges, path, hops)
             assert {r["path"]: r["hops"] for r in walked.rows} == expect
             assert (walked.rows, walked.total, walked.by_depth) == (frontier.rows, frontier.total, frontier.by_depth)
             counted = Q.impact(g, path, hops, paths=False, imports=imports)

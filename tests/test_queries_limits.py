@@ -4,13 +4,13 @@ edges (FalkorDB's variable-length matches are not trusted for this)."""
 
 from __future__ import annotations
 
-from collections import deque
 from pathlib import Path
 
 import pytest
 
 from orbit_lsp.graph import queries as Q
 from orbit_lsp.index.indexer import WorkspaceIndexer
+from plain_bfs import reaching
 
 
 def _workspace(root: Path) -> Path:
@@ -37,22 +37,7 @@ def ix(tmp_path, store):
 
 def _bfs_callers(ix: WorkspaceIndexer, file: str, qual: str, hops: int) -> dict[tuple[str, str], int]:
     edges = ix.graph.ro_query("MATCH (a:Symbol)-[:CALLS]->(b:Symbol) RETURN a.file, a.qual, b.file, b.qual").rows
-    into: dict[tuple, set] = {}
-    for af, aq, bf, bq in edges:
-        into.setdefault((bf, bq), set()).add((af, aq))
-    start = (file, qual)
-    depth = {start: 0}
-    todo = deque([start])
-    while todo:
-        cur = todo.popleft()
-        if depth[cur] == hops:
-            continue
-        for c in sorted(into.get(cur, ())):
-            if c not in depth:
-                depth[c] = depth[cur] + 1
-                todo.append(c)
-    del depth[start]
-    return depth
+    return reaching((((af, aq), (bf, bq)) for af, aq, bf, bq in edges), (file, qual), hops)
 
 
 def test_symbol_callers_limit_lists_first_by_file_and_line_and_counts_all(ix):
