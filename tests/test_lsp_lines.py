@@ -74,6 +74,8 @@ def test_ascii_file_positions_need_no_text(tmp_path, store):
                     assert ASCII_LINES.character(line1, col) == read.character(line1, col)
             cache = LineCache(codec, lambda p: None)
             assert cache.of(root / "plain.py", ascii=True) is ASCII_LINES
+            assert isinstance(cache.of(root / "plain.py"), Lines)  # asked without the hint: read
+            assert cache.position(root / "plain.py", 2, 11) == types.Position(1, 11)
             assert isinstance(cache.of(root / "emoji.py", ascii=False), Lines)
             opened = LineCache(codec, lambda p: "x = 1\n")  # open in the editor: its text, read
             assert isinstance(opened.of(root / "plain.py", ascii=True), Lines)

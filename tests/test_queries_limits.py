@@ -150,7 +150,7 @@ def test_caller_list_past_sort_all_max_keeps_real_callers_and_the_true_total(ix,
     got = [(r["file"], r["line"], r["qual"]) for r in cut.rows]
     assert cut.total == 6 and len(got) == 3 and got == sorted(got)
     assert {q for _, _, q in got} <= {"core.target"} | {f"direct.c{i}" for i in range(5)}
-    assert any("6 direct callers; showing the first met of them, 3" in n for n in cut.notes)
+    assert any("6 direct callers; showing 3 of them (the first found" in n for n in cut.notes)
     # every listed caller carries its call sites
     assert all(r["lines"] and len(r["lines"]) == len(r["cols"]) == len(r["end_cols"]) for r in cut.rows)
     # within SORT_ALL_MAX: the first by (file, line)

@@ -423,8 +423,8 @@ def symbol_callers(graph: Graph, path: str, qual: str, ans: Answer | None = None
     rows = sorted(ans.run(graph, cypher, params), key=lambda r: (r[3], r[4] or 0, r[0]))
     if total is not None and total > limit:
         ans.total = total
-        which = "the first" if total <= SORT_ALL_MAX else "the first met of them,"
-        ans.notes.append(f"{qual} has {total} direct callers; showing {which} {limit}")
+        which = f"the first {limit}" if total <= SORT_ALL_MAX else f"{limit} of them (the first found: too many to sort)"
+        ans.notes.append(f"{qual} has {total} direct callers; showing {which}")
     ans.rows = [{**_sym(r[:8]), "lines": r[8], "cols": r[9], "end_cols": r[10], "resolved": r[11]} for r in rows]
     return ans
 

@@ -4,12 +4,14 @@
 Results are plain JSON in LSP's shapes (``CallHierarchyItem``, ``…IncomingCall``,
 ``…OutgoingCall``): a hundred callers as lsprotocol objects cost more to unstructure than to
 find. Files whose indexed content is ASCII are not read to convert positions (a byte column is
-then the character in every encoding), unless the client has them open. Items carry ``data = {"file", "qual"}`` (workspace-relative path and qualified name): the
-incoming/outgoing requests look the symbol up by exactly that, so same-named symbols elsewhere
-are never mixed in. An item's ``range`` spans the definition's full lines, their ends included (from
-``line`` to the start of the line after ``end_line``, as LSP says whole lines), its ``selectionRange`` the name; call sites (``fromRanges``) are the callee
-expressions, converted from the graph's UTF-8 byte columns into the negotiated encoding on the
-file that contains them (the caller's file for incoming calls, the item's own file for outgoing
+then the character in every encoding), unless the client has them open. Items carry
+``data = {"file", "qual"}`` (workspace-relative path and qualified name): the incoming/outgoing
+requests look the symbol up by exactly that, so same-named symbols elsewhere are never mixed
+in. An item's ``range`` spans the definition's full lines, their ends included (from ``line`` to
+the start of the line after ``end_line``, as LSP says whole lines), its ``selectionRange`` the
+name; call sites (``fromRanges``) are the callee expressions, converted from the graph's UTF-8
+byte columns into the negotiated encoding on the file that contains them (the caller's file
+for incoming calls, the item's own file for outgoing
 calls). A call made at module level comes from the file's module symbol, shown as a Module
 item named after the file.
 """
@@ -38,6 +40,7 @@ KINDS = {
     "type": types.SymbolKind.TypeParameter,
     "enum": types.SymbolKind.Enum,
 }
+
 
 def _range(start: tuple[int, int], end: tuple[int, int]) -> dict:
     return {"start": {"line": start[0], "character": start[1]}, "end": {"line": end[0], "character": end[1]}}

@@ -214,19 +214,20 @@ class LineCache:
     def __init__(self, codec: Any, open_text: Callable[[Path], str | None]):
         self.codec = codec
         self.open_text = open_text
-        self.files: dict[Path, Lines | AsciiLines] = {}
+        self.files: dict[Path, Lines] = {}
 
     def of(self, path: Path, ascii: bool = False) -> Lines | AsciiLines:
         """The lines of ``path``. ``ascii``: its indexed content is all ASCII (see
         ``WorkspaceIndexer.indexed_ascii``); unless the client has it open, its positions are
-        then converted without reading it (``AsciiLines``: only ``character`` and ``units``)."""
+        then converted without reading it (``AsciiLines``: only ``character`` and ``units``;
+        never kept here, so a later ``of(path)`` still gets the file's lines)."""
         got = self.files.get(path)
         if got is None:
             text = self.open_text(path)
             if text is not None:
                 got = Lines.of(text, self.codec)
             elif ascii:
-                got = ASCII_LINES
+                return ASCII_LINES
             else:
                 got = Lines(FILE_LINES.get(path), self.codec)
             self.files[path] = got
