@@ -43,41 +43,52 @@ def test_line_texts_equal_the_regular_expression_split():
         assert line_texts(text) == LINE_BREAK.split(text)
 
 
-def test_ascii_file_positions_need_no_text(tmp_path, store):
-    """A file indexed as ASCII converts graph columns to LSP characters without being read,
-    as the text would; a file with other characters, or open in the editor, is read."""
+def test_ascii_lines_need_no_text(tmp_path, store):
+    """Positions on the lines of a file's indexed content that are ASCII convert without
+    reading it, as the text would; a position on a non-ASCII line reads it; a file open in
+    the editor is converted against its text."""
     from pygls.workspace import PositionCodec
 
-    from orbit_lsp.index.indexer import WorkspaceIndexer
-    from orbit_lsp.server.lines import ASCII_LINES, LineCache, Lines
+    from orbit_lsp.index.indexer import WorkspaceIndexer, nonascii_lines
+    from orbit_lsp.server.lines import ASCII_LINES, AsciiLines, LineCache, Lines
 
+    assert nonascii_lines(b"a\nb") == frozenset() and nonascii_lines("a\r\né\rx\n😋".encode()) == {2, 4}
     root = tmp_path / "ws"
     root.mkdir()
     text = "def f(a, b):\n    return g(a) + h(b)\n\n\ndef g(x):\n    return x\n"
+    mixed = 'def h(x):\n    s = "😋"; return g(x)\n\n\ndef g(x):\n    return x  # é\n'
     (root / "plain.py").write_text(text)
-    (root / "emoji.py").write_text('def h(x):\n    s = "😋"; return x\n')
+    (root / "mixed.py").write_text(mixed)
     ix = WorkspaceIndexer(root, store)
     ix.index_all()
     try:
-        assert ix.indexed_ascii("plain.py") and not ix.indexed_ascii("emoji.py") and not ix.indexed_ascii("nope.py")
+        assert ix.nonascii_lines("plain.py") == frozenset() and ix.nonascii_lines("mixed.py") == {2, 6}
+        assert ix.nonascii_lines("nope.py") is None
         # a broken edit keeps the last good graph, and with it what its columns mean
         (root / "plain.py").write_text("def f(:\n    return 'é'\n")
         ix.reindex_file(root / "plain.py")
-        assert ix.indexed_ascii("plain.py")
+        assert ix.nonascii_lines("plain.py") == frozenset()
         (root / "plain.py").write_text(text)
         ix.reindex_file(root / "plain.py")
         for enc in (types.PositionEncodingKind.Utf16, types.PositionEncodingKind.Utf8):
             codec = PositionCodec(enc)
-            read = Lines.of(text, codec)
-            for line1, t in enumerate(text.split("\n"), 1):
-                for col in range(len(t) + 1):
-                    assert ASCII_LINES.character(line1, col) == read.character(line1, col)
+            for name, body in (("plain.py", text), ("mixed.py", mixed)):
+                read = Lines.of(body, codec)
+                reads = []
+                cache = LineCache(codec, lambda p: None)
+                fast = cache.of(root / name, nonascii=ix.nonascii_lines(name))
+                if isinstance(fast, AsciiLines) and fast.load is not None:
+                    load = fast.load
+                    fast.load = lambda: reads.append(1) or load()
+                for line1, t in enumerate(body.split("\n"), 1):
+                    for col in range(len(t.encode()) + 1):
+                        assert fast.character(line1, col) == read.character(line1, col), (name, line1, col)
+                assert len(reads) == (1 if name == "mixed.py" else 0)  # read once, for lines 2 and 6
             cache = LineCache(codec, lambda p: None)
-            assert cache.of(root / "plain.py", ascii=True) is ASCII_LINES
+            assert cache.of(root / "plain.py", nonascii=frozenset()) is ASCII_LINES
             assert isinstance(cache.of(root / "plain.py"), Lines)  # asked without the hint: read
             assert cache.position(root / "plain.py", 2, 11) == types.Position(1, 11)
-            assert isinstance(cache.of(root / "emoji.py", ascii=False), Lines)
             opened = LineCache(codec, lambda p: "x = 1\n")  # open in the editor: its text, read
-            assert isinstance(opened.of(root / "plain.py", ascii=True), Lines)
+            assert isinstance(opened.of(root / "plain.py", nonascii=frozenset()), Lines)
     finally:
         ix.graph.delete()

@@ -28,6 +28,7 @@ import itertools
 import logging
 import os
 import pickle
+import re
 import sqlite3
 import threading
 import time
@@ -46,7 +47,7 @@ from orbit_lsp.index.walk import LANGS, WorkspaceFilter, classify_file, is_doten
 from orbit_lsp.lru import LRU
 
 log = logging.getLogger("orbit_lsp.index")
-CACHE_VERSION = 9  # 6: JS/TS files have facts; 7: facts kept pickled (FileState.facts_blob); 8: lambda and comprehension scopes; 9: FileState.ascii, `from pkg import name` unbound in pkg is unresolved
+CACHE_VERSION = 9  # 6: JS/TS files have facts; 7: facts kept pickled (FileState.facts_blob); 8: lambda and comprehension scopes; 9: FileState.nonascii_lines, `from pkg import name` unbound in pkg is unresolved
 
 Progress = Callable[[int, int, str], None]  # (done, total, rel)
 _GENERATIONS = itertools.count(1)
@@ -86,8 +87,9 @@ class FileState:
     seen_hash: str = ""  # hash of the content last read from disk (differs from ``hash`` while
     #                      a broken file keeps its last good graph)
     symbols: int = 0
-    ascii: bool = False  # the indexed content (``hash``) is all ASCII: a graph column (UTF-8
-    #                      bytes) is the LSP character in every position encoding
+    nonascii_lines: frozenset[int] | None = None  # 1-based lines of the indexed content
+    #   (``hash``) with non-ASCII characters; on any other line a graph column (UTF-8 bytes) is
+    #   the LSP character in every position encoding. None: not known.
 
     @property
     def facts(self) -> pyx.PyFacts | None:
@@ -204,6 +206,16 @@ def _gc_paused():
 
 def content_hash(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=12).hexdigest()
+
+
+_LINE_BREAK = re.compile(rb"\r\n|\r|\n")  # as Python's tokenizer and LSP count lines
+
+
+def nonascii_lines(data: bytes) -> frozenset[int]:
+    """1-based numbers of the lines of ``data`` that hold a non-ASCII byte."""
+    if data.isascii():
+        return frozenset()
+    return frozenset(i for i, line in enumerate(_LINE_BREAK.split(data), 1) if not line.isascii())
 
 
 def count_lines(data: bytes) -> int:
@@ -426,11 +438,12 @@ class WorkspaceIndexer:
         return {p: h for p, h in res.rows}
 
     # -- helpers ----------------------------------------------------------------------------
-    def indexed_ascii(self, rel: str) -> bool:
-        """True when the content ``rel``'s graph was built from is all ASCII (its byte columns
-        are LSP characters in every encoding, and its lines need not be read to say so)."""
+    def nonascii_lines(self, rel: str) -> frozenset[int] | None:
+        """The 1-based lines with non-ASCII characters in the content ``rel``'s graph was built
+        from (empty for an ASCII file): on every other line its byte columns are LSP characters
+        in every encoding, without reading the file. None when not known (not indexed)."""
         st = self.state.get(rel)
-        return st is not None and st.ascii
+        return st.nonascii_lines if st is not None else None
 
     def rel_of(self, path: Path | str) -> str | None:
         """Workspace-relative path (``/`` separators) of ``path``, or None when outside."""
@@ -470,7 +483,7 @@ class WorkspaceIndexer:
     def _new_state(self, rel: str, data: bytes, h: str, old: FileState | None,
                    parsed: tuple | None = None) -> FileState:
         lang = LANGS.get(os.path.splitext(rel)[1].lower(), "")
-        st = FileState(rel, lang, h, count_lines(data), seen_hash=h, ascii=data.isascii())
+        st = FileState(rel, lang, h, count_lines(data), seen_hash=h, nonascii_lines=nonascii_lines(data))
         if lang in PARSED_LANGS:
             if parsed is not None:
                 facts, blob, err = parsed
@@ -488,7 +501,7 @@ class WorkspaceIndexer:
                 if old is not None and old.facts_blob is not None:
                     # keep the last good graph
                     st.facts_blob, st.symbols, st.lines, st.hash = old.facts_blob, old.symbols, old.lines, old.hash
-                    st.ascii = old.ascii
+                    st.nonascii_lines = old.nonascii_lines
                 elif facts is not None:
                     st.facts = facts  # no last graph: what an error-tolerant parser (JS/TS) still found
         return st

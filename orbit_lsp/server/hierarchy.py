@@ -3,9 +3,9 @@
 
 Results are plain JSON in LSP's shapes (``CallHierarchyItem``, ``…IncomingCall``,
 ``…OutgoingCall``): a hundred callers as lsprotocol objects cost more to unstructure than to
-find. Files whose indexed content is ASCII are not read to convert positions (a byte column is
-then the character in every encoding), unless the client has them open. Items carry
-``data = {"file", "qual"}`` (workspace-relative path and qualified name): the incoming/outgoing
+find. Files are not read to convert positions on the lines of their indexed content that are
+ASCII (a byte column is then the character in every encoding), unless the client has them
+open. Items carry ``data = {"file", "qual"}`` (workspace-relative path and qualified name): the incoming/outgoing
 requests look the symbol up by exactly that, so same-named symbols elsewhere are never mixed
 in. An item's ``range`` spans the definition's full lines, their ends included (from ``line`` to
 the start of the line after ``end_line``, as LSP says whole lines), its ``selectionRange`` the
@@ -97,9 +97,9 @@ class Feature:
 
     @staticmethod
     def lines_of(ix: WorkspaceIndexer, rel: str, lines: LineCache) -> Lines | AsciiLines:
-        """Lines of a file of ``ix`` for converting graph positions: not read at all when its
-        indexed content is ASCII and the client does not have it open."""
-        return lines.of(ix.root / rel, ascii=ix.indexed_ascii(rel))
+        """Lines of a file of ``ix`` for converting graph positions: read only for a position
+        on a line of its indexed content that is not ASCII, unless the client has it open."""
+        return lines.of(ix.root / rel, nonascii=ix.nonascii_lines(rel))
 
     async def _target(self, item: types.CallHierarchyItem) -> tuple[WorkspaceIndexer, str, str] | None:
         """(indexer, file, qual) of an item: from its ``data``, else from what the graph has at

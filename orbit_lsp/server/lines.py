@@ -191,19 +191,33 @@ FILE_LINES = FileLines()
 
 
 class AsciiLines:
-    """Position conversion for a file known to be all ASCII, without its text: a byte column
-    is the character in every encoding (no clamping to the line's end: there is no line)."""
+    """Position conversion for a file whose indexed content is ASCII but for ``nonascii``
+    (1-based line numbers), without reading it: on an ASCII line a byte column is the
+    character in every encoding (not clamped to the line's end: there is no line). The text is
+    read (``load()``, once) only for a position on one of the other lines."""
 
-    @staticmethod
-    def character(line1: int, byte_col: int) -> int:  # noqa: ARG004 - the Lines signature
+    __slots__ = ("nonascii", "load", "_lines")
+
+    def __init__(self, nonascii: frozenset[int], load: Callable[[], Lines] | None = None):
+        self.nonascii = nonascii
+        self.load = load
+        self._lines: Lines | None = None
+
+    def _read(self) -> Lines:
+        if self._lines is None:
+            self._lines = self.load() if self.load is not None else Lines([], None)
+        return self._lines
+
+    def character(self, line1: int, byte_col: int) -> int:
+        if line1 in self.nonascii:
+            return self._read().character(line1, byte_col)
         return max(0, byte_col)
 
-    @staticmethod
-    def units(text: str) -> int:
-        return len(text)  # a name in an ASCII file
+    def units(self, text: str) -> int:
+        return len(text) if text.isascii() else self._read().units(text)
 
 
-ASCII_LINES = AsciiLines()
+ASCII_LINES = AsciiLines(frozenset())  # an all-ASCII file
 
 
 class LineCache:
@@ -215,19 +229,26 @@ class LineCache:
         self.codec = codec
         self.open_text = open_text
         self.files: dict[Path, Lines] = {}
+        self.partial: dict[Path, AsciiLines] = {}  # files not read (``of(path, nonascii)``)
 
-    def of(self, path: Path, ascii: bool = False) -> Lines | AsciiLines:
-        """The lines of ``path``. ``ascii``: its indexed content is all ASCII (see
-        ``WorkspaceIndexer.indexed_ascii``); unless the client has it open, its positions are
-        then converted without reading it (``AsciiLines``: only ``character`` and ``units``;
-        never kept here, so a later ``of(path)`` still gets the file's lines)."""
+    def of(self, path: Path, nonascii: frozenset[int] | None = None) -> Lines | AsciiLines:
+        """The lines of ``path``. ``nonascii``: the lines of its indexed content that are not
+        ASCII (``WorkspaceIndexer.nonascii_lines``); unless the client has it open, positions
+        on its other lines are then converted without reading it (``AsciiLines``: only
+        ``character`` and ``units``; never kept here, so a later ``of(path)`` gets the file's
+        lines)."""
         got = self.files.get(path)
         if got is None:
             text = self.open_text(path)
             if text is not None:
                 got = Lines.of(text, self.codec)
-            elif ascii:
-                return ASCII_LINES
+            elif nonascii is not None:
+                if not nonascii:
+                    return ASCII_LINES
+                part = self.partial.get(path)
+                if part is None:
+                    part = self.partial[path] = AsciiLines(nonascii, lambda: Lines(FILE_LINES.get(path), self.codec))
+                return part
             else:
                 got = Lines(FILE_LINES.get(path), self.codec)
             self.files[path] = got
