@@ -751,22 +751,23 @@ def file_lens_data(graph: Graph, path: str, max_hops: int = MAX_HOPS, imports: I
     "recursive" (bool), "unresolved_elsewhere"}]}] (symbols sorted by line, modules included);
     empty with ``found`` False when the file is not in the graph. ``imports``: see ``impact``."""
     p = {"p": path}
-    first = Answer()
-    names = "MATCH (s:Symbol {file: $p}) WHERE s.kind <> 'module' WITH DISTINCT s.name AS n"
     reads = _Reads(graph, [
         ("MATCH (s:Symbol {file: $p}) RETURN s.qual, s.name, s.kind, s.line, s.col, indegree(s, 'CALLS')", p),
-        ("MATCH (s:Symbol {file: $p})-[:CALLS]->(s) RETURN s.qual", p),
-        (_unresolved_query(_unresolved_index(graph, first), names), p)])
-    # meanwhile, here: the file and its dependents
+        ("MATCH (s:Symbol {file: $p})-[:CALLS]->(s) RETURN s.qual", p)])
+    # meanwhile, here: which form the unbound-calls query takes, then the file and its dependents
+    first = Answer()
+    names = "MATCH (s:Symbol {file: $p}) WHERE s.kind <> 'module' WITH DISTINCT s.name AS n"
+    unbound = _Reads(graph, [(_unresolved_query(_unresolved_index(graph, first), names), p)])
     ans = file_record(graph, path)
     if not ans.found:
-        reads.rows(Answer())  # (empty: the file is not there)
+        reads.rows(Answer()), unbound.rows(Answer())  # (empty: the file is not there)
         return ans
     rec = ans.rows[0]
     imp = _known_impact(graph, path, max_hops, False, imports)
     ans.cypher += imp.cypher + first.cypher
     ans.notes += imp.notes
-    rows, own, unresolved = reads.rows(ans)
+    rows, own = reads.rows(ans)
+    [unresolved] = unbound.rows(ans)
     rows.sort(key=lambda r: (r[3] or 0, r[0]))
     own = {r[0] for r in own}
     unresolved = {n: c for n, c in unresolved if c}

@@ -106,8 +106,8 @@ def lens_work(ix: WorkspaceIndexer, rel: str, data: bytes, max_hops: int) -> dic
             return None
         rec = ans.rows[0]
         keys = ("qual", "name", "kind", "line", "col", "callers", "recursive", "unresolved_elsewhere")
-        if locked and rec["hash"] == h:
-            syms = [{k: s[k] for k in keys} for s in rec["symbols"] if s["kind"] in LENS_KINDS]
+        if locked and rec["hash"] == h:  # the answer's own dicts (shared: never changed)
+            syms = [s for s in rec["symbols"] if s["kind"] in LENS_KINDS]
             return {"dependents": rec["dependents"], "hops": rec["hops"], "symbols": syms, "source": "graph"}
         facts, _ = analyse_buffer(ix, rel, data, h, edges=False)
     if facts is None:

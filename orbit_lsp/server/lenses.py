@@ -9,10 +9,10 @@ command they run.
 
 One lens request costs a fixed handful of graph queries (``queries.file_lens_data``), whatever
 the number of symbols. ``codeLens`` returns lenses without a command whose ``data`` is
-``{"uri", "target": {"type": "file", "path"} | {"type": "symbol", "qual", "name", "kind",
-"position": {"line", "character"}}, "counts": {...}}``; ``codeLens/resolve`` turns the counts
+``{"uri", "target": {"type": "file", "path"} | {"type": "symbol", "qual", "name"}, "counts":
+{...}}`` (counts that are zero or false are left out); ``codeLens/resolve`` turns the counts
 into the title and the command ``orbit.showImpact`` with arguments ``[uri]`` (file lens) or
-``[uri, {"line", "character"}]``. The command answers what ``orbit/impact`` answers for that
+``[uri, {"line", "character"}]`` (the start of the lens's range: the symbol's name). The command answers what ``orbit/impact`` answers for that
 target and shows a one-line summary with ``window/showMessage``.
 
 Buffer consistency: graph line numbers are only put on text whose content hash equals the
@@ -142,13 +142,15 @@ class Feature:
         lines = snap.lines
         for s in res["symbols"]:
             line0, c = max(0, s["line"] - 1), lines.character(s["line"], s["col"])
-            at = {"line": line0, "character": c}
-            end = {"line": line0, "character": c + lines.units(s["name"])}
-            lenses.append({"range": {"start": at, "end": end}, "data": {
-                "uri": uri,
-                "target": {"type": "symbol", "qual": s["qual"], "name": s["name"], "kind": s["kind"], "position": at},
-                "counts": {"callers": s["callers"], "recursive": s["recursive"],
-                           "unresolved_elsewhere": s["unresolved_elsewhere"]}}})
+            counts = {"callers": s["callers"]}
+            if s["recursive"]:
+                counts["recursive"] = True
+            if s["unresolved_elsewhere"]:
+                counts["unresolved_elsewhere"] = s["unresolved_elsewhere"]
+            lenses.append({"range": {"start": {"line": line0, "character": c},
+                                     "end": {"line": line0, "character": c + lines.units(s["name"])}},
+                           "data": {"uri": uri, "target": {"type": "symbol", "qual": s["qual"], "name": s["name"]},
+                                    "counts": counts}})
         return lenses
 
     def resolve(self, lens: types.CodeLens) -> types.CodeLens:
@@ -160,8 +162,9 @@ class Feature:
         if target.get("type") == "file":
             lens.command = types.Command(title=file_title(counts), command=SHOW_IMPACT, arguments=[data["uri"]])
         else:
-            lens.command = types.Command(title=symbol_title(str(target.get("name", "")), counts),
-                                         command=SHOW_IMPACT, arguments=[data["uri"], target.get("position")])
+            at = lens.range.start
+            lens.command = types.Command(title=symbol_title(str(target.get("name", "")), counts), command=SHOW_IMPACT,
+                                         arguments=[data["uri"], {"line": at.line, "character": at.character}])
         return lens
 
     # -- orbit.showImpact ----------------------------------------------------------------------
