@@ -175,6 +175,23 @@ def _text(node) -> str:
     return node.text.decode("utf-8", "replace")
 
 
+def _name(node) -> str | None:
+    """An imported or exported name: an identifier, or a string (``export { x as "a-b" }``)."""
+    return string_value(node) if node.type == "string" else _text(node)
+
+
+def _specifiers(clause, kind: str):
+    """``(name, as)`` of each ``kind`` (``import_specifier`` | ``export_specifier``) of an
+    import or export clause; ``as`` is the alias, else the name."""
+    for s in clause.named_children:
+        if s.type != kind:
+            continue
+        n, a = s.child_by_field_name("name"), s.child_by_field_name("alias")
+        if n is not None:
+            name = _name(n)
+            yield name, (_name(a) if a is not None else name)
+
+
 def _unwrap(node):
     while node is not None and node.type in _WRAPPERS:
         inner = node.named_children[0] if node.named_children else None
@@ -731,14 +748,8 @@ class _Extractor:
                 if ident is not None:
                     self.scope.bind(_text(ident), ("imp", spec, "*"))
             elif ch.type == "named_imports":
-                for s in ch.named_children:
-                    if s.type != "import_specifier":
-                        continue
-                    n, a = s.child_by_field_name("name"), s.child_by_field_name("alias")
-                    if n is None:
-                        continue
-                    imported = string_value(n) if n.type == "string" else _text(n)
-                    self.scope.bind(_text(a) if a is not None else imported, ("imp", spec, imported))
+                for imported, local in _specifiers(ch, "import_specifier"):
+                    self.scope.bind(local, ("imp", spec, imported))
 
     def export_statement(self, node) -> None:
         src = node.child_by_field_name("source")
@@ -751,21 +762,13 @@ class _Extractor:
             ns = next((c for c in node.named_children if c.type == "namespace_export"), None)
             if clause is not None:
                 self._import(spec, node, "reexport")
-                for s in clause.named_children:
-                    if s.type != "export_specifier":
-                        continue
-                    n, a = s.child_by_field_name("name"), s.child_by_field_name("alias")
-                    if n is None:
-                        continue
-                    name = string_value(n) if n.type == "string" else _text(n)
-                    out = (string_value(a) if a.type == "string" else _text(a)) if a is not None else name
+                for name, out in _specifiers(clause, "export_specifier"):
                     self.exports[out] = ("imp", spec, name)
             elif ns is not None:
                 self._import(spec, node, "reexport")
                 ident = next((c for c in ns.named_children if c.type in ("identifier", "string")), None)
                 if ident is not None:
-                    name = string_value(ident) if ident.type == "string" else _text(ident)
-                    self.exports[name] = ("imp", spec, "*")
+                    self.exports[_name(ident)] = ("imp", spec, "*")
             else:
                 self._import(spec, node, "star")
                 if "type" not in tokens or "*" in tokens:
@@ -808,14 +811,7 @@ class _Extractor:
             return
         clause = next((c for c in node.named_children if c.type == "export_clause"), None)
         if clause is not None:
-            for s in clause.named_children:
-                if s.type != "export_specifier":
-                    continue
-                n, a = s.child_by_field_name("name"), s.child_by_field_name("alias")
-                if n is None:
-                    continue
-                name = _text(n)
-                out = (string_value(a) if a.type == "string" else _text(a)) if a is not None else name
+            for name, out in _specifiers(clause, "export_specifier"):
                 self.exports[out] = ("n", name)
             return
         self.visit_children(node)
