@@ -4,6 +4,8 @@ graph, and calls *into* an edited file from other files (through barrels too) ar
 
 from __future__ import annotations
 
+import contextlib
+
 from orbit_lsp.graph.queries import export
 from test_incremental import assert_same, new_indexer, workspaces, write
 
@@ -36,6 +38,18 @@ TREE = {"src/base.ts": BASE, "src/child.ts": CHILD, "src/main.ts": MAIN, "src/ba
         "src/core.ts": CORE, "tsconfig.json": '{"compilerOptions": {"strict": true}}'}
 
 
+@contextlib.contextmanager
+def tree_indexed(store):
+    """``TREE`` written to a fresh workspace and indexed: yields ``(make, root, indexer)``."""
+    with workspaces() as make:
+        root = make()
+        for rel, text in TREE.items():
+            write(root, rel, text)
+        ix = new_indexer(make, root, store)
+        ix.index_all()
+        yield make, root, ix
+
+
 def calls(g) -> dict[tuple[str, str], str]:
     return {(a, b): r for a, b, r in g.query("MATCH (a:Symbol)-[e:CALLS]->(b:Symbol) "
                                              "RETURN a.qual, b.qual, e.resolved").rows}
@@ -47,12 +61,7 @@ def unresolved(g) -> dict[str, list]:
 
 
 def test_js_calls_this_inherited_new_constructor(store):
-    with workspaces() as make:
-        root = make()
-        for rel, text in TREE.items():
-            write(root, rel, text)
-        ix = new_indexer(make, root, store)
-        ix.index_all()
+    with tree_indexed(store) as (make, root, ix):
         g = ix.graph
         assert calls(g) == {
             ("src/child.ts#Child.run", "src/base.ts#Base.greet"): "self",  # inherited workspace method
@@ -71,12 +80,7 @@ def test_js_calls_this_inherited_new_constructor(store):
 
 
 def test_js_incremental_equals_rebuild(store):
-    with workspaces() as make:
-        root = make()
-        for rel, text in TREE.items():
-            write(root, rel, text)
-        ix = new_indexer(make, root, store)
-        ix.index_all()
+    with tree_indexed(store) as (make, root, ix):
         g = ix.graph
         assert_same(ix, make, store, "after the first build")
 
@@ -136,12 +140,7 @@ def test_js_incremental_equals_rebuild(store):
 
 
 def test_js_reopen_uses_the_cache(store):
-    with workspaces() as make:
-        root = make()
-        for rel, text in TREE.items():
-            write(root, rel, text)
-        ix = new_indexer(make, root, store)
-        ix.index_all()
+    with tree_indexed(store) as (make, root, ix):
         first = export(ix.graph)
         again = new_indexer(make, root, store)
         rep = again.index_all()
