@@ -62,6 +62,11 @@ def copy_case(case_dir: Path, dest: Path) -> Path:
     return dest
 
 
+async def request(client, method: str, params, timeout: float = 10.0):
+    """A custom request (``orbit/*``) answered within ``timeout`` seconds, as plain data."""
+    return as_dict(await asyncio.wait_for(client.protocol.send_request_async(method, params), timeout))
+
+
 def as_dict(obj):
     """pygls returns custom-request results as namedtuples: turn them into plain data."""
     if hasattr(obj, "_asdict"):

@@ -115,9 +115,10 @@ def fix_code_action_union(client: LanguageClient) -> None:
     conv.register_structure_hook(Union[types.Command, types.CodeAction], hook)
 
 
-@pytest_lsp.fixture(scope="module", config=SERVER, params=PROFILES)
-async def client(lsp_client: LanguageClient, tmp_path_factory, request):
-    lsp_client.profile = request.param
+def as_editor(lsp_client: LanguageClient, profile: str) -> None:
+    """Make the test client an editor of ``profile``: an ``Editor`` answers its
+    ``workspace/applyEdit`` requests, and code-action results are structured."""
+    lsp_client.profile = profile
     fix_code_action_union(lsp_client)
     lsp_client.editor = Editor(lsp_client)
 
@@ -125,6 +126,10 @@ async def client(lsp_client: LanguageClient, tmp_path_factory, request):
     def apply_edit(params):
         return lsp_client.editor.on_apply_edit(params)
 
+
+@pytest_lsp.fixture(scope="module", config=SERVER, params=PROFILES)
+async def client(lsp_client: LanguageClient, tmp_path_factory, request):
+    as_editor(lsp_client, request.param)
     lsp_client.root = root = tmp_path_factory.mktemp("actions") / "ws"
     shutil.copytree(WORKSPACE, root)
     await start_session(lsp_client, root, request.param)

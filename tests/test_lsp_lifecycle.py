@@ -29,7 +29,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient, client_capabilities
 
 from conftest import CASES
-from lsp_harness import (PROFILES, SERVER, ExternalFalkorDB, as_dict, copy_case, server_config,
+from lsp_harness import (PROFILES, SERVER, ExternalFalkorDB, copy_case, request, server_config,
                          start_session, uri, wait_indexed)
 from orbit_lsp.graph.connection import code_graph_name
 
@@ -118,10 +118,6 @@ async def until(pred, timeout: float = 5.0, what: str = "", interval: float = 0.
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what or pred}; last: {last!r}")
         await asyncio.sleep(interval)
-
-
-async def request(client, method: str, params, timeout: float = 10.0):
-    return as_dict(await asyncio.wait_for(client.protocol.send_request_async(method, params), timeout))
 
 
 async def impact(client, path: Path | str, position: tuple[int, int] | None = None) -> dict:

@@ -24,7 +24,7 @@ from conftest import CASES
 from lsp_harness import PROFILES, SERVER, as_dict, start_session, uri
 from orbit_lsp.agent.history import History
 from orbit_lsp.server.propose import ASK_TITLE, PROPOSE_CHANGE, PROPOSE_TITLE
-from test_lsp_code_actions import Editor, actions_at, fix_code_action_union, line_of, proposals, wait_hash
+from test_lsp_code_actions import actions_at, as_editor, line_of, proposals, wait_hash
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -35,14 +35,7 @@ MODEL = "propose-model"
 
 @pytest_lsp.fixture(scope="module", config=SERVER, params=PROFILES)
 async def client(lsp_client: LanguageClient, tmp_path_factory, model_server, request):
-    lsp_client.profile = request.param
-    fix_code_action_union(lsp_client)
-    lsp_client.editor = Editor(lsp_client)
-
-    @lsp_client.feature(types.WORKSPACE_APPLY_EDIT)
-    def apply_edit(params):
-        return lsp_client.editor.on_apply_edit(params)
-
+    as_editor(lsp_client, request.param)
     lsp_client.root = root = tmp_path_factory.mktemp("propose") / "ws"
     shutil.copytree(WORKSPACE, root)
     shutil.copytree(CASE025, root / "secrets025")

@@ -9,6 +9,7 @@ share it, so tests assert on the ids they created."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import uuid
 
 import pytest
@@ -16,7 +17,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from lsp_harness import PROFILES, as_dict, server_config, start_session, uri
+from lsp_harness import PROFILES, request, server_config, start_session, uri
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -49,8 +50,7 @@ async def client(lsp_client: LanguageClient, ws, request):
     await lsp_client.shutdown_session()
 
 
-async def req(client, method: str, params) -> dict:
-    return as_dict(await asyncio.wait_for(client.protocol.send_request_async(method, params), 30))
+req = functools.partial(request, timeout=30)
 
 
 async def test_docker_example_with_the_planner(client: LanguageClient, ws, mgraph):

@@ -5,7 +5,7 @@ turn is linked to it with a RECALLED edge."""
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import json
 import uuid
 
@@ -14,7 +14,7 @@ import pytest_lsp
 from pytest_lsp import LanguageClient
 
 from agent_harness import action, answer
-from lsp_harness import PROFILES, as_dict, server_config, start_session
+from lsp_harness import PROFILES, request, server_config, start_session
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
@@ -46,8 +46,7 @@ async def client(lsp_client: LanguageClient, ws, model_server, request):
     await lsp_client.shutdown_session()
 
 
-async def req(client, method: str, params) -> dict:
-    return as_dict(await asyncio.wait_for(client.protocol.send_request_async(method, params), 30))
+req = functools.partial(request, timeout=30)
 
 
 async def test_docker_example_with_a_scripted_model(client: LanguageClient, model_server, mgraph):
