@@ -172,23 +172,32 @@ def _result_text(step: Step, data: Any = None, error: str | None = None) -> str:
     return text
 
 
-def _parse(text: str) -> tuple[dict | None, str | None]:
-    """(action, None) or (None, what is wrong with the reply)."""
+def parse_action(text: str, final_keys: tuple[str, ...],
+                 check_final: Callable[[dict], str | None] | None = None) -> tuple[dict | None, str | None]:
+    """One model turn's action: ``(action, None)``, or ``(None, what is wrong with the reply)``
+    to send back. The action is a JSON object (the last one in the text when the reply is not
+    JSON alone) holding one of ``final_keys`` (then checked by ``check_final``, which returns
+    what is wrong or None), else a call of a known tool with object ``args``."""
     try:
         obj = json.loads(text)
     except ValueError:
-        obj = extract_action(text)
+        obj = extract_action(text, ("tool",) + final_keys)
     if not isinstance(obj, dict):
         return None, "the reply is not a JSON object"
-    if "answer" in obj:
-        return obj, None
+    if any(k in obj for k in final_keys):
+        wrong = check_final(obj) if check_final is not None else None
+        return (None, wrong) if wrong else (obj, None)
     if "tool" not in obj:
-        return None, 'the JSON object has neither "tool" nor "answer"'
+        return None, "the JSON object has none of " + ", ".join(f'"{k}"' for k in ("tool",) + final_keys)
     if not isinstance(obj["tool"], str) or obj["tool"] not in TOOLS:
         return None, f"unknown tool {obj.get('tool')!r}; tools are: {', '.join(TOOLS)}"
     if obj.get("args") is not None and not isinstance(obj.get("args"), dict):
         return None, '"args" must be a JSON object'
     return obj, None
+
+
+def _parse(text: str) -> tuple[dict | None, str | None]:
+    return parse_action(text, ("answer",))
 
 
 def drive(model: ModelClient, toolbox: Toolbox, messages: list[dict], result, *,

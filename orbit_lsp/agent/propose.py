@@ -35,8 +35,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from orbit_lsp.agent.loop import AgentStopped, Step, drive
-from orbit_lsp.agent.model import ModelClient, ModelError, extract_action
+from orbit_lsp.agent.loop import AgentStopped, Step, drive, parse_action
+from orbit_lsp.agent.model import ModelClient, ModelError
 from orbit_lsp.agent.redact import MARK, redact
 from orbit_lsp.agent.tools import SCHEMA, TOOLS, Toolbox
 
@@ -147,29 +147,20 @@ def restore(original: str, redacted_text: str, new_text: str) -> str:
     return re.sub(re.escape(MARK), lambda _m: next(it), new_text)
 
 
+def _check_final(obj: dict) -> str | None:
+    """What is wrong with a final proposal action, or None."""
+    if "edit" not in obj:
+        return None  # no_change
+    e = obj["edit"]
+    if not isinstance(e, dict) or not isinstance(e.get("new_text"), str):
+        return '"edit" must be an object with "new_text" (a string)'
+    if e.get("explanation") is not None and not isinstance(e["explanation"], str):
+        return '"edit.explanation" must be a string'
+    return None
+
+
 def _parse(text: str) -> tuple[dict | None, str | None]:
-    try:
-        obj = json.loads(text)
-    except ValueError:
-        obj = extract_action(text, ("tool",) + FINAL_KEYS)
-    if not isinstance(obj, dict):
-        return None, "the reply is not a JSON object"
-    if "edit" in obj:
-        e = obj["edit"]
-        if not isinstance(e, dict) or not isinstance(e.get("new_text"), str):
-            return None, '"edit" must be an object with "new_text" (a string)'
-        if e.get("explanation") is not None and not isinstance(e["explanation"], str):
-            return None, '"edit.explanation" must be a string'
-        return obj, None
-    if "no_change" in obj:
-        return obj, None
-    if "tool" not in obj:
-        return None, 'the JSON object has none of "tool", "edit", "no_change"'
-    if not isinstance(obj["tool"], str) or obj["tool"] not in TOOLS:
-        return None, f"unknown tool {obj.get('tool')!r}; tools are: {', '.join(TOOLS)}"
-    if obj.get("args") is not None and not isinstance(obj.get("args"), dict):
-        return None, '"args" must be a JSON object'
-    return obj, None
+    return parse_action(text, FINAL_KEYS, _check_final)
 
 
 def run_propose(instruction: str, selection: str, model: ModelClient, toolbox: Toolbox, *, path: str,
