@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 from orbit_lsp.agent.model import Cancelled, ModelClient, ModelError, extract_action
 from orbit_lsp.agent.redact import redact
-from orbit_lsp.agent.tools import SCHEMA, TOOLS, Toolbox, ToolError, redacted
+from orbit_lsp.agent.tools import SCHEMA, TOOLS, Toolbox, ToolError, redacted, tool_list
 
 MAX_RESULT_CHARS = 24_000  # longest tool result sent to the model
 
@@ -82,7 +82,7 @@ class AskResult:
 
 
 def system_prompt(max_steps: int) -> str:
-    tools = "\n".join(f"- {name}: {spec['doc']}. args: {json.dumps(spec['args'])}" for name, spec in TOOLS.items())
+    tools = tool_list()
     return (
         "You answer questions about a code workspace by querying its code graph, in small steps.\n"
         "Reply with exactly ONE JSON object and nothing else, either\n"

@@ -38,7 +38,7 @@ from typing import Any, Callable
 from orbit_lsp.agent.loop import AgentStopped, Step, drive, parse_action
 from orbit_lsp.agent.model import ModelClient, ModelError
 from orbit_lsp.agent.redact import MARK, redact
-from orbit_lsp.agent.tools import SCHEMA, TOOLS, Toolbox
+from orbit_lsp.agent.tools import SCHEMA, Toolbox, tool_list
 
 FINAL_KEYS = ("edit", "no_change")
 MAX_SELECTION_CHARS = 40_000  # longest selection sent to the model
@@ -73,7 +73,7 @@ class ProposeResult:
 
 
 def system_prompt(max_steps: int) -> str:
-    tools = "\n".join(f"- {name}: {spec['doc']}. args: {json.dumps(spec['args'])}" for name, spec in TOOLS.items())
+    tools = tool_list()
     return (
         "You propose a change to a selected piece of a source file in a code workspace, following the "
         "user's instruction. You cannot write files: your edit is shown to the user as a proposal, "

@@ -25,6 +25,7 @@ Tools (``TOOLS`` describes their arguments for the model):
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -367,3 +368,8 @@ class Toolbox:
             self.history.remember_consent(ws, "*")
         self._audit("consent", path=path, decision=decision)
         return decision
+
+
+def tool_list() -> str:
+    """The tools for a system prompt: one line each, ``- name: doc. args: {...}``."""
+    return "\n".join(f"- {name}: {spec['doc']}. args: {json.dumps(spec['args'])}" for name, spec in TOOLS.items())
