@@ -2,7 +2,8 @@
 that differs from it (parsed and bound in memory against the indexed workspace, nothing written).
 
 - ``lens_work``: the code-lens data of a buffer (counts from the graph, lines from the buffer);
-- ``targets_at``: what sits at a position of a buffer (definition, call, import);
+- ``targets_at``: what sits at a position of a buffer (definition, call, import), and
+  ``summaries_at``: the impact summaries of it (what a hover shows);
 - ``analyse_buffer``: a buffer's facts and, optionally, its bindings (recent ones cached per
   indexer generation, so hovering around an unsaved buffer parses and resolves it once);
 - ``index_lock``: reads that never see a re-index half done;
@@ -175,3 +176,34 @@ def targets_at(ix: WorkspaceIndexer, rel: str, data: bytes, line1: int, col: int
                     out.append({"type": "package", "name": package_info(name)[0]})
         ans.rows = out
         return ans
+
+
+MAX_CALLERS = 10  # callers listed in a symbol summary
+MAX_TARGETS = 4  # summaries at one position (an import line naming several modules)
+
+
+def summaries_at(ix: WorkspaceIndexer, rel: str, data: bytes, line1: int, col: int, max_hops: int) -> list[dict] | None:
+    """The impact summaries of what sits at a position of a buffer (what a hover shows), each
+    ``{"type": "symbol", "how", **queries.symbol_summary row}``, ``{"type": "file",
+    **queries.file_summary row}`` or ``{"type": "package", "name", "about", "users": [path]}``.
+    None when the file is not in the graph."""
+    found = targets_at(ix, rel, data, line1, col)
+    if found is None:
+        return None
+    out = []
+    for t in found.rows[:MAX_TARGETS]:
+        if t["type"] == "symbol":
+            s = t["symbol"]
+            ans = ANSWERS.get(ix.graph, ix.generation, queries.symbol_summary, s["file"], s["qual"], max_hops,
+                              MAX_CALLERS, import_graph(ix))
+            if ans.found:
+                out.append({"type": "symbol", "how": t.get("how"), **ans.rows[0]})
+        elif t["type"] == "file":
+            ans = ANSWERS.get(ix.graph, ix.generation, queries.file_summary, t["path"], max_hops, import_graph(ix))
+            if ans.found:
+                out.append({"type": "file", **ans.rows[0]})
+        elif t["type"] == "package":
+            ans = ANSWERS.get(ix.graph, ix.generation, queries.package_users, t["name"])
+            out.append({"type": "package", "name": t["name"], "about": ans.notes[:1],
+                        "users": [r["path"] for r in ans.rows]})
+    return out

@@ -18,43 +18,11 @@ from __future__ import annotations
 
 from lsprotocol import types
 
-from orbit_lsp.graph import queries
-from orbit_lsp.graph.cache import ANSWERS
-from orbit_lsp.index.indexer import WorkspaceIndexer
+from orbit_lsp.index.buffers import MAX_CALLERS, summaries_at
 from orbit_lsp.server.app import OrbitServer
-from orbit_lsp.index.buffers import import_graph, targets_at
 from orbit_lsp.server.lenses import Snapshot
 
-MAX_CALLERS = 10
 MAX_FILES_PER_HOP = 5
-MAX_TARGETS = 4  # an import line naming several modules
-
-
-def hover_work(ix: WorkspaceIndexer, rel: str, data: bytes, line1: int, col: int, max_hops: int) -> list[dict] | None:
-    """Query-thread part of a hover: the summaries of what is at the position, each
-    ``{"type": "symbol", "how", **queries.symbol_summary row}``, ``{"type": "file",
-    **queries.file_summary row}`` or ``{"type": "package", "name", "about", "users": [path]}``.
-    None when the file is not in the graph."""
-    found = targets_at(ix, rel, data, line1, col)
-    if found is None:
-        return None
-    out = []
-    for t in found.rows[:MAX_TARGETS]:
-        if t["type"] == "symbol":
-            s = t["symbol"]
-            ans = ANSWERS.get(ix.graph, ix.generation, queries.symbol_summary, s["file"], s["qual"], max_hops,
-                              MAX_CALLERS, import_graph(ix))
-            if ans.found:
-                out.append({"type": "symbol", "how": t.get("how"), **ans.rows[0]})
-        elif t["type"] == "file":
-            ans = ANSWERS.get(ix.graph, ix.generation, queries.file_summary, t["path"], max_hops, import_graph(ix))
-            if ans.found:
-                out.append({"type": "file", **ans.rows[0]})
-        elif t["type"] == "package":
-            ans = ANSWERS.get(ix.graph, ix.generation, queries.package_users, t["name"])
-            out.append({"type": "package", "name": t["name"], "about": ans.notes[:1],
-                        "users": [r["path"] for r in ans.rows]})
-    return out
 
 
 # -- Markdown -------------------------------------------------------------------------------------------
@@ -85,7 +53,7 @@ def _packages(path: str, packages: list[dict]) -> str:
 
 
 def render(item: dict, max_hops: int) -> str:
-    """Markdown of one summary from ``hover_work``."""
+    """Markdown of one summary from ``index.buffers.summaries_at``."""
     if item["type"] == "package":
         users = item["users"]
         about = f" ({item['about'][0]})" if item["about"] else ""
@@ -143,7 +111,7 @@ class Feature:
         if rng is None:
             return None  # whitespace, punctuation, past the end of the line
         line1, col = snap.graph_position(params.position)
-        items = await ls.query(hover_work, snap.ix, snap.rel, snap.data, line1, col, ls.settings.max_hops)
+        items = await ls.query(summaries_at, snap.ix, snap.rel, snap.data, line1, col, ls.settings.max_hops)
         if not items:
             return None
         text = "\n\n---\n\n".join(render(i, ls.settings.max_hops) for i in items)
