@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import os
-import shutil
 import sys
 import time
 from pathlib import Path

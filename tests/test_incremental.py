@@ -131,7 +131,7 @@ def import_line(draw, rel: str) -> str:
         "from pkg.nothere import zz",
     ]
     if rel.startswith("pkg/sub/"):
-        choices += [f"from .. import {m}", f"from ..{m} import {n}", f"from . import e"]
+        choices += [f"from .. import {m}", f"from ..{m} import {n}", "from . import e"]
     elif rel.startswith("pkg/"):
         choices += [f"from . import {m}", f"from .{m} import {n}", f"from .{m} import {n} as {n}{n}",
                     f"from .sub.e import {n}", "from .missing import zz"]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 import pytest_lsp
-from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from conftest import CASES

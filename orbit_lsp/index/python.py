@@ -585,7 +585,6 @@ class _Extractor:
     visit_ListComp = visit_SetComp = visit_GeneratorExp = visit_DictComp = _comprehension
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
-        outer = self.scope
         qual = self._qual(node.name)
         self._add_symbol(qual, node.name, "class", node, col=self._name_col(node))
         self._bind(node.name, ("def", qual))
