@@ -89,10 +89,6 @@ class Lines:
         start = self.position(line1, byte_col)
         return types.Range(start, types.Position(start.line, start.character + self.units(name)))
 
-    def site_range(self, line1: int, col: int, end_col: int) -> types.Range:
-        """Range on ``line1`` from byte ``col`` to byte ``end_col`` (a call site's callee)."""
-        return types.Range(self.position(line1, col), self.position(line1, max(col, end_col)))
-
     def line_end(self, line1: int) -> types.Position:
         """End of 1-based line ``line1``."""
         return types.Position(line=max(0, line1 - 1), character=self.units(self.line(line1 - 1)))
@@ -260,12 +256,6 @@ class LineCache:
 
     def name_range(self, path: Path, line1: int, byte_col: int, name: str) -> types.Range:
         return self.of(path).name_range(line1, byte_col, name)
-
-    def site_range(self, path: Path, line1: int, col: int, end_col: int) -> types.Range:
-        return self.of(path).site_range(line1, col, end_col)
-
-    def line_end(self, path: Path, line1: int) -> types.Position:
-        return self.of(path).line_end(line1)
 
     def line_range(self, path: Path, line1: int) -> types.Range:
         return self.of(path).line_range(line1)
