@@ -11,7 +11,7 @@ import pytest
 
 from orbit_lsp.graph import queries as Q
 from orbit_lsp.graph.imports import ImportGraph
-from orbit_lsp.index.buffers import file_impact, import_graph, lens_work
+from orbit_lsp.index.buffers import file_impact, import_graph, lens_counts
 from orbit_lsp.index.indexer import WorkspaceIndexer
 from plain_bfs import reaching
 
@@ -75,8 +75,7 @@ def test_language_server_copy_follows_reindexing(ix):
     assert import_graph(ix) is not first
     ans = file_impact(ix, "lonely.py", 4)
     assert [(r["path"], r["hops"]) for r in ans.rows] == [("user.py", 1)]
-    lens = lens_work(ix, "lonely.py", (root / "lonely.py").read_bytes(), 4)
-    assert (lens["dependents"], lens["hops"]) == (1, 1)
+    assert lens_counts(ix, "lonely.py", [(None, "")], 4) == [{"dependents": 1, "hops": 1}]
     # a new file that imports nothing is in the graph at once (0 dependents, not unknown)
     (root / "alone.py").write_text("y = 2\n")
     ix.reindex_file(root / "alone.py")
@@ -85,4 +84,4 @@ def test_language_server_copy_follows_reindexing(ix):
     (root / "user.py").unlink()
     ix.reindex_file(root / "user.py")
     assert file_impact(ix, "lonely.py", 4).total == 0
-    assert lens_work(ix, "lonely.py", (root / "lonely.py").read_bytes(), 4)["dependents"] == 0
+    assert lens_counts(ix, "lonely.py", [(None, "")], 4) == [{"dependents": 0, "hops": 0}]

@@ -195,6 +195,41 @@ async def test_lens_command_bad_arguments(client):
         assert "orbit.showImpact" in str(ei.value) or "-32602" in str(ei.value)
 
 
+async def test_lens_resolve_reads_the_graph_as_it_is_then(client, roots):
+    """The counts are read when a lens is resolved: a lens made before its symbol left the graph
+    says so ("unknown", not "0 callers"); a lens this server did not make is an InvalidParams
+    error."""
+    drift = roots["003"] / "pkg/retrieval/drift.py"
+    got = await asyncio.wait_for(client.text_document_code_lens_async(
+        types.CodeLensParams(types.TextDocumentIdentifier(uri(drift)))), T)
+    assert all(x.command is None and "counts" not in x.data for x in got)
+    [m] = [x for x in got if x.data["target"]["type"] == "symbol"]
+    gone = types.CodeLens(m.range, data={**m.data, "target": {**m.data["target"], "qual": "pkg.retrieval.drift.gone"}})
+    res = await asyncio.wait_for(client.code_lens_resolve_async(gone), T)
+    assert res.command.title == "callers unknown: measure is not in the graph now"
+    elsewhere = types.CodeLens(m.range, data={"uri": uri(roots["003"] / "nowhere.py"), "target": {"type": "file"}})
+    res = await asyncio.wait_for(client.code_lens_resolve_async(elsewhere), T)
+    assert res.command.title == "dependents unknown: the file is not in the graph now"
+    for data in (None, {"uri": uri(drift)}, {"uri": uri(drift), "target": {"type": "symbol", "qual": 3}}):
+        with pytest.raises(Exception) as ei:
+            await asyncio.wait_for(client.code_lens_resolve_async(types.CodeLens(m.range, data=data)), T)
+        assert "not made by orbit-lsp" in str(ei.value)
+
+
+async def test_lenses_resolved_at_once_are_read_in_one_batch(client, roots):
+    """An editor resolves the lenses on screen at once: those read in one batch get the same
+    titles as resolved one by one, each its own (a lens gone from the graph among them too)."""
+    widgets = roots["006"] / "widgets.py"
+    one_by_one = titles(await lenses(client, widgets))
+    got = await asyncio.wait_for(client.text_document_code_lens_async(
+        types.CodeLensParams(types.TextDocumentIdentifier(uri(widgets)))), T)
+    sym = next(x for x in got if x.data["target"]["type"] == "symbol")
+    gone = types.CodeLens(sym.range, data={**sym.data, "target": {**sym.data["target"], "qual": "widgets.gone"}})
+    at_once = await asyncio.wait_for(asyncio.gather(*(client.code_lens_resolve_async(x) for x in [*got, gone])), T)
+    assert titles(at_once[:-1]) == one_by_one and len(one_by_one) == len(got) > 2
+    assert at_once[-1].command.title == f"callers unknown: {sym.data['target']['name']} is not in the graph now"
+
+
 async def test_lenses_outside_graph_are_empty(client, roots, tmp_path):
     outside = tmp_path / "elsewhere.py"
     outside.write_text("def f():\n    pass\n")
@@ -388,7 +423,7 @@ async def test_lens_data_during_reindex_comes_from_the_buffer(store, tmp_path):
     import threading
 
     from orbit_lsp.index.indexer import WorkspaceIndexer
-    from orbit_lsp.index.buffers import lens_work
+    from orbit_lsp.index.buffers import lens_counts, lens_work
 
     ws = tmp_path / "ws032"
     shutil.copytree(CASES / NAMES["032"] / "workspace", ws)
@@ -396,7 +431,7 @@ async def test_lens_data_during_reindex_comes_from_the_buffer(store, tmp_path):
     ix.index_all()
     try:
         v1 = (ws / "lib.py").read_bytes()
-        res = lens_work(ix, "lib.py", v1, 4)
+        res = lens_work(ix, "lib.py", v1)
         assert res["source"] == "graph" and [(s["name"], s["line"]) for s in res["symbols"]] == [
             ("parse", 1), ("legacy", 5), ("render", 9)]
         # the indexer's lock is held (a re-index is writing): graph rows may be half updated, so
@@ -413,14 +448,19 @@ async def test_lens_data_during_reindex_comes_from_the_buffer(store, tmp_path):
         held.wait(5)
         try:
             v2ish = b"\n\n" + v1
-            res = lens_work(ix, "lib.py", v2ish, 4)
+            res = lens_work(ix, "lib.py", v2ish)
             assert res["source"] == "buffer"
-            assert [(s["name"], s["line"], s["callers"]) for s in res["symbols"]] == [
-                ("parse", 3, 1), ("legacy", 7, 0), ("render", 11, 1)]
+            assert [(s["name"], s["line"]) for s in res["symbols"]] == [("parse", 3), ("legacy", 7), ("render", 11)]
+            # the counts are read when each lens is resolved: one query, no lock needed
+            counts = lens_counts(ix, "lib.py", [(s["qual"], s["name"]) for s in res["symbols"]], 4)
+            assert [c["callers"] for c in counts] == [1, 0, 1]
         finally:
             release.set()
             t.join(5)
-        assert lens_work(ix, "missing.py", b"", 4) is None
+        assert lens_work(ix, "missing.py", b"") is None
+        assert lens_counts(ix, "missing.py", [(None, "")], 4) == [None]
+        assert lens_counts(ix, "lib.py", [("lib.gone", "gone"), ("lib.parse", "parse"), (None, "")], 4) == [
+            None, {"callers": 1, "recursive": False, "unresolved_elsewhere": 0}, {"dependents": 1, "hops": 1}]
     finally:
         ix.graph.delete()
 
@@ -435,13 +475,15 @@ async def test_unresolved_counts_same_with_and_without_an_index(store, tmp_path)
     ix.index_all()
     try:
         def counts():
-            ans = queries.file_lens_data(ix.graph, "widgets.py", 4)
-            return {s["qual"]: s["unresolved_elsewhere"] for s in ans.rows[0]["symbols"]}, ans.cypher
+            indexed, cypher, found = queries.unresolved_indexed(ix.graph), [], {}
+            syms = [(s["qual"], s["name"]) for s in queries.file_lens_sites(ix.graph, "widgets.py").rows[0]["symbols"]
+                    if s["kind"] != "module"]
+            ans = queries.symbol_lens_counts(ix.graph, "widgets.py", syms, indexed)
+            return {r["qual"]: r["unresolved_elsewhere"] for r in ans.rows}, ans.cypher
 
         looked_up, cypher = counts()  # the indexer creates the Symbol.unresolved_names index
         assert looked_up["widgets.Widget.render"] == 1 and sum(looked_up.values()) == 1
-        assert any("WITH DISTINCT s.name AS n MATCH (c:Symbol) WHERE n IN c.unresolved_names" in c["query"]
-                   for c in cypher)
+        assert any("UNWIND $names AS n MATCH (c:Symbol) WHERE n IN c.unresolved_names" in c["query"] for c in cypher)
         ix.graph.query("DROP INDEX ON :Symbol(unresolved_names)")
         for _ in range(100):  # FalkorDB drops an index in the background
             if not any(r[0] == "Symbol" and "unresolved_names" in r[1] for r in ix.graph.ro_query(

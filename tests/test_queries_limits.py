@@ -85,9 +85,7 @@ def test_lens_counts_are_distinct_callers(ix):
     graph holds at most one CALLS edge per (caller, callee), several call sites in its lists."""
     dup = ix.graph.ro_query("MATCH (a)-[e:CALLS]->(b) WITH a, b, count(e) AS n WHERE n > 1 RETURN count(*)").rows
     assert dup == [[0]]
-    rec = Q.file_lens_data(ix.graph, "core.py").rows[0]
-    assert rec["dependents"] == 2 and rec["hops"] == 2  # direct.py, then upper.py
-    target = next(s for s in rec["symbols"] if s["qual"] == "core.target")
+    [target] = Q.symbol_lens_counts(ix.graph, "core.py", [("core.target", "target")], Q.unresolved_indexed(ix.graph)).rows
     assert target["callers"] == 5 and target["recursive"] is True
     summary = Q.symbol_summary(ix.graph, "core.py", "core.target").rows[0]
     assert summary["callers_total"] == 5 and summary["recursive"] is True

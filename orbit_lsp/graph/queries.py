@@ -738,46 +738,56 @@ class _Reads:
         return [r.rows for r in results]
 
 
-def file_lens_data(graph: Graph, path: str, max_hops: int = MAX_HOPS, imports: ImportGraph | None = None) -> Answer:
-    """Everything the code lenses of one file need, in a fixed handful of queries whatever the
-    number of symbols: the file's hash, how many files depend on it and over how many hops
-    (``impact`` without the paths), its symbols with their caller counts (the CALLS in-degree:
-    the graph has at most one CALLS edge per caller and callee), which of them call themselves,
-    and the unbound call sites using their names.
+def file_lens_sites(graph: Graph, path: str) -> Answer:
+    """Where the code lenses of one file go, in two queries whatever the number of symbols (the
+    counts are read per lens, when the client resolves it: ``symbol_lens_counts``, ``impact``):
+    the file's record and its symbols.
 
-    ``rows``: [{"path", "hash", "lang", "lines", "parse_error", "dependents": int, "hops": int
-    (largest minimal hop count, 0 without dependents), "symbols": [{"qual", "name", "kind",
-    "file", "line", "col", "callers" (distinct direct callers, the symbol itself excluded),
-    "recursive" (bool), "unresolved_elsewhere"}]}] (symbols sorted by line, modules included);
-    empty with ``found`` False when the file is not in the graph. ``imports``: see ``impact``."""
+    ``rows``: [{"path", "hash", "lang", "lines", "parse_error", "symbols": [{"qual", "name",
+    "kind", "line", "col"}]}] (symbols sorted by (line, qual), modules included; 1-based lines,
+    UTF-8 byte columns); empty with ``found`` False when the file is not in the graph."""
     p = {"p": path}
-    reads = _Reads(graph, [
-        ("MATCH (s:Symbol {file: $p}) RETURN s.qual, s.name, s.kind, s.line, s.col, indegree(s, 'CALLS')", p),
-        ("MATCH (s:Symbol {file: $p})-[:CALLS]->(s) RETURN s.qual", p)])
-    # meanwhile, here: which form the unbound-calls query takes, then the file and its dependents
-    first = Answer()
-    names = "MATCH (s:Symbol {file: $p}) WHERE s.kind <> 'module' WITH DISTINCT s.name AS n"
-    unbound = _Reads(graph, [(_unresolved_query(_unresolved_index(graph, first), names), p)])
+    # the symbols read in a background thread while the file record is read here
+    reads = _Reads(graph, [("MATCH (s:Symbol {file: $p}) RETURN s.qual, s.name, s.kind, s.line, s.col", p)])
     ans = file_record(graph, path)
+    [rows] = reads.rows(ans if ans.found else Answer())
     if not ans.found:
-        reads.rows(Answer()), unbound.rows(Answer())  # (empty: the file is not there)
         return ans
-    rec = ans.rows[0]
-    imp = _known_impact(graph, path, max_hops, False, imports)
-    ans.cypher += imp.cypher + first.cypher
-    ans.notes += imp.notes
-    rows, own = reads.rows(ans)
-    [unresolved] = unbound.rows(ans)
     rows.sort(key=lambda r: (r[3] or 0, r[0]))
-    own = {r[0] for r in own}
-    unresolved = {n: c for n, c in unresolved if c}
-    out = []
-    for qual, name, kind, line, col, indegree in rows:
-        recursive = qual in own
-        out.append({"qual": qual, "name": name, "kind": kind, "file": path, "line": line, "col": col,
-                    "callers": indegree - (1 if recursive else 0), "recursive": recursive,
-                    "unresolved_elsewhere": unresolved.get(name, 0) if kind != "module" else 0})
-    ans.rows = [{**rec, "dependents": imp.total, "hops": len(imp.by_depth), "symbols": out}]
+    symbols = [{"qual": q, "name": n, "kind": k, "line": line, "col": col} for q, n, k, line, col in rows]
+    ans.rows = [{**ans.rows[0], "symbols": symbols}]
+    return ans
+
+
+def unresolved_indexed(graph: Graph) -> bool:
+    """Whether ``Symbol.unresolved_names`` has its range index (graphs this version writes do;
+    see ``_unresolved_query``). One ``CALL db.indexes()``."""
+    return _unresolved_index(graph, Answer())
+
+
+def symbol_lens_counts(graph: Graph, path: str, targets: list[tuple[str, str]], indexed: bool) -> Answer:
+    """The counts of some code lenses of ``path``'s symbols, in two queries read side by side
+    whatever their number: each symbol's distinct direct callers (the CALLS in-degree, the
+    symbol itself excluded: the graph has at most one CALLS edge per caller and callee), whether
+    it calls itself, and how many symbols have unbound calls using its name. ``targets``:
+    (qualified name, short name as the lens saw it; checked against the graph) pairs;
+    ``indexed``: ``unresolved_indexed(graph)``.
+
+    ``rows``: [{"qual", "callers": int, "recursive": bool, "unresolved_elsewhere": int}], one
+    per target found in ``path``'s part of the graph (the others are left out)."""
+    ans = Answer()
+    names = sorted({n for _, n in targets})
+    syms, unbound = _Reads(graph, [
+        ("UNWIND $quals AS q MATCH (s:Symbol {qual: q}) WHERE s.file = $p OPTIONAL MATCH (s)-[r:CALLS]->(s) "
+         "RETURN s.qual, s.name, s.kind, indegree(s, 'CALLS'), count(r)", {"quals": sorted({q for q, _ in targets}), "p": path}),
+        (_unresolved_query(indexed, "UNWIND $names AS n"), {"names": names})]).rows(ans)
+    unresolved = dict(unbound)
+    other = sorted({name for _, name, kind, _, _ in syms if kind != "module" and name not in names})
+    if other:  # a lens whose data names the symbol otherwise (not one this server made)
+        unresolved.update(_unresolved_named(graph, other, ans))
+    ans.rows = [{"qual": qual, "callers": indegree - (1 if own else 0), "recursive": bool(own),
+                 "unresolved_elsewhere": unresolved.get(name, 0) if kind != "module" else 0}
+                for qual, name, kind, indegree, own in syms]
     return ans
 
 

@@ -1,7 +1,8 @@
 """What the graph says about a file as an editor holds it: the indexed file, or an unsaved buffer
 that differs from it (parsed and bound in memory against the indexed workspace, nothing written).
 
-- ``lens_work``: the code-lens data of a buffer (counts from the graph, lines from the buffer);
+- ``lens_work``: where the code lenses of a buffer go (symbols from the graph, lines from the
+  buffer), and ``lens_counts``: the counts one lens shows;
 - ``targets_at``: what sits at a position of a buffer (definition, call, import), and
   ``summaries_at``: the impact summaries of it (what a hover shows);
 - ``analyse_buffer``: a buffer's facts and, optionally, its bindings (recent ones cached per
@@ -95,32 +96,52 @@ def _graph_prefix(symbols: list[dict], rel: str) -> str:
     return mod + "."
 
 
-def lens_work(ix: WorkspaceIndexer, rel: str, data: bytes, max_hops: int) -> dict | None:
-    """Query-thread part of a lens request. None when the file is not in the graph; else
-    ``{"dependents": int, "hops": int, "symbols": [{"qual", "name", "kind", "line", "col",
-    "callers", "recursive", "unresolved_elsewhere"}], "source": "graph" | "buffer" |
-    "unparsed"}``; ``line``/``col`` are positions in ``data``."""
+def lens_work(ix: WorkspaceIndexer, rel: str, data: bytes) -> dict | None:
+    """Query-thread part of a lens request: where the lenses of a buffer go (their counts are
+    read when the client resolves each lens: ``lens_counts``). None when the file is not in the
+    graph; else ``{"symbols": [{"qual", "name", "kind", "line", "col"}], "source": "graph" |
+    "buffer" | "unparsed"}`` (functions, methods and classes the graph has); ``line``/``col``
+    are positions in ``data`` (1-based, UTF-8 bytes)."""
     h = content_hash(data)
     with index_lock(ix) as locked:
-        ans = ANSWERS.get(ix.graph, ix.generation, queries.file_lens_data, rel, max_hops, import_graph(ix))
+        ans = ANSWERS.get(ix.graph, ix.generation, queries.file_lens_sites, rel)
         if not ans.found:
             return None
         rec = ans.rows[0]
-        keys = ("qual", "name", "kind", "line", "col", "callers", "recursive", "unresolved_elsewhere")
         if locked and rec["hash"] == h:  # the answer's own dicts (shared: never changed)
-            syms = [s for s in rec["symbols"] if s["kind"] in LENS_KINDS]
-            return {"dependents": rec["dependents"], "hops": rec["hops"], "symbols": syms, "source": "graph"}
+            return {"symbols": [s for s in rec["symbols"] if s["kind"] in LENS_KINDS], "source": "graph"}
         facts, _ = analyse_buffer(ix, rel, data, h, edges=False)
     if facts is None:
-        return {"dependents": rec["dependents"], "hops": rec["hops"], "symbols": [], "source": "unparsed"}
+        return {"symbols": [], "source": "unparsed"}
     prefix = _graph_prefix(rec["symbols"], rel)
     known = {s["qual"]: s for s in rec["symbols"]}
     syms = []
     for ps in facts.symbols:
         g = known.get(prefix + ps.qual)
         if ps.kind in LENS_KINDS and g is not None and g["kind"] == ps.kind:
-            syms.append({**{k: g[k] for k in keys}, "line": ps.line, "col": ps.col})
-    return {"dependents": rec["dependents"], "hops": rec["hops"], "symbols": syms, "source": "buffer"}
+            syms.append({**g, "line": ps.line, "col": ps.col})
+    return {"symbols": syms, "source": "buffer"}
+
+
+def lens_counts(ix: WorkspaceIndexer, rel: str, targets: list[tuple[str | None, str]], max_hops: int) -> list[dict | None]:
+    """Query-thread part of resolving code lenses of one file, in one go: for each (qualified
+    name, short name) target, in order, a file lens's (qualified name None) ``{"dependents":
+    int, "hops": int}`` (files importing ``rel`` within ``max_hops``, over the in-memory IMPORTS
+    edges; ``hops`` the largest minimal hop count), or a symbol lens's ``{"callers": int,
+    "recursive": bool, "unresolved_elsewhere": int}`` (see ``queries.symbol_lens_counts``).
+    Read from the graph as it is now: None for a file or symbol no longer there. Raises what
+    graph reads raise."""
+    out: dict[str | None, dict | None] = {}
+    if any(q is None for q, _ in targets):
+        ans = ANSWERS.get(ix.graph, ix.generation, queries.impact, rel, max_hops, False, import_graph(ix))
+        out[None] = {"dependents": ans.total, "hops": len(ans.by_depth)} if ans.found else None
+    symbols = [(q, n) for q, n in targets if q is not None]
+    if symbols:
+        # not cached: hundreds of resolved lenses would push other answers out
+        indexed = ANSWERS.get(ix.graph, ix.generation, queries.unresolved_indexed)
+        for row in queries.symbol_lens_counts(ix.graph, rel, symbols, indexed).rows:
+            out[row["qual"]] = {k: v for k, v in row.items() if k != "qual"}
+    return [out.get(q) for q, _ in targets]
 
 
 def targets_at(ix: WorkspaceIndexer, rel: str, data: bytes, line1: int, col: int) -> queries.Answer | None:

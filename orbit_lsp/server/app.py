@@ -37,6 +37,7 @@ from orbit_lsp.index.indexer import WorkspaceIndexer
 from orbit_lsp.index.workspaces import WorkspaceSet
 from orbit_lsp.server.heap import IdleCollector
 from orbit_lsp.server.protocol import OrbitProtocol
+from orbit_lsp.server.transport import serve_stdio
 from orbit_lsp.server.lines import LineCache, split_lines
 
 log = logging.getLogger("orbit_lsp.server")
@@ -372,5 +373,5 @@ def run_stdio() -> int:
     logging.getLogger("orbit_lsp").addHandler(handler)
     logging.getLogger("orbit_lsp").setLevel(os.environ.get("ORBIT_LOG_LEVEL", "WARNING").upper())
     logging.getLogger("pygls").setLevel(logging.WARNING)  # pygls logs every message at INFO
-    create_server().start_io()
+    serve_stdio(create_server())
     return 0

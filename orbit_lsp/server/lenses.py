@@ -7,13 +7,15 @@ command they run.
   symbol itself excluded; "· recursive" when it calls itself), and, when call sites that could
   not be bound use the same name, a note that they may add more: a lower bound is said to be one.
 
-One lens request costs a fixed handful of graph queries (``queries.file_lens_data``), whatever
-the number of symbols. ``codeLens`` returns lenses without a command whose ``data`` is
-``{"uri", "target": {"type": "file", "path"} | {"type": "symbol", "qual", "name"}, "counts":
-{...}}`` (counts that are zero or false are left out); ``codeLens/resolve`` turns the counts
-into the title and the command ``orbit.showImpact`` with arguments ``[uri]`` (file lens) or
-``[uri, {"line", "character"}]`` (the start of the lens's range: the symbol's name). The command answers what ``orbit/impact`` answers for that
-target and shows a one-line summary with ``window/showMessage``.
+``codeLens`` answers where the lenses go, in two graph queries whatever the number of symbols
+(``index.buffers.lens_work``): lenses without a command whose ``data`` is ``{"uri", "target":
+{"type": "file"} | {"type": "symbol", "qual", "name"}}``. ``codeLens/resolve`` reads the counts
+of that one lens from the graph as it is then (``index.buffers.lens_counts``: the dependents
+walked over the in-memory IMPORTS edges, or one query for a symbol), so an editor pays only for
+the lenses it shows, and turns them into the title and the command ``orbit.showImpact`` with
+arguments ``[uri]`` (file lens) or ``[uri, {"line", "character"}]`` (the start of the lens's
+range: the symbol's name). The command answers what ``orbit/impact`` answers for that target
+and shows a one-line summary with ``window/showMessage``.
 
 Buffer consistency: graph line numbers are only put on text whose content hash equals the
 indexed one (``File.hash``). When the open document differs (unsaved edits, or a file rewritten
@@ -28,6 +30,7 @@ so that a lens never mixes two versions of a file that is being re-indexed.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,7 +38,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
-from orbit_lsp.index.buffers import lens_work, targets_at
+from orbit_lsp.index.buffers import lens_counts, lens_work, targets_at
 from orbit_lsp.index.indexer import WorkspaceIndexer
 from orbit_lsp.server.app import OrbitServer
 from orbit_lsp.server.lines import Lines
@@ -115,6 +118,8 @@ def symbol_title(name: str, counts: dict) -> str:
 class Feature:
     def __init__(self, server: OrbitServer):
         self.server = server
+        self._batches: dict[tuple, list] = {}  # (indexer id, file) -> [(qual, name, future)] to read
+        self._reading: set[asyncio.Task] = set()
 
     def register(self) -> None:
         ls = self.server
@@ -124,48 +129,88 @@ class Feature:
         ls.on_command(SHOW_IMPACT, self.show_impact)
 
     async def code_lens(self, params: types.CodeLensParams) -> list[dict]:
-        """The lenses as plain JSON (each a ``CodeLens``): a large file has hundreds, and
-        having cattrs unstructure each ``types.CodeLens`` costs more than the rest of the
-        request."""
+        """The lenses as plain JSON (each a ``CodeLens`` without a command): a large file has
+        hundreds, and having cattrs unstructure each ``types.CodeLens`` costs more than the
+        rest of the request."""
         ls = self.server
         uri = params.text_document.uri
         snap = Snapshot.take(ls, uri)
         if snap is None or snap.ix.last_index_time is None:
             return []  # not in a served folder, or the initial index has not finished
-        res = await ls.query(lens_work, snap.ix, snap.rel, snap.data, ls.settings.max_hops)
+        res = await ls.query(lens_work, snap.ix, snap.rel, snap.data)
         if res is None:
             return []  # not in the graph (skipped, excluded, not indexed yet)
         zero = {"line": 0, "character": 0}
-        lenses = [{"range": {"start": zero, "end": zero}, "data": {
-            "uri": uri, "target": {"type": "file", "path": snap.rel},
-            "counts": {"dependents": res["dependents"], "hops": res["hops"]}}}]
+        lenses = [{"range": {"start": zero, "end": zero}, "data": {"uri": uri, "target": {"type": "file"}}}]
         lines = snap.lines
         for s in res["symbols"]:
             line0, c = max(0, s["line"] - 1), lines.character(s["line"], s["col"])
-            counts = {"callers": s["callers"]}
-            if s["recursive"]:
-                counts["recursive"] = True
-            if s["unresolved_elsewhere"]:
-                counts["unresolved_elsewhere"] = s["unresolved_elsewhere"]
             lenses.append({"range": {"start": {"line": line0, "character": c},
                                      "end": {"line": line0, "character": c + lines.units(s["name"])}},
-                           "data": {"uri": uri, "target": {"type": "symbol", "qual": s["qual"], "name": s["name"]},
-                                    "counts": counts}})
+                           "data": {"uri": uri, "target": {"type": "symbol", "qual": s["qual"], "name": s["name"]}}})
         return lenses
 
-    def resolve(self, lens: types.CodeLens) -> types.CodeLens:
+    async def resolve(self, lens: types.CodeLens) -> dict:
+        """Fill in a lens's command: its title from the counts the graph has now (a lens whose
+        file or symbol has left the graph since says so) and ``orbit.showImpact``."""
+        ls = self.server
         data = lens.data if isinstance(lens.data, dict) else None
         target = data.get("target") if data else None
-        if not (data and isinstance(target, dict) and isinstance(data.get("uri"), str)):
+        uri = data.get("uri") if data else None
+        kind = target.get("type") if isinstance(target, dict) else None
+        qual, name = (target.get("qual"), target.get("name")) if kind == "symbol" else (None, "")
+        if not (isinstance(uri, str) and (kind == "file" or (isinstance(qual, str) and isinstance(name, str)))):
             raise JsonRpcInvalidParams("codeLens/resolve: this lens was not made by orbit-lsp (no data)")
-        counts = data.get("counts") or {}
-        if target.get("type") == "file":
-            lens.command = types.Command(title=file_title(counts), command=SHOW_IMPACT, arguments=[data["uri"]])
+        owner = ls.locate(uri)
+        counts = None
+        if owner is not None and owner[0].last_index_time is not None:
+            counts = await self._counts(owner[0], owner[1], qual, name)
+        if kind == "file":
+            title = file_title(counts) if counts is not None else "dependents unknown: the file is not in the graph now"
+            arguments: list = [uri]
         else:
-            at = lens.range.start
-            lens.command = types.Command(title=symbol_title(str(target.get("name", "")), counts), command=SHOW_IMPACT,
-                                         arguments=[data["uri"], {"line": at.line, "character": at.character}])
-        return lens
+            title = (symbol_title(name, counts) if counts is not None
+                     else f"callers unknown: {name} is not in the graph now")
+            arguments = [uri, {"line": lens.range.start.line, "character": lens.range.start.character}]
+        # plain JSON, as ``code_lens`` answers: an editor resolves every lens of a large file
+        r = lens.range
+        return {"range": {"start": {"line": r.start.line, "character": r.start.character},
+                          "end": {"line": r.end.line, "character": r.end.character}},
+                "command": {"title": title, "command": SHOW_IMPACT, "arguments": arguments}, "data": data}
+
+    async def _counts(self, ix: WorkspaceIndexer, rel: str, qual: str | None, name: str) -> dict | None:
+        """One lens's counts, read together with those of the other lenses of the same file
+        asked for meanwhile: an editor resolves the lenses on screen at once, and the lenses
+        read in one batch cost two queries instead of one each. The batch is read once every
+        request already received has been dispatched (``call_soon``), so the first lens does not
+        wait for lenses that have not arrived."""
+        loop = asyncio.get_running_loop()
+        key = (id(ix), rel)
+        batch = self._batches.get(key)
+        if batch is None:
+            batch = self._batches[key] = []
+            loop.call_soon(self._start_batch, key, ix, rel)
+        answer = loop.create_future()
+        batch.append((qual, name, answer))
+        return await answer
+
+    def _start_batch(self, key: tuple, ix: WorkspaceIndexer, rel: str) -> None:
+        task = asyncio.ensure_future(self._read_batch(key, ix, rel))
+        self._reading.add(task)  # (the loop keeps only a weak reference to a task)
+        task.add_done_callback(self._reading.discard)
+
+    async def _read_batch(self, key: tuple, ix: WorkspaceIndexer, rel: str) -> None:
+        batch = self._batches.pop(key)
+        try:
+            found = await self.server.query(lens_counts, ix, rel, [(q, n) for q, n, _ in batch], self.server.settings.max_hops)
+        except Exception as exc:  # noqa: BLE001 - every lens of the batch gets the error
+            for _, _, answer in batch:
+                if not answer.done():
+                    answer.set_exception(exc)
+            return
+        for (_, _, answer), counts in zip(batch, found):
+            if not answer.done():
+                answer.set_result(counts)
 
     # -- orbit.showImpact ----------------------------------------------------------------------
     async def show_impact(self, *args) -> dict:
