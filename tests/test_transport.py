@@ -1,0 +1,54 @@
+"""The server's stdio transport (``server/transport.py``): messages that arrive together in one
+write are each answered, in order, whether stdin is a pipe (read by the event loop) or a
+regular file (pygls's thread reader)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+
+def _frame(msg: dict) -> bytes:
+    body = json.dumps(msg).encode()
+    return b"Content-Length: %d\r\n\r\n%s" % (len(body), body)
+
+
+def _session() -> bytes:
+    """initialize, shutdown and exit, back to back (one write)."""
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"processId": None, "rootUri": None, "capabilities": {}}}
+    return (_frame(init) + _frame({"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
+            + _frame({"jsonrpc": "2.0", "method": "exit"}))
+
+
+def _responses(out: bytes) -> list[dict]:
+    msgs = []
+    while out:
+        head, _, rest = out.partition(b"\r\n\r\n")
+        n = int(next(h for h in head.split(b"\r\n") if h.startswith(b"Content-Length:")).split(b":")[1])
+        msgs.append(json.loads(rest[:n]))
+        out = rest[n:]
+    return [m for m in msgs if "id" in m and "method" not in m]
+
+
+def _run(stdin, tmp_path, data: bytes | None = None) -> list[dict]:
+    env = dict(os.environ, ORBIT_DATA_DIR=str(tmp_path / "data"))
+    proc = subprocess.run([sys.executable, "-m", "orbit_lsp"], stdin=stdin, input=data, capture_output=True,
+                          timeout=60, env=env)
+    return _responses(proc.stdout)
+
+
+def test_messages_in_one_write_through_a_pipe(tmp_path):
+    got = _run(None, tmp_path, _session())
+    assert [m["id"] for m in got] == [1, 2]
+    assert got[0]["result"]["serverInfo"]["name"] == "orbit-lsp" and got[1]["result"] is None
+
+
+def test_messages_from_a_regular_file(tmp_path):
+    script = tmp_path / "session.bin"
+    script.write_bytes(_session())
+    with script.open("rb") as f:
+        got = _run(f, tmp_path)
+    assert [m["id"] for m in got] == [1, 2]
