@@ -10,9 +10,10 @@ command they run.
 ``codeLens`` answers where the lenses go, in two graph queries whatever the number of symbols
 (``index.buffers.lens_work``): lenses without a command whose ``data`` is ``{"uri", "target":
 {"type": "file"} | {"type": "symbol", "qual", "name"}}``. ``codeLens/resolve`` reads the counts
-of that one lens from the graph as it is then (``index.buffers.lens_counts``: the dependents
-walked over the in-memory IMPORTS edges, or one query for a symbol), so an editor pays only for
-the lenses it shows, and turns them into the title and the command ``orbit.showImpact`` with
+of that lens from the graph as it is then (``index.buffers.lens_counts``: the dependents walked
+over the in-memory IMPORTS edges; symbols' counts in two queries for all the lenses of a file
+resolved together, as an editor resolves those on screen), so an editor pays only for the
+lenses it shows, and turns them into the title and the command ``orbit.showImpact`` with
 arguments ``[uri]`` (file lens) or ``[uri, {"line", "character"}]`` (the start of the lens's
 range: the symbol's name). The command answers what ``orbit/impact`` answers for that target
 and shows a one-line summary with ``window/showMessage``.
