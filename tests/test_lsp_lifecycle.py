@@ -532,18 +532,25 @@ async def test_falkordb_offline_then_back(offline):
     # an invalid environment variable is named and ignored, it does not stop the server
     [bad_env] = shown(client, "ORBIT_ROW_CAP")
     assert "invalid setting" in bad_env and "default" in bad_env
+    caps = client.capabilities
+    lensing = bool(caps and caps.text_document and caps.text_document.code_lens)
+    made = await asyncio.wait_for(client.text_document_code_lens_async(types.CodeLensParams(
+        text_document=types.TextDocumentIdentifier(uri=uri(c0)))), 10) if lensing else []
     fdb.kill()
     t = time.monotonic()
     for _ in range(3):
         with pytest.raises(Exception) as ei:
             await impact(client, c0, (0, 5))
         assert "FalkorDB offline" in str(ei.value), repr(ei.value)
-    caps = client.capabilities
-    if caps and caps.text_document and caps.text_document.code_lens:
+    if lensing:
         with pytest.raises(Exception) as ei:
             await asyncio.wait_for(client.text_document_code_lens_async(types.CodeLensParams(
                 text_document=types.TextDocumentIdentifier(uri=uri(c0)))), 10)
         assert "FalkorDB offline" in str(ei.value), repr(ei.value)
+        for lens in made:  # lenses made before: resolving them says so too, at once
+            with pytest.raises(Exception) as ei:
+                await asyncio.wait_for(client.code_lens_resolve_async(lens), 10)
+            assert "FalkorDB offline" in str(ei.value), repr(ei.value)
     assert time.monotonic() - t < 5, "requests waited on a dead server"
     st = await status(client)
     assert st["falkordb"]["online"] is False and "FalkorDB offline" in st["falkordb"]["error"]
