@@ -475,7 +475,7 @@ async def test_unresolved_counts_same_with_and_without_an_index(store, tmp_path)
     ix.index_all()
     try:
         def counts():
-            indexed, cypher, found = queries.unresolved_indexed(ix.graph), [], {}
+            indexed = queries.unresolved_indexed(ix.graph)
             syms = [(s["qual"], s["name"]) for s in queries.file_lens_sites(ix.graph, "widgets.py").rows[0]["symbols"]
                     if s["kind"] != "module"]
             ans = queries.symbol_lens_counts(ix.graph, "widgets.py", syms, indexed)

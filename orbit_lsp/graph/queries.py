@@ -689,10 +689,11 @@ def file_packages(graph: Graph, path: str, ans: Answer | None = None) -> Answer:
     return ans
 
 
-def _unresolved_index(graph: Graph, ans: Answer) -> bool:
-    """Whether ``Symbol.unresolved_names`` has a range index (graphs this version writes do)."""
+def unresolved_indexed(graph: Graph, ans: Answer | None = None) -> bool:
+    """Whether ``Symbol.unresolved_names`` has its range index (graphs this version writes do;
+    see ``_unresolved_query``). One ``CALL db.indexes()``, recorded in ``ans`` when given."""
     return any(r[0] == "Symbol" and "unresolved_names" in r[1]
-               for r in ans.run(graph, "CALL db.indexes() YIELD label, properties RETURN label, properties"))
+               for r in (ans or Answer()).run(graph, "CALL db.indexes() YIELD label, properties RETURN label, properties"))
 
 
 def _unresolved_query(indexed: bool, source: str) -> str:
@@ -711,7 +712,7 @@ def _unresolved_named(graph: Graph, names: list[str], ans: Answer) -> dict[str, 
     """For each name: how many symbols have a call that could not be bound using that name."""
     if not names:
         return {}
-    q = _unresolved_query(_unresolved_index(graph, ans), "UNWIND $names AS n")
+    q = _unresolved_query(unresolved_indexed(graph, ans), "UNWIND $names AS n")
     return {n: c for n, c in ans.run(graph, q, {"names": sorted(set(names))}) if c}
 
 
@@ -757,12 +758,6 @@ def file_lens_sites(graph: Graph, path: str) -> Answer:
     symbols = [{"qual": q, "name": n, "kind": k, "line": line, "col": col} for q, n, k, line, col in rows]
     ans.rows = [{**ans.rows[0], "symbols": symbols}]
     return ans
-
-
-def unresolved_indexed(graph: Graph) -> bool:
-    """Whether ``Symbol.unresolved_names`` has its range index (graphs this version writes do;
-    see ``_unresolved_query``). One ``CALL db.indexes()``."""
-    return _unresolved_index(graph, Answer())
 
 
 def symbol_lens_counts(graph: Graph, path: str, targets: list[tuple[str, str]], indexed: bool) -> Answer:
