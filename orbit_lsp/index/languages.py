@@ -80,5 +80,35 @@ class WorkspaceResolver:
     def resolve_file(self, rel: str) -> FileEdges:
         return (self.js if is_js(rel) else self.python).resolve_file(rel)
 
+    def seed_flows(self, edges) -> None:
+        """Tell a new Python resolver the flows of edges resolved before it (``(rel, FileEdges)``
+        pairs): what ``param_in`` holds when resolution starts from a kept graph."""
+        for rel, e in edges:
+            if e is not None and e.flows and not is_js(rel):
+                self.python.apply_flows(None, e.flows)
+
+    def resolve_many(self, rels, previous, everyone, removed=()) -> dict[str, FileEdges]:
+        """Resolve ``rels`` (any language) and, for Python, follow value flows to a fixpoint
+        (``Resolver.resolve_fixpoint``): returns the new edges of every file resolved.
+        ``previous(rel)``: a file's edges before (whose flows the resolver holds); ``everyone``:
+        every file with facts; ``removed``: files gone since ``previous`` (their flows leave)."""
+        out = {rel: self.js.resolve_file(rel) for rel in sorted(rels) if is_js(rel)}
+        py = {rel for rel in rels if not is_js(rel)}
+        gone = set()
+        for rel in removed:
+            e = previous(rel)
+            if e is not None and e.flows and not is_js(rel):
+                gone |= self.python.apply_flows(e.flows, None)
+        if gone:
+            ents = {(pyres.FLOW,) + k for k in gone}
+            self.python.invalidate(ents)
+            for rel in everyone:
+                e = previous(rel)
+                if not is_js(rel) and (e is None or not e.deps.isdisjoint(ents)):
+                    py.add(rel)
+        if py:
+            out.update(self.python.resolve_fixpoint(py, previous, [r for r in everyone if not is_js(r)]))
+        return out
+
     def __getattr__(self, name: str):
         return getattr(self.python, name)

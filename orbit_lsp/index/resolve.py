@@ -3,9 +3,18 @@
 Input: the ``PyFacts`` of every Python file of a workspace and the set of all indexed paths.
 Output, per file, a ``FileEdges``: ``IMPORTS`` targets, packages, ``CALLS`` and ``INHERITS`` edges,
 and the unresolved calls of each caller. A call is bound only when the value of the called
-expression can be followed through scopes, imports, re-exports, classes (MRO over workspace
-classes), instances, return values, ``functools.partial`` and dict literals; otherwise it is counted
-as unresolved on its caller and never matched by name.
+expression can be followed through scopes, imports, re-exports, classes (C3 method resolution
+order over workspace classes), instances, return values, ``functools.partial``, containers,
+parameters, decorators, properties and annotations; otherwise it is counted as unresolved on its
+caller (with its line) and never matched by name.
+
+**Value flow.** A parameter holds what the workspace's call sites pass to it (besides its
+default and its annotation): every bound call site records, per target function, a *flow*
+``(caller file, scope, argument refs, keyword refs, skip)`` (``FileEdges.flows``); the resolver
+keeps every file's flows in ``param_in`` and evaluates a parameter as the union of the
+arguments flowing into it. Binding calls and collecting flows feed each other, so resolution runs
+to a fixpoint (``resolve_fixpoint``): the files whose evaluation consulted a function's incoming
+flows (entity ``("~flow", file, qual)``) are resolved again when those flows change.
 
 Each evaluation records which parts of which files it consulted (``deps``: *entities*
 ``(file, unit)``, a unit being one top-level name and everything defined under it, see
@@ -18,10 +27,11 @@ from __future__ import annotations
 
 import builtins
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from orbit_lsp.index.python import PyFacts, compact_pickle
+from orbit_lsp.index.python import UNKNOWN, PyFacts, compact_pickle
 
 _JS_EXTS = (".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts")
 _BUILTINS = frozenset(dir(builtins)) | {"__name__", "__file__", "__doc__", "__spec__", "__path__",
@@ -75,6 +85,20 @@ def module_name(rel: str, root_package: str = "") -> str:
 
 STARS = "*"  # entity of a file's star imports
 HAS_FACTS = "<facts>"  # entity of whether a file has facts at all
+STORES = "#stores"  # entity of every container store in a file (``c[k] = v``, ``c.append(v)``)
+FLOW = "~flow"  # entities ``(FLOW, file, qual)``: the flows into a function's parameters
+MAX_FLOW_ROUNDS = 12  # a safety net for the value-flow fixpoint (real code converges in a few)
+# builtins and library functions that call a function they are given: name -> (positional index
+# or None, keyword) of that function, and the positional index of the iterable whose items it
+# receives (None: nothing known)
+_CALLERS_OF_ARGS = {
+    "map": (0, None, 1), "filter": (0, None, 1), "sorted": (None, "key", 0), "min": (None, "key", 0),
+    "max": (None, "key", 0), "functools.reduce": (0, None, None), "threading.Thread": (None, "target", None),
+    "threading.Timer": (1, "function", None), "atexit.register": (0, None, None),
+    "builtins.list.sort": (None, "key", None), "itertools.starmap": (0, None, None),
+    "functools.cmp_to_key": (0, None, None), "contextlib.contextmanager": (0, None, None),
+}
+_SEQ_BUILTINS = frozenset({"list", "tuple", "set", "frozenset", "sorted", "reversed", "iter"})
 
 
 def _unit(qual: str) -> str:
@@ -101,7 +125,8 @@ def interface_units(facts: PyFacts | None) -> dict[str, tuple[list, tuple]]:
     def norm(i: int):  # a scope index as (unit, offset in the unit); the module scope is 0
         return i if i <= 0 else (unit_of[i], i - where[unit_of[i]][0])
 
-    out: dict[str, list] = {HAS_FACTS: [True], STARS: [tuple(facts.stars)]}
+    out: dict[str, list] = {HAS_FACTS: [True], STARS: [tuple(facts.stars)],
+                            STORES: [tuple((norm(si), tuple(sc.stores)) for si, sc in enumerate(scopes) if sc.stores)]}
     top = scopes[0]
     for name, refs in top.names.items():
         out.setdefault(name, []).append(("bind", name in top.globals, tuple(refs)))
@@ -113,7 +138,7 @@ def interface_units(facts: PyFacts | None) -> dict[str, tuple[list, tuple]]:
         out.setdefault(unit_of[si], []).append(
             ("scope", norm(si), sc.qual, sc.kind, norm(sc.parent), sc.self_name, sc.self_kind, sc.class_qual,
              tuple(sorted((k, tuple(v)) for k, v in sc.names.items())), tuple(sorted(sc.globals)),
-             tuple(sc.returns)))
+             tuple(sc.returns), sc.params, tuple(sc.yields), sc.decos))
     for q, c in facts.classes.items():
         attrs = tuple(sorted((k, tuple((norm(msi), r) for msi, r in v)) for k, v in c.attrs.items()))
         out.setdefault(_unit(q), []).append(("class", q, tuple(c.bases), norm(c.outer), norm(c.body), attrs))
@@ -204,6 +229,10 @@ class FileEdges:
     unresolved: dict[str, list[str]] = field(default_factory=dict)  # caller qual -> called names
     unresolved_imports: list[str] = field(default_factory=list)  # "line:module"
     deps: frozenset[tuple] = frozenset()  # (file, unit) of other files consulted (``interface_units``)
+    unresolved_lines: dict[str, list[int]] = field(default_factory=dict)  # caller qual -> line of
+    #   each unbound call site, in the order of ``unresolved``
+    flows: dict[tuple, tuple] = field(default_factory=dict)  # (dst file, dst qual) -> flows into its
+    #   parameters from this file's call sites (see the module doc)
 
     def add_call(self, caller: str, dst_file: str, dst_qual: str, resolved: str, site) -> None:
         """Record one bound call site (``site``: ``line``, ``col``, ``end_col``) on the edge from
@@ -223,11 +252,16 @@ class FileEdges:
                              for k, e in self.calls.items())),
                 tuple(sorted(self.inherits)),
                 tuple(sorted((k, tuple(v)) for k, v in self.unresolved.items())),
-                tuple(self.unresolved_imports))
+                tuple(self.unresolved_imports),
+                tuple(sorted((k, tuple(v)) for k, v in self.unresolved_lines.items())))
 
 
 class _Cut(Exception):
     pass
+
+
+class _NoC3(Exception):
+    """The bases admit no C3 linearisation (or form a cycle)."""
 
 
 class Resolver:
@@ -258,6 +292,9 @@ class Resolver:
         self._active: set = set()
         self._cut = 0
         self._sub = 0  # deepest evaluation below the current one
+        self.param_in: dict[tuple, set] = {}  # (file, function qual) -> flows into its parameters
+        self._incoming: dict[tuple, tuple] = {}  # the same, in a stable order (built on use)
+        self._stores: dict[str, list] = {}  # file -> [(scope, store)] of its container stores
 
     # -- keeping the resolver across edits -------------------------------------------------------
     def set_facts(self, rel: str, facts: PyFacts | None) -> None:
@@ -269,6 +306,7 @@ class Resolver:
             self.facts[rel] = facts
         self._kinds.pop(rel, None)
         self._units.pop(rel, None)
+        self._stores.pop(rel, None)
 
     def invalidate(self, entities) -> int:
         """Forget every memoised value that consulted one of ``entities`` (see
@@ -296,6 +334,179 @@ class Resolver:
                 self._sets_with.setdefault(f, []).append(fs)
         ent[1].append(key)
         self.memo[key] = (val, ent[0], used)
+
+    # -- value flow between files: parameters hold what call sites pass ------------------------
+    def apply_flows(self, old: dict | None, new: dict | None) -> set[tuple]:
+        """Replace one file's flows (``FileEdges.flows``: ``old`` by ``new``) in ``param_in``.
+        Returns the functions ``(file, qual)`` whose incoming flows changed."""
+        old, new = old or {}, new or {}
+        changed = set()
+        for k in old.keys() | new.keys():
+            a, b = old.get(k, ()), new.get(k, ())
+            if a == b:
+                continue
+            cur = self.param_in.setdefault(k, set())
+            cur.difference_update(a)
+            cur.update(b)
+            if not cur:
+                del self.param_in[k]
+            self._incoming.pop(k, None)
+            changed.add(k)
+        return changed
+
+    def resolve_fixpoint(self, rels, previous: Callable[[str], FileEdges | None], everyone) -> dict[str, FileEdges]:
+        """Resolve ``rels``, then every file whose resolution consulted the incoming flows of a
+        function whose flows changed, until nothing changes (at most ``MAX_FLOW_ROUNDS``).
+
+        ``previous(rel)``: the edges ``param_in`` currently holds the flows of (None: none);
+        ``everyone``: every file with facts (candidates for re-resolution). Returns the new
+        edges of every file resolved, each once, its last resolution."""
+        out: dict[str, FileEdges] = {}
+        todo = sorted(rels)
+        for _ in range(MAX_FLOW_ROUNDS):
+            fresh = {rel: self.resolve_file(rel) for rel in todo}
+            changed: set[tuple] = set()
+            for rel, e in fresh.items():
+                before = out[rel] if rel in out else previous(rel)
+                changed |= self.apply_flows(before.flows if before is not None else None, e.flows)
+            out.update(fresh)
+            if not changed:
+                break
+            ents = {(FLOW,) + k for k in changed}
+            self.invalidate(ents)
+            todo = []
+            for rel in everyone:
+                e = out[rel] if rel in out else previous(rel)
+                if e is None or not e.deps.isdisjoint(ents):
+                    todo.append(rel)
+            todo.sort()
+        return out
+
+    def _incoming_flows(self, rel: str, qual: str) -> tuple:
+        key = (rel, qual)
+        self._deps.add((FLOW, rel, qual))
+        got = self._incoming.get(key)
+        if got is None:
+            got = self._incoming[key] = tuple(sorted(self.param_in.get(key, ()), key=repr))
+        return got
+
+    @staticmethod
+    def _arg_for(params: tuple, name: str, flow: tuple):
+        """The ref a call site (``flow``) passes for parameter ``name``: a ref, UNKNOWN (through
+        ``*args``/``**kwargs`` at the call), or None (not passed: its default applies)."""
+        _, _, args, kwargs, skip = flow
+        pos = [n for n, k in params if k == "pos"][skip:]
+        if name in pos:
+            i = pos.index(name)
+            for j, a in enumerate(args):
+                if a[0] == "*":
+                    return UNKNOWN if j <= i else None
+                if j == i:
+                    return a
+        spread = False
+        for k, r in kwargs:
+            if k == name:
+                return r
+            if k is None:
+                spread = True
+        return UNKNOWN if spread else None
+
+    def _param(self, rel: str, si: int, ref: tuple):
+        """A parameter: what the workspace's call sites pass, its default and its annotation."""
+        _, fqual, name, ann, default = ref
+        facts = self._facts(rel)
+        sc = facts.scopes[si]
+        vals = []
+        if ann != UNKNOWN:
+            vals.append(self.ev(rel, si, ann))
+        if default != UNKNOWN:
+            vals.append(self.ev(rel, sc.parent, default))
+        for flow in self._incoming_flows(rel, fqual):
+            r = self._arg_for(sc.params, name, flow)
+            if r is None:
+                continue
+            vals.append(self.ev(flow[0], flow[1], r) if r != UNKNOWN else None)
+        return self.combine(vals) if vals else None
+
+    # -- containers -------------------------------------------------------------------------
+    def _file_stores(self, rel: str) -> list:
+        got = self._stores.get(rel)
+        if got is None:
+            facts = self.facts.get(rel)
+            got = self._stores[rel] = [] if facts is None else [
+                (si, st) for si, sc in enumerate(facts.scopes) for st in sc.stores]
+        return got
+
+    def _stored(self, cont, key, many_ok: bool = True) -> list:
+        """Values stored into container value ``cont`` anywhere in its file (``c[k] = v``,
+        ``c.append(v)``…): for ``key`` (None: every key)."""
+        rel = cont[1]
+        self._deps.add((rel, STORES))
+        out = []
+        for si, (cref, k, vref, many) in self._file_stores(rel):
+            c = self.ev(rel, si, cref)
+            if c is None or not (c == cont or (c[0] == "union" and cont in c[1])):
+                continue
+            if key is not None and k is not None and k != key:
+                continue
+            v = self.ev(rel, si, vref)
+            out.append(self.items(v) if many else v)
+        return out
+
+    def items(self, v, key=None, index=None):
+        """What iterating (or subscripting, ``key``/``index``) value ``v`` gives. None: unknown."""
+        if v is None:
+            return None
+        t = v[0]
+        if t == "dict":
+            if key is None and index is None:
+                return None  # iterating a dict gives its keys
+            k = key if key is not None else index
+            if k != "?":
+                vals = [self.ev(v[1], v[2], r) for kk, r in v[3] if kk == k] + self._stored(v, k)
+                if vals:
+                    return self.combine(vals)
+            vals = [self.ev(v[1], v[2], r) for _, r in v[3]] + self._stored(v, None)
+            return self.combine(vals) if vals else None
+        if t == "dvals":
+            d = v[1]
+            vals = [self.ev(d[1], d[2], r) for _, r in d[3]] + self._stored(d, None)
+            return self.combine(vals) if vals else None
+        if t == "ditems":
+            return ("tup", (None, self.items(("dvals", v[1]))))
+        if t == "seq":
+            elts = v[3]
+            if index is not None and v[4] == "tuple" and isinstance(index, int) and not any(
+                    e[0] == "*" for e in elts) and -len(elts) <= index < len(elts):
+                return self.ev(v[1], v[2], elts[index])
+            vals = [self.items(self.ev(v[1], v[2], e[1])) if e[0] == "*" else self.ev(v[1], v[2], e)
+                    for e in elts]
+            vals += self._stored(v, None)
+            return self.combine(vals) if vals else None
+        if t == "tup":
+            if isinstance(index, int) and -len(v[1]) <= index < len(v[1]):
+                return v[1][index]
+            return self.combine(list(v[1]))
+        if t == "bag":
+            return self.combine(list(v[1])) if v[1] else None
+        if t == "gen":
+            facts = self._facts(v[1])
+            ys = facts.scopes[v[2]].yields if facts is not None else []
+            return self.combine([self.ev(v[1], v[2], y) for y in ys]) if ys else None
+        if t == "inst" and index is None and key is None:
+            it = self.call_result(self.class_attr(v[1], v[2], "__iter__", via_instance=True), v[1], -1, UNKNOWN)
+            if it is None or it == v:
+                nxt = self.class_attr(v[1], v[2], "__next__", via_instance=True)
+                return self.call_result(nxt, v[1], -1, UNKNOWN) if nxt is not None else None
+            return self.items(it)
+        if t == "inst":
+            get = self.class_attr(v[1], v[2], "__getitem__", via_instance=True)
+            return self.call_result(get, v[1], -1, UNKNOWN) if get is not None else None
+        if t in ("ext", "builtin"):
+            return ("ext", f"{v[1]}[]")  # an item of an external container is external
+        if t == "union":
+            return self.combine([self.items(m, key, index) for m in v[1]] + ([None] if v[2] else []))
+        return None
 
     # -- module lookup ----------------------------------------------------------------------
     def _canon(self, path: str) -> str:
@@ -461,15 +672,30 @@ class Resolver:
             return self.call_result(self.ev(rel, si, ref[1]), rel, si, ref[2])
         if t == "s":
             base = self.ev(rel, si, ref[1])
-            if base is not None and base[0] == "dict" and ref[2] is not None:
-                for k, r in base[3]:
-                    if k == ref[2]:
-                        return self.ev(base[1], base[2], r)
-            if base is not None and base[0] in ("ext", "builtin"):
-                return ("ext", f"{base[1]}[]")  # an item of an external container is external
-            return None
+            k = ref[2]
+            return self.items(base, key=k if isinstance(k, str) else None,
+                              index=k if isinstance(k, int) else ("?" if k is None else None))
         if t == "d":
-            return ("dict", rel, si, ref[1])
+            return ("dict", rel, si, ref[1], ref[2] if len(ref) > 2 else None)
+        if t == "l":
+            return ("seq", rel, si, ref[1], ref[2], ref[3])
+        if t == "p":
+            return self._param(rel, si, ref)
+        if t == "it":
+            return self.items(self.ev(rel, si, ref[1]))
+        if t == "ix":
+            return self.items(self.ev(rel, si, ref[1]), index=ref[2])
+        if t == "anv":
+            # ``x: Flask = LocalProxy(...)``: the declared type where the value is unknown or external
+            val = self.ev(rel, si, ref[1])
+            if val is not None and val[0] not in ("ext", "builtin"):
+                return val
+            ann = self.ev(rel, si, ref[2])
+            return ann if ann is not None else val
+        if t == "prop":
+            return ("propv", rel, ref[1])
+        if t == "dec":
+            return self._decorated(rel, si, ref)
         if t == "lit":
             return ("builtin", ref[1])
         if t == "u":
@@ -496,6 +722,47 @@ class Resolver:
                 return ("ext", f"{v[1]}()")  # an instance of an external type
             return None
         return None
+
+    def _decorated(self, rel: str, si: int, ref: tuple):
+        """A decorated definition: what its decorators return, applied innermost first. A
+        decorator that returns its argument, or a function made with ``functools.wraps``, keeps
+        the definition; one outside the workspace (or whose result is unknown) is taken to keep
+        it too (``lru_cache``, ``app.route``: calls reach the function as written)."""
+        v = self.ev(rel, si, ref[2])
+        for dref in reversed(ref[1]):
+            d = self.ev(rel, si, dref)
+            got = self._apply_decorator(d, v)
+            if got is not None:
+                v = got
+        return v
+
+    def _apply_decorator(self, d, v):
+        if d is None or d[0] != "sym" or d[3] not in ("function", "method"):
+            if d is not None and d[0] == "sym" and d[3] == "class":
+                return ("inst", d[1], d[2])  # a class used as a decorator: its instance
+            return None
+        facts = self._facts(d[1])
+        fsi = facts.scope_of.get(d[2]) if facts is not None else None
+        if fsi is None:
+            return None
+        self._deps.add((d[1], _unit(d[2])))
+        sc = facts.scopes[fsi]
+        first = next((n for n, k in sc.params if k == "pos"), None)
+        out = []
+        for r in sc.returns:
+            if r[0] == "p" and r[2] == first and r[1] == d[2]:
+                out.append(v)  # returns its argument
+                continue
+            w = self.ev(d[1], fsi, r)
+            if w is not None and w[0] == "sym" and w[3] in ("function", "method"):
+                wf = self._facts(w[1])
+                wsi = wf.scope_of.get(w[2]) if wf is not None else None
+                if wsi is not None and "wraps" in wf.scopes[wsi].decos:
+                    w = v  # functools.wraps: calls of the name are calls of the function as written
+            out.append(w)
+        if not out or all(x is None for x in out):
+            return None
+        return self.combine(out)
 
     def lookup_name(self, rel: str, si: int, name: str):
         facts = self._facts(rel)
@@ -582,7 +849,68 @@ class Resolver:
             return v
         return self.submodule(mod, name)
 
+    def _bases(self, r: str, q: str) -> list[tuple[str, str]] | None:
+        """The workspace classes among the bases of class ``q`` of file ``r``, in order (None:
+        not a class of that file)."""
+        facts = self._facts(r)
+        if facts is None:
+            return None
+        self._deps.add((r, _unit(q)))
+        cls = facts.classes.get(q)
+        if cls is None:
+            return None
+        bases = []
+        for b in cls.bases:
+            v = self.ev(r, cls.outer, b)
+            for m in (v[1] if v and v[0] == "union" else [v]):
+                if m and m[0] == "sym" and m[3] == "class" and (m[1], m[2]) not in bases:
+                    bases.append((m[1], m[2]))
+        return bases
+
     def mro(self, rel: str, qual: str) -> list[tuple[str, str]]:
+        """The method resolution order of a workspace class over workspace classes: C3
+        linearisation, as Python computes ``__mro__`` (``class D(B, C)`` with ``B(A)``, ``C(A)``:
+        D, B, C, A). A hierarchy C3 rejects (Python raises TypeError) falls back to a depth-first
+        order without repeats."""
+        memo: dict = {}
+        try:
+            out = self._c3(rel, qual, memo, set())
+        except _NoC3:
+            out = self._dfs_mro(rel, qual)
+        return out
+
+    def _c3(self, r: str, q: str, memo: dict, active: set) -> list[tuple[str, str]]:
+        key = (r, q)
+        if key in memo:
+            return memo[key]
+        if key in active:
+            raise _NoC3  # a cycle of bases
+        bases = self._bases(r, q)
+        if bases is None:
+            return []
+        active.add(key)
+        seqs = [list(self._c3(br, bq, memo, active)) for br, bq in bases]
+        active.discard(key)
+        seqs = [x for x in seqs if x] + [list(bases)]
+        out = [key]
+        while True:
+            seqs = [x for x in seqs if x]
+            if not seqs:
+                break
+            for x in seqs:
+                head = x[0]
+                if not any(head in y[1:] for y in seqs):
+                    break
+            else:
+                raise _NoC3
+            out.append(head)
+            for x in seqs:
+                if x[0] == head:
+                    del x[0]
+        memo[key] = out
+        return out
+
+    def _dfs_mro(self, rel: str, qual: str) -> list[tuple[str, str]]:
         out: list[tuple[str, str]] = []
         stack = [(rel, qual)]
         seen = set()
@@ -591,20 +919,10 @@ class Resolver:
             if (r, q) in seen:
                 continue
             seen.add((r, q))
-            facts = self._facts(r)
-            if facts is None:
-                continue
-            self._deps.add((r, _unit(q)))
-            if q not in facts.classes:
+            bases = self._bases(r, q)
+            if bases is None:
                 continue
             out.append((r, q))
-            cls = facts.classes[q]
-            bases = []
-            for b in cls.bases:
-                v = self.ev(r, cls.outer, b)
-                for m in (v[1] if v and v[0] == "union" else [v]):
-                    if m and m[0] == "sym" and m[3] == "class":
-                        bases.append((m[1], m[2]))
             stack = bases + stack
         return out
 
@@ -631,11 +949,40 @@ class Resolver:
             cls = facts.classes[q]
             body = facts.scopes[cls.body]
             if attr in body.names:  # the class's unit: recorded by mro()
-                return self.combine([self.ev(r, cls.body, x) for x in body.names[attr]])
+                v = self.combine([self.ev(r, cls.body, x) for x in body.names[attr]])
+                if via_instance:
+                    v = self._through_instance(v)
+                return v
             if via_instance and attr in cls.attrs:
                 return self.combine([self.ev(r, msi, x) for msi, x in cls.attrs[attr]])
         if attr in _OBJECT_ATTRS and self._mro_complete(mro):
             return ("ext", f"builtins.object.{attr}")
+        return None
+
+    def _through_instance(self, v):
+        """A class attribute read through an instance: a ``@property`` gives what its getter
+        returns."""
+        if v is None:
+            return None
+        if v[0] == "propv":
+            return self.call_result(("sym", v[1], v[2], "method"), v[1], -1, UNKNOWN)
+        if v[0] == "union" and any(m[0] == "propv" for m in v[1]):
+            return self.combine([self._through_instance(m) for m in v[1]] + ([None] if v[2] else []))
+        return v
+
+    def property_getter(self, base, attr: str):
+        """``(file, qual)`` of the ``@property`` getter that reading ``attr`` on value ``base``
+        runs, or None."""
+        if base is None or base[0] not in ("inst", "super"):
+            return None
+        for r, q in self.mro(base[1], base[2])[1 if base[0] == "super" else 0:]:
+            body = self.facts[r].scopes[self.facts[r].classes[q].body]
+            refs = body.names.get(attr)
+            if refs is not None:
+                for x in refs:
+                    if x[0] == "prop":
+                        return (r, x[1])
+                return None
         return None
 
     def attr_of(self, base, attr: str):
@@ -657,7 +1004,13 @@ class Resolver:
         if t == "builtin":
             return ("ext", f"builtins.{base[1]}.{attr}")
         if t == "dict":
+            if attr in ("values", "items", "get", "pop", "setdefault", "copy"):
+                return ("dmeth", base, attr)
             return ("ext", f"builtins.dict.{attr}")
+        if t == "seq":
+            if attr in ("pop", "copy"):
+                return ("dmeth", base, attr)
+            return ("ext", f"builtins.{base[4]}.{attr}")
         if t == "union":
             return self.combine([self.attr_of(m, attr) for m in base[1]] + ([None] if base[2] else []))
         return None
@@ -689,11 +1042,31 @@ class Resolver:
                 fsi = facts.scope_of.get(f[2])
                 if fsi is None:
                     return None
-                rets = facts.scopes[fsi].returns
+                sc = facts.scopes[fsi]
+                if sc.yields:
+                    return ("gen", f[1], fsi)
+                rets = sc.returns
                 if not rets:
                     return None
                 return self.combine([self.ev(f[1], fsi, r) for r in rets])
             return None
+        if t == "dmeth":
+            c, m = f[1], f[2]
+            if m == "copy":
+                return c
+            if c[0] == "seq":
+                return self.items(c)
+            if m == "values":
+                return ("bag", (self.items(("dvals", c)),))
+            if m == "items":
+                return ("bag", (("tup", (None, self.items(("dvals", c)))),))
+            return self.items(("dvals", c))  # get, pop, setdefault
+        if t == "builtin" and f[1] in _SEQ_BUILTINS and arg0 != UNKNOWN:
+            return ("bag", (self.items(self.ev(rel, si, arg0)),))
+        if t == "builtin" and f[1] == "enumerate" and arg0 != UNKNOWN:
+            return ("bag", (("tup", (("builtin", "int"), self.items(self.ev(rel, si, arg0)))),))
+        if t == "ext" and f[1] == "typing.cast" and arg0 != UNKNOWN:
+            return self.ev(rel, si, ("ann", arg0))
         if t == "builtin" and f[1] == "super":
             sc = self._enclosing_method(rel, si)
             if sc is None:
@@ -727,6 +1100,8 @@ class Resolver:
             return [], True
         if t == "partial":
             return self.call_targets(v[1], "partial")
+        if t == "propv":
+            return [(v[1], v[2], how)], False
         if t == "inst":
             call = self.class_attr(v[1], v[2], "__call__", via_instance=True)
             if call is not None and call[0] == "sym":
@@ -743,9 +1118,24 @@ class Resolver:
             return [], False
         return [], True
 
+    _BINDING_HOW = {"p": "param", "it": "container", "ix": "container", "s": "container", "c": "return",
+                    "dec": "decorated"}
+
     def _how(self, rel: str, si: int, ref: tuple, target_file: str) -> str:
         t = ref[0]
         if t == "n":
+            facts = self.facts[rel]
+            idx = si
+            while idx >= 0:  # how the name was bound where it is found
+                sc = facts.scopes[idx]
+                refs = sc.names.get(ref[1])
+                if refs:
+                    for r in refs:
+                        how = self._BINDING_HOW.get(r[0])
+                        if how is not None:
+                            return how
+                    break
+                idx = sc.parent
             return "local" if target_file == rel else "import"
         if t == "a":
             base = ref[1]
@@ -763,14 +1153,16 @@ class Resolver:
         if t == "c":
             return "return"
         if t == "s":
-            return "dict"
+            return "container"
         return "other"
 
     def resolve_file(self, rel: str) -> FileEdges:
-        """Bind the imports, calls and bases of one file."""
+        """Bind the imports, calls and bases of one file, and collect the flows of its call
+        sites into workspace functions (``FileEdges.flows``)."""
         facts = self.facts[rel]
         self._deps = set()
         out = FileEdges()
+        flows: dict[tuple, set] = {}
         for imp in facts.imports:
             self._import_edges(rel, imp, out)
         for own, sc in enumerate(facts.scopes):
@@ -779,14 +1171,26 @@ class Resolver:
                 si = site.scope if site.scope >= 0 else own
                 v = self.ev(rel, si, site.ref)
                 targets, unknown = self.call_targets(v, "")
+                if site.implicit:
+                    # with/for/raise: bound when the receiver is a workspace value, never counted
+                    for dst_file, dst_qual, resolved in targets:
+                        out.add_call(caller, dst_file, dst_qual, "implicit", site)
+                    continue
                 if site.decorator and unknown and not targets:
                     continue  # a decorator we cannot follow is not a call we failed to bind
                 for dst_file, dst_qual, resolved in targets:
                     if not resolved:
                         resolved = self._how(rel, si, site.ref, dst_file)
                     out.add_call(caller, dst_file, dst_qual, "decorator" if site.decorator else resolved, site)
+                    if site.args or site.kwargs:
+                        self._flow(rel, si, site, v, dst_file, dst_qual, resolved, flows)
                 if unknown and site.name and not site.decorator:
                     out.unresolved.setdefault(caller, []).append(site.name)
+                    out.unresolved_lines.setdefault(caller, []).append(site.line)
+                if site.ref[0] == "a":
+                    self._property_reads(rel, si, site.ref[1], caller, site, out)
+                if v is not None and v[0] in ("builtin", "ext") and (site.args or site.kwargs):
+                    self._called_by_library(rel, si, site, v, caller, out, flows)
         for cls in facts.classes.values():
             for b in cls.bases:
                 v = self.ev(rel, cls.outer, b)
@@ -796,8 +1200,71 @@ class Resolver:
                         if edge not in out.inherits:
                             out.inherits.append(edge)
         out.deps = frozenset(e for e in self._deps if e[0] != rel)
+        out.flows = {k: tuple(sorted(v, key=repr)) for k, v in flows.items()}
         self._deps = set()
         return out
+
+    def _flow(self, rel: str, si: int, site, v, dst_file: str, dst_qual: str, resolved: str,
+              flows: dict) -> None:
+        """Record the flow of one bound call site's arguments into its target's parameters."""
+        if resolved == "class" or resolved == "partial":
+            return  # the class itself takes no parameters (``init`` does); partial shifts them
+        facts = self._facts(dst_file)
+        fsi = facts.scope_of.get(dst_qual) if facts is not None else None
+        if fsi is None:
+            return
+        target = facts.scopes[fsi]
+        if not target.params:
+            return
+        skip = 0
+        if resolved == "init":
+            skip = 1
+        elif target.self_name is not None:
+            # a method: bound (``obj.m(x)``, ``self.m(x)``, a classmethod) skips its first parameter
+            if target.self_kind == "class":
+                skip = 1
+            elif site.ref[0] == "a":
+                base = self.ev(rel, si, site.ref[1])
+                members = base[1] if base is not None and base[0] == "union" else [base]
+                skip = 1 if any(m is not None and m[0] in ("inst", "super") for m in members) else 0
+            elif v is not None and v[0] not in ("sym",):
+                skip = 1
+        flows.setdefault((dst_file, dst_qual), set()).add((rel, si, site.args, site.kwargs, skip))
+
+    def _property_reads(self, rel: str, si: int, ref: tuple, caller: str, site, out: FileEdges) -> None:
+        """Edges to the ``@property`` getters read on the way to a callee (``self.console.print()``
+        runs the ``console`` getter)."""
+        while ref[0] == "a":
+            getter = self.property_getter(self.ev(rel, si, ref[1]), ref[2])
+            if getter is not None:
+                out.add_call(caller, getter[0], getter[1], "property", site)
+            ref = ref[1]
+
+    def _called_by_library(self, rel: str, si: int, site, v, caller: str, out: FileEdges, flows: dict) -> None:
+        """A function handed to a builtin or library function that calls it (``map(f, xs)``,
+        ``sorted(xs, key=f)``, ``Thread(target=f)``): an ``implicit`` edge to it, and the items it
+        is called with flow into its first parameter."""
+        name = v[1] if v[0] == "ext" else v[1]
+        spec = _CALLERS_OF_ARGS.get(name)
+        if spec is None:
+            return
+        pos, kw, items_at = spec
+        fref = None
+        if pos is not None and pos < len(site.args) and site.args[pos][0] != "*":
+            fref = site.args[pos]
+        if fref is None and kw is not None:
+            fref = next((r for k, r in site.kwargs if k == kw), None)
+        if fref is None or fref == UNKNOWN:
+            return
+        targets, _ = self.call_targets(self.ev(rel, si, fref), "implicit")
+        for dst_file, dst_qual, _how in targets:
+            out.add_call(caller, dst_file, dst_qual, "implicit", site)
+            if items_at is not None and items_at < len(site.args) and site.args[items_at][0] != "*":
+                facts = self._facts(dst_file)
+                fsi = facts.scope_of.get(dst_qual) if facts is not None else None
+                if fsi is not None and facts.scopes[fsi].params:
+                    flows.setdefault((dst_file, dst_qual), set()).add(
+                        (rel, si, (("it", site.args[items_at]),), (), 0))
 
     def _import_edges(self, rel: str, imp, out: FileEdges) -> None:
         spec, names, line = imp.spec, imp.names, imp.line
