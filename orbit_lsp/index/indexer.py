@@ -401,8 +401,10 @@ class WorkspaceIndexer:
             jobs.append(node_job)
             t_res = time.perf_counter()
             resolver = self._resolver(decoded)
+            have = [r for r in rels if r in decoded]
+            resolved = resolver.resolve_many(have, lambda r: None, have)
             for rel, st in self.state.items():
-                st.edges = resolver.resolve_file(rel) if rel in decoded else None
+                st.edges = resolved.get(rel)
             rep.timings["resolve"] = time.perf_counter() - t_res
             # the first edit builds a resolver over LazyFacts: keeping this one would keep every
             # file's facts decoded and the whole workspace's memo (hundreds of MB on the stdlib)
@@ -562,6 +564,8 @@ class WorkspaceIndexer:
             resolver.invalidate(iface_changed | moved)
         else:
             resolver = self._resolver()
+            # the flows between files of the graph as it stands (see resolve.resolve_fixpoint)
+            resolver.seed_flows((r, st.edges) for r, st in old_state.items())
         self._live = (table, resolver)
         if set(old_state) != set(self.state):
             candidates = set(self.state)
@@ -573,13 +577,18 @@ class WorkspaceIndexer:
                         candidates.add(rel)
         rebind: set[str] = set()
         redeps: set[str] = set()  # same edges, other files consulted: only the cache changes
+        with_facts = [r for r, st in self.state.items() if st.facts_blob is not None]
+        resolved = resolver.resolve_many(
+            [r for r in candidates if self.state[r].facts_blob is not None],
+            lambda r: old_state[r].edges if r in old_state else None, with_facts, removed)
+        candidates |= set(resolved)  # reached through value flows
         for rel in sorted(candidates):
             st = self.state[rel]
-            new_edges = resolver.resolve_file(rel) if st.facts_blob is not None else None
+            new_edges = resolved.get(rel) if st.facts_blob is not None else None
             old_edges = old_state[rel].edges if rel in old_state else None
             if rel in changed or old_edges is None or new_edges is None or old_edges.key() != new_edges.key():
                 rebind.add(rel)
-            elif new_edges.deps != old_edges.deps:
+            elif new_edges.deps != old_edges.deps or new_edges.flows != old_edges.flows:
                 redeps.add(rel)
             else:
                 continue

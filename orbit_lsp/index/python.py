@@ -604,7 +604,13 @@ class _Extractor:
             if a.arg == skip:
                 continue
             d = defaults.get(a.arg)
-            sc.bind(a.arg, ("p", fqual, a.arg, self.ann_ref(a.annotation), self.ref(d) if d is not None else UNKNOWN))
+            if d is None:
+                dref = UNKNOWN
+            elif isinstance(d, ast.Constant) and d.value is None:
+                dref = ("lit", "NoneType")  # ``cb=None``: not a callable, not an unknown
+            else:
+                dref = self.ref(d)
+            sc.bind(a.arg, ("p", fqual, a.arg, self.ann_ref(a.annotation), dref))
         for a in (args.vararg, args.kwarg):
             if a is not None and a.arg != skip:
                 sc.bind(a.arg, UNKNOWN)
@@ -742,9 +748,9 @@ class _Extractor:
         self.cur = prev
 
     def _arg_ref(self, node: ast.AST) -> tuple:
-        """Ref of an argument, with constants (never callable, never containers) as UNKNOWN."""
+        """Ref of an argument; a constant's is one shared tuple per type (facts stay small)."""
         if isinstance(node, ast.Constant):
-            return UNKNOWN
+            return _CONSTANT_REFS.get(type(node.value), UNKNOWN)
         return self.ref(node)
 
     def visit_Call(self, node: ast.Call) -> None:
@@ -788,6 +794,8 @@ def _no_visit(self, node) -> None:
 
 
 _EMPTY_CONTAINERS = frozenset({"dict", "list", "set"})
+_CONSTANT_REFS = {t: ("lit", t.__name__) for t in (str, int, float, bytes, complex, bool)}
+_CONSTANT_REFS[type(None)] = ("lit", "NoneType")
 _STORE_METHODS = frozenset({"append", "add", "appendleft", "insert", "extend", "update", "setdefault"})
 # decorators that leave the function callable as written (the binder ignores them)
 _TRANSPARENT_DECORATORS = frozenset({"staticmethod", "classmethod", "abstractmethod", "override", "overload",

@@ -1121,7 +1121,7 @@ class Resolver:
     _BINDING_HOW = {"p": "param", "it": "container", "ix": "container", "s": "container", "c": "return",
                     "dec": "decorated"}
 
-    def _how(self, rel: str, si: int, ref: tuple, target_file: str) -> str:
+    def _how(self, rel: str, si: int, ref: tuple, target_file: str, dst_qual: str = "") -> str:
         t = ref[0]
         if t == "n":
             facts = self.facts[rel]
@@ -1145,11 +1145,16 @@ class Resolver:
                 while idx >= 0:
                     sc = facts.scopes[idx]
                     if sc.self_name == base[1] and base[1] not in sc.names:
+                        if dst_qual.rpartition(".")[2] != ref[2]:
+                            return "attribute"  # a value stored on the instance or class
                         return "self" if sc.self_kind == "instance" else "class"
                     idx = sc.parent
             if base[0] == "c" and base[1] == ("n", "super"):
                 return "super"
-            return receiver_kind(self.ev(rel, si, base))
+            kind = receiver_kind(self.ev(rel, si, base))
+            if kind in ("instance", "attribute") and dst_qual.rpartition(".")[2] != ref[2]:
+                return "attribute"  # a value stored in an attribute (``self.notifier = notify``)
+            return kind
         if t == "c":
             return "return"
         if t == "s":
@@ -1180,7 +1185,7 @@ class Resolver:
                     continue  # a decorator we cannot follow is not a call we failed to bind
                 for dst_file, dst_qual, resolved in targets:
                     if not resolved:
-                        resolved = self._how(rel, si, site.ref, dst_file)
+                        resolved = self._how(rel, si, site.ref, dst_file, dst_qual)
                     out.add_call(caller, dst_file, dst_qual, "decorator" if site.decorator else resolved, site)
                     if site.args or site.kwargs:
                         self._flow(rel, si, site, v, dst_file, dst_qual, resolved, flows)
