@@ -77,6 +77,14 @@ class IndexReport:
     timings: dict[str, float] = field(default_factory=dict)
 
 
+def unresolved_sites(names: list[str], lines: list[int] | None) -> list[str] | None:
+    """``Symbol.unresolved_sites``: ``"name@line"`` of each unbound call site of a caller, ordered
+    by line (None when the lines are not known: edges resolved by an older version)."""
+    if not lines or len(lines) != len(names):
+        return None
+    return [f"{n}@{ln}" for ln, n in sorted(zip(lines, names))]
+
+
 class WorkspaceIndexer:
     """Indexes one workspace root into its graph ``orbit_code_<id>``.
 
@@ -390,7 +398,8 @@ class WorkspaceIndexer:
                     continue
                 for sy in facts.symbols:
                     sym_keys.append((r, sy.qual))
-                    sym_rows.append([r, full_qual(r, sy.qual, rp), sy.name, sy.kind, sy.line, sy.end_line, sy.col, 0, []])
+                    sym_rows.append([r, full_qual(r, sy.qual, rp), sy.name, sy.kind, sy.line, sy.end_line, sy.col, 0, [],
+                                     None])
 
             def nodes() -> tuple[dict[str, int], dict[tuple[str, str], int]]:
                 file_ids = {r: i for r, i in zip(rels, w.create_files(file_rows)) if i is not None}
@@ -448,7 +457,8 @@ class WorkspaceIndexer:
             for qual, names in e.unresolved.items():
                 sid = sym_ids.get((rel, qual))
                 if sid is not None and names:
-                    sym_unres.append([sid, len(names), sorted(set(names))])
+                    sym_unres.append([sid, len(names), sorted(set(names)),
+                                      unresolved_sites(names, e.unresolved_lines.get(qual))])
             if fid is not None:
                 for dst, line in sorted(e.imports.items()):
                     did = file_ids.get(dst)
@@ -470,7 +480,7 @@ class WorkspaceIndexer:
                     inherits.append([a, b])
         submit(w.create_calls_by_id, calls)
         submit(w.update_files_by_id, file_unres, ("unresolved_imports",))
-        submit(w.update_symbols_by_id, sym_unres, ("unresolved_calls", "unresolved_names"))
+        submit(w.update_symbols_by_id, sym_unres, ("unresolved_calls", "unresolved_names", "unresolved_sites"))
         submit(w.create_imports_by_id, imports)
         submit(w.create_package_uses, pkgs, file_ids)
         submit(w.create_inherits_by_id, inherits)
@@ -489,12 +499,13 @@ class WorkspaceIndexer:
         if st.facts is None:
             return []
         unresolved = st.edges.unresolved if st.edges is not None else {}
+        lines = st.edges.unresolved_lines if st.edges is not None else {}
         rp = self.root_package
         rows = []
         for s in st.facts.symbols:
             names = unresolved.get(s.qual, [])
             rows.append([rel, full_qual(rel, s.qual, rp), s.name, s.kind, s.line, s.end_line, s.col,
-                         len(names), sorted(set(names))])
+                         len(names), sorted(set(names)), unresolved_sites(names, lines.get(s.qual)) if names else None])
         return rows
 
     def _write_edges(self, w: GraphWriter, rels: list[str]) -> None:

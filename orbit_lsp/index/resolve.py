@@ -1121,21 +1121,29 @@ class Resolver:
     _BINDING_HOW = {"p": "param", "it": "container", "ix": "container", "s": "container", "c": "return",
                     "dec": "decorated"}
 
+    def _bound_how(self, rel: str, si: int, name: str) -> str | None:
+        """``param``, ``container``, ``return`` or ``decorated`` when ``name`` is bound, where it
+        is found, through a value flow of that kind; else None."""
+        facts = self.facts[rel]
+        idx = si
+        while idx >= 0:
+            sc = facts.scopes[idx]
+            refs = sc.names.get(name)
+            if refs:
+                for r in refs:
+                    how = self._BINDING_HOW.get(r[0])
+                    if how is not None:
+                        return how
+                return None
+            idx = sc.parent
+        return None
+
     def _how(self, rel: str, si: int, ref: tuple, target_file: str, dst_qual: str = "") -> str:
         t = ref[0]
         if t == "n":
-            facts = self.facts[rel]
-            idx = si
-            while idx >= 0:  # how the name was bound where it is found
-                sc = facts.scopes[idx]
-                refs = sc.names.get(ref[1])
-                if refs:
-                    for r in refs:
-                        how = self._BINDING_HOW.get(r[0])
-                        if how is not None:
-                            return how
-                    break
-                idx = sc.parent
+            how = self._bound_how(rel, si, ref[1])
+            if how is not None:
+                return how
             return "local" if target_file == rel else "import"
         if t == "a":
             base = ref[1]
@@ -1154,6 +1162,10 @@ class Resolver:
             kind = receiver_kind(self.ev(rel, si, base))
             if kind in ("instance", "attribute") and dst_qual.rpartition(".")[2] != ref[2]:
                 return "attribute"  # a value stored in an attribute (``self.notifier = notify``)
+            if kind == "instance" and base[0] == "n":
+                how = self._bound_how(rel, si, base[1])
+                if how in ("param", "container"):
+                    return how  # the receiver came through a parameter or a container
             return kind
         if t == "c":
             return "return"
