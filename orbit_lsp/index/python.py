@@ -459,8 +459,10 @@ class _Extractor:
         self.visit(node.iter)
         it = self.ref(node.iter)
         if it[0] in ("n", "a", "c", "s"):
-            dunder = "__aiter__" if isinstance(node, ast.AsyncFor) else "__iter__"
+            # iter(x) then next() on what it returns, until it stops
+            dunder, step = ("__aiter__", "__anext__") if isinstance(node, ast.AsyncFor) else ("__iter__", "__next__")
             self._implicit(node.iter, ("a", it, dunder), dunder, "iter")
+            self._implicit(node.iter, ("a", ("c", ("a", it, dunder), UNKNOWN), step), step, "iter")
         self.bind_target(node.target, ("it", it))
         for stmt in node.body + node.orelse:
             self.visit(stmt)

@@ -1114,8 +1114,8 @@ class Resolver:
                 out.extend(x for x in o if x not in out)
                 unknown = unknown or u
             return out, unknown
-        if t in ("ext", "builtin", "mod"):
-            return [], False
+        if t in ("ext", "builtin", "mod", "dmeth"):
+            return [], False  # outside the workspace (a builtin container's method included)
         return [], True
 
     _BINDING_HOW = {"p": "param", "it": "container", "ix": "container", "s": "container", "c": "return",
@@ -1162,7 +1162,7 @@ class Resolver:
             kind = receiver_kind(self.ev(rel, si, base))
             if kind in ("instance", "attribute") and dst_qual.rpartition(".")[2] != ref[2]:
                 return "attribute"  # a value stored in an attribute (``self.notifier = notify``)
-            if kind == "instance" and base[0] == "n":
+            if kind in ("instance", "attribute") and base[0] == "n":
                 how = self._bound_how(rel, si, base[1])
                 if how in ("param", "container"):
                     return how  # the receiver came through a parameter or a container
