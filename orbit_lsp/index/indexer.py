@@ -68,6 +68,9 @@ class IndexReport:
     packages: int = 0
     inherits: int = 0
     unresolved_calls: int = 0
+    call_sites: int = 0  # bound call sites (the lines of every CALLS edge)
+    flow_rounds: int = 0  # resolution rounds until value flows settled (full build)
+    flow_files: int = 0  # files resolved again in those rounds after the first
     written_files: int = 0
     removed_files: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)
@@ -351,7 +354,7 @@ class WorkspaceIndexer:
             return rep
 
     def _count(self, rep: IndexReport) -> None:
-        rep.symbols = rep.imports = rep.calls = rep.inherits = rep.unresolved_calls = 0
+        rep.symbols = rep.imports = rep.calls = rep.inherits = rep.unresolved_calls = rep.call_sites = 0
         pk = set()
         for st in self.state.values():
             rep.symbols += st.symbols
@@ -360,6 +363,7 @@ class WorkspaceIndexer:
                 rep.calls += len(st.edges.calls)
                 rep.inherits += len(st.edges.inherits)
                 rep.unresolved_calls += sum(len(v) for v in st.edges.unresolved.values())
+                rep.call_sites += sum(len(c.lines) for c in st.edges.calls.values())
                 pk.update(st.edges.packages)
         rep.packages = len(pk)
 
@@ -414,7 +418,10 @@ class WorkspaceIndexer:
             resolved = resolver.resolve_many(have, lambda r: None, have)
             for rel, st in self.state.items():
                 st.edges = resolved.get(rel)
-            rep.timings["resolve"] = time.perf_counter() - t_res
+            flow = resolver.python.flow_stats
+            rep.timings["flow"] = flow["more_s"]  # value-flow rounds after the first resolution
+            rep.flow_rounds, rep.flow_files = flow["rounds"], flow["again"]
+            rep.timings["resolve"] = time.perf_counter() - t_res - flow["more_s"]
             # the first edit builds a resolver over LazyFacts: keeping this one would keep every
             # file's facts decoded and the whole workspace's memo (hundreds of MB on the stdlib)
             del resolver
@@ -435,7 +442,8 @@ class WorkspaceIndexer:
         self.imports_generation = next(_GENERATIONS)
         self._touched_all = True
         self._written_root_package = rp
-        rep.timings["write"] = time.perf_counter() - t - rep.timings["resolve"] - rep.timings["cache"]
+        rep.timings["write"] = (time.perf_counter() - t - rep.timings["resolve"] - rep.timings["flow"]
+                                - rep.timings["cache"])
 
     def _write_edges_by_id(self, w: GraphWriter, rels: list[str], file_ids: dict[str, int],
                            sym_ids: dict[tuple[str, str], int], submit: Callable) -> None:
