@@ -81,7 +81,7 @@ def analyse_buffer(ix: WorkspaceIndexer, rel: str, data: bytes, h: str, edges: b
         state = dict(ix.state)
         table = LazyFacts(lambda: state, {rel: facts})
         resolver = WorkspaceResolver(table, set(state) | {rel}, dict(ix.aliases), ix.root_package, ix.root)
-        resolver.seed_flows((r, st.edges) for r, st in state.items())  # what parameters receive
+        resolver.seed(state.items())  # what parameters receive
         bound = resolver.resolve_file(rel)
     BUFFERS.put(key, (facts, bound))
     return facts, bound

@@ -418,6 +418,8 @@ class WorkspaceIndexer:
             resolved = resolver.resolve_many(have, lambda r: None, have)
             for rel, st in self.state.items():
                 st.edges = resolved.get(rel)
+                st.pvals = None
+            self._store_param_values(resolver, None)
             flow = resolver.python.flow_stats
             rep.timings["flow"] = flow["more_s"]  # value-flow rounds after the first resolution
             rep.flow_rounds, rep.flow_files = flow["rounds"], flow["again"]
@@ -492,6 +494,20 @@ class WorkspaceIndexer:
         submit(w.create_imports_by_id, imports)
         submit(w.create_package_uses, pkgs, file_ids)
         submit(w.create_inherits_by_id, inherits)
+
+    def _store_param_values(self, resolver, rels: set[str] | None) -> None:
+        """Keep the resolver's parameter values of the functions of ``rels`` (None: every file)
+        in their files' states (``FileState.pvals``), for a later resolver to start from."""
+        py = resolver.python
+        py.pval_changed = set()
+        by_file: dict[str, dict] = {}
+        for (rel, qual), val in py.pval.items():
+            if rels is None or rel in rels:
+                by_file.setdefault(rel, {})[qual] = (val, py.pdeps.get((rel, qual), frozenset()))
+        for rel in (self.state if rels is None else rels):
+            st = self.state.get(rel)
+            if st is not None:
+                st.pvals = by_file.get(rel) or None
 
     # -- rows ---------------------------------------------------------------------------------
     def _file_row(self, rel: str, resolved: bool = True, state: FileState | None = None) -> list:
@@ -583,8 +599,11 @@ class WorkspaceIndexer:
             resolver.invalidate(iface_changed | moved)
         else:
             resolver = self._resolver()
-            # the flows between files of the graph as it stands (see resolve.resolve_fixpoint)
-            resolver.seed_flows((r, st.edges) for r, st in old_state.items())
+            # the value flows of the graph as it stands (see resolve.resolve_fixpoint)
+            resolver.seed((r, st) for r, st in old_state.items() if r in self.state)
+            resolver.invalidate(iface_changed | moved)
+        if set(old_state) != set(self.state):
+            resolver.python.recompute_params()
         self._live = (table, resolver)
         if set(old_state) != set(self.state):
             candidates = set(self.state)
@@ -601,6 +620,7 @@ class WorkspaceIndexer:
             [r for r in candidates if self.state[r].facts_blob is not None],
             lambda r: old_state[r].edges if r in old_state else None, with_facts, removed)
         candidates |= set(resolved)  # reached through value flows
+        pval_files = {k[0] for k in resolver.python.pval_changed} | changed
         for rel in sorted(candidates):
             st = self.state[rel]
             new_edges = resolved.get(rel) if st.facts_blob is not None else None
@@ -614,6 +634,11 @@ class WorkspaceIndexer:
             if st is old_state.get(rel):  # a new object: old_state keeps the old edges
                 st = self.state[rel] = dataclasses.replace(st, edges=new_edges)
             st.edges = new_edges
+        for rel in sorted(pval_files & set(self.state)):
+            if self.state[rel] is old_state.get(rel):
+                self.state[rel] = dataclasses.replace(self.state[rel])
+        self._store_param_values(resolver, pval_files)
+        redeps |= pval_files & set(self.state)  # the cache keeps parameter values per file
         rep.timings["resolve"] = time.perf_counter() - t
         t = time.perf_counter()
         w = GraphWriter(self.graph)
@@ -700,7 +725,7 @@ class WorkspaceIndexer:
                     rep.parse_errors[rel] = new.parse_error
                 if old is not None and new.parse_error and new.facts_blob is old.facts_blob:
                     # keep the last good graph; only record the error
-                    new.edges = old.edges
+                    new.edges, new.pvals = old.edges, old.pvals
                     self.state[rel] = new
                     self._touched.add(rel)
                     GraphWriter(self.graph).update_files([self._file_row(rel)])

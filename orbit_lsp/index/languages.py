@@ -80,12 +80,19 @@ class WorkspaceResolver:
     def resolve_file(self, rel: str) -> FileEdges:
         return (self.js if is_js(rel) else self.python).resolve_file(rel)
 
-    def seed_flows(self, edges) -> None:
-        """Tell a new Python resolver the flows of edges resolved before it (``(rel, FileEdges)``
-        pairs): what ``param_in`` holds when resolution starts from a kept graph."""
-        for rel, e in edges:
-            if e is not None and e.flows and not is_js(rel):
-                self.python.apply_flows(None, e.flows)
+    def seed(self, states) -> None:
+        """Tell a new resolver the value flows of the graph as it stands: ``(rel, FileState)``
+        pairs, whose edges' flows and whose parameter values (``FileState.pvals``) were computed
+        by an earlier resolver. Without them a resolver starting from a kept graph would bind
+        calls through parameters differently from the build that made the graph."""
+        py = self.python
+        for rel, st in states:
+            if st is None or is_js(rel):
+                continue
+            if st.edges is not None and st.edges.flows:
+                py.apply_flows(None, st.edges.flows, pending=False)
+            if st.pvals:
+                py.seed_params(((rel, q), vd) for q, vd in st.pvals.items())
 
     def resolve_many(self, rels, previous, everyone, removed=()) -> dict[str, FileEdges]:
         """Resolve ``rels`` (any language) and, for Python, follow value flows to a fixpoint
@@ -94,21 +101,9 @@ class WorkspaceResolver:
         every file with facts; ``removed``: files gone since ``previous`` (their flows leave)."""
         out = {rel: self.js.resolve_file(rel) for rel in sorted(rels) if is_js(rel)}
         py = {rel for rel in rels if not is_js(rel)}
-        gone = set()
         for rel in removed:
             e = previous(rel)
             if e is not None and e.flows and not is_js(rel):
-                gone |= self.python.apply_flows(e.flows, None)
-        if gone:
-            ents = {(pyres.FLOW,) + k for k in gone}
-            self.python.invalidate(ents)
-            for rel in everyone:
-                e = previous(rel)
-                if not is_js(rel) and (e is None or not e.deps.isdisjoint(ents)):
-                    py.add(rel)
-        if py:
-            out.update(self.python.resolve_fixpoint(py, previous, [r for r in everyone if not is_js(r)]))
+                self.python.apply_flows(e.flows, None)
+        out.update(self.python.resolve_fixpoint(py, previous, [r for r in everyone if not is_js(r)]))
         return out
-
-    def __getattr__(self, name: str):
-        return getattr(self.python, name)

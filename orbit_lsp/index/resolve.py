@@ -12,9 +12,10 @@ caller (with its line) and never matched by name.
 default and its annotation): every bound call site records, per target function, a *flow*
 ``(caller file, scope, argument refs, keyword refs, skip)`` (``FileEdges.flows``); the resolver
 keeps every file's flows in ``param_in`` and evaluates a parameter as the union of the
-arguments flowing into it. Binding calls and collecting flows feed each other, so resolution runs
-to a fixpoint (``resolve_fixpoint``): the files whose evaluation consulted a function's incoming
-flows (entity ``("~flow", file, qual)``) are resolved again when those flows change.
+arguments flowing into it, kept in a table of parameter values (``pval``). Binding calls and
+collecting flows feed each other, so resolution runs to a fixpoint (``resolve_fixpoint``): the
+files whose evaluation consulted a function's parameter values (entity ``(PVAL, file, qual)``)
+are resolved again when those values change.
 
 Each evaluation records which parts of which files it consulted (``deps``: *entities*
 ``(file, unit)``, a unit being one top-level name and everything defined under it, see
@@ -86,8 +87,10 @@ def module_name(rel: str, root_package: str = "") -> str:
 STARS = "*"  # entity of a file's star imports
 HAS_FACTS = "<facts>"  # entity of whether a file has facts at all
 STORES = "#stores"  # entity of every container store in a file (``c[k] = v``, ``c.append(v)``)
-FLOW = "~flow"  # entities ``(FLOW, file, qual)``: the flows into a function's parameters
+PVAL = "~param"  # entities ``(PVAL, file, qual)``: the values of a function's parameters
 MAX_FLOW_ROUNDS = 12  # a safety net for the value-flow fixpoint (real code converges in a few)
+_MAX_SCC_PASSES = 12  # passes over one component of mutually dependent evaluations (``_scc``)
+BOTTOM = ("bottom",)  # no value (yet): a binding that only holds itself; never "unknown"
 # builtins and library functions that call a function they are given: name -> (positional index
 # or None, keyword) of that function, and the positional index of the iterable whose items it
 # receives (None: nothing known)
@@ -260,6 +263,32 @@ class _Cut(Exception):
     pass
 
 
+EXT_ANY = ("ext", "<external>")  # a value derived from an external one: all alike for binding
+_MAX_NESTING = 4  # containers of containers (``bag``, ``tup``, ``partial``) deeper than this are unknown
+
+
+def _ext(name: str, suffix: str) -> tuple:
+    """The external value ``name`` + ``suffix`` (``json.loads`` + ``()``). Names derived from a
+    derived name (``str().decode()``) collapse into ``EXT_ANY``: their spelling never binds a
+    call, and ``x = x.decode()`` would otherwise make new names without end."""
+    if "(" in name or "[" in name or name == EXT_ANY[1]:
+        return EXT_ANY
+    return ("ext", name + suffix)
+
+
+def _depth(v, limit: int) -> int:
+    if limit < 0 or v is None or v[0] not in ("bag", "tup", "partial", "union"):
+        return 0
+    members = (v[1],) if v[0] == "partial" else v[1]
+    return 1 + max((_depth(m, limit - 1) for m in members), default=0)
+
+
+def _nested(v):
+    """A constructed container value, or None (unknown) past ``_MAX_NESTING`` levels
+    (``x = enumerate(x)`` would nest without end)."""
+    return None if _depth(v, _MAX_NESTING + 1) > _MAX_NESTING else v
+
+
 class _NoC3(Exception):
     """The bases admit no C3 linearisation (or form a cycle)."""
 
@@ -289,14 +318,26 @@ class Resolver:
         self._kinds: dict[str, dict[str, str]] = {}  # file -> symbol qual -> kind (first symbol)
         self._units: dict[str, list] = {}  # file -> entity (file, unit) of each scope (None for the module)
         self._deps: set[tuple] = set()
-        self._active: set = set()
+        self._active: set = set()  # star-import lookups in progress
+        self._stack: list = []  # evaluations in progress (``_scc``), outermost first
+        self._on_stack: dict = {}  # key -> its index in ``_stack``
+        self._low = 0  # lowest stack index a cycle of the current evaluation reached
+        self._back: set = set()  # keys a cycle came back to in their current pass
+        self._prov: dict = {}  # key -> its value in the previous pass of its component
+        self._members: dict = {}  # key -> (value, low, deps, depth) of component members this pass
+        self._member_order: list = []
+        self._changed = False  # a provisional value moved in the current pass of a component
         self._cut = 0
         self._sub = 0  # deepest evaluation below the current one
         self.param_in: dict[tuple, set] = {}  # (file, function qual) -> flows into its parameters
         # the last resolve_fixpoint: rounds, seconds of the first and of the later rounds, and how
         # many files the later rounds resolved again
         self.flow_stats: dict = {"rounds": 0, "first_s": 0.0, "more_s": 0.0, "again": 0}
-        self._incoming: dict[tuple, tuple] = {}  # the same, in a stable order (built on use)
+        self.pval: dict[tuple, dict] = {}  # (file, qual) -> {parameter: value} from the flows into it
+        self.pdeps: dict[tuple, frozenset] = {}  # (file, qual) -> entities its value consulted
+        self._pdep_rev: dict[tuple, set] = {}  # entity -> functions whose parameter values consulted it
+        self._pending: set[tuple] = set()  # functions whose parameter values must be recomputed
+        self.pval_changed: set[tuple] = set()  # functions whose parameter values changed (caller clears)
         self._stores: dict[str, list] = {}  # file -> [(scope, store)] of its container stores
 
     # -- keeping the resolver across edits -------------------------------------------------------
@@ -313,9 +354,12 @@ class Resolver:
 
     def invalidate(self, entities) -> int:
         """Forget every memoised value that consulted one of ``entities`` (see
-        ``changed_entities``). Returns how many were forgotten. The others stay: re-resolving
-        a file after an edit elsewhere re-evaluates only what the edit can affect."""
+        ``changed_entities``), and recompute (in the next ``resolve_fixpoint``) the parameter
+        values that did. Returns how many memoised values were forgotten. The others stay:
+        re-resolving a file after an edit elsewhere re-evaluates only what the edit can affect."""
         n = 0
+        entities = list(entities)
+        self.invalidate_params(entities)
         for f in entities:
             for fs in self._sets_with.pop(f, ()):
                 ent = self._interned.pop(fs, None)
@@ -339,9 +383,10 @@ class Resolver:
         self.memo[key] = (val, ent[0], used)
 
     # -- value flow between files: parameters hold what call sites pass ------------------------
-    def apply_flows(self, old: dict | None, new: dict | None) -> set[tuple]:
+    def apply_flows(self, old: dict | None, new: dict | None, pending: bool = True) -> set[tuple]:
         """Replace one file's flows (``FileEdges.flows``: ``old`` by ``new``) in ``param_in``.
-        Returns the functions ``(file, qual)`` whose incoming flows changed."""
+        Returns the functions ``(file, qual)`` whose incoming flows changed; their parameter
+        values are recomputed by the next ``resolve_fixpoint``."""
         old, new = old or {}, new or {}
         changed = set()
         for k in old.keys() | new.keys():
@@ -353,53 +398,162 @@ class Resolver:
             cur.update(b)
             if not cur:
                 del self.param_in[k]
-            self._incoming.pop(k, None)
             changed.add(k)
+        if pending:
+            self._pending |= changed
         return changed
 
-    def resolve_fixpoint(self, rels, previous: Callable[[str], FileEdges | None], everyone) -> dict[str, FileEdges]:
-        """Resolve ``rels``, then every file whose resolution consulted the incoming flows of a
-        function whose flows changed, until nothing changes (at most ``MAX_FLOW_ROUNDS``).
+    def recompute_params(self) -> None:
+        """Recompute every parameter value in the next ``resolve_fixpoint`` (the module table
+        changed: values may name modules that are gone)."""
+        self._pending |= set(self.pval) | set(self.param_in)
 
-        ``previous(rel)``: the edges ``param_in`` currently holds the flows of (None: none);
-        ``everyone``: every file with facts (candidates for re-resolution). Returns the new
-        edges of every file resolved, each once, its last resolution."""
+    def seed_params(self, values) -> None:
+        """Parameter values computed by an earlier resolver (``param_values``): a resolver that
+        starts from a kept graph needs them to bind as that graph was bound."""
+        for key, (val, deps) in values:
+            self._set_pval(key, val, deps)
+
+    def param_values(self, keys=None):
+        """``((file, qual), (values by parameter name, entities consulted))`` of every function
+        with a parameter value, or of ``keys`` (absent ones: ``(key, None)``)."""
+        if keys is None:
+            return [(k, (v, self.pdeps.get(k, frozenset()))) for k, v in self.pval.items()]
+        return [(k, (self.pval[k], self.pdeps.get(k, frozenset())) if k in self.pval else None) for k in keys]
+
+    def _set_pval(self, key: tuple, val: dict | None, deps: frozenset) -> None:
+        for e in self.pdeps.pop(key, ()):
+            ks = self._pdep_rev.get(e)
+            if ks is not None:
+                ks.discard(key)
+        if val is None:
+            self.pval.pop(key, None)
+            return
+        self.pval[key] = val
+        self.pdeps[key] = deps
+        for e in deps:
+            self._pdep_rev.setdefault(e, set()).add(key)
+
+    def _compute_pval(self, key: tuple) -> tuple[dict | None, frozenset]:
+        """What each parameter of function ``key`` receives from the flows into it: {name:
+        value} (None: no flows), and the entities the arguments' evaluation consulted."""
+        flows = self.param_in.get(key)
+        rel, qual = key
+        saved, self._deps = self._deps, set()
+        try:
+            facts = self._facts(rel)
+            self._deps.add((rel, _unit(qual)))  # its parameters
+            fsi = facts.scope_of.get(qual) if facts is not None and flows else None
+            if fsi is None:
+                return None, frozenset(self._deps)
+            params = [(n, k) for n, k in facts.scopes[fsi].params if k in ("pos", "kwonly")]
+            got: dict[str, list] = {}
+            for flow in sorted(flows, key=repr):
+                for name, _ in params:
+                    r = self._arg_for(facts.scopes[fsi].params, name, flow)
+                    if r is None:
+                        continue
+                    got.setdefault(name, []).append(self.ev(flow[0], flow[1], r) if r != UNKNOWN else None)
+            return {n: self.combine(vs) for n, vs in got.items()} or None, frozenset(self._deps)
+        finally:
+            self._deps = saved
+
+    @staticmethod
+    def _member_set(v) -> tuple[set, bool]:
+        if v is None:
+            return set(), True
+        if v[0] == "union":
+            return set(v[1]), v[2]
+        return {v}, False
+
+    def _grows(self, old: dict | None, new: dict | None) -> bool:
+        """True when every value of ``old`` is still in ``new`` (parameter values only grew)."""
+        if not old:
+            return True
+        if not new:
+            return False
+        for name, v in old.items():
+            if name not in new:
+                return False
+            a, ua = self._member_set(v)
+            b, ub = self._member_set(new[name])
+            if not a <= b or (ua and not ub):
+                return False
+        return True
+
+    def invalidate_params(self, entities) -> None:
+        """Parameter values whose evaluation consulted ``entities`` are recomputed by the next
+        ``resolve_fixpoint``."""
+        for e in entities:
+            self._pending |= self._pdep_rev.get(e, set())
+
+    def resolve_fixpoint(self, rels, previous: Callable[[str], FileEdges | None], everyone) -> dict[str, FileEdges]:
+        """Resolve ``rels``, then follow the value flows to a fixpoint.
+
+        Parameter values live in a table (``pval``): evaluating a parameter reads it (entity
+        ``(PVAL, file, qual)``) and never recurses into call sites. Each round resolves the
+        files to resolve, updates the flows they contribute, recomputes the parameter values
+        whose flows or consulted entities changed, and re-resolves the files that consulted a
+        value that changed. Values only grow, except after an edit removed a flow or a value:
+        then every value that depended on it, transitively, is reset and derived again from the
+        flows that remain (delete and re-derive), so the result equals a build from scratch.
+
+        ``previous(rel)``: the edges whose flows ``param_in`` holds now (None: none);
+        ``everyone``: every file with facts. Returns the new edges of every file resolved."""
         import time
 
         out: dict[str, FileEdges] = {}
-        todo = sorted(rels)
+        todo = set(rels)
         stats = self.flow_stats = {"rounds": 0, "first_s": 0.0, "more_s": 0.0, "again": 0}
         for round_no in range(MAX_FLOW_ROUNDS):
+            if not todo and not self._pending:
+                break
             t = time.perf_counter()
-            fresh = {rel: self.resolve_file(rel) for rel in todo}
-            stats["rounds"] += 1
-            stats["first_s" if round_no == 0 else "more_s"] += time.perf_counter() - t
-            if round_no:
-                stats["again"] += len(todo)
-            changed: set[tuple] = set()
+            fresh = {rel: self.resolve_file(rel) for rel in sorted(todo)}
             for rel, e in fresh.items():
                 before = out[rel] if rel in out else previous(rel)
-                changed |= self.apply_flows(before.flows if before is not None else None, e.flows)
+                self.apply_flows(before.flows if before is not None else None, e.flows)
             out.update(fresh)
-            if not changed:
-                break
-            ents = {(FLOW,) + k for k in changed}
-            self.invalidate(ents)
-            todo = []
-            for rel in everyone:
-                e = out[rel] if rel in out else previous(rel)
-                if e is None or not e.deps.isdisjoint(ents):
-                    todo.append(rel)
-            todo.sort()
+            if round_no:
+                stats["again"] += len(todo)
+            # parameter values whose flows or inputs changed
+            changed, shrunk = set(), set()
+            for key in sorted(self._pending):
+                old = self.pval.get(key)
+                val, deps = self._compute_pval(key)
+                if val != old:
+                    if not self._grows(old, val):
+                        shrunk.add(key)
+                    changed.add(key)
+                self._set_pval(key, val, deps)
+            self._pending = set()
+            if shrunk:  # delete and re-derive what depended on a lost value
+                frontier = list(shrunk)
+                reset = set(shrunk)
+                while frontier:
+                    k = frontier.pop()
+                    for k2 in self._pdep_rev.get((PVAL,) + k, ()):
+                        if k2 not in reset:
+                            reset.add(k2)
+                            frontier.append(k2)
+                for k in reset - shrunk:
+                    self._set_pval(k, None, frozenset())
+                    self._pending.add(k)
+                changed |= reset
+            todo = set()
+            if changed:
+                ents = {(PVAL,) + k for k in changed}
+                self.invalidate(ents)
+                for e in ents:
+                    self._pending |= self._pdep_rev.get(e, set())
+                for rel in everyone:
+                    e = out[rel] if rel in out else previous(rel)
+                    if e is None or not e.deps.isdisjoint(ents):
+                        todo.add(rel)
+            self.pval_changed |= changed
+            stats["rounds"] += 1
+            stats["first_s" if round_no == 0 else "more_s"] += time.perf_counter() - t
         return out
-
-    def _incoming_flows(self, rel: str, qual: str) -> tuple:
-        key = (rel, qual)
-        self._deps.add((FLOW, rel, qual))
-        got = self._incoming.get(key)
-        if got is None:
-            got = self._incoming[key] = tuple(sorted(self.param_in.get(key, ()), key=repr))
-        return got
 
     @staticmethod
     def _arg_for(params: tuple, name: str, flow: tuple):
@@ -411,7 +565,7 @@ class Resolver:
             i = pos.index(name)
             for j, a in enumerate(args):
                 if a[0] == "*":
-                    return UNKNOWN if j <= i else None
+                    return UNKNOWN
                 if j == i:
                     return a
         spread = False
@@ -423,7 +577,8 @@ class Resolver:
         return UNKNOWN if spread else None
 
     def _param(self, rel: str, si: int, ref: tuple):
-        """A parameter: what the workspace's call sites pass, its default and its annotation."""
+        """A parameter: what the workspace's call sites pass (``pval``), its default and its
+        annotation."""
         _, fqual, name, ann, default = ref
         facts = self._facts(rel)
         sc = facts.scopes[si]
@@ -432,11 +587,10 @@ class Resolver:
             vals.append(self.ev(rel, si, ann))
         if default != UNKNOWN:
             vals.append(self.ev(rel, sc.parent, default))
-        for flow in self._incoming_flows(rel, fqual):
-            r = self._arg_for(sc.params, name, flow)
-            if r is None:
-                continue
-            vals.append(self.ev(flow[0], flow[1], r) if r != UNKNOWN else None)
+        self._deps.add((PVAL, rel, fqual))
+        got = self.pval.get((rel, fqual))
+        if got is not None and name in got:
+            vals.append(got[name])
         return self.combine(vals) if vals else None
 
     # -- containers -------------------------------------------------------------------------
@@ -466,18 +620,12 @@ class Resolver:
 
     def items(self, v, key=None, index=None):
         """What iterating (or subscripting, ``key``/``index``) value ``v`` gives. None: unknown.
-        A container that holds itself (``xs = [*xs]``) is cut like any evaluation cycle."""
+        Memoised and cycle-safe like ``ev`` (a container may hold itself: ``xs = [*xs]``)."""
         if v is None:
             return None
-        k = ("items", v, key, index)
-        if k in self._active or len(self._active) >= _MAX_DEPTH:
-            self._cut += 1
-            return None
-        self._active.add(k)
-        try:
-            return self._items(v, key, index)
-        finally:
-            self._active.discard(k)
+        if v is BOTTOM or v == BOTTOM:
+            return BOTTOM
+        return self._scc(("items", v, key, index), self._items, v, key, index)
 
     def _items(self, v, key, index):
         t = v[0]
@@ -496,7 +644,7 @@ class Resolver:
             vals = [self.ev(d[1], d[2], r) for _, r in d[3]] + self._stored(d, None)
             return self.combine(vals) if vals else None
         if t == "ditems":
-            return ("tup", (None, self.items(("dvals", v[1]))))
+            return _nested(("tup", (None, self.items(("dvals", v[1])))))
         if t == "seq":
             elts = v[3]
             if index is not None and v[4] == "tuple" and isinstance(index, int) and not any(
@@ -526,7 +674,7 @@ class Resolver:
             get = self.class_attr(v[1], v[2], "__getitem__", via_instance=True)
             return self.call_result(get, v[1], -1, UNKNOWN) if get is not None else None
         if t in ("ext", "builtin"):
-            return ("ext", f"{v[1]}[]")  # an item of an external container is external
+            return _ext(v[1], "[]")  # an item of an external container is external
         if t == "union":
             return self.combine([self.items(m, key, index) for m in v[1]] + ([None] if v[2] else []))
         return None
@@ -631,36 +779,98 @@ class Resolver:
         return kinds.get(qual)
 
     def ev(self, rel: str, si: int, ref: tuple):
-        """Value of ``ref`` evaluated in scope ``si`` of file ``rel`` (None = unknown).
+        """Value of ``ref`` evaluated in scope ``si`` of file ``rel`` (None = unknown; ``BOTTOM``
+        = no value, only for a binding that can hold nothing but itself).
 
-        Results are memoised with the files they consulted and the evaluation depth they needed;
-        a memoised result is reused only where a fresh evaluation would fit in ``_MAX_DEPTH``
-        too, so what a call binds to never depends on what was evaluated before it (an
-        incremental graph equals a full rebuild)."""
-        key = (rel, si, ref)
+        Results are memoised with the entities they consulted and the evaluation depth they
+        needed; a memoised result is reused only where a fresh evaluation would fit in
+        ``_MAX_DEPTH`` too. Evaluations that depend on each other (``x = f(x)``, a container
+        storing its own items) are solved together (``_scc``), so what a call binds to never
+        depends on what was evaluated before it (an incremental graph equals a full rebuild)."""
+        return self._scc((rel, si, ref), self._ev, rel, si, ref)
+
+    def _scc(self, key, compute, *args):
+        """Evaluate ``compute(*args)`` for ``key`` with memoisation and cycles solved as strongly
+        connected components (Tarjan's low links): a key met again while it is being evaluated
+        gives its value so far (``BOTTOM`` first); the evaluation where the cycle closes (the
+        component's root) is repeated until its value stops changing, and only then are the
+        root and every member of its component memoised, with the component's entities. The
+        result is the least fixpoint of the component's equations, whatever the entry point."""
         hit = self.memo.get(key)
         if hit is not None:
             val, deps, used = hit
-            if len(self._active) + used <= _MAX_DEPTH:
+            if len(self._stack) + used <= _MAX_DEPTH:
                 self._deps |= deps
                 if used > self._sub:
                     self._sub = used
                 return val
-        if key in self._active or len(self._active) >= _MAX_DEPTH:
+        idx = self._on_stack.get(key)
+        if idx is not None:  # a cycle back to an evaluation in progress
+            if idx < self._low:
+                self._low = idx
+            self._back.add(key)
+            return self._prov.get(key, BOTTOM)
+        done = self._members.get(key)
+        if done is not None:  # finished in this pass of its component's root
+            val, low, deps, used = done
+            if low < self._low:
+                self._low = low
+            self._deps |= deps
+            if used > self._sub:
+                self._sub = used
+            return val
+        if len(self._stack) >= _MAX_DEPTH:
             self._cut += 1
             return None
-        self._active.add(key)
-        saved_deps, saved_cut, saved_sub = self._deps, self._cut, self._sub
-        self._deps, self._cut, self._sub = set(), 0, 0
+        my = len(self._stack)
+        self._stack.append(key)
+        self._on_stack[key] = my
+        saved_deps, saved_cut, saved_sub, saved_low = self._deps, self._cut, self._sub, self._low
+        saved_changed = self._changed
+        start = len(self._member_order)
+        deps: set = set()
+        cut = used = 0
+        low = my
+        changed = False
         try:
-            val = self._ev(rel, si, ref)
+            for _ in range(_MAX_SCC_PASSES):
+                self._deps, self._cut, self._sub, self._low, self._changed = set(), 0, 0, my, False
+                val = compute(*args)
+                deps, cut, used, low, changed = self._deps, self._cut, self._sub + 1, self._low, self._changed
+                if key in self._back:  # reached again through a cycle: what the next pass starts from
+                    if self._prov.get(key, BOTTOM) != val:
+                        changed = True
+                    self._prov[key] = val
+                if low < my or not changed:
+                    break  # a member (its root decides) or a root whose component settled
+                for m in self._member_order[start:]:  # another pass over the component
+                    self._members.pop(m, None)
+                del self._member_order[start:]
+            else:
+                cut += 1  # did not settle: not memoised
         finally:
-            deps, cut, used = self._deps, self._cut, self._sub + 1
+            self._stack.pop()
+            del self._on_stack[key]
             saved_deps |= deps  # in place: the caller's set
             self._deps = saved_deps
             self._cut = saved_cut + cut
             self._sub = used if used > saved_sub else saved_sub
-            self._active.discard(key)
+            self._low = low if low < saved_low else saved_low
+            self._changed = saved_changed or (changed and low < my)
+        if low < my:  # a member of a component whose root is further down
+            self._members[key] = (val, low, deps, used)
+            self._member_order.append(key)
+            return val
+        # the root of a settled component: it and its members are exact now
+        members = self._member_order[start:]
+        del self._member_order[start:]
+        for m in members:
+            mval = self._members.pop(m)[0]
+            if not cut:
+                self._remember(m, mval, deps, used)
+        for m in members + [key]:
+            self._prov.pop(m, None)
+            self._back.discard(m)
         if not cut:
             self._remember(key, val, deps, used)
         return val
@@ -669,9 +879,12 @@ class Resolver:
     def combine(values: list):
         out = []
         unknown = False
+        bottom = False
         for v in values:
             if v is None:
                 unknown = True
+            elif v == BOTTOM:
+                bottom = True
             elif v[0] == "union":
                 for m in v[1]:
                     if m not in out:
@@ -680,7 +893,7 @@ class Resolver:
             elif v not in out:
                 out.append(v)
         if not out:
-            return None
+            return BOTTOM if bottom and not unknown else None
         if len(out) == 1 and not unknown:
             return out[0]
         return ("union", tuple(out), unknown)
@@ -690,9 +903,11 @@ class Resolver:
         if t == "n":
             return self.lookup_name(rel, si, ref[1])
         if t == "a":
-            return self.attr_of(self.ev(rel, si, ref[1]), ref[2])
+            base = self.ev(rel, si, ref[1])
+            return BOTTOM if base == BOTTOM else self.attr_of(base, ref[2])
         if t == "c":
-            return self.call_result(self.ev(rel, si, ref[1]), rel, si, ref[2])
+            f = self.ev(rel, si, ref[1])
+            return BOTTOM if f == BOTTOM else self.call_result(f, rel, si, ref[2])
         if t == "s":
             base = self.ev(rel, si, ref[1])
             k = ref[2]
@@ -711,7 +926,7 @@ class Resolver:
         if t == "anv":
             # ``x: Flask = LocalProxy(...)``: the declared type where the value is unknown or external
             val = self.ev(rel, si, ref[1])
-            if val is not None and val[0] not in ("ext", "builtin"):
+            if val is not None and val != BOTTOM and val[0] not in ("ext", "builtin"):
                 return val
             ann = self.ev(rel, si, ref[2])
             return ann if ann is not None else val
@@ -742,7 +957,7 @@ class Resolver:
             if v is not None and v[0] == "sym" and v[3] == "class":
                 return ("inst", v[1], v[2])
             if v is not None and v[0] in ("ext", "builtin"):
-                return ("ext", f"{v[1]}()")  # an instance of an external type
+                return _ext(v[1], "()")  # an instance of an external type
             return None
         return None
 
@@ -832,7 +1047,7 @@ class Resolver:
                 m = self.find_module(spec, rel)
                 if m[0] == "mod":
                     v = self.module_binding(m, name)
-                    if v is not None:
+                    if v is not None and v != BOTTOM:
                         return v
                 elif m[0] == "ext":
                     return None  # could come from the external module: unknown
@@ -870,9 +1085,10 @@ class Resolver:
 
     def module_attr(self, mod, name: str):
         v = self.module_binding(mod, name)
-        if v is not None:
+        if v is not None and v != BOTTOM:
             return v
-        return self.submodule(mod, name)
+        # ``from . import utils`` in a package's __init__ binds its own submodule
+        return self.submodule(mod, name) or v
 
     def _bases(self, r: str, q: str) -> list[tuple[str, str]] | None:
         """The workspace classes among the bases of class ``q`` of file ``r``, in order (None:
@@ -1013,6 +1229,8 @@ class Resolver:
     def attr_of(self, base, attr: str):
         if base is None:
             return None
+        if base == BOTTOM:
+            return BOTTOM
         t = base[0]
         if t == "mod":
             return self.module_attr(base, attr)
@@ -1025,7 +1243,7 @@ class Resolver:
         if t == "super":
             return self.class_attr(base[1], base[2], attr, via_instance=base[3], skip_first=True)
         if t == "ext":
-            return ("ext", f"{base[1]}.{attr}")
+            return _ext(base[1], "." + attr)
         if t == "builtin":
             return ("ext", f"builtins.{base[1]}.{attr}")
         if t == "dict":
@@ -1055,6 +1273,8 @@ class Resolver:
     def call_result(self, f, rel: str, si: int, arg0: tuple):
         if f is None:
             return None
+        if f == BOTTOM:
+            return BOTTOM
         t = f[0]
         if t == "sym":
             if f[3] == "class":
@@ -1082,14 +1302,14 @@ class Resolver:
             if c[0] == "seq":
                 return self.items(c)
             if m == "values":
-                return ("bag", (self.items(("dvals", c)),))
+                return _nested(("bag", (self.items(("dvals", c)),)))
             if m == "items":
-                return ("bag", (("tup", (None, self.items(("dvals", c)))),))
+                return _nested(("bag", (("tup", (None, self.items(("dvals", c)))),)))
             return self.items(("dvals", c))  # get, pop, setdefault
         if t == "builtin" and f[1] in _SEQ_BUILTINS and arg0 != UNKNOWN:
-            return ("bag", (self.items(self.ev(rel, si, arg0)),))
+            return _nested(("bag", (self.items(self.ev(rel, si, arg0)),)))
         if t == "builtin" and f[1] == "enumerate" and arg0 != UNKNOWN:
-            return ("bag", (("tup", (("builtin", "int"), self.items(self.ev(rel, si, arg0)))),))
+            return _nested(("bag", (("tup", (("builtin", "int"), self.items(self.ev(rel, si, arg0)))),)))
         if t == "ext" and f[1] == "typing.cast" and arg0 != UNKNOWN:
             return self.ev(rel, si, ("ann", arg0))
         if t == "builtin" and f[1] == "super":
@@ -1099,9 +1319,9 @@ class Resolver:
             return ("super", rel, sc.class_qual, sc.self_kind == "instance")
         if t == "ext" and f[1] == "functools.partial":
             inner = self.ev(rel, si, arg0)
-            return ("partial", inner) if inner is not None else None
+            return _nested(("partial", inner)) if inner is not None else None
         if t in ("ext", "builtin"):
-            return ("ext", f"{f[1]}()")  # what external code returns is external
+            return _ext(f[1], "()")  # what external code returns is external
         if t == "union":
             return self.combine([self.call_result(m, rel, si, arg0) for m in f[1]] + ([None] if f[2] else []))
         return None
@@ -1139,7 +1359,7 @@ class Resolver:
                 out.extend(x for x in o if x not in out)
                 unknown = unknown or u
             return out, unknown
-        if t in ("ext", "builtin", "mod", "dmeth"):
+        if t in ("ext", "builtin", "mod", "dmeth", "bottom"):
             return [], False  # outside the workspace (a builtin container's method included)
         return [], True
 
