@@ -90,6 +90,7 @@ STORES = "#stores"  # entity of every container store in a file (``c[k] = v``, `
 PVAL = "~param"  # entities ``(PVAL, file, qual)``: the values of a function's parameters
 MAX_FLOW_ROUNDS = 12  # a safety net for the value-flow fixpoint (real code converges in a few)
 _MAX_SCC_PASSES = 12  # passes over one component of mutually dependent evaluations (``_scc``)
+_DEBUG_FLOW = bool(__import__("os").environ.get("ORBIT_DEBUG_FLOW"))
 BOTTOM = ("bottom",)  # no value (yet): a binding that only holds itself; never "unknown"
 # builtins and library functions that call a function they are given: name -> (positional index
 # or None, keyword) of that function, and the positional index of the iterable whose items it
@@ -271,9 +272,25 @@ def _ext(name: str, suffix: str) -> tuple:
     """The external value ``name`` + ``suffix`` (``json.loads`` + ``()``). Names derived from a
     derived name (``str().decode()``) collapse into ``EXT_ANY``: their spelling never binds a
     call, and ``x = x.decode()`` would otherwise make new names without end."""
-    if "(" in name or "[" in name or name == EXT_ANY[1]:
+    if "(" in name or "[" in name or name == EXT_ANY[1] or name.count(".") >= 4:
         return EXT_ANY
     return ("ext", name + suffix)
+
+
+def _canonical(v):
+    """A parameter value in one form: values from outside the workspace (which bind nothing)
+    as one ``EXT_ANY``, a union's members in one order (equal however its flows were
+    evaluated)."""
+    if v is None:
+        return None
+    if v[0] in ("ext", "builtin"):
+        return EXT_ANY
+    if v[0] == "union":
+        members = {EXT_ANY if m[0] in ("ext", "builtin") else m for m in v[1]}
+        if len(members) == 1 and not v[2]:
+            return next(iter(members))
+        return ("union", tuple(sorted(members, key=repr)), v[2])
+    return v
 
 
 def _depth(v, limit: int) -> int:
@@ -454,7 +471,8 @@ class Resolver:
                     if r is None:
                         continue
                     got.setdefault(name, []).append(self.ev(flow[0], flow[1], r) if r != UNKNOWN else None)
-            return {n: self.combine(vs) for n, vs in got.items()} or None, frozenset(self._deps)
+            # what a parameter receives from outside the workspace binds nothing: one value for all
+            return {n: _canonical(self.combine(vs)) for n, vs in got.items()} or None, frozenset(self._deps)
         finally:
             self._deps = saved
 
@@ -504,6 +522,7 @@ class Resolver:
 
         out: dict[str, FileEdges] = {}
         todo = set(rels)
+        rederiving: set[tuple] = set()  # values reset in this run: they only grow from here
         stats = self.flow_stats = {"rounds": 0, "first_s": 0.0, "more_s": 0.0, "again": 0}
         for round_no in range(MAX_FLOW_ROUNDS):
             if not todo and not self._pending:
@@ -522,11 +541,14 @@ class Resolver:
                 old = self.pval.get(key)
                 val, deps = self._compute_pval(key)
                 if val != old:
-                    if not self._grows(old, val):
+                    if key not in rederiving and not self._grows(old, val):
                         shrunk.add(key)
                     changed.add(key)
                 self._set_pval(key, val, deps)
             self._pending = set()
+            if _DEBUG_FLOW:
+                print(f"round {round_no}: resolved {len(fresh)} pending->changed {len(changed)} shrunk {len(shrunk)} "
+                      f"{sorted(shrunk)[:3]}", file=sys.stderr)
             if shrunk:  # delete and re-derive what depended on a lost value
                 frontier = list(shrunk)
                 reset = set(shrunk)
@@ -540,6 +562,7 @@ class Resolver:
                     self._set_pval(k, None, frozenset())
                     self._pending.add(k)
                 changed |= reset
+                rederiving |= reset
             todo = set()
             if changed:
                 ents = {(PVAL,) + k for k in changed}
@@ -1245,7 +1268,7 @@ class Resolver:
         if t == "ext":
             return _ext(base[1], "." + attr)
         if t == "builtin":
-            return ("ext", f"builtins.{base[1]}.{attr}")
+            return _ext(f"builtins.{base[1]}", "." + attr)
         if t == "dict":
             if attr in ("values", "items", "get", "pop", "setdefault", "copy"):
                 return ("dmeth", base, attr)
