@@ -228,8 +228,8 @@ class TestIndex:
         def pick(item_id: str, file: str, runner: str, depth: int, reaches: str | None, reason: str) -> None:
             cur = best.get(item_id)
             if cur is None or depth < cur["depth"]:
-                best[item_id] = {"id": item_id, "file": file, "runner": runner, "depth": depth,
-                                 "reaches": reaches, "reason": reason}
+                best[item_id] = {"id": item_id, "file": file, "line": 1, "runner": runner,
+                                 "depth": depth, "reaches": reaches, "reason": reason}
 
         fixtures: dict[tuple[str, str], tuple[int, str | None, str]] = {}  # (file, fixture qual) -> ...
         by_file: dict[str, list[tuple[str, tuple]]] = {}
@@ -272,6 +272,9 @@ class TestIndex:
             elif is_python_test_file(file):
                 for item in self.scan(file).items:
                     pick(item.id, file, "pytest", hops, reaches, how)
+        lines = {i.id: i.line for tf in self._scanned.values() for i in tf.items}
+        for t in best.values():
+            t["line"] = lines.get(t["id"], 1)
         return sorted(best.values(), key=lambda t: t["id"])
 
     def _items_under(self, conftest: str) -> list[TestItem]:
