@@ -26,9 +26,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from unidiff import PatchSet
-from unidiff.errors import UnidiffParseError
-
 GIT_TIMEOUT_S = 60
 
 
@@ -100,6 +97,11 @@ def _strip(path: str | None) -> str | None:
 def parse_diff(text: str) -> list[FileDiff]:
     """The files and hunks of a unified diff (git's format, renames included). Raises
     ``ChangeError`` on text that is not a unified diff."""
+    # imported here: the server registers orbit/changes at start-up, and an environment made
+    # before this dependency was added still starts (only this request then fails)
+    from unidiff import PatchSet
+    from unidiff.errors import UnidiffParseError
+
     try:
         patch = PatchSet(text)
     except UnidiffParseError as exc:
