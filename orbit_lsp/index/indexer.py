@@ -16,19 +16,24 @@ the calls *into* it from other files, so an incremental graph equals a full rebu
 
 A file that fails to parse keeps its last good graph; the error is stored on its File node
 (``parse_error``) and returned. Indexing is serialised by a lock; callers may use threads.
+
+Writers of one graph are serialised across processes (``graph.writelock.GraphWriteLock``) and
+every write is checked against the graph's generation marker: a writer whose state is older
+than the graph (another process wrote since, or FalkorDB came back from an older snapshot)
+re-syncs from the cache and the disk before writing. A full build is written into a scratch
+graph and renamed over the workspace's graph in one step, so readers see the old graph or the
+new one, never a half-written one. On open, a graph that disagrees with the cache (marker,
+file hashes, duplicate File paths, more Symbol nodes than the files have symbols) is rebuilt.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import gc
-import hashlib
 import itertools
 import logging
 import os
 import pickle
-import re
 import sqlite3
 import threading
 import time
@@ -37,123 +42,35 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from orbit_lsp.config import Settings
+from orbit_lsp.graph import writelock
 from orbit_lsp.graph.connection import GraphStore, code_graph_name
+from orbit_lsp.graph.errors import FalkorDBOffline, QueryRejected
 from orbit_lsp.graph.schema import ensure_indexes
 from orbit_lsp.graph.writer import GraphWriter
-from orbit_lsp.index import python as pyx
 from orbit_lsp.index.languages import PARSED_LANGS, WorkspaceResolver, changed_entities, configs_changed, parse_file
-from orbit_lsp.index.resolve import FileEdges, full_qual, package_info
-from orbit_lsp.index.walk import LANGS, WorkspaceFilter, classify_file, is_dotenv, read_text, walk_workspace
-from orbit_lsp.lru import LRU
+from orbit_lsp.index.resolve import full_qual, package_info
+from orbit_lsp.index.parsing import (  # noqa: F401 (re-exported: imported from here by callers)
+    content_hash,
+    count_lines,
+    gc_paused,
+    nonascii_lines,
+    parse_many,
+    parse_python,
+)
+from orbit_lsp.index.state import CACHE_VERSION, FileState, LazyFacts, StateCache  # noqa: F401 (re-exported)
+from orbit_lsp.index.walk import LANGS, WorkspaceFilter, classify_file, is_dotenv, walk_workspace
 
 log = logging.getLogger("orbit_lsp.index")
-CACHE_VERSION = 9  # 6: JS/TS files have facts; 7: facts kept pickled (FileState.facts_blob); 8: lambda and comprehension scopes; 9: FileState.nonascii_lines, `from pkg import name` unbound in pkg is unresolved
 
 Progress = Callable[[int, int, str], None]  # (done, total, rel)
 _GENERATIONS = itertools.count(1)
+BUILD_GRAPH_PREFIX = "orbit_build_"  # scratch graph of a full build: orbit_build_<code graph name>
 
 
-FACTS = LRU(256)  # pickled facts -> the decoded objects, most recently used (bytes cache their hash)
-
-
-def load_facts(blob: bytes) -> pyx.PyFacts:
-    """The facts pickled in ``blob``, decoded once while they stay among the recently used."""
-    found, facts = FACTS.lookup(blob)
-    if not found:
-        facts = pickle.loads(blob)
-        FACTS.put(blob, facts)
-    return facts
-
-
-def pickle_facts(facts: pyx.PyFacts) -> bytes:
-    return pickle.dumps(facts, protocol=pickle.HIGHEST_PROTOCOL)
-
-
-@pyx.compact_pickle
-@dataclass(slots=True)
-class FileState:
-    """What the indexer knows of one file. ``facts`` is the last good parse (None for
-    non-Python files or a file that never parsed), kept pickled (``facts_blob``: about a
-    seventh of the memory of the objects) and decoded on use through the ``FACTS`` cache;
-    ``symbols`` is how many symbols it has. ``edges`` is the file's last resolution."""
-
-    rel: str
-    lang: str
-    hash: str
-    lines: int
-    facts_blob: bytes | None = None
-    edges: FileEdges | None = None
-    parse_error: str | None = None
-    seen_hash: str = ""  # hash of the content last read from disk (differs from ``hash`` while
-    #                      a broken file keeps its last good graph)
-    symbols: int = 0
-    nonascii_lines: frozenset[int] | None = None  # 1-based lines of the indexed content
-    #   (``hash``) with non-ASCII characters; on any other line a graph column (UTF-8 bytes) is
-    #   the LSP character in every position encoding. None: not known.
-
-    @property
-    def facts(self) -> pyx.PyFacts | None:
-        return load_facts(self.facts_blob) if self.facts_blob is not None else None
-
-    @facts.setter
-    def facts(self, value: pyx.PyFacts | None) -> None:
-        if value is None:
-            self.facts_blob, self.symbols = None, 0
-        else:
-            self.set_facts_blob(pickle_facts(value), value)
-
-    def set_facts_blob(self, blob: bytes, facts: pyx.PyFacts | None = None) -> None:
-        """Facts by their pickle (``facts``: the same, decoded, when at hand)."""
-        if facts is None:
-            facts = load_facts(blob)
-        else:
-            FACTS.put(blob, facts)
-        self.facts_blob, self.symbols = blob, len(facts.symbols)
-
-
-class LazyFacts:
-    """``rel -> PyFacts`` of every file of an indexer's current state that has facts, decoded
-    on use (what a ``Resolver`` consults after the full build: only what an edit reaches is
-    decoded). ``overlay`` entries win (a buffer's unsaved facts). Writes are ignored: the
-    indexer updates its state before telling the resolver (``Resolver.set_facts``)."""
-
-    def __init__(self, state: Callable[[], dict[str, FileState]], overlay: dict | None = None,
-                 where: Callable[[str], bool] | None = None):
-        self._state = state
-        self._overlay = dict(overlay or {})
-        self._where = where
-
-    def only(self, where: Callable[[str], bool]) -> "LazyFacts":
-        """The same facts restricted to paths for which ``where(rel)`` is true."""
-        return LazyFacts(self._state, {r: f for r, f in self._overlay.items() if where(r)}, where)
-
-    def get(self, rel: str, default=None):
-        if self._where is not None and not self._where(rel):
-            return default
-        if rel in self._overlay:
-            return self._overlay[rel]
-        st = self._state().get(rel)
-        return st.facts if st is not None and st.facts_blob is not None else default
-
-    def __getitem__(self, rel: str) -> pyx.PyFacts:
-        got = self.get(rel)
-        if got is None:
-            raise KeyError(rel)
-        return got
-
-    def __contains__(self, rel: str) -> bool:
-        if self._where is not None and not self._where(rel):
-            return False
-        if rel in self._overlay:
-            return True
-        st = self._state().get(rel)
-        return st is not None and st.facts_blob is not None
-
-    def __setitem__(self, rel: str, facts) -> None:
-        pass
-
-    def pop(self, rel: str, default=None):
-        return default
+def build_graph_name(graph_name: str) -> str:
+    """Name of the scratch graph a full build of ``graph_name`` is written into before it is
+    renamed over it."""
+    return BUILD_GRAPH_PREFIX + graph_name
 
 
 @dataclass
@@ -176,155 +93,7 @@ class IndexReport:
     mode: str = "full"  # full | incremental | unchanged | cancelled
     seconds: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
-
-
-FREEZE_MIN_OBJECTS = 200_000
-
-
-@contextlib.contextmanager
-def _gc_paused():
-    """Pause the cyclic GC. Extraction and (un)pickling allocate hundreds of thousands of small
-    acyclic objects (AST nodes, facts); with the GC running, its repeated scans of the growing
-    heap made them 2.5-3x slower. Reference counting still frees everything.
-
-    When the paused block left many new tracked objects alive (a full index: millions), they
-    are moved to the GC's permanent generation (``gc.freeze``) before the GC resumes: otherwise
-    the first collection after the pause scans all of them (~0.8 s on the standard library) and
-    every later full collection does again. Frozen objects are still freed by reference
-    counting when released; only reference cycles that are already garbage at that moment are
-    never collected (measured: a handful of objects per index)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            if gc.get_count()[0] >= FREEZE_MIN_OBJECTS:
-                gc.freeze()
-            gc.enable()
-
-
-def content_hash(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=12).hexdigest()
-
-
-_LINE_BREAK = re.compile(rb"\r\n|\r|\n")  # as Python's tokenizer and LSP count lines
-
-
-def nonascii_lines(data: bytes) -> frozenset[int]:
-    """1-based numbers of the lines of ``data`` that hold a non-ASCII byte."""
-    if data.isascii():
-        return frozenset()
-    return frozenset(i for i, line in enumerate(_LINE_BREAK.split(data), 1) if not line.isascii())
-
-
-def count_lines(data: bytes) -> int:
-    if not data:
-        return 0
-    return data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
-
-
-def parse_python(rel: str, data: bytes) -> tuple[pyx.PyFacts | None, str | None]:
-    """Extract facts from one Python file: ``(facts, None)`` or ``(None, "line N: message")``."""
-    try:
-        try:
-            return pyx.extract(rel, data), None
-        except SyntaxError as exc:
-            if "unicode error" not in str(exc) and "encoding" not in str(exc) and "utf-8" not in str(exc).lower():
-                raise
-            return pyx.extract(rel, data, read_text(data)), None
-    except SyntaxError as exc:
-        return None, f"line {exc.lineno or 0}: {exc.msg}"
-    except (ValueError, RecursionError, MemoryError) as exc:
-        return None, f"line 0: {type(exc).__name__}: {exc}"
-
-
-def _parse_batch(items: list[tuple[str, bytes]], keep: bool = False) -> list[tuple]:
-    """Parse a batch of (rel, source) pairs: ``(rel, facts, blob, error)`` each, ``blob`` the
-    pickled facts (what the indexer keeps) and ``facts`` the objects only with ``keep`` (this
-    process's own share: a worker's objects would only be pickled twice)."""
-    out = []
-    with _gc_paused():
-        for rel, data in items:
-            facts, err = parse_python(rel, data)
-            blob = pickle_facts(facts) if facts is not None else None
-            out.append((rel, facts if keep else None, blob, err))
-    return out
-
-
-PARALLEL_MIN_FILES = 300
-BATCH_BYTES = 256 * 1024  # source bytes per batch handed to a worker (~50 ms of parsing)
-
-
-def _batches(items: list[tuple[str, bytes]]) -> list[list[tuple[str, bytes]]]:
-    """Consecutive batches of about ``BATCH_BYTES``, largest files first."""
-    out: list[list] = []
-    cur: list = []
-    size = 0
-    for it in sorted(items, key=lambda it: -len(it[1])):
-        cur.append(it)
-        size += len(it[1])
-        if size >= BATCH_BYTES:
-            out.append(cur)
-            cur, size = [], 0
-    if cur:
-        out.append(cur)
-    return out
-
-
-def parse_many(items: list[tuple[str, bytes]], workers: int | None = None) -> dict[str, tuple]:
-    """Parse many Python files: this process parses too, and ``workers - 1`` worker processes
-    help when there are enough files to pay for starting them. Returns ``{rel: (facts, blob,
-    error)}``: ``blob`` the pickled facts, ``facts`` the objects when parsed in this process.
-
-    The facts a worker parses cost a pickle there and an unpickle here (together about a third
-    of parsing them), so this process does its share itself: it takes batches from the small
-    end of a shared queue while the workers take from the large end, and keeps at most two
-    batches queued per worker, so the split follows whichever side is faster."""
-    workers = workers or min(os.cpu_count() or 1, 8)
-    if workers < 2 or len(items) < PARALLEL_MIN_FILES:
-        return {rel: (f, b, e) for rel, f, b, e in _parse_batch(items, keep=True)}
-    import collections
-    import concurrent.futures as cf
-    import multiprocessing
-
-    out: dict[str, tuple] = {}
-    pending = collections.deque(_batches(items))
-    futures: set = set()
-
-    def take(fut) -> None:
-        for rel, f, b, e in fut.result():
-            out[rel] = (f, b, e)
-
-    pool = None
-    try:
-        # forkserver: safe in a multi-threaded process (the language server), unlike fork; the
-        # server imports the parser once, so each worker starts in milliseconds
-        method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-        ctx = multiprocessing.get_context(method)
-        if method == "forkserver":
-            ctx.set_forkserver_preload(["__main__", __name__])
-        pool = cf.ProcessPoolExecutor(max_workers=workers - 1, mp_context=ctx)
-        while pending or futures:
-            while pending and len(futures) < 4 * (workers - 1):
-                futures.add(pool.submit(_parse_batch, pending.popleft()))
-            if pending:
-                for rel, f, b, e in _parse_batch(pending.pop(), keep=True):
-                    out[rel] = (f, b, e)
-                done = {f for f in futures if f.done()}
-            else:
-                done, _ = cf.wait(futures, return_when=cf.FIRST_COMPLETED)
-            for fut in done:
-                futures.discard(fut)
-                take(fut)
-    except (OSError, cf.process.BrokenProcessPool) as exc:
-        log.warning("parallel parsing failed (%s); parsing in this process", exc)
-        rest = [it for it in items if it[0] not in out]
-        out.update({rel: (f, b, e) for rel, f, b, e in _parse_batch(rest, keep=True)})
-    finally:
-        if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
-    return out
+    notes: list[str] = field(default_factory=list)  # re-syncs and rebuilds and why
 
 
 class WorkspaceIndexer:
@@ -353,6 +122,60 @@ class WorkspaceIndexer:
         # the resolver of the last build or update, with its memo, and the module table it was
         # built on: re-indexing a file reuses it (see ``_update``)
         self._live: tuple[tuple, WorkspaceResolver] | None = None
+        self.write_lock = writelock.GraphWriteLock(store, self.graph.name)
+        self._token: str | None = None  # the graph's generation marker that self.state matches
+        self._cache_token: str | None = None  # the marker the loaded cache was saved with
+        self._meta_dirty = False  # the cache meta (marker) must be saved
+
+    # -- writing across processes -------------------------------------------------------------
+    @contextlib.contextmanager
+    def _writing(self):
+        """This process's lock, then the cross-process lock of the graph. A FalkorDB that
+        restarted while we held them (another server process, or a write that found its graph
+        gone: "empty key") is reported as ``FalkorDBOffline``; the in-memory state is then no
+        longer trusted (the next write re-syncs)."""
+        with self.lock, self.write_lock:
+            self.store.connect()
+            server = self.store.server_id
+            try:
+                yield
+            except FalkorDBOffline:
+                self._token = None
+                raise
+            except QueryRejected as exc:
+                if self.store.server_id != server or "empty key" in str(exc):
+                    self._token = None
+                    raise FalkorDBOffline(self.store.where, "the server restarted while orbit was writing "
+                                          "the graph; the next index brings it up to date") from exc
+                raise
+            if self.store.server_id != server:
+                self._token = None
+                raise FalkorDBOffline(self.store.where, "the server restarted while orbit was writing the "
+                                      "graph; the next index brings it up to date")
+
+    def _begin_write(self) -> str:
+        """Mark the graph as being written (``dirty:<token>``); returns the new token."""
+        token = writelock.new_token()
+        writelock.write_marker(self.store, self.graph.name, writelock.DIRTY + token)
+        self._token = None
+        return token
+
+    def _end_write(self, token: str) -> None:
+        writelock.write_marker(self.store, self.graph.name, token)
+        self._token = token
+        self._meta_dirty = True
+
+    def in_sync(self) -> bool:
+        """Whether the graph is still the one this indexer last wrote or read (its generation
+        marker is unchanged). Raises ``FalkorDBOffline``."""
+        return self._token is not None and writelock.read_marker(self.store, self.graph.name) == self._token
+
+    def _resync(self, why: str) -> IndexReport:
+        note = f"graph {self.graph.name} changed since this process last read it ({why}); re-reading it"
+        log.info(note)
+        rep = self._index_all()
+        rep.notes.insert(0, note)
+        return rep
 
     @property
     def last_index_time(self) -> float | None:
@@ -373,69 +196,68 @@ class WorkspaceIndexer:
         """SQLite file holding one pickled ``FileState`` per file (structure only)."""
         return Path(self.settings.data_dir) / "cache" / f"{self.graph.name}.sqlite"
 
+    @property
+    def _cache(self) -> StateCache:
+        return StateCache(self.cache_path, self.root)
+
     def _cache_db(self) -> sqlite3.Connection:
-        self.cache_path.parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(self.cache_path, timeout=30)
-        db.execute("PRAGMA synchronous = OFF")  # a cache: a torn write only costs a full rebuild
-        db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
-        db.execute("CREATE TABLE IF NOT EXISTS files (rel TEXT PRIMARY KEY, state BLOB)")
-        return db
+        return self._cache.connect()
 
     def _load_cache(self) -> dict[str, FileState]:
-        try:
-            db = self._cache_db()
-            try:
-                meta = dict(db.execute("SELECT key, value FROM meta"))
-                if meta.get("version") != str(CACHE_VERSION) or meta.get("root") != str(self.root):
-                    return {}
-                self._written_root_package = meta.get("root_package", "")
-                with _gc_paused():
-                    return {rel: pickle.loads(blob) for rel, blob in db.execute("SELECT rel, state FROM files")}
-            finally:
-                db.close()
-        except (sqlite3.Error, OSError, pickle.PickleError, EOFError, AttributeError, TypeError, ValueError):
-            return {}
+        states, meta = self._cache.load()
+        self._cache_token = meta.get("graph_token")
+        if meta:
+            self._written_root_package = meta.get("root_package", "")
+        return states
 
-    @staticmethod
-    def _pickle_states(states: dict[str, FileState]) -> list[tuple[str, bytes]]:
-        return [(r, pickle.dumps(st, protocol=pickle.HIGHEST_PROTOCOL)) for r, st in states.items()]
+    _pickle_states = staticmethod(StateCache.pickle_states)
 
     def save_cache(self, rels: set[str] | None = None, blobs: list[tuple[str, bytes]] | None = None) -> None:
         """Persist per-file state for the next run's incremental open: every file, or only
         ``rels`` (rows of files no longer indexed are deleted). ``blobs``: every file's state,
         already pickled (by a full build, while its writes were in flight)."""
-        with self.lock, _gc_paused():
-            db = self._cache_db()
-            try:
-                with db:
-                    if rels is None:
-                        db.execute("DELETE FROM files")
-                        todo = blobs if blobs is not None else self._pickle_states(self.state)
-                    else:
-                        todo = self._pickle_states({r: self.state[r] for r in rels if r in self.state})
-                        db.executemany("DELETE FROM files WHERE rel = ?", [(r,) for r in rels if r not in self.state])
-                    db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?)", todo)
-                    db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                                   [("version", str(CACHE_VERSION)), ("root", str(self.root)),
-                                    ("root_package", self._written_root_package)])
-            finally:
-                db.close()
+        with self.lock:
+            self._cache.save(self.state, {"root_package": self._written_root_package,
+                                          "graph_token": self._token or ""}, rels, blobs)
+            self._meta_dirty = False
 
     def _persist(self) -> None:
         """Save what changed since the last save (everything after a full build)."""
         blobs, self._cache_blobs = self._cache_blobs, None
         if self._touched_all:
             self.save_cache(blobs=blobs)
-        elif self._touched:
+        elif self._touched or self._meta_dirty:
             self.save_cache(self._touched)
         self._touched_all = False
         self._touched = set()
 
-    def _graph_hashes(self) -> dict[str, str] | None:
+    def _graph_files(self) -> list[tuple[str, str]] | None:
+        """``(path, hash)`` of every File node (a path twice when the graph holds it twice),
+        None when there is no graph."""
         if not self.graph.exists():
             return None
-        res = self.graph.query("MATCH (f:File) RETURN f.path, f.hash")
-        return {p: h for p, h in res.rows}
+        return [(p, h) for p, h in self.graph.query("MATCH (f:File) RETURN f.path, f.hash").rows]
+
+    def _graph_disagrees(self, files: list[tuple[str, str]], cache: dict[str, FileState]) -> str | None:
+        """Why the graph does not match ``cache`` (None: it does): the marker, the File nodes
+        (duplicates, paths, hashes), the number of Symbol nodes."""
+        marker = writelock.read_marker(self.store, self.graph.name)
+        if marker is not None and marker.startswith(writelock.DIRTY):
+            return "a writer stopped before it finished"
+        if marker is not None and marker != self._cache_token:
+            return "written by another process or restored from an older snapshot"
+        if marker is None and self._cache_token:
+            return "its generation marker is missing"
+        hashes = dict(files)
+        if len(hashes) != len(files):
+            return f"{len(files) - len(hashes)} duplicate File nodes"
+        if set(hashes) != set(cache) or any(hashes[r] != cache[r].hash for r in cache):
+            return "file hashes differ from the cache"
+        symbols = self.graph.query("MATCH (s:Symbol) RETURN count(s)").rows[0][0]
+        expected = sum(st.symbols for st in cache.values())
+        if symbols != expected:
+            return f"{symbols} Symbol nodes where the files define {expected}"
+        return None
 
     # -- helpers ----------------------------------------------------------------------------
     def nonascii_lines(self, rel: str) -> frozenset[int] | None:
@@ -529,25 +351,28 @@ class WorkspaceIndexer:
         ``index_all`` itself.)"""
         if not self.graph.exists():
             return True
-        try:
-            db = self._cache_db()
-            try:
-                meta = dict(db.execute("SELECT key, value FROM meta"))
-                rows = db.execute("SELECT count(*) FROM files").fetchone()[0]
-            finally:
-                db.close()
-        except (sqlite3.Error, OSError):
+        meta = self._cache.usable()
+        if meta is None:
             return True
-        return meta.get("version") != str(CACHE_VERSION) or meta.get("root") != str(self.root) or not rows
+        marker = writelock.read_marker(self.store, self.graph.name)
+        return marker is not None and marker != meta.get("graph_token")
 
-    def index_all(self, progress: Progress | None = None, cancel: threading.Event | None = None) -> IndexReport:
+    def index_all(self, progress: Progress | None = None, cancel: threading.Event | None = None,
+                  rebuild: bool = False) -> IndexReport:
         """Walk the workspace and bring the graph up to date.
 
-        First run (or an inconsistent cache): full build into a fresh graph. Later runs parse
-        only files whose content hash changed and rewrite only what changed.
-        Returns an ``IndexReport``; raises ``FalkorDBOffline``.
+        First run (or a graph that disagrees with the cache, or ``rebuild``): full build, into a
+        scratch graph renamed over the workspace's graph when complete. Later runs parse only
+        files whose content hash changed and rewrite only what changed. Waits while another
+        process writes the same graph. Returns an ``IndexReport`` (``notes``: why the graph was
+        rebuilt or re-read); raises ``FalkorDBOffline``.
         """
-        with self.lock, _gc_paused():
+        with self._writing():
+            return self._index_all(progress, cancel, rebuild)
+
+    def _index_all(self, progress: Progress | None = None, cancel: threading.Event | None = None,
+                   rebuild: bool = False) -> IndexReport:
+        with self.lock, gc_paused():
             t0 = time.perf_counter()
             rep = IndexReport()
             timings = rep.timings
@@ -558,10 +383,17 @@ class WorkspaceIndexer:
             self.skipped = dict(walk.skipped)
             timings["walk"] = time.perf_counter() - t0
 
-            graph_hashes = self._graph_hashes()
-            cache = self._load_cache() if graph_hashes is not None else {}
-            consistent = (graph_hashes is not None and bool(cache) and set(graph_hashes) == set(cache)
-                          and all(graph_hashes[r] == cache[r].hash for r in cache))
+            graph_files = self._graph_files()
+            cache = self._load_cache() if graph_files is not None else {}
+            why = None
+            if graph_files is not None and rebuild:
+                why = "a rebuild was asked for"
+            elif graph_files is not None and cache:
+                why = self._graph_disagrees(graph_files, cache)
+            if why is not None:
+                rep.notes.append(f"rebuilding graph {self.graph.name}: {why}")
+                log.warning("%s", rep.notes[-1])
+            consistent = graph_files is not None and bool(cache) and why is None
             if consistent and configs_changed(st.edges.deps for st in cache.values() if st.edges is not None):
                 consistent = False  # a tsconfig/jsconfig/package.json changed: resolve everything again
             if not consistent:
@@ -616,6 +448,9 @@ class WorkspaceIndexer:
                 changed = {r for r in new_state if r in old_state and new_state[r] is not old_state[r]}
                 if not (removed or added or changed):
                     rep.mode = "unchanged"
+                    self._token = self._cache_token or None
+                    if self._token is None:  # a graph from before generation markers: adopt it
+                        self._end_write(writelock.new_token())
                 else:
                     rep.mode = "incremental"
                     self._update(old_state, changed | added, removed, rep)
@@ -656,9 +491,10 @@ class WorkspaceIndexer:
 
         t = time.perf_counter()
         rp = self.root_package
-        self.graph.delete()
-        ensure_indexes(self.graph)
-        w = GraphWriter(self.graph)
+        target = self.store.graph(build_graph_name(self.graph.name))
+        target.delete()  # a build that stopped half-way (we hold the graph's write lock)
+        ensure_indexes(target)
+        w = GraphWriter(target)
         rels = sorted(self.state)
         decoded = dict(fresh or {})
         for r in rels:
@@ -703,6 +539,7 @@ class WorkspaceIndexer:
             rep.timings["cache"] = time.perf_counter() - t_cache
             for job in jobs:
                 job.result()
+            self._swap_in(target)
             self._cache_blobs = blobs  # saved by _persist, only once every write succeeded
         finally:
             bg.shutdown(wait=True, cancel_futures=True)
@@ -712,6 +549,15 @@ class WorkspaceIndexer:
         self._touched_all = True
         self._written_root_package = rp
         rep.timings["write"] = time.perf_counter() - t - rep.timings["resolve"] - rep.timings["cache"]
+
+    def _swap_in(self, built) -> None:
+        """Replace the workspace's graph by the fully written ``built`` graph and set a new
+        generation marker, in one transaction: readers see the old graph or the new one."""
+        token = writelock.new_token()
+        self.store.atomically(("RENAME", built.name, self.graph.name),
+                              ("SET", writelock.marker_key(self.graph.name), token))
+        self._token = token
+        self._meta_dirty = True
 
     def _write_edges_by_id(self, w: GraphWriter, rels: list[str], file_ids: dict[str, int],
                            sym_ids: dict[tuple[str, str], int], submit: Callable) -> None:
@@ -875,6 +721,7 @@ class WorkspaceIndexer:
             st.edges = new_edges
         rep.timings["resolve"] = time.perf_counter() - t
         t = time.perf_counter()
+        token = self._begin_write()
         w = GraphWriter(self.graph)
         ensure_indexes(self.graph)
         if removed:
@@ -913,6 +760,7 @@ class WorkspaceIndexer:
                           for r in rebind | changed):
             self.imports_generation = next(_GENERATIONS)
         rep.removed_files = len(removed)
+        self._end_write(token)
         rep.timings["write"] = time.perf_counter() - t
         self._touched |= rebind | changed | removed | redeps
 
@@ -923,14 +771,16 @@ class WorkspaceIndexer:
         indexed one does nothing (so one save seen twice is indexed once). Returns an
         ``IndexReport`` whose ``parse_errors`` holds the syntax error, if any.
         """
-        with self.lock:
+        with self._writing():
             try:
+                if not self.in_sync():
+                    return self._resync("before re-indexing a file")
                 return self._reindex_file(path)
             finally:
                 self._persist()
 
     def _reindex_file(self, path: Path | str) -> IndexReport:
-        with self.lock, _gc_paused():
+        with self.lock, gc_paused():
             t0 = time.perf_counter()
             rep = IndexReport(mode="incremental")
             rel = self.rel_of(path)
@@ -962,7 +812,9 @@ class WorkspaceIndexer:
                     new.edges = old.edges
                     self.state[rel] = new
                     self._touched.add(rel)
+                    token = self._begin_write()
                     GraphWriter(self.graph).update_files([self._file_row(rel)])
+                    self._end_write(token)
                     rep.seconds = time.perf_counter() - t0
                     self.last_index_time = time.time()
                     return rep
@@ -976,8 +828,10 @@ class WorkspaceIndexer:
 
     def remove_file(self, path: Path | str) -> IndexReport:
         """Remove a file (and, for a directory, every file under it) from the graph."""
-        with self.lock:
+        with self._writing():
             try:
+                if not self.in_sync():
+                    return self._resync("before removing a file")
                 return self._remove_file(path)
             finally:
                 self._persist()
