@@ -123,11 +123,25 @@ class WorkspaceIndexer:
         # built on: re-indexing a file reuses it (see ``_update``)
         self._live: tuple[tuple, WorkspaceResolver] | None = None
         self.write_lock = writelock.GraphWriteLock(store, self.graph.name)
-        self._token: str | None = None  # the graph's generation marker that self.state matches
+        self.__token: str | None = None
         self._cache_token: str | None = None  # the marker the loaded cache was saved with
         self._meta_dirty = False  # the cache meta (marker) must be saved
 
     # -- writing across processes -------------------------------------------------------------
+    @property
+    def _token(self) -> str | None:
+        """The graph's generation marker that ``self.state`` matches (None: not known). Also
+        kept by the store, which checks it when FalkorDB restarts."""
+        return self.__token
+
+    @_token.setter
+    def _token(self, value: str | None) -> None:
+        self.__token = value
+        if value is None:
+            self.store.expected_markers.pop(self.graph.name, None)
+        else:
+            self.store.expected_markers[self.graph.name] = value
+
     @contextlib.contextmanager
     def _writing(self):
         """This process's lock, then the cross-process lock of the graph. A FalkorDB that
