@@ -390,6 +390,7 @@ class WorkspaceIndexer:
             t0 = time.perf_counter()
             rep = IndexReport()
             timings = rep.timings
+            known = self._token  # the graph as this indexer last saw it
             self._live = None  # the state is rebuilt from the disk and the cache
             walk = walk_workspace(self.root, self.settings.max_file_bytes, self.settings.exclude,
                                   classify=False)  # _read classifies the bytes it reads
@@ -468,6 +469,9 @@ class WorkspaceIndexer:
                 else:
                     rep.mode = "incremental"
                     self._update(old_state, changed | added, removed, rep)
+            if self._token != known:
+                # another process (or a child build) rewrote the graph: its IMPORTS edges too
+                self.imports_generation = next(_GENERATIONS)
             self._count(rep)
             package_info("")  # loads the environment's distribution table now, not on the first edit
             rep.files = len(self.state)
