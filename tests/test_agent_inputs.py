@@ -110,3 +110,58 @@ def test_huge_arguments_are_refused_before_running(ws, settings):
         tb.run("cypher_query", {"query": "RETURN 1 // " + "x" * 1_000_000})
     with pytest.raises(ToolError, match=r"levels deep.*\(\d+ characters\)$"):
         tb.run("cypher_query", {"query": "RETURN " + "NOT " * 900 + "true"})
+
+
+# --------------------------------------------------------------------------- questions and memories
+
+@pytest.mark.parametrize("question,problem", [
+    ("who calls f?\x00", "contains a NUL character"),
+    ("who calls \udcff?", "unpaired UTF-16 surrogate"),   # undecodable argv bytes arrive like this
+    ("   ", "empty"),
+    ("x" * 20_001, "at most 20000"),
+])
+def test_unusable_questions_are_refused_before_anything_runs(ws, settings, tmp_path, question, problem):
+    from orbit_lsp.agent.history import History
+    from orbit_lsp.agent.service import Asker, InvalidQuestion
+
+    ix, _ = ws
+    asker = Asker(settings.model_copy(update={"agent_model": None}), History(tmp_path / "h.sqlite3"))
+    try:
+        with pytest.raises(InvalidQuestion, match=problem):
+            asker.ask(question, ix.graph, ix.root)
+        assert asker.history.audit_log() == []  # nothing recorded, no memory proposed
+        res = asker.ask("what depends on mod.py?", ix.graph, ix.root)  # and the next question works
+        assert res.error is None and "pkg/inner.py" in res.answer
+    finally:
+        asker.close()
+
+
+def test_conversation_id_beyond_sqlite_integers_is_unknown(ws, settings, tmp_path):
+    from orbit_lsp.agent.history import History
+    from orbit_lsp.agent.service import Asker, UnknownConversation
+
+    ix, _ = ws
+    asker = Asker(settings.model_copy(update={"agent_model": None}), History(tmp_path / "h.sqlite3"))
+    try:
+        with pytest.raises(UnknownConversation, match="no conversation"):
+            asker.ask("what depends on mod.py?", ix.graph, ix.root, conversation_id=2**70)
+    finally:
+        asker.close()
+
+
+@pytest.mark.parametrize("text,problem", [
+    ("deploy with make ship\x00", "NUL character"),
+    ("deploy with make \ud800 ship", "unpaired UTF-16 surrogate"),
+])
+def test_unusable_memory_texts_are_refused(store, text, problem):
+    import uuid
+
+    from orbit_lsp.memory.store import InvalidMemory, MemoryStore
+
+    mem = MemoryStore(store, "orbit_test_mem_" + uuid.uuid4().hex[:8])
+    try:
+        with pytest.raises(InvalidMemory, match=problem):
+            mem.remember(text)
+        assert mem.remember("deploy with make ship").text == "deploy with make ship"
+    finally:
+        mem.graph.delete()
