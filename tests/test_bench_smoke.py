@@ -186,3 +186,14 @@ def test_bench_lsp_on_tiny_corpus(tiny, settings):
     assert "· lsp ·" in text and "didSave → fresh lenses (ms)" in text and "orbit/impact (ms, n=2)" in text
     assert "after re-open" in text
     assert {p.relative_to(ws): p.read_bytes() for p in ws.rglob("*.py")} == before
+
+
+def test_bench_mcp_on_tiny_corpus(tiny, settings):
+    """The MCP benchmark: a real ``orbit-lsp mcp`` process on the corpus copy, through the SDK client."""
+    pytest.importorskip("tiktoken")
+    ws, cache, results = tiny
+    assert _run(["mcp", "--n", "3"], settings, ws, cache, results) == 0
+    text = results.read_text()
+    assert "· mcp ·" in text and "`python -m bench.run mcp " in text
+    assert "| callers |" in text and "| call_chain |" in text and "tool list with schemas" in text
+    assert "tool error" not in text  # every call on the corpus was answered
