@@ -76,8 +76,8 @@ def category(file_path: str | None, function: str | None) -> str | None:
         return "resolve"
     if name == "walk.py":
         return "walk"
-    if name == "indexer.py":
-        if function in ("_persist", "_pickle_states", "_save_cache", "_load_cache", "_graph_hashes"):
+    if name in ("indexer.py", "parsing.py", "state.py"):
+        if function in ("_persist", "_pickle_states", "pickle_states", "save_cache", "save", "load", "_load_cache", "_graph_hashes"):
             return "cache"
         if function in ("parse_python", "parse_many", "_parse_batch", "_read", "_new_state", "content_hash"):
             return "parse"

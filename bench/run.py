@@ -8,6 +8,7 @@
     python -m bench.run peers   [--corpus stdlib|PATH] [--k 20] [--tools jedi,jedi-full,pyright]  (bench/peers.py)
     python -m bench.run profile [--corpus stdlib|PATH] [--top 60]                                 (bench/profile.py)
     python -m bench.run mcp     [--corpus stdlib|PATH] [--n 20]                                   (bench/mcp.py)
+    python -m bench.run changes [--projects requests==2.32.3,flask==3.0.3 | --corpus PATH] [--n 50]  (bench/changes.py)
 
 ``--corpus`` also takes ``django`` / ``pypi:NAME==VERSION`` (an sdist, see bench/corpora.py).
 
@@ -960,6 +961,9 @@ def build_parser() -> argparse.ArgumentParser:
     peers.add_parser(sub, common)
     profile.add_parser(sub, common)
     mcp.add_parser(sub, common)
+    from bench import changes  # test selection of `orbit-lsp changes` (issue 16)
+
+    changes.add_parser(sub, common)
     return p
 
 
@@ -978,6 +982,12 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> int
         from bench.ts_resolution import run as run_ts_resolution
 
         record(run_ts_resolution(args, settings, command), machine_info(settings, load, code),
+               None if args.no_record else args.results)
+        return 0
+    if args.cmd == "changes":  # its corpora are projects with their test suites (bench/changes.py)
+        from bench.changes import run as run_changes
+
+        record(run_changes(args, settings, command), machine_info(settings, load, code),
                None if args.no_record else args.results)
         return 0
     from bench.corpora import resolve_spec

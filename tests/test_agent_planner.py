@@ -130,14 +130,14 @@ def test_what_depends_on_a_file_by_its_basename(own, asker):
 def test_how_does_a_reach_b(own, asker):
     # read from the sources: cmd_cypher calls run_readonly, which calls check_readonly_text;
     # cmd_cypher does not call check_readonly_text itself, so the shortest chain has 2 calls
-    assert "run_readonly" in _calls(_function("cli.py", "cmd_cypher"))
-    assert "check_readonly_text" not in _calls(_function("cli.py", "cmd_cypher"))
+    assert "run_readonly" in _calls(_function("cli/cmd_queries.py", "cmd_cypher"))
+    assert "check_readonly_text" not in _calls(_function("cli/cmd_queries.py", "cmd_cypher"))
     assert "check_readonly_text" in _calls(_function("graph/readonly.py", "run_readonly"))
     res = asker.ask("How does cmd_cypher reach check_readonly_text?", own.graph, own.root)
     assert res.planner and [s.tool for s in res.steps] == ["call_chain"]
     assert res.answer.splitlines()[:4] == [
         "**`cmd_cypher` reaches `check_readonly_text`** in 2 calls:",
-        f"1. `orbit_lsp.cli.cmd_cypher` (cli.py:{_function('cli.py', 'cmd_cypher').lineno})",
+        f"1. `orbit_lsp.cli.cmd_queries.cmd_cypher` (cli/cmd_queries.py:{_function('cli/cmd_queries.py', 'cmd_cypher').lineno})",
         f"2. `orbit_lsp.graph.readonly.run_readonly` (graph/readonly.py:{_function('graph/readonly.py', 'run_readonly').lineno})",
         "3. `orbit_lsp.graph.readonly.check_readonly_text` "
         f"(graph/readonly.py:{_function('graph/readonly.py', 'check_readonly_text').lineno})"]

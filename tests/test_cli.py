@@ -1,4 +1,4 @@
-"""Tests of the ``orbit-lsp`` command line (orbit_lsp/cli.py).
+"""Tests of the ``orbit-lsp`` command line (orbit_lsp/cli/).
 
 Most run ``main([...])`` in-process against the session's embedded FalkorDB (``data_dir``
 fixture); one runs the installed console script in a subprocess.
@@ -447,14 +447,14 @@ def test_unexpected_error_is_one_line(capsys, monkeypatch):
 def test_progress_bar_on_a_tty():
     import io
 
-    from orbit_lsp.cli import _Progress
+    from orbit_lsp.cli import ProgressBar
 
     class Tty(io.StringIO):
         def isatty(self):
             return True
 
     s = Tty()
-    p = _Progress("indexing x", s)
+    p = ProgressBar("indexing x", s)
     p(1, 4, "a.py")
     p(4, 4, "d.py")
     p.finish()
@@ -463,7 +463,7 @@ def test_progress_bar_on_a_tty():
     assert text.endswith("\r\x1b[K")
 
     plain = io.StringIO()
-    p = _Progress("indexing x", plain)
+    p = ProgressBar("indexing x", plain)
     for i in range(1, 201, 50):
         p(i, 200, f"f{i}.py")
     p(200, 200, "last.py")

@@ -20,15 +20,11 @@ A file that fails to parse keeps its last good graph; the error is stored on its
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import gc
-import hashlib
 import itertools
 import logging
 import os
 import pickle
-import re
 import sqlite3
 import threading
 import time
@@ -40,120 +36,23 @@ from orbit_lsp.config import Settings
 from orbit_lsp.graph.connection import GraphStore, code_graph_name
 from orbit_lsp.graph.schema import ensure_indexes
 from orbit_lsp.graph.writer import GraphWriter
-from orbit_lsp.index import python as pyx
 from orbit_lsp.index.languages import PARSED_LANGS, WorkspaceResolver, changed_entities, configs_changed, parse_file
-from orbit_lsp.index.resolve import FileEdges, full_qual, package_info
-from orbit_lsp.index.walk import LANGS, WorkspaceFilter, classify_file, is_dotenv, read_text, walk_workspace
-from orbit_lsp.lru import LRU
+from orbit_lsp.index.resolve import full_qual, package_info
+from orbit_lsp.index.parsing import (  # noqa: F401 (re-exported: imported from here by callers)
+    content_hash,
+    count_lines,
+    gc_paused,
+    nonascii_lines,
+    parse_many,
+    parse_python,
+)
+from orbit_lsp.index.state import CACHE_VERSION, FileState, LazyFacts, StateCache  # noqa: F401 (re-exported)
+from orbit_lsp.index.walk import LANGS, WorkspaceFilter, classify_file, is_dotenv, walk_workspace
 
 log = logging.getLogger("orbit_lsp.index")
-CACHE_VERSION = 9  # 6: JS/TS files have facts; 7: facts kept pickled (FileState.facts_blob); 8: lambda and comprehension scopes; 9: FileState.nonascii_lines, `from pkg import name` unbound in pkg is unresolved
 
 Progress = Callable[[int, int, str], None]  # (done, total, rel)
 _GENERATIONS = itertools.count(1)
-
-
-FACTS = LRU(256)  # pickled facts -> the decoded objects, most recently used (bytes cache their hash)
-
-
-def load_facts(blob: bytes) -> pyx.PyFacts:
-    """The facts pickled in ``blob``, decoded once while they stay among the recently used."""
-    found, facts = FACTS.lookup(blob)
-    if not found:
-        facts = pickle.loads(blob)
-        FACTS.put(blob, facts)
-    return facts
-
-
-def pickle_facts(facts: pyx.PyFacts) -> bytes:
-    return pickle.dumps(facts, protocol=pickle.HIGHEST_PROTOCOL)
-
-
-@pyx.compact_pickle
-@dataclass(slots=True)
-class FileState:
-    """What the indexer knows of one file. ``facts`` is the last good parse (None for
-    non-Python files or a file that never parsed), kept pickled (``facts_blob``: about a
-    seventh of the memory of the objects) and decoded on use through the ``FACTS`` cache;
-    ``symbols`` is how many symbols it has. ``edges`` is the file's last resolution."""
-
-    rel: str
-    lang: str
-    hash: str
-    lines: int
-    facts_blob: bytes | None = None
-    edges: FileEdges | None = None
-    parse_error: str | None = None
-    seen_hash: str = ""  # hash of the content last read from disk (differs from ``hash`` while
-    #                      a broken file keeps its last good graph)
-    symbols: int = 0
-    nonascii_lines: frozenset[int] | None = None  # 1-based lines of the indexed content
-    #   (``hash``) with non-ASCII characters; on any other line a graph column (UTF-8 bytes) is
-    #   the LSP character in every position encoding. None: not known.
-
-    @property
-    def facts(self) -> pyx.PyFacts | None:
-        return load_facts(self.facts_blob) if self.facts_blob is not None else None
-
-    @facts.setter
-    def facts(self, value: pyx.PyFacts | None) -> None:
-        if value is None:
-            self.facts_blob, self.symbols = None, 0
-        else:
-            self.set_facts_blob(pickle_facts(value), value)
-
-    def set_facts_blob(self, blob: bytes, facts: pyx.PyFacts | None = None) -> None:
-        """Facts by their pickle (``facts``: the same, decoded, when at hand)."""
-        if facts is None:
-            facts = load_facts(blob)
-        else:
-            FACTS.put(blob, facts)
-        self.facts_blob, self.symbols = blob, len(facts.symbols)
-
-
-class LazyFacts:
-    """``rel -> PyFacts`` of every file of an indexer's current state that has facts, decoded
-    on use (what a ``Resolver`` consults after the full build: only what an edit reaches is
-    decoded). ``overlay`` entries win (a buffer's unsaved facts). Writes are ignored: the
-    indexer updates its state before telling the resolver (``Resolver.set_facts``)."""
-
-    def __init__(self, state: Callable[[], dict[str, FileState]], overlay: dict | None = None,
-                 where: Callable[[str], bool] | None = None):
-        self._state = state
-        self._overlay = dict(overlay or {})
-        self._where = where
-
-    def only(self, where: Callable[[str], bool]) -> "LazyFacts":
-        """The same facts restricted to paths for which ``where(rel)`` is true."""
-        return LazyFacts(self._state, {r: f for r, f in self._overlay.items() if where(r)}, where)
-
-    def get(self, rel: str, default=None):
-        if self._where is not None and not self._where(rel):
-            return default
-        if rel in self._overlay:
-            return self._overlay[rel]
-        st = self._state().get(rel)
-        return st.facts if st is not None and st.facts_blob is not None else default
-
-    def __getitem__(self, rel: str) -> pyx.PyFacts:
-        got = self.get(rel)
-        if got is None:
-            raise KeyError(rel)
-        return got
-
-    def __contains__(self, rel: str) -> bool:
-        if self._where is not None and not self._where(rel):
-            return False
-        if rel in self._overlay:
-            return True
-        st = self._state().get(rel)
-        return st is not None and st.facts_blob is not None
-
-    def __setitem__(self, rel: str, facts) -> None:
-        pass
-
-    def pop(self, rel: str, default=None):
-        return default
 
 
 @dataclass
@@ -176,155 +75,6 @@ class IndexReport:
     mode: str = "full"  # full | incremental | unchanged | cancelled
     seconds: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
-
-
-FREEZE_MIN_OBJECTS = 200_000
-
-
-@contextlib.contextmanager
-def _gc_paused():
-    """Pause the cyclic GC. Extraction and (un)pickling allocate hundreds of thousands of small
-    acyclic objects (AST nodes, facts); with the GC running, its repeated scans of the growing
-    heap made them 2.5-3x slower. Reference counting still frees everything.
-
-    When the paused block left many new tracked objects alive (a full index: millions), they
-    are moved to the GC's permanent generation (``gc.freeze``) before the GC resumes: otherwise
-    the first collection after the pause scans all of them (~0.8 s on the standard library) and
-    every later full collection does again. Frozen objects are still freed by reference
-    counting when released; only reference cycles that are already garbage at that moment are
-    never collected (measured: a handful of objects per index)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            if gc.get_count()[0] >= FREEZE_MIN_OBJECTS:
-                gc.freeze()
-            gc.enable()
-
-
-def content_hash(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=12).hexdigest()
-
-
-_LINE_BREAK = re.compile(rb"\r\n|\r|\n")  # as Python's tokenizer and LSP count lines
-
-
-def nonascii_lines(data: bytes) -> frozenset[int]:
-    """1-based numbers of the lines of ``data`` that hold a non-ASCII byte."""
-    if data.isascii():
-        return frozenset()
-    return frozenset(i for i, line in enumerate(_LINE_BREAK.split(data), 1) if not line.isascii())
-
-
-def count_lines(data: bytes) -> int:
-    if not data:
-        return 0
-    return data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
-
-
-def parse_python(rel: str, data: bytes) -> tuple[pyx.PyFacts | None, str | None]:
-    """Extract facts from one Python file: ``(facts, None)`` or ``(None, "line N: message")``."""
-    try:
-        try:
-            return pyx.extract(rel, data), None
-        except SyntaxError as exc:
-            if "unicode error" not in str(exc) and "encoding" not in str(exc) and "utf-8" not in str(exc).lower():
-                raise
-            return pyx.extract(rel, data, read_text(data)), None
-    except SyntaxError as exc:
-        return None, f"line {exc.lineno or 0}: {exc.msg}"
-    except (ValueError, RecursionError, MemoryError) as exc:
-        return None, f"line 0: {type(exc).__name__}: {exc}"
-
-
-def _parse_batch(items: list[tuple[str, bytes]], keep: bool = False) -> list[tuple]:
-    """Parse a batch of (rel, source) pairs: ``(rel, facts, blob, error)`` each, ``blob`` the
-    pickled facts (what the indexer keeps) and ``facts`` the objects only with ``keep`` (this
-    process's own share: a worker's objects would only be pickled twice)."""
-    out = []
-    with _gc_paused():
-        for rel, data in items:
-            facts, err = parse_python(rel, data)
-            blob = pickle_facts(facts) if facts is not None else None
-            out.append((rel, facts if keep else None, blob, err))
-    return out
-
-
-PARALLEL_MIN_FILES = 300
-BATCH_BYTES = 256 * 1024  # source bytes per batch handed to a worker (~50 ms of parsing)
-
-
-def _batches(items: list[tuple[str, bytes]]) -> list[list[tuple[str, bytes]]]:
-    """Consecutive batches of about ``BATCH_BYTES``, largest files first."""
-    out: list[list] = []
-    cur: list = []
-    size = 0
-    for it in sorted(items, key=lambda it: -len(it[1])):
-        cur.append(it)
-        size += len(it[1])
-        if size >= BATCH_BYTES:
-            out.append(cur)
-            cur, size = [], 0
-    if cur:
-        out.append(cur)
-    return out
-
-
-def parse_many(items: list[tuple[str, bytes]], workers: int | None = None) -> dict[str, tuple]:
-    """Parse many Python files: this process parses too, and ``workers - 1`` worker processes
-    help when there are enough files to pay for starting them. Returns ``{rel: (facts, blob,
-    error)}``: ``blob`` the pickled facts, ``facts`` the objects when parsed in this process.
-
-    The facts a worker parses cost a pickle there and an unpickle here (together about a third
-    of parsing them), so this process does its share itself: it takes batches from the small
-    end of a shared queue while the workers take from the large end, and keeps at most two
-    batches queued per worker, so the split follows whichever side is faster."""
-    workers = workers or min(os.cpu_count() or 1, 8)
-    if workers < 2 or len(items) < PARALLEL_MIN_FILES:
-        return {rel: (f, b, e) for rel, f, b, e in _parse_batch(items, keep=True)}
-    import collections
-    import concurrent.futures as cf
-    import multiprocessing
-
-    out: dict[str, tuple] = {}
-    pending = collections.deque(_batches(items))
-    futures: set = set()
-
-    def take(fut) -> None:
-        for rel, f, b, e in fut.result():
-            out[rel] = (f, b, e)
-
-    pool = None
-    try:
-        # forkserver: safe in a multi-threaded process (the language server), unlike fork; the
-        # server imports the parser once, so each worker starts in milliseconds
-        method = "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
-        ctx = multiprocessing.get_context(method)
-        if method == "forkserver":
-            ctx.set_forkserver_preload(["__main__", __name__])
-        pool = cf.ProcessPoolExecutor(max_workers=workers - 1, mp_context=ctx)
-        while pending or futures:
-            while pending and len(futures) < 4 * (workers - 1):
-                futures.add(pool.submit(_parse_batch, pending.popleft()))
-            if pending:
-                for rel, f, b, e in _parse_batch(pending.pop(), keep=True):
-                    out[rel] = (f, b, e)
-                done = {f for f in futures if f.done()}
-            else:
-                done, _ = cf.wait(futures, return_when=cf.FIRST_COMPLETED)
-            for fut in done:
-                futures.discard(fut)
-                take(fut)
-    except (OSError, cf.process.BrokenProcessPool) as exc:
-        log.warning("parallel parsing failed (%s); parsing in this process", exc)
-        rest = [it for it in items if it[0] not in out]
-        out.update({rel: (f, b, e) for rel, f, b, e in _parse_batch(rest, keep=True)})
-    finally:
-        if pool is not None:
-            pool.shutdown(wait=False, cancel_futures=True)
-    return out
 
 
 class WorkspaceIndexer:
@@ -373,53 +123,27 @@ class WorkspaceIndexer:
         """SQLite file holding one pickled ``FileState`` per file (structure only)."""
         return Path(self.settings.data_dir) / "cache" / f"{self.graph.name}.sqlite"
 
+    @property
+    def _cache(self) -> StateCache:
+        return StateCache(self.cache_path, self.root)
+
     def _cache_db(self) -> sqlite3.Connection:
-        self.cache_path.parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(self.cache_path, timeout=30)
-        db.execute("PRAGMA synchronous = OFF")  # a cache: a torn write only costs a full rebuild
-        db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
-        db.execute("CREATE TABLE IF NOT EXISTS files (rel TEXT PRIMARY KEY, state BLOB)")
-        return db
+        return self._cache.connect()
 
     def _load_cache(self) -> dict[str, FileState]:
-        try:
-            db = self._cache_db()
-            try:
-                meta = dict(db.execute("SELECT key, value FROM meta"))
-                if meta.get("version") != str(CACHE_VERSION) or meta.get("root") != str(self.root):
-                    return {}
-                self._written_root_package = meta.get("root_package", "")
-                with _gc_paused():
-                    return {rel: pickle.loads(blob) for rel, blob in db.execute("SELECT rel, state FROM files")}
-            finally:
-                db.close()
-        except (sqlite3.Error, OSError, pickle.PickleError, EOFError, AttributeError, TypeError, ValueError):
-            return {}
+        states, meta = self._cache.load()
+        if meta:
+            self._written_root_package = meta.get("root_package", "")
+        return states
 
-    @staticmethod
-    def _pickle_states(states: dict[str, FileState]) -> list[tuple[str, bytes]]:
-        return [(r, pickle.dumps(st, protocol=pickle.HIGHEST_PROTOCOL)) for r, st in states.items()]
+    _pickle_states = staticmethod(StateCache.pickle_states)
 
     def save_cache(self, rels: set[str] | None = None, blobs: list[tuple[str, bytes]] | None = None) -> None:
         """Persist per-file state for the next run's incremental open: every file, or only
         ``rels`` (rows of files no longer indexed are deleted). ``blobs``: every file's state,
         already pickled (by a full build, while its writes were in flight)."""
-        with self.lock, _gc_paused():
-            db = self._cache_db()
-            try:
-                with db:
-                    if rels is None:
-                        db.execute("DELETE FROM files")
-                        todo = blobs if blobs is not None else self._pickle_states(self.state)
-                    else:
-                        todo = self._pickle_states({r: self.state[r] for r in rels if r in self.state})
-                        db.executemany("DELETE FROM files WHERE rel = ?", [(r,) for r in rels if r not in self.state])
-                    db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?)", todo)
-                    db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                                   [("version", str(CACHE_VERSION)), ("root", str(self.root)),
-                                    ("root_package", self._written_root_package)])
-            finally:
-                db.close()
+        with self.lock:
+            self._cache.save(self.state, {"root_package": self._written_root_package}, rels, blobs)
 
     def _persist(self) -> None:
         """Save what changed since the last save (everything after a full build)."""
@@ -527,18 +251,7 @@ class WorkspaceIndexer:
         cache (another version, another root, no rows). Cheap: no file is read. (A cache whose
         hashes disagree with the graph also leads to a full build; that is found only by
         ``index_all`` itself.)"""
-        if not self.graph.exists():
-            return True
-        try:
-            db = self._cache_db()
-            try:
-                meta = dict(db.execute("SELECT key, value FROM meta"))
-                rows = db.execute("SELECT count(*) FROM files").fetchone()[0]
-            finally:
-                db.close()
-        except (sqlite3.Error, OSError):
-            return True
-        return meta.get("version") != str(CACHE_VERSION) or meta.get("root") != str(self.root) or not rows
+        return not self.graph.exists() or not self._cache.usable()
 
     def index_all(self, progress: Progress | None = None, cancel: threading.Event | None = None) -> IndexReport:
         """Walk the workspace and bring the graph up to date.
@@ -547,7 +260,7 @@ class WorkspaceIndexer:
         only files whose content hash changed and rewrite only what changed.
         Returns an ``IndexReport``; raises ``FalkorDBOffline``.
         """
-        with self.lock, _gc_paused():
+        with self.lock, gc_paused():
             t0 = time.perf_counter()
             rep = IndexReport()
             timings = rep.timings
@@ -930,7 +643,7 @@ class WorkspaceIndexer:
                 self._persist()
 
     def _reindex_file(self, path: Path | str) -> IndexReport:
-        with self.lock, _gc_paused():
+        with self.lock, gc_paused():
             t0 = time.perf_counter()
             rep = IndexReport(mode="incremental")
             rel = self.rel_of(path)

@@ -42,7 +42,7 @@ def parse_file(rel: str, data: bytes):
     None (Python) or what an error-tolerant parse still yields (JS/TS)."""
     if is_js(rel):
         return parse_js(rel, data)
-    from orbit_lsp.index.indexer import parse_python
+    from orbit_lsp.index.parsing import parse_python
 
     return parse_python(rel, data)
 

@@ -352,10 +352,11 @@ def raw_params(params: Any) -> dict:
 
 def setup(server: OrbitServer) -> OrbitServer:
     """Create every feature and register its handlers on ``server``."""
-    from orbit_lsp.server import (ask, code_actions, diagnostics, hierarchy, hover, lenses, lifecycle, memory,
-                                  propose, requests)
+    from orbit_lsp.server import (ask, changes, code_actions, diagnostics, hierarchy, hover, lenses, lifecycle,
+                                  memory, propose, requests)
 
-    for module in (lifecycle, lenses, hover, hierarchy, diagnostics, requests, ask, code_actions, memory, propose):
+    for module in (lifecycle, lenses, hover, hierarchy, diagnostics, requests, ask, code_actions, memory, propose,
+                   changes):
         feature = module.Feature(server)
         feature.register()
         server.features.append(feature)

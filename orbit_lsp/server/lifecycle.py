@@ -50,6 +50,15 @@ log = logging.getLogger("orbit_lsp.server")
 CLIENT_TIMEOUT_S = 10.0   # longest wait for the client's answer to a server request
 
 
+def _settings_object(value: Any) -> Any:
+    """Settings as sent: an empty array is no settings (``None``), as clients that cannot tell
+    an empty object from an empty list send it (Neovim encodes an empty Lua table as ``[]``).
+    Anything else is returned as it is (the caller warns about a non-object)."""
+    if isinstance(value, list) and not value:
+        return None
+    return value
+
+
 def _report_line(rep: IndexReport) -> str:
     return f"{rep.files} files, {rep.symbols} symbols; {rep.parsed} parsed ({rep.mode})"
 
@@ -105,7 +114,7 @@ class Feature:
     # -- start-up and settings ---------------------------------------------------------------
     def initialize(self, params: types.InitializeParams) -> None:
         use_lsp_lines(self.server.workspace)
-        opts = params.initialization_options
+        opts = _settings_object(params.initialization_options)
         self.init_options = opts if isinstance(opts, dict) else None
         self.init_options_invalid = opts is not None and not isinstance(opts, dict)
         # problems are announced in ``initialized``, once, together with the client's settings
@@ -155,7 +164,7 @@ class Feature:
             except Exception as exc:  # noqa: BLE001 - a client that fails here still gets defaults
                 log.info("workspace/configuration failed: %s", exc)
                 result = None
-            cfg = result[0] if result else None
+            cfg = _settings_object(result[0]) if result else None
             if cfg is not None and not isinstance(cfg, dict):
                 self._warn("orbit-lsp: the 'orbit' settings must be an object; using defaults")
             self.client_config = cfg if isinstance(cfg, dict) else None
@@ -186,8 +195,8 @@ class Feature:
         old = ls.settings
         settings = params.settings if params is not None else None
         if isinstance(settings, dict) and "orbit" in settings:
-            cfg = settings["orbit"]
-            if not isinstance(cfg, dict):
+            cfg = _settings_object(settings["orbit"])
+            if cfg is not None and not isinstance(cfg, dict):
                 self._warn("orbit-lsp: the 'orbit' settings must be an object; using defaults")
                 cfg = None
             self.client_config = cfg

@@ -20,6 +20,9 @@ M.defaults = {
   settings = { orbit = {} }, -- falkordbUrl, maxHops, exclude, agent = { baseUrl, model, fallbackModels }
   lens_events = { "BufWritePost", "InsertLeave" },
   float = { border = "rounded", max_width = 100, max_height = 40 },
+  -- the server's indexing progress: "echo" (one line, not kept in :messages), "notify"
+  -- (vim.notify at begin and end), or false (only require("orbit").statusline())
+  progress = "echo",
 }
 M.config = vim.deepcopy(M.defaults)
 --- what the last Orbit command showed: { method, err, result, lines, buf, win } (for scripts and tests)
@@ -277,6 +280,92 @@ local function refresh_lenses(bufnr)
   end
 end
 
+--- Ask `client` for the lenses of `bufnr` now. Unlike vim.lsp.codelens.refresh, which drops the
+--- request while an earlier one for the buffer is still being resolved, this always asks: a
+--- refresh after an index must not be lost to the (empty) answer asked for on attach.
+local function request_lenses(client, bufnr)
+  local params = { textDocument = vim.lsp.util.make_text_document_params(bufnr) }
+  request(client, "textDocument/codeLens", params, vim.lsp.codelens.on_codelens, bufnr)
+end
+
+--- workspace/codeLens/refresh (the server sends it after every index and re-index; Neovim has no
+--- handler of its own): the lenses of the buffers on screen are asked again at once, those of
+--- hidden buffers when they are shown next.
+function M.codelens_refresh_handler(_, _, ctx)
+  local client = vim.lsp.get_client_by_id(ctx.client_id)
+  if client then
+    vim.schedule(function()
+      local shown = {}
+      for _, win in ipairs(vim.api.nvim_list_wins()) do
+        shown[vim.api.nvim_win_get_buf(win)] = true
+      end
+      for bufnr in pairs(client.attached_buffers or {}) do
+        if vim.api.nvim_buf_is_loaded(bufnr) then
+          if shown[bufnr] then
+            vim.b[bufnr].orbit_lenses_stale = nil
+            request_lenses(client, bufnr)
+          else
+            vim.b[bufnr].orbit_lenses_stale = true
+          end
+        end
+      end
+    end)
+  end
+  return vim.NIL
+end
+
+-- -- indexing progress ($/progress of the server, seen through Neovim's LspProgress event) -----------
+--- per client id: { title, message, percentage, done } of the server's latest work-done progress
+M.progress = {}
+
+--- A statusline component: "orbit: indexing ws 120/500 files (24%)" while the server works,
+--- else "". E.g. `vim.o.statusline = "%f %{v:lua.require'orbit'.statusline()}"`.
+function M.statusline()
+  for _, p in pairs(M.progress) do
+    if not p.done then
+      local pct = p.percentage and (" (%d%%)"):format(p.percentage) or ""
+      return ("%s%s%s"):format(p.title or "orbit", p.message and (" " .. p.message) or "", pct)
+    end
+  end
+  return ""
+end
+
+local function on_progress(ev)
+  local data = ev.data or {}
+  local client = data.client_id and vim.lsp.get_client_by_id(data.client_id)
+  local value = data.params and data.params.value
+  if not client or client.name ~= NAME or type(value) ~= "table" then
+    return
+  end
+  local p = M.progress[client.id] or {}
+  if value.kind == "begin" then
+    p = { title = value.title, message = value.message }
+  elseif value.kind == "report" then
+    p.message = value.message or p.message
+  end
+  p.percentage = value.percentage ~= vim.NIL and value.percentage or p.percentage
+  if value.kind == "end" then
+    p.done, p.percentage = true, nil
+    p.message = value.message
+  end
+  M.progress[client.id] = p
+  local mode = M.config.progress
+  if mode == "echo" then
+    -- one line, not kept in :messages, never longer than the space left (no hit-enter prompt)
+    local text = (p.title or "orbit") .. ((p.message and p.message ~= vim.NIL) and (": " .. p.message) or "")
+      .. (p.percentage and (" (%d%%)"):format(p.percentage) or "")
+    local room = math.max(10, (vim.v.echospace or 80) - 1)
+    if vim.fn.strdisplaywidth(text) > room then
+      text = vim.fn.strcharpart(text, 0, room - 1) .. "…"
+    end
+    vim.api.nvim_echo({ { text } }, false, {})
+  elseif mode == "notify" and value.kind ~= "report" then
+    vim.notify((p.title or "orbit") .. ((p.message and p.message ~= vim.NIL) and (": " .. p.message) or ""),
+      vim.log.levels.INFO)
+  end
+  vim.cmd("redrawstatus")
+end
+
 function M.on_attach(client, bufnr)
   local g = vim.api.nvim_create_augroup("orbit_lens_" .. bufnr, { clear = true })
   vim.api.nvim_create_autocmd(M.config.lens_events, {
@@ -284,6 +373,16 @@ function M.on_attach(client, bufnr)
     buffer = bufnr,
     callback = function()
       refresh_lenses(bufnr)
+    end,
+  })
+  vim.api.nvim_create_autocmd("BufWinEnter", {
+    group = g,
+    buffer = bufnr,
+    callback = function()
+      if vim.b[bufnr].orbit_lenses_stale then
+        vim.b[bufnr].orbit_lenses_stale = nil
+        refresh_lenses(bufnr)
+      end
     end,
   })
   refresh_lenses(bufnr)
@@ -330,14 +429,20 @@ end
 
 -- "Orbit: ask about this symbol": the server asks orbit/ask; its Markdown answer in the float
 vim.lsp.commands["orbit.askAboutSymbol"] = function(command)
-  local arg = (command.arguments or {})[1] or {}
-  M.call("workspace/executeCommand", { command = command.command, arguments = command.arguments }, function(r)
+  local args = vim.deepcopy(command.arguments or {})
+  local arg = args[1] or {}
+  if type(arg) == "table" then
+    arg.clientShowsAnswer = true -- the float shows it: no message with its first lines as well
+  end
+  M.call("workspace/executeCommand", { command = command.command, arguments = args }, function(r)
     return M.answer_markdown(type(r) == "table" and r.question or ("About " .. tostring(arg.qual)), r)
   end)
 end
 
 local function capabilities()
   local caps = vim.lsp.protocol.make_client_capabilities()
+  -- handled by codelens_refresh_handler: lenses appear by themselves once the server has indexed
+  caps.workspace.codeLens = vim.tbl_extend("force", caps.workspace.codeLens or {}, { refreshSupport = true })
   -- Neovim applies documentChanges (and checks their versions); annotations are shown by
   -- apply_edit_handler, which asks before every edit
   caps.workspace.workspaceEdit = vim.tbl_extend("force", caps.workspace.workspaceEdit or {}, {
@@ -363,15 +468,25 @@ function M.start(bufnr)
     return
   end
   local root = vim.fs.root(bufnr, M.config.root_markers) or vim.fs.dirname(fname)
+  -- an empty Lua table is encoded as a JSON array: send the settings as an object, always
+  local settings = vim.deepcopy(M.config.settings or {})
+  local orbit = settings.orbit
+  if type(orbit) ~= "table" or vim.tbl_isempty(orbit) then
+    orbit = vim.empty_dict()
+  end
+  settings.orbit = orbit
   return vim.lsp.start({
     name = NAME,
     cmd = M.config.cmd,
     cmd_env = M.config.cmd_env,
     root_dir = root,
-    settings = M.config.settings,
-    init_options = M.config.settings.orbit,
+    settings = settings,
+    init_options = orbit,
     capabilities = capabilities(),
-    handlers = { ["workspace/applyEdit"] = M.apply_edit_handler },
+    handlers = {
+      ["workspace/applyEdit"] = M.apply_edit_handler,
+      ["workspace/codeLens/refresh"] = M.codelens_refresh_handler,
+    },
     on_attach = M.on_attach,
   }, { bufnr = bufnr })
 end
@@ -379,6 +494,7 @@ end
 function M.setup(opts)
   M.config = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), opts or {})
   vim.api.nvim_clear_autocmds({ group = group })
+  vim.api.nvim_create_autocmd("LspProgress", { group = group, callback = on_progress })
   vim.api.nvim_create_autocmd("FileType", {
     group = group,
     pattern = M.config.filetypes,

@@ -1,0 +1,194 @@
+"""What the indexer keeps per file: ``FileState`` (hash, pickled facts, resolved edges), the
+``LazyFacts`` view a resolver consults, and ``StateCache``, the SQLite file
+``<data_dir>/cache/<graph>.sqlite`` that keeps the states between runs (structure only, never
+file contents).
+"""
+
+from __future__ import annotations
+
+import pickle
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from orbit_lsp.index import python as pyx
+from orbit_lsp.index.parsing import gc_paused, pickle_facts
+from orbit_lsp.index.resolve import FileEdges
+from orbit_lsp.lru import LRU
+
+CACHE_VERSION = 9  # 6: JS/TS files have facts; 7: facts kept pickled (FileState.facts_blob); 8: lambda and comprehension scopes; 9: FileState.nonascii_lines, `from pkg import name` unbound in pkg is unresolved
+
+FACTS = LRU(256)  # pickled facts -> the decoded objects, most recently used (bytes cache their hash)
+
+
+def load_facts(blob: bytes) -> pyx.PyFacts:
+    """The facts pickled in ``blob``, decoded once while they stay among the recently used."""
+    found, facts = FACTS.lookup(blob)
+    if not found:
+        facts = pickle.loads(blob)
+        FACTS.put(blob, facts)
+    return facts
+
+
+@pyx.compact_pickle
+@dataclass(slots=True)
+class FileState:
+    """What the indexer knows of one file. ``facts`` is the last good parse (None for
+    non-Python files or a file that never parsed), kept pickled (``facts_blob``: about a
+    seventh of the memory of the objects) and decoded on use through the ``FACTS`` cache;
+    ``symbols`` is how many symbols it has. ``edges`` is the file's last resolution."""
+
+    rel: str
+    lang: str
+    hash: str
+    lines: int
+    facts_blob: bytes | None = None
+    edges: FileEdges | None = None
+    parse_error: str | None = None
+    seen_hash: str = ""  # hash of the content last read from disk (differs from ``hash`` while
+    #                      a broken file keeps its last good graph)
+    symbols: int = 0
+    nonascii_lines: frozenset[int] | None = None  # 1-based lines of the indexed content
+    #   (``hash``) with non-ASCII characters; on any other line a graph column (UTF-8 bytes) is
+    #   the LSP character in every position encoding. None: not known.
+
+    @property
+    def facts(self) -> pyx.PyFacts | None:
+        return load_facts(self.facts_blob) if self.facts_blob is not None else None
+
+    @facts.setter
+    def facts(self, value: pyx.PyFacts | None) -> None:
+        if value is None:
+            self.facts_blob, self.symbols = None, 0
+        else:
+            self.set_facts_blob(pickle_facts(value), value)
+
+    def set_facts_blob(self, blob: bytes, facts: pyx.PyFacts | None = None) -> None:
+        """Facts by their pickle (``facts``: the same, decoded, when at hand)."""
+        if facts is None:
+            facts = load_facts(blob)
+        else:
+            FACTS.put(blob, facts)
+        self.facts_blob, self.symbols = blob, len(facts.symbols)
+
+
+class LazyFacts:
+    """``rel -> PyFacts`` of every file of an indexer's current state that has facts, decoded
+    on use (what a ``Resolver`` consults after the full build: only what an edit reaches is
+    decoded). ``overlay`` entries win (a buffer's unsaved facts). Writes are ignored: the
+    indexer updates its state before telling the resolver (``Resolver.set_facts``)."""
+
+    def __init__(self, state: Callable[[], dict[str, FileState]], overlay: dict | None = None,
+                 where: Callable[[str], bool] | None = None):
+        self._state = state
+        self._overlay = dict(overlay or {})
+        self._where = where
+
+    def only(self, where: Callable[[str], bool]) -> "LazyFacts":
+        """The same facts restricted to paths for which ``where(rel)`` is true."""
+        return LazyFacts(self._state, {r: f for r, f in self._overlay.items() if where(r)}, where)
+
+    def get(self, rel: str, default=None):
+        if self._where is not None and not self._where(rel):
+            return default
+        if rel in self._overlay:
+            return self._overlay[rel]
+        st = self._state().get(rel)
+        return st.facts if st is not None and st.facts_blob is not None else default
+
+    def __getitem__(self, rel: str) -> pyx.PyFacts:
+        got = self.get(rel)
+        if got is None:
+            raise KeyError(rel)
+        return got
+
+    def __contains__(self, rel: str) -> bool:
+        if self._where is not None and not self._where(rel):
+            return False
+        if rel in self._overlay:
+            return True
+        st = self._state().get(rel)
+        return st is not None and st.facts_blob is not None
+
+    def __setitem__(self, rel: str, facts) -> None:
+        pass
+
+    def pop(self, rel: str, default=None):
+        return default
+
+
+class StateCache:
+    """The ``FileState`` of every file of one graph between runs, in the SQLite file ``path``
+    (one pickled state per file, plus meta: cache version, workspace root, root package).
+    A cache of another version or root reads as empty; a torn or unreadable file too (it only
+    costs a full rebuild)."""
+
+    def __init__(self, path: Path, root: Path):
+        self.path = path
+        self.root = root
+
+    def connect(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.path, timeout=30)
+        db.execute("PRAGMA synchronous = OFF")  # a cache: a torn write only costs a full rebuild
+        db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+        db.execute("CREATE TABLE IF NOT EXISTS files (rel TEXT PRIMARY KEY, state BLOB)")
+        return db
+
+    def _matches(self, meta: dict[str, str]) -> bool:
+        return meta.get("version") == str(CACHE_VERSION) and meta.get("root") == str(self.root)
+
+    def load(self) -> tuple[dict[str, FileState], dict[str, str]]:
+        """``(states by rel, meta)``; both empty when the cache is missing, unreadable or of
+        another version or root."""
+        try:
+            db = self.connect()
+            try:
+                meta = dict(db.execute("SELECT key, value FROM meta"))
+                if not self._matches(meta):
+                    return {}, {}
+                with gc_paused():
+                    return {rel: pickle.loads(blob) for rel, blob in db.execute("SELECT rel, state FROM files")}, meta
+            finally:
+                db.close()
+        except (sqlite3.Error, OSError, pickle.PickleError, EOFError, AttributeError, TypeError, ValueError):
+            return {}, {}
+
+    def usable(self) -> bool:
+        """Whether the cache has rows of this version and root (cheap: nothing is unpickled)."""
+        try:
+            db = self.connect()
+            try:
+                meta = dict(db.execute("SELECT key, value FROM meta"))
+                rows = db.execute("SELECT count(*) FROM files").fetchone()[0]
+            finally:
+                db.close()
+        except (sqlite3.Error, OSError):
+            return False
+        return self._matches(meta) and bool(rows)
+
+    @staticmethod
+    def pickle_states(states: dict[str, FileState]) -> list[tuple[str, bytes]]:
+        return [(r, pickle.dumps(st, protocol=pickle.HIGHEST_PROTOCOL)) for r, st in states.items()]
+
+    def save(self, states: dict[str, FileState], meta: dict[str, str], rels: set[str] | None = None,
+             blobs: list[tuple[str, bytes]] | None = None) -> None:
+        """Write every state of ``states``, or only those of ``rels`` (rows of ``rels`` absent
+        from ``states`` are deleted), and ``meta`` (version and root are added). ``blobs``:
+        every state already pickled."""
+        with gc_paused():
+            db = self.connect()
+            try:
+                with db:
+                    if rels is None:
+                        db.execute("DELETE FROM files")
+                        todo = blobs if blobs is not None else self.pickle_states(states)
+                    else:
+                        todo = self.pickle_states({r: states[r] for r in rels if r in states})
+                        db.executemany("DELETE FROM files WHERE rel = ?", [(r,) for r in rels if r not in states])
+                    db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?)", todo)
+                    db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                                   [("version", str(CACHE_VERSION)), ("root", str(self.root)), *meta.items()])
+            finally:
+                db.close()
