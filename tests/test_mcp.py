@@ -111,9 +111,13 @@ class Session:
         return res.content[0].text
 
 
-def stdio_params(root: Path, data_dir: Path, *extra: str, env: dict | None = None) -> StdioServerParameters:
-    return StdioServerParameters(command=sys.executable,
-                                 args=["-m", "orbit_lsp.mcp", "--workspace", str(root), *extra],
+ORBIT = str(Path(sys.executable).with_name("orbit-lsp"))  # the installed command
+
+
+def stdio_params(root: Path, data_dir: Path, *extra: str, env: dict | None = None, cli: bool = False) -> StdioServerParameters:
+    """``orbit-lsp mcp`` (``cli``) or ``python -m orbit_lsp.mcp`` on ``root``."""
+    cmd, args = (ORBIT, ["mcp"]) if cli else (sys.executable, ["-m", "orbit_lsp.mcp"])
+    return StdioServerParameters(command=cmd, args=[*args, "--workspace", str(root), *extra],
                                  env={"ORBIT_DATA_DIR": str(data_dir), **(env or {})})
 
 
@@ -124,9 +128,9 @@ async def ws(tmp_path_factory):
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def mcp(ws, data_dir):
-    """A stdio server with every tool, a 1 s query timeout."""
-    s = await Session(stdio_params(ws, data_dir, "--tools", "all",
-                                   env={"ORBIT_QUERY_TIMEOUT_MS": "1000"})).start()
+    """``orbit-lsp mcp`` over stdio with every tool, a 1 s query timeout."""
+    s = await Session(stdio_params(ws, data_dir, "--tools", "all", env={"ORBIT_QUERY_TIMEOUT_MS": "1000"},
+                                   cli=True)).start()
     yield s
     await s.stop()
 
@@ -449,13 +453,13 @@ async def test_streamable_http_default_tools(ws, data_dir):
     assert proc.stdout.read() == b""  # nothing but the protocol, and HTTP has none on stdout
 
 
-@pytest.mark.parametrize("argv,expect", [
-    (["--http", "0.0.0.0:8123"], "not a loopback address"),
-    (["--http", "127.0.0.1:http"], "HOST:PORT"),
-    (["--tools", "+nope"], "unknown tool 'nope'"),
-    (["--workspace", "/no/such/dir"], "not a directory"),
+@pytest.mark.parametrize("cmd,argv,expect", [
+    ([ORBIT, "mcp"], ["--http", "0.0.0.0:8123"], "not a loopback address"),
+    ([sys.executable, "-m", "orbit_lsp.mcp"], ["--http", "127.0.0.1:http"], "HOST:PORT"),
+    ([ORBIT, "mcp"], ["--tools", "+nope"], "unknown tool 'nope'"),
+    ([sys.executable, "-m", "orbit_lsp.mcp"], ["--workspace", "/no/such/dir"], "not a directory"),
 ])
-async def test_usage_errors(argv, expect, data_dir):
-    p = await asyncio.to_thread(subprocess.run, [sys.executable, "-m", "orbit_lsp.mcp", *argv], capture_output=True, text=True, timeout=60,
-                       env={**os.environ, "ORBIT_DATA_DIR": str(data_dir)}, stdin=subprocess.DEVNULL)
-    assert p.returncode == 2 and expect in p.stderr and p.stdout == ""
+async def test_usage_errors(cmd, argv, expect, data_dir):
+    p = await asyncio.to_thread(subprocess.run, [*cmd, *argv], capture_output=True, text=True, timeout=60,
+                                env={**os.environ, "ORBIT_DATA_DIR": str(data_dir)}, stdin=subprocess.DEVNULL)
+    assert p.returncode == 2 and expect in p.stderr and "error" in p.stderr and p.stdout == ""

@@ -30,7 +30,7 @@ from orbit_lsp.agent.tools import Toolbox, ToolError
 from orbit_lsp.config import Settings
 from orbit_lsp.graph.errors import FalkorDBOffline
 from orbit_lsp.mcp.live import RETRY_S, LiveWorkspace, NotReady
-from orbit_lsp.mcp.tools import ALL_TOOLS, SPECS, Tools, select_tools
+from orbit_lsp.mcp.tools import ALL_TOOLS, DEFAULT_TOOLS, SPECS, Tools, select_tools
 
 log = logging.getLogger("orbit_lsp.mcp")
 SERVER_NAME = "orbit"
@@ -40,6 +40,10 @@ INSTRUCTIONS = ("orbit answers questions about this workspace's code from a code
                 "total, show the Cypher they ran and say how fresh the graph is.")
 TOOLS_ENV = "ORBIT_MCP_TOOLS"
 ANSWER_WAIT_S = 20.0  # longest wait for the first index before a call is answered "still indexing"
+
+
+class UsageProblem(ValueError):
+    """Bad options of ``orbit-lsp mcp`` (exit status 2)."""
 
 
 def tool_list(names: list[str]) -> list[types.Tool]:
@@ -126,13 +130,13 @@ def serve_http(server: Server, host: str, port: int) -> None:
 
 
 def parse_hostport(text: str) -> tuple[str, int]:
-    """``HOST:PORT``, ``:PORT`` or ``PORT`` (host 127.0.0.1). Raises ``ValueError``."""
+    """``HOST:PORT``, ``:PORT`` or ``PORT`` (host 127.0.0.1). Raises ``UsageProblem``."""
     host, sep, port = text.rpartition(":")
     if not sep:
         host, port = "", text
     host = host.strip("[]") or "127.0.0.1"
     if not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise ValueError(f"--http {text}: expected HOST:PORT with a port from 0 to 65535")
+        raise UsageProblem(f"--http {text}: expected HOST:PORT with a port from 0 to 65535")
     return host, int(port)
 
 
@@ -154,33 +158,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "unless --allow-remote")
     p.add_argument("--allow-remote", action="store_true", help="allow --http on a non-loopback address")
     p.add_argument("--tools", metavar="SELECTION", default=None,
-                   help="tools offered: 'default' (" + ",".join(ALL_TOOLS[:7]) + "), 'all', a list, or "
+                   help="tools offered: 'default' (" + ",".join(DEFAULT_TOOLS) + "), 'all', a list, or "
                         "+name/-name changes (e.g. +recall,+remember,+read_file); default: $" + TOOLS_ENV)
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
-    """Serve until the client goes away (stdio) or the process is interrupted (HTTP). Usage
-    problems are one line on stderr with exit status 2."""
+    """Serve until the client goes away (stdio) or the process is interrupted (HTTP); returns
+    the exit status. Raises ``UsageProblem`` before serving for bad options."""
     try:
         names = select_tools(args.tools if args.tools is not None else os.environ.get(TOOLS_ENV))
     except ValueError as exc:
-        print(f"orbit-lsp mcp: error: {exc}", file=sys.stderr)
-        return 2
+        raise UsageProblem(str(exc)) from None
     root = Path(args.workspace or os.getcwd()).expanduser()
     if not root.is_dir():
-        print(f"orbit-lsp mcp: error: --workspace {root}: not a directory", file=sys.stderr)
-        return 2
+        raise UsageProblem(f"--workspace {root}: not a directory")
     hostport = None
     if args.http:
-        try:
-            hostport = parse_hostport(args.http)
-        except ValueError as exc:
-            print(f"orbit-lsp mcp: error: {exc}", file=sys.stderr)
-            return 2
+        hostport = parse_hostport(args.http)  # a ValueError: UsageProblem
         if not _is_loopback(hostport[0]) and not args.allow_remote:
-            print(f"orbit-lsp mcp: error: --http {args.http} is not a loopback address; the tools expose your "
-                  "code: pass --allow-remote to serve it anyway", file=sys.stderr)
-            return 2
+            raise UsageProblem(f"--http {args.http} is not a loopback address; the tools expose your code: "
+                               "pass --allow-remote to serve it anyway")
     live, tools = open_workspace(Path(os.path.realpath(root)), settings, names)
     server = build_server(live, tools, names)
     try:
@@ -207,6 +204,10 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(stream=sys.stderr, level=logging.DEBUG if args.verbose > 1 else
                         logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
-    settings = Settings.from_env(falkordb_url=args.falkordb_url,
-                                 data_dir=Path(args.data_dir).expanduser() if args.data_dir else None)
-    return run(args, settings)
+    try:
+        settings = Settings.from_env(falkordb_url=args.falkordb_url,
+                                     data_dir=Path(args.data_dir).expanduser() if args.data_dir else None)
+        return run(args, settings)
+    except (UsageProblem, ValueError) as exc:  # pydantic's ValidationError is a ValueError
+        print(f"orbit-lsp mcp: error: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
