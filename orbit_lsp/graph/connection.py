@@ -158,6 +158,8 @@ class GraphStore:
             self.where = _redact_url(self.settings.falkordb_url)
         self._db: FalkorDB | None = None
         self._lock = threading.Lock()
+        self.server_id: str | None = None  # run_id of the server last connected to
+        self.restarts = 0  # times a reconnect found another server process (a restart)
 
     # -- connection -----------------------------------------------------------------------
     @property
@@ -185,12 +187,29 @@ class GraphStore:
                     db = FalkorDB.from_url(self.settings.falkordb_url, retry=Retry(NoBackoff(), 0),
                                            socket_connect_timeout=5, socket_timeout=self.socket_timeout)
                 db.connection.ping()
+                run_id = db.connection.info("server").get("run_id")
             except FalkorDBOffline:
                 raise
             except _TRANSPORT_ERRORS + (redis.exceptions.RedisError,) as exc:
                 raise FalkorDBOffline(self.where, str(exc) or type(exc).__name__) from exc
+            if self.server_id is not None and run_id != self.server_id:
+                self.restarts += 1
+            self.server_id = run_id
             self._db = db
             return db
+
+    def execute(self, *args):
+        """Run one plain redis command (``GET``, ``SET``, ``RENAME``, ``EVAL``…) on the server and
+        return its reply as redis-py decodes it. Raises ``FalkorDBOffline`` (transport) or
+        ``QueryRejected`` (the server refused it)."""
+        db = self.connect()
+        try:
+            return db.connection.execute_command(*args)
+        except _TRANSPORT_ERRORS as exc:
+            self.reset()
+            raise FalkorDBOffline(self.where, str(exc) or type(exc).__name__) from exc
+        except redis.exceptions.ResponseError as exc:
+            raise QueryRejected(str(exc), " ".join(str(a) for a in args[:2])) from exc
 
     def reset(self) -> None:
         """Drop the client so the next call reconnects (used after a transport failure)."""
@@ -201,6 +220,23 @@ class GraphStore:
                 db.close()
             except Exception:  # noqa: BLE001 - closing a dead connection may fail in any way
                 pass
+
+    def atomically(self, *commands: tuple) -> list:
+        """Run plain redis commands in one ``MULTI``/``EXEC`` transaction (all or none are
+        applied, nothing runs between them). Returns their replies. Raises ``FalkorDBOffline``
+        or ``QueryRejected`` (a command the server refused; the others still ran, as redis
+        transactions do not roll back)."""
+        db = self.connect()
+        try:
+            pipe = db.connection.pipeline(transaction=True)
+            for cmd in commands:
+                pipe.execute_command(*cmd)
+            return pipe.execute()
+        except _TRANSPORT_ERRORS as exc:
+            self.reset()
+            raise FalkorDBOffline(self.where, str(exc) or type(exc).__name__) from exc
+        except redis.exceptions.ResponseError as exc:
+            raise QueryRejected(str(exc), " ".join(str(c[0]) for c in commands)) from exc
 
     def healthy(self) -> bool:
         """True when the server answers PING now (does not start the embedded server)."""
