@@ -248,6 +248,22 @@ async def test_memory_remember_then_recall_with_provenance(mcp, store, settings)
     mem.forget(mid)
 
 
+async def test_ambiguous_names_capped_with_true_totals(mcp, ws):
+    many = ws / "many.py"
+    many.write_text("".join(f"class C{i}:\n    def run(self):\n        return {i}\n\n\n" for i in range(30)))
+    try:
+        d = await until_ok(mcp, "find_symbol", {"name": "run", "limit": 5}, lambda d: d["total"] == 31)
+        assert d["shown"] == 5 and d["truncated"] is True and len(d["result"]["candidates"]) == 5
+        assert any("matches 31 symbols" in n and "qualified name" in n for n in d["notes"])
+        msg = await mcp.error("call_chain", {"source": "run", "target": "run"})
+        assert "matches 31 symbols" in msg and "qualified names" in msg
+        d = await mcp.ok("callers", {"symbol": "C7.run"})  # Class.method picks one
+        assert [t["symbol"]["qual"] for t in d["result"]["targets"]] == ["many.C7.run"]
+    finally:
+        many.unlink()
+    await until_ok(mcp, "find_symbol", {"name": "run"}, lambda d: d["total"] == 1)
+
+
 # -- files -----------------------------------------------------------------------------------------
 async def test_read_file_only_what_the_graph_returned_redacted(mcp, ws):
     (ws / "fresh.py").write_text(f'KEY = "{SECRET}"\n\n\ndef fresh():\n    return KEY\n')

@@ -34,6 +34,7 @@ MAX_LIMIT = 50  # the agent's Toolbox lists at most 50 of anything (agent.tools.
 MAX_DEPTH = 5
 CYPHER_DEFAULT_ROWS = 50
 CYPHER_MAX_ROWS = 200
+MAX_CHAIN_PAIRS = 25  # most (source, target) candidate pairs call_chain searches
 
 DEFAULT_TOOLS = ("find_symbol", "callers", "callees", "impact", "call_chain", "file_context", "cypher")
 OPTIONAL_TOOLS = ("package_users", "recall", "remember", "read_file")
@@ -180,61 +181,88 @@ class Tools:
         return self.toolbox.run(name, args)
 
     # -- symbols ---------------------------------------------------------------------------------
+    def _candidates(self, name: str, lim: int, cypher: list, notes: list) -> tuple[list[dict], int]:
+        """The first ``lim`` symbols matching ``name`` (``queries.find_symbols``) and how many
+        match; a note when it is ambiguous."""
+        found = queries.find_symbols(self.graph, name)
+        cypher += found.cypher
+        n = len(found.rows)
+        if n > 1:
+            notes.append(f"'{name}' matches {n} symbols" + (f"; the first {lim} (by file) are answered, "
+                                                             "give a qualified name to pick one" if n > lim else
+                                                             "; each is answered"))
+        return found.rows[:lim], n
+
+    @staticmethod
+    def _sym(s: dict) -> dict:
+        return {k: s[k] for k in ("qual", "kind", "file", "line")}
+
     def t_find_symbol(self, a: dict) -> Answer:
-        res = self._box("find_symbol", {"name": a["name"]})
-        d = res.data
         lim = a["limit"]
-        cands = []
-        lines = [f"{d['matches']} symbol(s) named '{a['name']}'" + (":" if d["matches"] else "")]
-        for c in d["candidates"][:lim]:
-            callers, callees = c["callers"], c["callees"]
-            cand = {**c, "callers": callers[:lim], "callees": callees[:lim],
-                    "callers_total": len(callers), "callees_total": len(callees)}
-            cands.append(cand)
+        cypher: list = []
+        notes: list = []
+        cands, n = self._candidates(a["name"], lim, cypher, notes)
+        lines = [f"{n} symbol(s) named '{a['name']}'" + (":" if n else "")]
+        out = []
+        for c in cands:
+            callers = queries.symbol_callers(self.graph, c["file"], c["qual"], limit=lim)
+            callees = queries.symbol_callees(self.graph, c["file"], c["qual"])
+            cypher += callers.cypher + callees.cypher
+            n_callers = callers.total if callers.total is not None else len(callers.rows)
+            cand = {**self._sym(c), "callers_total": n_callers, "callees_total": len(callees.rows),
+                    "callers": [self._sym(x) for x in callers.rows[:lim]],
+                    "callees": [self._sym(x) for x in callees.rows[:lim]]}
+            if c.get("unresolved_calls"):
+                cand["unbound_calls"] = c["unresolved_calls"]
+            out.append(cand)
             lines.append(f"- {c['kind']} {c['qual']} at {c['file']}:{c['line']}")
-            for label, lst in (("callers", callers), ("callees", callees)):
-                shown = ", ".join(f"{x['qual']} ({x['file']}:{x['line']})" for x in lst[:lim])
-                more = f" … {len(lst) - lim} more" if len(lst) > lim else ""
-                lines.append(f"  {label} ({len(lst)}): {shown or '-'}{more}")
-            if c.get("note"):
-                lines.append(f"  may call it: {c['note']}")
-        notes = [d["note"]] if d.get("note") else []
-        return Answer({"symbol": a["name"], "candidates": cands}, d["matches"], len(cands), lines, res.cypher, notes)
+            for label, lst, total in (("callers", cand["callers"], n_callers), ("callees", cand["callees"], len(callees.rows))):
+                shown = ", ".join(f"{x['qual']} ({x['file']}:{x['line']})" for x in lst)
+                lines.append(f"  {label} ({total}): {shown or '-'}" + (f" … {total - len(lst)} more" if total > len(lst) else ""))
+        if not n:
+            notes.append(f"no symbol named '{a['name']}' in the graph")
+        return Answer({"symbol": a["name"], "candidates": out}, n, len(out), lines, cypher, notes)
 
     def _walk(self, a: dict, incoming: bool) -> Answer:
         fn = queries.callers if incoming else queries.callees
-        ans = fn(self.graph, a["symbol"], a["depth"])
         key = "callers" if incoming else "callees"
         lim = a["limit"]
-        targets, total, shown = [], 0, 0
-        word = "callers" if incoming else "callees"
-        lines = []
-        if not ans.rows:
+        cypher: list = []
+        notes: list = []
+        cands, n = self._candidates(a["symbol"], lim, cypher, notes)
+        targets, total, shown, lines = [], 0, 0, []
+        if not n:
             lines.append(f"no symbol named '{a['symbol']}' in the graph")
-        for row in ans.rows:
+        for c in cands:
+            # by qualified name, then the candidate's own file (a name is never mixed with its namesakes)
+            ans = fn(self.graph, c["qual"], a["depth"])
+            cypher += ans.cypher
+            row = next((r for r in ans.rows if r["target"]["file"] == c["file"]), None)
+            if row is None:
+                continue
             t, found = row["target"], row[key]
             left = max(0, lim - shown)
             items = [{"qual": x["qual"], "kind": x["kind"], "file": x["file"], "line": x["line"],
                       "depth": x["depth"], "via": x["via"], "call_lines": x.get("lines")} for x in found[:left]]
             total += len(found)
             shown += len(items)
-            entry = {"symbol": {k: t[k] for k in ("qual", "kind", "file", "line")}, "total": len(found), key: items}
-            lines.append(f"{word} of {t['kind']} {t['qual']} ({t['file']}:{t['line']}), depth ≤ {a['depth']}: {len(found)}"
+            entry = {"symbol": self._sym(t), "total": len(found), key: items}
+            lines.append(f"{key} of {t['kind']} {t['qual']} ({t['file']}:{t['line']}), depth ≤ {a['depth']}: {len(found)}"
                          + (f", {len(items)} shown" if len(items) < len(found) else ""))
             for x in items:
                 via = f" via {x['via']}" if x["depth"] > 1 else ""
                 at = f" lines {','.join(map(str, x['call_lines']))}" if x.get("call_lines") and x["depth"] == 1 and incoming else ""
                 lines.append(f"  {x['depth']} {x['file']}:{x['line']} {x['qual']}{via}{at}")
             if incoming and row.get("unresolved_elsewhere"):
-                n = row["unresolved_elsewhere"]
-                entry["may_call"] = n
-                lines.append(f"  may call it (not counted): {n} function(s) with unbound calls named '{t['name']}'")
+                may = row["unresolved_elsewhere"]
+                entry["may_call"] = may
+                lines.append(f"  may call it (not counted): {may} function(s) with unbound calls named '{t['name']}'")
             elif not incoming and t.get("unresolved_calls"):
                 entry["unbound_calls"] = t["unresolved_calls"]
                 lines.append(f"  plus {t['unresolved_calls']} call(s) inside it that could not be bound")
             targets.append(entry)
         return Answer({"query": a["symbol"], "depth": a["depth"], "targets": targets}, total, shown, lines,
-                      ans.cypher, ans.notes)
+                      cypher, notes)
 
     def t_callers(self, a: dict) -> Answer:
         return self._walk(a, True)
@@ -245,23 +273,24 @@ class Tools:
     def t_impact(self, a: dict) -> Answer:
         target, hops, lim = a["target"], a["max_hops"], a["limit"]
         path = self._rel(target)
-        if queries.file_record(self.graph, path).found:
+        rec = queries.file_record(self.graph, path)
+        if rec.found:
             ans = queries.impact(self.graph, path, hops)
+            ans.cypher = rec.cypher + ans.cypher
             deps = ans.rows[:lim]
             lines = [f"files depending on {path} (≤ {hops} hops): {ans.total}"
                      + (f" ({', '.join(f'{n} at {i + 1}' for i, n in enumerate(ans.by_depth or []))})" if ans.total else "")]
             lines += [f"  {r['hops']} {r['path']}" for r in deps]
             result = {"kind": "file", "file": path, "max_hops": hops, "by_hops": ans.by_depth or [], "dependents": deps}
             return Answer(result, ans.total or 0, len(deps), lines, ans.cypher, ans.notes)
-        found = queries.find_symbols(self.graph, target)
-        cypher, notes = list(found.cypher), list(found.notes)
-        if not found.rows:
+        cypher: list = list(rec.cypher)
+        notes: list = []
+        cands, n = self._candidates(target, lim, cypher, notes)
+        if not n:
             raise ToolError(f"impact: '{target}' is neither a file in the graph nor a symbol name; "
                             "give a workspace-relative path (e.g. pkg/mod.py) or a name (f, Class.method, pkg.mod.f)")
-        if len(found.rows) > 1:
-            notes.append(f"'{target}' matches {len(found.rows)} symbols; each is answered")
         targets, total, shown, lines = [], 0, 0, []
-        for s in found.rows[:lim]:
+        for s in cands:
             walk = queries.symbol_impact(self.graph, s["file"], s["qual"], hops, max(0, lim - shown))
             cypher += walk.cypher
             notes += walk.notes
@@ -281,6 +310,15 @@ class Tools:
         return Answer(result, total, shown, lines, cypher, notes)
 
     def t_call_chain(self, a: dict) -> Answer:
+        # every pair of candidates is searched: ambiguous names on both sides are refused first
+        pairs = 1
+        for key in ("source", "target"):
+            found = queries.find_symbols(self.graph, a[key]).rows
+            pairs *= max(1, len(found))
+            if len(found) > 1 and pairs > MAX_CHAIN_PAIRS:
+                some = ", ".join(f"{c['qual']} ({c['file']})" for c in found[:5])
+                raise ToolError(f"call_chain: '{a[key]}' matches {len(found)} symbols ({some}{', …' if len(found) > 5 else ''}); "
+                                f"give qualified names (at most {MAX_CHAIN_PAIRS} source/target pairs are searched)")
         res = self._box("call_chain", {"source": a["source"], "target": a["target"]})
         d = res.data
         paths = d["paths"]["items"][:a["limit"]]
