@@ -228,3 +228,26 @@ def test_walk_equals_plain_bfs(repo, run, store, settings):
             assert {(r["file"], r["qual"]): r["depth"] for r in got} == want
     finally:
         ix.graph.delete()
+
+
+def test_javascript_test_files_are_selected_whole(tmp_path, store, settings):
+    from changes_repo import Repo
+
+    repo = Repo(tmp_path / "js")
+    repo.write("src/math.js", "export function add(a, b) {\n  return a + b;\n}\n\n"
+                              "export function mul(a, b) {\n  return a * b;\n}\n")
+    repo.write("src/math.test.js", "import { add } from './math';\n\ntest('adds', () => {\n"
+                                   "  expect(add(1, 2)).toBe(3);\n});\n")
+    repo.write("src/__tests__/mul.js", "import { mul } from '../math';\n\ndescribe('mul', () => {\n"
+                                       "  it('multiplies', () => expect(mul(2, 3)).toBe(6));\n});\n")
+    repo.commit("base")
+    repo.edit("src/math.js", "return a * b;", "return b * a;")
+    ix = WorkspaceIndexer(repo.root, store, settings)
+    try:
+        impact.refresh(ix)
+        r = impact.analyse(ix.graph, diff.from_git(repo.root), ix.root_package)
+    finally:
+        ix.graph.delete()
+    assert changed(r) == [("src/math.js#mul", "modified")]
+    assert [(t["id"], t["runner"]) for t in r["tests"]["selected"]] == [("src/__tests__/mul.js", "js")]
+    assert r["tests"]["commands"]["js_files"] == ["src/__tests__/mul.js"] and r["tests"]["commands"]["pytest"] is None
