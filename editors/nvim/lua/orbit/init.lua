@@ -95,21 +95,37 @@ function M.call(method, params, render)
 end
 
 -- -- rendering ------------------------------------------------------------------------------------
+--- `s` as one inline Markdown code span, whatever it contains (as orbit_lsp.markdown.code): names
+--- and paths are never bare Markdown (`__init__.py` would show as a bold "init.py")
+function M.code(s)
+  s = tostring(s):gsub("\r?\n", " ")
+  local longest = 0
+  for run in s:gmatch("`+") do
+    longest = math.max(longest, #run)
+  end
+  local fence = ("`"):rep(longest + 1)
+  if s == "" or s:sub(1, 1) == "`" or s:sub(-1) == "`" or (s:match("^ .* $") and s:match("%S")) then
+    s = " " .. s .. " "
+  end
+  return fence .. s .. fence
+end
+local code = M.code
+
 local function plural(n, word)
   return ("%d %s%s"):format(n, word, n == 1 and "" or "s")
 end
 
 function M.impact_markdown(r)
   local t = r.target or {}
-  local what = t.type == "symbol" and ("%s `%s`"):format(t.kind, t.qual)
-    or t.type == "package" and ("package `%s`"):format(t.name)
-    or ("`%s`"):format(t.path)
+  local what = t.type == "symbol" and ("%s %s"):format(t.kind, code(t.qual))
+    or t.type == "package" and ("package %s"):format(code(t.name))
+    or code(t.path)
   local out = { "# Impact of " .. what, "" }
   if r.callers and r.callers ~= vim.NIL then
     table.insert(out, ("## Callers (%d)"):format(#r.callers))
     table.insert(out, "")
     for _, c in ipairs(r.callers) do
-      table.insert(out, ("- `%s` — %s:%d (depth %d)"):format(c.qual, c.path, c.line, c.depth))
+      table.insert(out, ("- %s — %s (depth %d)"):format(code(c.qual), code(c.path .. ":" .. c.line), c.depth))
     end
     if #r.callers == 0 then
       table.insert(out, "- none in the graph")
@@ -119,7 +135,7 @@ function M.impact_markdown(r)
   table.insert(out, ("## Dependents (%d)"):format(#(r.dependents or {})))
   table.insert(out, "")
   for _, d in ipairs(r.dependents or {}) do
-    table.insert(out, ("- %s (%s)"):format(d.path, plural(d.hops, "hop")))
+    table.insert(out, ("- %s (%s)"):format(code(d.path), plural(d.hops, "hop")))
   end
   if #(r.dependents or {}) == 0 then
     table.insert(out, "- no file imports it")
@@ -150,12 +166,12 @@ function M.status_markdown(s)
   local out = {
     "# Orbit status",
     "",
-    ("FalkorDB (%s): %s — %s"):format(f.mode, f.where, f.online and "online" or ("**offline** " .. tostring(f.error))),
+    ("FalkorDB (%s): %s — %s"):format(f.mode, code(f.where), f.online and "online" or ("**offline** " .. tostring(f.error))),
     "",
   }
   for _, w in ipairs(s.workspaces or {}) do
-    table.insert(out, ("- `%s`: %s files, %s symbols, %s calls, %s imports (%s)"):format(
-      w.root, tostring(w.files or "?"), tostring(w.symbols or "?"), tostring(w.calls or "?"),
+    table.insert(out, ("- %s: %s files, %s symbols, %s calls, %s imports (%s)"):format(
+      code(w.root), tostring(w.files or "?"), tostring(w.symbols or "?"), tostring(w.calls or "?"),
       tostring(w.imports or "?"), (w.last_index and w.last_index ~= vim.NIL) and "indexed" or "indexing"))
   end
   return table.concat(out, "\n")
@@ -165,6 +181,74 @@ end
 function M.impact(uri, position)
   local params = uri and { textDocument = { uri = uri }, position = position } or cursor_params()
   M.call("orbit/impact", params, M.impact_markdown)
+end
+
+--- Markdown of an orbit/changes result (issue 16): changed symbols, callers, tests to run.
+function M.changes_markdown(r)
+  local t = r.totals or {}
+  local out = { "# Impact of my changes", "",
+    ("%s: %s, %s, %s, %s"):format(r.change and r.change.description or "?", plural(t.files or 0, "file"),
+      plural(t.symbols or 0, "changed symbol"), plural(t.callers or 0, "caller"), plural(t.tests or 0, "test")), "" }
+  table.insert(out, "## Changed symbols")
+  table.insert(out, "")
+  for _, s in ipairs(r.symbols or {}) do
+    local line = s.line ~= vim.NIL and s.line or s.old_line
+    table.insert(out, ("- %s `%s` — %s:%s"):format(s.status, s.qual, s.file, tostring(line)))
+  end
+  if #(r.symbols or {}) == 0 then
+    table.insert(out, "- none")
+  end
+  table.insert(out, "")
+  table.insert(out, ("## Callers (%d)"):format(#(r.callers or {})))
+  table.insert(out, "")
+  for i, c in ipairs(r.callers or {}) do
+    if i > 30 then
+      table.insert(out, ("- … and %d more"):format(#r.callers - 30))
+      break
+    end
+    table.insert(out, ("- `%s` — %s:%d (depth %d)"):format(c.qual, c.file, c.line, c.depth))
+  end
+  local tests = r.tests or {}
+  table.insert(out, "")
+  table.insert(out, ("## Tests to run (%d)"):format(#(tests.selected or {})))
+  table.insert(out, "")
+  for _, x in ipairs(tests.selected or {}) do
+    table.insert(out, ("- `%s` — %s"):format(x.id, x.reason))
+  end
+  local cmd = tests.commands and tests.commands.pytest
+  if cmd and cmd ~= vim.NIL then
+    vim.list_extend(out, { "", "```sh", cmd, "```" })
+  end
+  if #(tests.may_be_affected or {}) > 0 then
+    table.insert(out, "")
+    table.insert(out, ("## Tests that may be affected (unbound calls) (%d)"):format(#tests.may_be_affected))
+    table.insert(out, "")
+    for _, x in ipairs(tests.may_be_affected) do
+      table.insert(out, ("- `%s`"):format(x.id))
+    end
+  end
+  for _, n in ipairs(r.notes or {}) do
+    table.insert(out, "")
+    table.insert(out, "> " .. n)
+  end
+  return table.concat(out, "\n")
+end
+
+--- :OrbitChanges [REF]: the impact of the change as the editor shows it (unsaved buffers
+--- included; against the merge base with REF when given). The tests to run go to the quickfix list.
+function M.changes(base)
+  local params = { textDocument = { uri = vim.uri_from_bufnr(0) } }
+  if base and base ~= "" then
+    params.base = base
+  end
+  M.call("orbit/changes", params, function(r)
+    local items = {}
+    for _, x in ipairs((r.tests or {}).selected or {}) do
+      table.insert(items, { filename = vim.uri_to_fname(x.uri), lnum = x.line or 1, text = x.id .. " — " .. x.reason })
+    end
+    vim.fn.setqflist({}, " ", { title = "Orbit: tests to run", items = items })
+    return M.changes_markdown(r)
+  end)
 end
 
 function M.ask(question)
