@@ -242,7 +242,7 @@ async def test_cypher_rows_capped_with_truth(mcp):
     assert "LIMIT 3" in d["result"]["executed"] and "Truncated" in d["notes"][0]
 
 
-async def test_memory_remember_then_recall_with_provenance(mcp, store, settings):
+async def test_memory_remember_then_recall_with_provenance(mcp, store, settings, data_dir):
     d = await mcp.ok("remember", {"text": f"deploy the orbit staging box with make ship, token {SECRET}"})
     mid = d["result"]["memory"]
     assert d["result"]["confirmed"] is False and SECRET not in d["text"] and d["result"]["redactions"] >= 1
@@ -256,6 +256,15 @@ async def test_memory_remember_then_recall_with_provenance(mcp, store, settings)
     assert mid in [m["memory"] for m in after["result"]["memories"]]
     turn = after["result"]["turn"]
     assert any(u["turn"] == turn for u in mem.get(mid).uses)  # which answer used it
+    # the save and the recall belong to the server's one conversation in the history
+    from orbit_lsp.agent.history import History
+    history = History.open(data_dir)
+    try:
+        [saved] = [r for r in history.audit_log("memory_saved") if r["text"] == d["result"]["text"]]
+        assert saved["source"] == "agent" and saved["confirmed"] is False
+        assert turn in [t["id"] for t in history.turns(saved["conversation_id"])]
+    finally:
+        history.close()
     mem.forget(mid)
 
 

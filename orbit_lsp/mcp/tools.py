@@ -451,12 +451,19 @@ class Tools:
         graph (``(:Turn)-[:RECALLED]->(:Memory)``): which answers used which memory."""
         if self.history is None or not ids:
             return None
+        turn = self.history.add_turn(self._conversation_id(), query, f"recalled {', '.join(f'#{i}' for i in ids)}",
+                                     f"mcp:{self.client_name}", [], None)
+        self.memory.link_turn(self._conversation, turn, ids, query)  # made by _conversation_id above
+        return turn
+
+    def _conversation_id(self) -> int | None:
+        """This server's history conversation (one per session, made on first use): recalls are
+        its turns, memories saved are audited under it."""
+        if self.history is None:
+            return None
         if self._conversation is None:
             self._conversation = self.history.start_conversation(str(self.root))
-        turn = self.history.add_turn(self._conversation, query, f"recalled {', '.join(f'#{i}' for i in ids)}",
-                                     f"mcp:{self.client_name}", [], None)
-        self.memory.link_turn(self._conversation, turn, ids, query)
-        return turn
+        return self._conversation
 
     def t_remember(self, a: dict) -> Answer:
         if self.memory is None:
@@ -465,7 +472,7 @@ class Tools:
 
         try:
             m = self.memory.remember(a["text"], confirmed=False, source="agent", project=self.root,
-                                     conversation_id=self._conversation)
+                                     conversation_id=self._conversation_id())
         except InvalidMemory as exc:
             raise ToolError(f"remember: {exc}") from None
         lines = [f"saved memory #{m.id} (unconfirmed): {m.text}",
