@@ -220,8 +220,8 @@ def test_bench_changes_on_tiny_project(tmp_path, settings, store):
         store.graph(bench.code_graph_name(cache / "changes" / "tinyproj")).delete()
     text = results.read_text()
     assert "· changes ·" in text and "`python -m bench.run changes " in text
-    assert "| tinyproj | 9 | 3 |" in text  # 9 tests collected, 3 edits
-    row = next(line for line in text.splitlines() if line.startswith("| tinyproj | 9 | 3 |")).split("|")
+    assert "| tinyproj | 10 | 3 |" in text  # 10 tests collected, 3 edits
+    row = next(line for line in text.splitlines() if line.startswith("| tinyproj | 10 | 3 |")).split("|")
     failing, recall, misses = int(row[5]), row[6].strip(), int(row[7])
     assert failing > 0 and recall == f"{(failing - misses) / failing:.1%}"
     # every miss is listed and classified
