@@ -137,10 +137,10 @@ def test_how_does_a_reach_b(own, asker):
     assert res.planner and [s.tool for s in res.steps] == ["call_chain"]
     assert res.answer.splitlines()[:4] == [
         "**`cmd_cypher` reaches `check_readonly_text`** in 2 calls:",
-        f"1. `orbit_lsp.cli.cmd_queries.cmd_cypher` (cli/cmd_queries.py:{_function('cli/cmd_queries.py', 'cmd_cypher').lineno})",
-        f"2. `orbit_lsp.graph.readonly.run_readonly` (graph/readonly.py:{_function('graph/readonly.py', 'run_readonly').lineno})",
+        f"1. `orbit_lsp.cli.cmd_queries.cmd_cypher` (`cli/cmd_queries.py:{_function('cli/cmd_queries.py', 'cmd_cypher').lineno}`)",
+        f"2. `orbit_lsp.graph.readonly.run_readonly` (`graph/readonly.py:{_function('graph/readonly.py', 'run_readonly').lineno}`)",
         "3. `orbit_lsp.graph.readonly.check_readonly_text` "
-        f"(graph/readonly.py:{_function('graph/readonly.py', 'check_readonly_text').lineno})"]
+        f"(`graph/readonly.py:{_function('graph/readonly.py', 'check_readonly_text').lineno}`)"]
 
 
 def test_who_calls_and_package_users(own, asker):

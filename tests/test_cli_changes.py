@@ -40,9 +40,9 @@ def test_text(capsys, repo):
     assert "Change: working tree vs HEAD — 1 file, 1 changed symbol" in out
     assert "  modified  app.core.helper (function)  app/core.py:4" in out
     assert "Blast radius: 7 callers within 4 hops (2 at 1, 3 at 2, 1 at 3, 1 at 4)" in out
-    assert "Tests: 3 selected of 9" in out
+    assert "Tests: 4 selected of 10" in out
     assert ("Run: pytest tests/test_core.py::test_compute tests/test_core.py::test_helper "
-            "tests/test_service.py::test_serve") in out
+            "tests/test_engine.py::test_run tests/test_service.py::test_serve") in out
     assert "\nCypher (" in out and "MATCH (c:Symbol)-[e:CALLS]->" in out
 
 

@@ -370,13 +370,13 @@ async def test_ask_about_symbol_answered_by_the_planner(ed, client):
     res = await run_action(client, ask)
     assert res["planner"] is True and res["error"] is None
     assert res["question"] == "What depends on `util.used` and who calls it?"
-    assert "**`util.used` (util.py:8)** has 1 direct caller:" in res["answer"]
-    assert "- `main.run` (main.py:" in res["answer"]
+    assert "**`util.used` (`util.py:8`)** has 1 direct caller:" in res["answer"]
+    assert "- `main.run` (`main.py:" in res["answer"]
     assert "depend on `util.py`" in res["answer"] and "- `main.py` — 1 hop" in res["answer"]
     assert [s["tool"] for s in res["steps"]] == ["find_symbol", "impact_of"]
     assert "### Steps (2)" in res["markdown"]
     shown = [m.message for m in client.messages[before:]]
-    assert any(m.startswith("Orbit: **`util.used` (util.py:8)** has 1 direct caller") for m in shown), shown
+    assert any(m.startswith("Orbit: **`util.used` (`util.py:8`)** has 1 direct caller") for m in shown), shown
     # an editor that shows the answer itself says so: then no message repeats its first lines
     arg = ask.command.arguments[0]
     arg = dict(arg if isinstance(arg, dict) else as_dict(arg), clientShowsAnswer=True)

@@ -221,7 +221,7 @@ def test_docker_example_with_the_planner(mem, history, settings, workspace):
     # one that does: the graph answer, then the memory quoted
     note = mem.remember("main is called by the systemd unit, not by Python code")
     res3 = asker.ask("who calls main", graph, root)
-    assert res3.answer.startswith("**`app.main` (app.py:1)** has 0 direct callers.")
+    assert res3.answer.startswith("**`app.main` (`app.py:1`)** has 0 direct callers.")
     assert f"memory #{note.id}: “{note.text}”" in res3.answer and [x.id for x in res3.memories] == [note.id]
 
 

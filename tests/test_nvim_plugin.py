@@ -46,6 +46,9 @@ def session(tmp_path_factory):
     base = tmp_path_factory.mktemp("nvim")
     root = base / "ws"
     shutil.copytree(HERE / "editor_workspace", root)
+    (root / "pkg").mkdir()
+    (root / "pkg" / "__init__.py").write_text("from pkg.core import core\n\n\ndef setup_app():\n    return core()\n")
+    (root / "pkg" / "core.py").write_text("def core():\n    return 1\n")
     before = {p.id for p in ProposalStore.in_data_dir(Path(os.environ["ORBIT_DATA_DIR"])).list()}
     res = run_nvim(base, root, "cold")
     res["root"] = root
@@ -74,8 +77,8 @@ def test_impact_float(session):
     assert imp.get("err") is None and imp["float"] and imp["filetype"] == "markdown"
     text = "\n".join(imp["lines"])
     assert "# Impact of function `util.used`" in text
-    assert "- `main.run` — main.py:7 (depth 1)" in text and "- `cli.entry` — cli.py:4 (depth 2)" in text
-    assert "- main.py (1 hop)" in text and "- cli.py (2 hops)" in text
+    assert "- `main.run` — `main.py:7` (depth 1)" in text and "- `cli.entry` — `cli.py:4` (depth 2)" in text
+    assert "- `main.py` (1 hop)" in text and "- `cli.py` (2 hops)" in text
 
 
 def test_lens_run_opens_the_impact_float(session):
@@ -116,7 +119,7 @@ def test_ask_about_symbol_answers_once_and_propose_needs_a_model(session):
     ask = session["steps"]["ask_symbol"]
     text = "\n".join(ask["lines"])
     assert ask.get("err") is None and ask["float"], ask
-    assert "What depends on `util.used` and who calls it?" in text and "- `main.run` (main.py:" in text
+    assert "What depends on `util.used` and who calls it?" in text and "- `main.run` (`main.py:" in text
     # the answer is in the float only: no (truncated) copy of it as a message
     assert "Orbit:" not in session["steps"]["ask_symbol_messages"]
     # Neovim 0.11 cannot show a disabled code action: without a model the action is not offered
@@ -149,3 +152,12 @@ def test_indexing_progress_is_shown(session):
     prog = session["steps"]["progress"]
     assert any(s.startswith("orbit: indexing ws") for s in prog["statusline"]), prog
     assert prog["after"] == ""  # nothing left in the statusline once indexed
+
+
+def test_dunder_paths_stay_verbatim_in_the_float(session):
+    """`pkg/__init__.py` used to be shown as `pkg/init.py` (bare in the Markdown, its dunders
+    read as bold): every name and path is a code span now."""
+    imp = session["steps"]["dunder_impact"]
+    assert imp.get("err") is None, imp
+    assert imp["lines"][0] == "# Impact of `pkg/core.py`"
+    assert "- `pkg/__init__.py` (1 hop)" in imp["lines"]

@@ -23,6 +23,7 @@ from typing import Callable
 
 from orbit_lsp.agent.loop import AskResult, Step
 from orbit_lsp.agent.tools import Toolbox, ToolError, ToolResult
+from orbit_lsp.markdown import code
 
 NO_MODEL = ("No model is configured (set ORBIT_MODEL / OPENAI_BASE_URL / OPENAI_API_KEY or the "
             "agent settings): this answer comes from orbit's built-in planner, no model was used.")
@@ -97,7 +98,9 @@ def _resolve_file(run: _Run, text: str) -> tuple[str | None, list[str]]:
 
 
 def _where(c: dict) -> str:
-    return f"`{c['qual']}` ({c['file']}:{c['line']})"
+    """A symbol as Markdown: qualified name and ``file:line``, both code spans (``markdown.code``:
+    ``pkg/__init__.py`` must not render as a bold ``init.py``)."""
+    return f"{code(c['qual'])} ({code(str(c['file']) + ':' + str(c['line']))})"
 
 
 def _depends(run: _Run, x: str) -> str:
@@ -125,7 +128,7 @@ def _impact_text(run: _Run, path: str) -> str:
         return f"Nothing in the workspace imports `{path}` (0 dependents within {res.data['max_hops']} hops)."
     lines = [f"**{deps['count']} file{'s' if deps['count'] != 1 else ''} depend on `{path}`** "
              f"(through imports, up to {res.data['max_hops']} hops):"]
-    lines += [f"- `{d['path']}` — {d['hops']} hop{'s' if d['hops'] != 1 else ''}" for d in deps["items"]]
+    lines += [f"- {code(d['path'])} — {d['hops']} hop{'s' if d['hops'] != 1 else ''}" for d in deps["items"]]
     if deps.get("note"):
         lines.append(f"({deps['note']})")
     return "\n".join(lines)
@@ -160,7 +163,7 @@ def _chain_text(run: _Run, a: str, b: str) -> str:
     for k, p in enumerate(paths):
         if k:
             out.append(f"\nAlternative ({p['from']} → {p['to']}):")
-        out += [f"{i + 1}. `{n['qual']}` ({n['file']}:{n['line']})" for i, n in enumerate(p["path"])]
+        out += [f"{i + 1}. {_where(n)}" for i, n in enumerate(p["path"])]
     if notes:
         out.append("\nNotes: " + "; ".join(notes) + ".")
     return "\n".join(out)
@@ -175,7 +178,7 @@ def _package_text(run: _Run, p: str) -> str:
         return f"No file in the workspace uses a package named `{p}`."
     kind = f" ({'; '.join(res.data['notes'])})" if res.data["notes"] else ""
     lines = [f"**{files['count']} file{'s' if files['count'] != 1 else ''} use `{p}`**{kind}:"]
-    lines += [f"- `{f['path']}` (line {f['line']})" for f in files["items"]]
+    lines += [f"- {code(f['path'])} (line {f['line']})" for f in files["items"]]
     return "\n".join(lines)
 
 

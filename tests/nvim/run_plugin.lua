@@ -212,6 +212,12 @@ local function run()
   step("ask", float_after(nil, function() vim.cmd("OrbitAsk who calls used?") end))
   vim.wait(500)
   step("status", float_after(nil, function() vim.cmd("OrbitStatus") end))
+  vim.cmd("fclose!")
+
+  -- names and paths in the float are code spans: a dependent `pkg/__init__.py` keeps its dunders
+  vim.cmd.edit(root .. "/pkg/core.py")
+  wait("the client on pkg/core.py", function() return vim.lsp.get_clients({ name = "orbit", bufnr = 0 })[1] ~= nil end)
+  step("dunder_impact", float_after(nil, function() require("orbit").impact(vim.uri_from_bufnr(0)) end))
 end
 
 local ok, err = xpcall(run, debug.traceback)

@@ -30,6 +30,16 @@ export function rewriteCommand<T extends Command | undefined>(cmd: T): T {
   return cmd;
 }
 
+/** `s` as one inline Markdown code span, whatever it contains (as orbit_lsp.markdown.code): names
+ *  and paths are never bare Markdown (`__init__.py` would render as a bold "init.py"). */
+export function code(s: unknown): string {
+  let t = String(s).replace(/\r?\n|\r/g, " ");
+  const longest = Math.max(0, ...(t.match(/`+/g) ?? []).map((r) => r.length));
+  const fence = "`".repeat(longest + 1);
+  if (t === "" || t.startsWith("`") || t.endsWith("`") || (t.startsWith(" ") && t.endsWith(" ") && t.trim() !== "")) t = ` ${t} `;
+  return `${fence}${t}${fence}`;
+}
+
 export function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? "" : "s"}`;
 }
@@ -82,15 +92,18 @@ export function impactTree(r: ImpactResult): TreeNode[] {
 
 /** The impact result as Markdown (also used by the Neovim plugin's shape). */
 export function impactMarkdown(r: ImpactResult): string {
-  const lines = [`# Impact of ${targetLabel(r.target)}`, ""];
+  const t = r.target;
+  const what = t.type === "symbol" ? `${t.kind ?? "symbol"} ${code(t.qual ?? t.name ?? "?")}`
+    : t.type === "package" ? `package ${code(t.name ?? "?")}` : code(t.path ?? "?");
+  const lines = [`# Impact of ${what}`, ""];
   if (r.callers) {
     lines.push(`## Callers (${r.callers.length})`, "");
-    for (const c of r.callers) lines.push(`- \`${c.qual}\` — ${c.path}:${c.line} (depth ${c.depth})`);
+    for (const c of r.callers) lines.push(`- ${code(c.qual)} — ${code(`${c.path}:${c.line}`)} (depth ${c.depth})`);
     if (!r.callers.length) lines.push("- none in the graph");
     lines.push("");
   }
   lines.push(`## Dependents (${r.dependents.length})`, "");
-  for (const d of r.dependents) lines.push(`- ${d.path} (${plural(d.hops, "hop")})`);
+  for (const d of r.dependents) lines.push(`- ${code(d.path)} (${plural(d.hops, "hop")})`);
   if (!r.dependents.length) lines.push("- no file imports it");
   for (const n of r.notes ?? []) lines.push("", `> ${n}`);
   return lines.join("\n") + "\n";
@@ -111,14 +124,19 @@ interface Status {
   workspaces: { root: string; graph: string; files?: number; symbols?: number; calls?: number; imports?: number; last_index: number | null; skipped?: number }[];
 }
 
+/** A path or name in a Markdown table cell: a code span, its `|` escaped (GFM splits cells first). */
+function cell(s: unknown): string {
+  return code(s).replace(/\|/g, "\\|");
+}
+
 /** Markdown of an `orbit/status` result. */
 export function statusMarkdown(s: Status): string {
   const f = s.falkordb;
-  const lines = ["# Orbit status", "", `FalkorDB (${f.mode}): ${f.where} — ${f.online ? "online" : `**offline**${f.error ? `: ${f.error}` : ""}`}`, ""];
+  const lines = ["# Orbit status", "", `FalkorDB (${f.mode}): ${code(f.where)} — ${f.online ? "online" : `**offline**${f.error ? `: ${f.error}` : ""}`}`, ""];
   lines.push("| workspace | graph | files | symbols | calls | imports | indexed |", "|---|---|---|---|---|---|---|");
   for (const w of s.workspaces) {
     const when = w.last_index ? new Date(w.last_index * 1000).toISOString().replace("T", " ").slice(0, 19) : "not yet";
-    lines.push(`| ${w.root} | ${w.graph} | ${w.files ?? "?"} | ${w.symbols ?? "?"} | ${w.calls ?? "?"} | ${w.imports ?? "?"} | ${when} |`);
+    lines.push(`| ${cell(w.root)} | ${cell(w.graph)} | ${w.files ?? "?"} | ${w.symbols ?? "?"} | ${w.calls ?? "?"} | ${w.imports ?? "?"} | ${when} |`);
   }
   if (!s.workspaces.length) lines.push("| (no folder served) | | | | | | |");
   return lines.join("\n") + "\n";

@@ -95,21 +95,37 @@ function M.call(method, params, render)
 end
 
 -- -- rendering ------------------------------------------------------------------------------------
+--- `s` as one inline Markdown code span, whatever it contains (as orbit_lsp.markdown.code): names
+--- and paths are never bare Markdown (`__init__.py` would show as a bold "init.py")
+function M.code(s)
+  s = tostring(s):gsub("\r?\n", " ")
+  local longest = 0
+  for run in s:gmatch("`+") do
+    longest = math.max(longest, #run)
+  end
+  local fence = ("`"):rep(longest + 1)
+  if s == "" or s:sub(1, 1) == "`" or s:sub(-1) == "`" or (s:match("^ .* $") and s:match("%S")) then
+    s = " " .. s .. " "
+  end
+  return fence .. s .. fence
+end
+local code = M.code
+
 local function plural(n, word)
   return ("%d %s%s"):format(n, word, n == 1 and "" or "s")
 end
 
 function M.impact_markdown(r)
   local t = r.target or {}
-  local what = t.type == "symbol" and ("%s `%s`"):format(t.kind, t.qual)
-    or t.type == "package" and ("package `%s`"):format(t.name)
-    or ("`%s`"):format(t.path)
+  local what = t.type == "symbol" and ("%s %s"):format(t.kind, code(t.qual))
+    or t.type == "package" and ("package %s"):format(code(t.name))
+    or code(t.path)
   local out = { "# Impact of " .. what, "" }
   if r.callers and r.callers ~= vim.NIL then
     table.insert(out, ("## Callers (%d)"):format(#r.callers))
     table.insert(out, "")
     for _, c in ipairs(r.callers) do
-      table.insert(out, ("- `%s` — %s:%d (depth %d)"):format(c.qual, c.path, c.line, c.depth))
+      table.insert(out, ("- %s — %s (depth %d)"):format(code(c.qual), code(c.path .. ":" .. c.line), c.depth))
     end
     if #r.callers == 0 then
       table.insert(out, "- none in the graph")
@@ -119,7 +135,7 @@ function M.impact_markdown(r)
   table.insert(out, ("## Dependents (%d)"):format(#(r.dependents or {})))
   table.insert(out, "")
   for _, d in ipairs(r.dependents or {}) do
-    table.insert(out, ("- %s (%s)"):format(d.path, plural(d.hops, "hop")))
+    table.insert(out, ("- %s (%s)"):format(code(d.path), plural(d.hops, "hop")))
   end
   if #(r.dependents or {}) == 0 then
     table.insert(out, "- no file imports it")
@@ -150,12 +166,12 @@ function M.status_markdown(s)
   local out = {
     "# Orbit status",
     "",
-    ("FalkorDB (%s): %s — %s"):format(f.mode, f.where, f.online and "online" or ("**offline** " .. tostring(f.error))),
+    ("FalkorDB (%s): %s — %s"):format(f.mode, code(f.where), f.online and "online" or ("**offline** " .. tostring(f.error))),
     "",
   }
   for _, w in ipairs(s.workspaces or {}) do
-    table.insert(out, ("- `%s`: %s files, %s symbols, %s calls, %s imports (%s)"):format(
-      w.root, tostring(w.files or "?"), tostring(w.symbols or "?"), tostring(w.calls or "?"),
+    table.insert(out, ("- %s: %s files, %s symbols, %s calls, %s imports (%s)"):format(
+      code(w.root), tostring(w.files or "?"), tostring(w.symbols or "?"), tostring(w.calls or "?"),
       tostring(w.imports or "?"), (w.last_index and w.last_index ~= vim.NIL) and "indexed" or "indexing"))
   end
   return table.concat(out, "\n")
