@@ -131,9 +131,15 @@ def candidates(root: Path, is_test) -> list[tuple[str, str, int, int]]:
         if is_test(rel) or rel.startswith(("docs/", "examples/", "setup.py")) or "/tests/" in "/" + rel:
             continue
         try:
-            tree = ast.parse(p.read_bytes())
+            data = p.read_bytes()
+            tree = ast.parse(data)
         except (SyntaxError, ValueError):
             continue
+        text = data.decode("utf-8", "replace").splitlines()
+
+        def own_line(stmt) -> bool:
+            """The statement starts its line (not ``def f(): ...`` on one line)."""
+            return not text[stmt.lineno - 1][:stmt.col_offset].strip()
 
         def visit(node, prefix: str) -> None:
             for n in ast.iter_child_nodes(node):
@@ -145,7 +151,7 @@ def candidates(root: Path, is_test) -> list[tuple[str, str, int, int]]:
                     line = at.lineno if at is not first or not doc else first.end_lineno + 1
                     if getattr(at, "decorator_list", None) and (at is not first or not doc):
                         line = min(d.lineno for d in at.decorator_list)
-                    if first.lineno > n.lineno and not any(isinstance(x, (ast.Yield, ast.YieldFrom)) for x in ast.walk(n)):
+                    if first.lineno > n.lineno and own_line(first) and not any(isinstance(x, (ast.Yield, ast.YieldFrom)) for x in ast.walk(n)):
                         out.append((rel, prefix + n.name, line, first.col_offset))
                     visit(n, prefix + n.name + ".")
                 elif isinstance(n, ast.ClassDef):
@@ -221,7 +227,8 @@ def _one(name: str, src: Path, args, settings, store, cache: Path, report: Repor
     times, shares, may_shares, suite_s = [], [], [], []
     failing_total = hit = edits_failing = 0
     misses = []
-    for rel, qual, line, indent in chosen:
+    for k, (rel, qual, line, indent) in enumerate(chosen, 1):
+        log(f"{name}: edit {k}/{len(chosen)}: {rel}:{qual}")
         original = apply_edit(root, rel, line, indent)
         try:
             t = time.perf_counter()

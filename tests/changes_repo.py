@@ -7,7 +7,9 @@ Call graph of the base commit (bound calls only)::
     test_compute -> compute          wrap (app/util.py) -> compute
     test_serve -> serve -> wrap      test_uses_old -> uses_old -> old_name
     engine (fixture) -> Engine       fast_engine (fixture) requests engine
-    test_run(engine) calls engine.run: unbound (the parameter's type is unknown)
+    test_run(engine) calls engine.run: unbound in the graph (a parameter), bound by the selection
+    through the engine fixture, which returns an Engine
+    test_dynamic(e) calls e.run with e a parametrize argument: unbound, "may be affected" only
     UnitEngine.setUp -> Engine, UnitEngine.test_mode: uses self.e only
 """
 
@@ -93,11 +95,18 @@ BASE = {
     "tests/test_engine.py": '''
         import unittest
 
+        import pytest
+
         from app.core import Engine
 
 
         def test_run(engine):
             assert engine.run(1) == 4
+
+
+        @pytest.mark.parametrize("e", [Engine()])
+        def test_dynamic(e):
+            assert e.run(1) == 4
 
 
         def test_fast(fast_engine):
@@ -131,7 +140,7 @@ BASE = {
 
 ALL_TESTS = sorted([
     "tests/test_core.py::test_helper", "tests/test_core.py::test_compute", "tests/test_core.py::test_gone",
-    "tests/test_engine.py::test_run", "tests/test_engine.py::test_fast", "tests/test_engine.py::TestEngine::test_mode",
+    "tests/test_engine.py::test_run", "tests/test_engine.py::test_fast", "tests/test_engine.py::test_dynamic", "tests/test_engine.py::TestEngine::test_mode",
     "tests/test_engine.py::UnitEngine::test_unit_mode",
     "tests/test_service.py::test_serve", "tests/test_service.py::test_uses_old",
 ])

@@ -181,6 +181,26 @@ def test_reasoning_only_replies_drive_the_loop(make_asker, indexed, srv):
     assert any("only reasoning" in n for n in res.notes)
 
 
+def test_reply_cut_off_by_its_length_is_not_the_answer(make_asker, indexed, srv):
+    """A reasoning reply stopped by its token budget holds a draft: the question is asked again
+    (larger budget) and the draft never becomes the answer (issue 20 item 17)."""
+    from agent_harness import cut_off
+    ix = indexed("005")
+    srv.script("m", cut_off('First guess {"answer": "nobody calls hello"} but let me check with find_symbol',
+                            completion_tokens=2500),
+               action("find_symbol", name="hello"), answer("plain.a, mod_alias.b, name_import.c"))
+    res = make_asker().ask("who calls hello?", ix.graph, ix.root)
+    assert res.answer == "plain.a, mod_alias.b, name_import.c" and res.error is None
+    assert "nobody calls hello" not in res.markdown
+    assert any("cut off by its length" in n and "5000 tokens" in n for n in res.notes)
+    # the client keeps the budget it learnt: every request after the cut carries it
+    assert [r["json"].get("max_tokens") for r in srv.requests] == [None, 5000, 5000]
+    srv.reset()
+    srv.script("m", cut_off('{"answer": "draft"}'), cut_off('{"answer": "draft 2"}'))
+    res = make_asker().ask("who calls hello?", ix.graph, ix.root)
+    assert res.answer is None and "cut off" in res.error and "draft" not in res.markdown.replace(res.error, "")
+
+
 # -- model-written Cypher (cases 026, 028) -------------------------------------------------------------
 def _fingerprint(graph) -> list:
     text = (CASES / "026-cypher-write-attempts" / "fingerprint.cypher").read_text()

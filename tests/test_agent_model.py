@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from agent_harness import answer, completion, content, rate_limited, reasoning_only, server_error
+from agent_harness import answer, completion, content, cut_off, rate_limited, reasoning_only, server_error
 from conftest import CASES
 from orbit_lsp.agent.model import ModelClient, ModelError, RateLimited, extract_action, retry_after_seconds
 from orbit_lsp.config import Settings
@@ -72,6 +72,52 @@ def test_reasoning_without_json_is_a_clear_error(srv):
     srv.script("primary", reasoning_only("hmm, let me think about it"))
     with pytest.raises(ModelError, match="empty reply"):
         client(srv).complete(MSGS)
+
+
+# -- replies cut off by their length (issue 20 item 17) -----------------------------------------------
+
+DRAFT = 'Draft: {"answer": "util.py has no dependents"} wait, I should check importers first'
+
+
+def test_reply_cut_off_is_asked_again_with_a_larger_budget(srv):
+    srv.script("primary", cut_off(DRAFT, completion_tokens=3000), answer("a.py and b.py import util.py"))
+    rep = client(srv).complete(MSGS)
+    assert json.loads(rep.text) == {"answer": "a.py and b.py import util.py"} and rep.model == "primary"
+    first, second = (r["json"] for r in srv.requests)
+    assert "max_tokens" not in first and second["max_tokens"] == 6000  # twice what the cut reply used
+    assert second["messages"] == MSGS  # the draft is not part of the conversation
+    assert rep.attempts[0] == {"model": "primary", "status": 200, "error": "cut off (finish_reason length)",
+                               "completion_tokens": 3000, "next_budget": 6000}
+
+
+def test_cut_off_twice_goes_to_the_fallback_with_the_budget(srv):
+    srv.script("primary", cut_off(DRAFT, completion_tokens=100), cut_off(DRAFT, completion_tokens=4096))
+    srv.script("fallback", answer("from the fallback"))
+    rep = client(srv).complete(MSGS)
+    assert json.loads(rep.text) == {"answer": "from the fallback"} and rep.model == "fallback"
+    assert srv.models() == ["primary", "primary", "fallback"]
+    assert [r["json"].get("max_tokens") for r in srv.requests] == [None, 4096, 8192]
+
+
+def test_every_model_cut_off_is_a_clear_error_not_the_draft(srv):
+    srv.script("primary", cut_off(DRAFT, text='{"answer": "partial'), cut_off(DRAFT))
+    srv.script("fallback", cut_off(DRAFT), cut_off(DRAFT))
+    with pytest.raises(ModelError, match=r"cut off at 1024 tokens \(finish_reason length\)") as ei:
+        client(srv).complete(MSGS)
+    assert "primary" in str(ei.value) and "fallback" in str(ei.value)
+    assert len(srv.requests) == 4
+
+
+def test_budget_named_max_completion_tokens_when_the_endpoint_asks(srv):
+    srv.script("primary", cut_off(DRAFT),
+               {"status": 400, "headers": {}, "body": {"error": {
+                   "message": "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                              "Use 'max_completion_tokens' instead.", "type": "invalid_request_error"}}},
+               answer("ok"))
+    rep = client(srv).complete(MSGS)
+    assert json.loads(rep.text) == {"answer": "ok"}
+    assert srv.requests[1]["json"]["max_tokens"] == 4096
+    assert srv.requests[2]["json"]["max_completion_tokens"] == 4096 and "max_tokens" not in srv.requests[2]["json"]
 
 
 def test_extract_action():

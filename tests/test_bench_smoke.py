@@ -188,6 +188,17 @@ def test_bench_lsp_on_tiny_corpus(tiny, settings):
     assert {p.relative_to(ws): p.read_bytes() for p in ws.rglob("*.py")} == before
 
 
+def test_bench_mcp_on_tiny_corpus(tiny, settings):
+    """The MCP benchmark: a real ``orbit-lsp mcp`` process on the corpus copy, through the SDK client."""
+    pytest.importorskip("tiktoken")
+    ws, cache, results = tiny
+    assert _run(["mcp", "--n", "3"], settings, ws, cache, results) == 0
+    text = results.read_text()
+    assert "· mcp ·" in text and "`python -m bench.run mcp " in text
+    assert "| callers |" in text and "| call_chain |" in text and "tool list with schemas" in text
+    assert "tool error" not in text  # every call on the corpus was answered
+
+
 def test_bench_changes_on_tiny_project(tmp_path, settings, store):
     """``changes``: breaking edits of a tiny project with a pytest suite, run with this
     interpreter (no venv); every failing test is compared with the selection."""
@@ -209,8 +220,8 @@ def test_bench_changes_on_tiny_project(tmp_path, settings, store):
         store.graph(bench.code_graph_name(cache / "changes" / "tinyproj")).delete()
     text = results.read_text()
     assert "· changes ·" in text and "`python -m bench.run changes " in text
-    assert "| tinyproj | 9 | 3 |" in text  # 9 tests collected, 3 edits
-    row = next(line for line in text.splitlines() if line.startswith("| tinyproj | 9 | 3 |")).split("|")
+    assert "| tinyproj | 10 | 3 |" in text  # 10 tests collected, 3 edits
+    row = next(line for line in text.splitlines() if line.startswith("| tinyproj | 10 | 3 |")).split("|")
     failing, recall, misses = int(row[5]), row[6].strip(), int(row[7])
     assert failing > 0 and recall == f"{(failing - misses) / failing:.1%}"
     # every miss is listed and classified

@@ -60,12 +60,16 @@ def test_edit_inside_a_function(repo, run):
                           "app.util.wrap": 2, "tests.test_core.test_compute": 2, "app.service.serve": 3,
                           "tests.test_service.test_serve": 4}
     assert all(c["reaches"] == "app.core.helper" for c in r["callers"])
+    # test_run calls engine.run on its engine fixture (an Engine): Engine.run is 2 hops away
     assert selected(r) == ["tests/test_core.py::test_compute", "tests/test_core.py::test_helper",
-                           "tests/test_service.py::test_serve"]
+                           "tests/test_engine.py::test_run", "tests/test_service.py::test_serve"]
+    run_test = next(t for t in r["tests"]["selected"] if t["id"].endswith("test_run"))
+    assert run_test["depth"] == 3 and run_test["reason"] == "calls app.core.Engine.run (3 hops) on fixture 'engine'"
     assert r["tests"]["may_be_affected"] == []
-    assert r["tests"]["commands"]["pytest"] == ("pytest tests/test_core.py::test_compute "
-                                                "tests/test_core.py::test_helper tests/test_service.py::test_serve")
-    assert r["tests"]["commands"]["pytest_files"] == "pytest tests/test_core.py tests/test_service.py"
+    assert r["tests"]["commands"]["pytest"] == (
+        "pytest tests/test_core.py::test_compute tests/test_core.py::test_helper tests/test_engine.py::test_run "
+        "tests/test_service.py::test_serve")
+    assert r["tests"]["commands"]["pytest_files"] == "pytest tests/test_core.py tests/test_engine.py tests/test_service.py"
     assert r["tests"]["total"] == len(ALL_TESTS)
     assert r["cypher"] and all("query" in c and "params" in c for c in r["cypher"])
 
@@ -86,9 +90,11 @@ def test_unbound_callers_are_listed_apart(repo, run):
     assert changed(r) == [("app.core.Engine.run", "modified")]
     assert callers(r) == {}
     may = {m["qual"]: m for m in r["may_be_affected"]}
-    assert "tests.test_engine.test_run" in may and may["tests.test_engine.test_run"]["names"] == ["run"]
-    assert selected(r) == []
-    assert [t["id"] for t in r["tests"]["may_be_affected"]] == ["tests/test_engine.py::test_run"]
+    assert set(may) == {"tests.test_engine.test_run", "tests.test_engine.test_dynamic"}
+    assert all(m["names"] == ["run"] and m["depth"] == 1 for m in may.values())
+    # test_run is bound through its fixture's class; test_dynamic only may call it
+    assert selected(r) == ["tests/test_engine.py::test_run"]
+    assert [t["id"] for t in r["tests"]["may_be_affected"]] == ["tests/test_engine.py::test_dynamic"]
 
 
 def test_renamed_function_and_its_caller(repo, run):
@@ -148,10 +154,13 @@ def test_class_change_reaches_setup_of_testcase(repo, run):
     repo.edit("app/core.py", '    mode = "fast"\n', '    mode = "fast"\n    size = 2\n')
     r = run()
     assert changed(r) == [("app.core.Engine", "modified")]
-    # who constructs Engine: the engine fixture (and its users), UnitEngine.setUp (every test of the class)
-    assert callers(r) == {"tests.conftest.engine": 1, "tests.test_engine.UnitEngine.setUp": 1}
+    # who constructs Engine: the engine fixture (and its users), UnitEngine.setUp (every test of
+    # the class), test_dynamic (in its parametrize decorator)
+    assert callers(r) == {"tests.conftest.engine": 1, "tests.test_engine.UnitEngine.setUp": 1,
+                          "tests.test_engine.test_dynamic": 1}
     assert selected(r) == ["tests/test_engine.py::TestEngine::test_mode", "tests/test_engine.py::UnitEngine::test_unit_mode",
-                           "tests/test_engine.py::test_fast", "tests/test_engine.py::test_run"]
+                           "tests/test_engine.py::test_dynamic", "tests/test_engine.py::test_fast",
+                           "tests/test_engine.py::test_run"]
 
 
 def test_added_test_is_selected(repo, run):
@@ -186,7 +195,8 @@ def test_several_commits_against_a_base(repo, run):
     assert changed(r) == [("app.core.helper", "modified"), ("app.core.new_name", "renamed"),
                           ("app.service.uses_old", "modified")]
     assert selected(r) == ["tests/test_core.py::test_compute", "tests/test_core.py::test_helper",
-                           "tests/test_service.py::test_serve", "tests/test_service.py::test_uses_old"]
+                           "tests/test_engine.py::test_run", "tests/test_service.py::test_serve",
+                           "tests/test_service.py::test_uses_old"]
 
 
 def test_diff_given_as_text(repo, run):
@@ -228,3 +238,26 @@ def test_walk_equals_plain_bfs(repo, run, store, settings):
             assert {(r["file"], r["qual"]): r["depth"] for r in got} == want
     finally:
         ix.graph.delete()
+
+
+def test_javascript_test_files_are_selected_whole(tmp_path, store, settings):
+    from changes_repo import Repo
+
+    repo = Repo(tmp_path / "js")
+    repo.write("src/math.js", "export function add(a, b) {\n  return a + b;\n}\n\n"
+                              "export function mul(a, b) {\n  return a * b;\n}\n")
+    repo.write("src/math.test.js", "import { add } from './math';\n\ntest('adds', () => {\n"
+                                   "  expect(add(1, 2)).toBe(3);\n});\n")
+    repo.write("src/__tests__/mul.js", "import { mul } from '../math';\n\ndescribe('mul', () => {\n"
+                                       "  it('multiplies', () => expect(mul(2, 3)).toBe(6));\n});\n")
+    repo.commit("base")
+    repo.edit("src/math.js", "return a * b;", "return b * a;")
+    ix = WorkspaceIndexer(repo.root, store, settings)
+    try:
+        impact.refresh(ix)
+        r = impact.analyse(ix.graph, diff.from_git(repo.root), ix.root_package)
+    finally:
+        ix.graph.delete()
+    assert changed(r) == [("src/math.js#mul", "modified")]
+    assert [(t["id"], t["runner"]) for t in r["tests"]["selected"]] == [("src/__tests__/mul.js", "js")]
+    assert r["tests"]["commands"]["js_files"] == ["src/__tests__/mul.js"] and r["tests"]["commands"]["pytest"] is None

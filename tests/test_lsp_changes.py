@@ -37,7 +37,8 @@ async def test_saved_change(client: LanguageClient, repo):
     assert [(s["qual"], s["status"]) for s in res["symbols"]] == [("app.core.helper", "modified")]
     assert res["symbols"][0]["uri"] == uri(repo.root / "app/core.py")
     assert [t["id"] for t in res["tests"]["selected"]] == [
-        "tests/test_core.py::test_compute", "tests/test_core.py::test_helper", "tests/test_service.py::test_serve"]
+        "tests/test_core.py::test_compute", "tests/test_core.py::test_helper", "tests/test_engine.py::test_run",
+        "tests/test_service.py::test_serve"]
     assert res["tests"]["selected"][0]["uri"] == uri(repo.root / "tests/test_core.py")
     assert res["unsaved"] == [] and res["workspace"] == uri(repo.root)
     assert res["cypher"] and all("query" in c for c in res["cypher"])

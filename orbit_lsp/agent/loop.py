@@ -234,6 +234,9 @@ def drive(model: ModelClient, toolbox: Toolbox, messages: list[dict], result, *,
                 note = f"model {a['model']} was rate-limited (HTTP 429, {a.get('error')})"
             elif a.get("status", 0) >= 500:
                 note = f"model {a['model']} failed (HTTP {a['status']})"
+            elif a.get("next_budget"):
+                note = (f"model {a['model']}'s reply was cut off by its length (finish_reason length) and not "
+                        f"used; asked again with a budget of {a['next_budget']} tokens")
             if note and note not in result.notes:
                 result.notes.append(note)
         if reply.from_reasoning:

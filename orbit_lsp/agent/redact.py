@@ -378,6 +378,19 @@ class _Redactor:
         self.hidden = before
 
 
+def text_problem(text: str) -> str | None:
+    """Why ``text`` cannot be used as given, or None: it ``"contains a NUL character"`` or
+    ``"contains an unpaired UTF-16 surrogate …"`` (what file systems, SQLite, FalkorDB and HTTP
+    bodies refuse). For clear errors on questions, memory texts and tool arguments."""
+    if "\0" in text:
+        return "contains a NUL character"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "contains an unpaired UTF-16 surrogate (not valid Unicode text)"
+    return None
+
+
 def _bounded(text: str) -> str:
     """``text`` cut to at most ``MAX_REDACT_CHARS`` characters, with a note on what was left
     out. The cut falls at a line break when there is one in the last half, else after the last

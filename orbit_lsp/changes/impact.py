@@ -156,6 +156,21 @@ def analyse(graph: Graph, change: Change, root_package: str = "", options: Optio
             "seconds": round(time.perf_counter() - t0, 3)}
 
 
+def _fixture_classes(graph: Graph, ans: queries.Answer, fx, root_package: str) -> list[tuple[str, str]]:
+    """(file, qual) of the class a fixture returns an instance of (the class of that name it
+    calls) and of its base classes (INHERITS, up to 8 levels)."""
+    rows = ans.run(graph, "MATCH (f:Symbol {qual: $fq})-[:CALLS]->(c:Symbol {name: $name}) "
+                          "WHERE f.file = $ff AND c.kind = 'class' "
+                          "OPTIONAL MATCH (c)-[:INHERITS*1..8]->(b:Symbol) "
+                          "RETURN c.file, c.qual, collect(DISTINCT [b.file, b.qual])",
+                   {"fq": full_qual(fx.file, fx.qual, root_package), "ff": fx.file, "name": fx.returns})
+    out = []
+    for cfile, cqual, bases in rows:
+        out.append((cfile, cqual))
+        out += [(b[0], b[1]) for b in bases if b and b[0] is not None]
+    return out
+
+
 def _tests(graph: Graph, ans: queries.Answer, change: Change, sc, root_package: str, targets: list[dict],
            walk: list[dict], may_rows: list[dict], test_imports: dict, opts: Options) -> dict:
     files = [r[0] for r in ans.run(graph, "MATCH (f:File) RETURN f.path")]
@@ -184,7 +199,24 @@ def _tests(graph: Graph, ans: queries.Answer, change: Change, sc, root_package: 
     for f in sc.files:  # an added or renamed test file: every test of it
         if f["status"] in ("added", "renamed") and is_test_support(f["path"]):
             whole[f["path"]] = (0, f["path"], f"{f['status']} file")
-    selected = index.select(reached, whole)
+    # methods called on fixture parameters: bound through the class the fixture returns
+    hits: dict[tuple[str, str], tuple[int, str]] = {(t["file"], t["qual"]): (0, t["qual"]) for t in targets}
+    for r in walk:
+        if r["depth"] < opts.test_depth:
+            hits.setdefault((r["file"], r["qual"]), (r["depth"], r["reaches"]))
+    classes: dict[tuple[str, str], list[tuple[str, str]]] = {}
+
+    def method_hit(fx, method: str):
+        key = (fx.file, fx.qual)
+        if key not in classes:
+            classes[key] = _fixture_classes(graph, ans, fx, root_package)
+        for cfile, cqual in classes[key]:
+            got = hits.get((cfile, f"{cqual}.{method}"))
+            if got is not None:
+                return got[0], got[1], f"{cqual}.{method}"
+        return None
+
+    selected = index.select(reached, whole, method_hit if hits else None)
     chosen = {t["id"] for t in selected}
     may_reached = reached_of([r for r in may_rows if r["depth"] <= opts.test_depth], [])
     may = [dict(t, reason="may call " + t["reaches"] + " (unbound call)") for t in index.select(may_reached, {})

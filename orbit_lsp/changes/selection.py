@@ -63,16 +63,23 @@ class TestItem:
     cls: str | None
     line: int
     uses: frozenset[str]
+    attr_calls: dict[str, frozenset[str]] = field(default_factory=dict)  # parameter -> methods called on it
 
 
 @dataclass
 class Fixture:
+    """A pytest fixture: ``returns`` is the name of the class it returns or yields an instance
+    of (``return Engine()``, ``app = Flask(…); …; return app``), None when that is not plain;
+    ``attr_calls`` as for tests."""
+
     name: str
     file: str
     qual: str
     cls: str | None
     uses: frozenset[str]
     autouse: bool
+    returns: str | None = None
+    attr_calls: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -127,6 +134,39 @@ def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     return {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)} - {"self", "cls"}
 
 
+def _attr_calls(fn, params: set[str]) -> dict[str, frozenset[str]]:
+    """Methods called on each parameter in ``fn`` (nested functions and decorators included):
+    ``engine.run(…)`` -> {"engine": {"run"}}."""
+    out: dict[str, set[str]] = {}
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and isinstance(node.func.value, ast.Name) and node.func.value.id in params:
+            out.setdefault(node.func.value.id, set()).add(node.func.attr)
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+def _returned_class(fn) -> str | None:
+    """The called name a fixture returns or yields (directly, or through one local variable):
+    ``return Engine()`` / ``app = Flask(…); yield app`` -> "Engine" / "Flask"."""
+    made: dict[str, str] = {}
+    found: set[str] = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and isinstance(node.value, ast.Call):
+            name = _decorator_name(node.value.func)
+            if name:
+                made[node.targets[0].id] = name.rsplit(".", 1)[-1]
+    for node in ast.walk(fn):
+        value = node.value if isinstance(node, (ast.Return, ast.Yield)) else None
+        if isinstance(value, ast.Call):
+            name = _decorator_name(value.func)
+            if name:
+                found.add(name.rsplit(".", 1)[-1])
+        elif isinstance(value, ast.Name) and value.id in made:
+            found.add(made[value.id])
+    return found.pop() if len(found) == 1 else None
+
+
 def scan_python(path: str, data: bytes) -> PyTestFile:
     """The tests, fixtures and setup functions of one Python file (empty when it does not parse)."""
     out = PyTestFile(path)
@@ -149,11 +189,14 @@ def scan_python(path: str, data: bytes) -> PyTestFile:
 
     def function(fn, qual: str, cls: str | None, id_prefix: str, inherited: set[str], in_test_class: bool) -> None:
         fx = _fixture_info(fn)
-        uses = frozenset(_params(fn) | _usefixtures(fn.decorator_list) | inherited)
+        params = _params(fn)
+        uses = frozenset(params | _usefixtures(fn.decorator_list) | inherited)
         if fx is not None:
-            out.fixtures.append(Fixture(fx[0], path, qual, cls, uses, fx[1]))
+            out.fixtures.append(Fixture(fx[0], path, qual, cls, uses, fx[1], _returned_class(fn),
+                                        _attr_calls(fn, params)))
         elif is_test_module and fn.name.startswith("test") and (cls is None or in_test_class):
-            out.items.append(TestItem(f"{id_prefix}::{fn.name}", path, qual, cls, fn.lineno, uses))
+            out.items.append(TestItem(f"{id_prefix}::{fn.name}", path, qual, cls, fn.lineno, uses,
+                                      _attr_calls(fn, params)))
         elif cls is not None and fn.name in CLASS_SETUP:
             out.class_setup[qual] = cls
         elif cls is None and fn.name in MODULE_SETUP:
@@ -217,12 +260,15 @@ class TestIndex:
         return sum(len(self.scan(f).items) for f in self.py_tests) + len(self.js_tests)
 
     def select(self, reached: dict[tuple[str, str], tuple[int, str | None, str]],
-               whole_files: dict[str, tuple[int, str | None, str]]) -> list[dict]:
+               whole_files: dict[str, tuple[int, str | None, str]],
+               method_hit: Callable[[Fixture, str], tuple[int, str, str] | None] | None = None) -> list[dict]:
         """Tests reached. ``reached``: (file, in-file qual) -> (depth, changed qual it leads
         to, how) for every symbol of a test file or conftest reached by CALLS (a changed symbol
         at depth 0); ``whole_files``: test file or conftest -> (hops, changed file, how) for
         files that import a changed file (every test of them, or under a conftest's
-        directory)."""
+        directory); ``method_hit(fixture, method)``: (depth, changed qual, method qual) when
+        the method of that name of the class the fixture returns reaches the change (the
+        graph cannot bind ``engine.run()`` on a parameter: pytest passes the fixture's value)."""
         best: dict[str, dict] = {}
 
         def pick(item_id: str, file: str, runner: str, depth: int, reaches: str | None, reason: str) -> None:
@@ -262,6 +308,8 @@ class TestIndex:
                         for item in tf.items:
                             if item.cls == cls or (item.cls or "").startswith(cls + "."):
                                 pick(item.id, file, "pytest", d, reaches, f"{how}; {setup}")
+        if method_hit is not None:
+            self._typed_calls(method_hit, pick, fixtures)
         self._fixtures(fixtures, pick)
         for file, (hops, reaches, how) in whole_files.items():
             if is_js_test_file(file):
@@ -276,6 +324,46 @@ class TestIndex:
         for t in best.values():
             t["line"] = lines.get(t["id"], 1)
         return sorted(best.values(), key=lambda t: t["id"])
+
+    def _typed_calls(self, method_hit, pick, fixtures: dict) -> None:
+        """Tests and fixtures calling a method on a fixture parameter whose class's method of
+        that name reaches the change: one hop more than that method."""
+        for f in self.py_tests + self.conftests:
+            tf = self.scan(f)
+            for holder in [*tf.items, *tf.fixtures]:
+                for param, methods in sorted(holder.attr_calls.items()):
+                    fx = self.fixture_for(param, f, holder.cls)
+                    if fx is None or fx.returns is None:
+                        continue
+                    for m in sorted(methods):
+                        hit = method_hit(fx, m)
+                        if hit is None:
+                            continue
+                        d, reaches, mq = hit
+                        how = f"calls {mq} ({d + 1} hop{'s' * (d > 0)}) on fixture '{param}'"
+                        if isinstance(holder, TestItem):
+                            pick(holder.id, f, "pytest", d + 1, reaches, how)
+                        else:
+                            key = (f, holder.qual)
+                            if key not in fixtures or d + 1 < fixtures[key][0]:
+                                fixtures[key] = (d + 1, reaches, f"{how}; fixture '{holder.name}'")
+
+    def fixture_for(self, name: str, file: str, cls: str | None) -> Fixture | None:
+        """The fixture a test or fixture of ``file`` (in class ``cls``) gets for parameter
+        ``name``: its class's, its module's, then the nearest ``conftest.py``'s."""
+        own = [fx for fx in self.scan(file).fixtures if fx.name == name]
+        for fx in own:
+            if fx.cls is not None and cls is not None and (cls == fx.cls or cls.startswith(fx.cls + ".")):
+                return fx
+        for fx in own:
+            if fx.cls is None:
+                return fx
+        for conf in sorted(self.conftests, key=lambda c: -c.count("/")):
+            if _under(file, conf.rpartition("/")[0]):
+                for fx in self.scan(conf).fixtures:
+                    if fx.name == name and fx.cls is None:
+                        return fx
+        return None
 
     def _items_under(self, conftest: str) -> list[TestItem]:
         d = conftest.rpartition("/")[0]

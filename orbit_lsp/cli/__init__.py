@@ -41,10 +41,12 @@ import sys
 from pathlib import Path
 
 from orbit_lsp.cli.context import Ctx
-from orbit_lsp.cli.errors import PROG, CliError, UsageError, scrub
+from orbit_lsp.cli.errors import PROG, CliError, UsageError, describe, scrub
+from orbit_lsp.cli.output import dumps
 from orbit_lsp.cli.parser import build_parser
 from orbit_lsp.cli.progress import ProgressBar
 from orbit_lsp.cli.registry import COMMANDS
+from orbit_lsp.graph.errors import FalkorDBOffline
 
 __all__ = ["COMMANDS", "CliError", "Ctx", "ProgressBar", "UsageError", "build_parser", "main"]
 
@@ -93,6 +95,24 @@ def _logging(verbose: int):
         root.setLevel(saved[1])
 
 
+def _wants_json(argv: list[str]) -> bool:
+    """``--json`` among the options (before a ``--``), also when the arguments do not parse."""
+    return "--json" in (argv[:argv.index("--")] if "--" in argv else argv)
+
+
+def _report(exc: BaseException, as_json: bool, url: str | None, command: str | None = None) -> int:
+    """Say what went wrong: one line on stderr, or with ``--json`` one object
+    ``{"command", "error", "kind", "exit_status"}`` on stdout; returns the exit status."""
+    message, kind, code = describe(exc)
+    line = " ".join(scrub(str(message), url).split())
+    if as_json:
+        doc = {"command": command, "error": line.removeprefix("error: "), "kind": kind, "exit_status": code}
+        print(dumps(doc, indent=2))
+    else:
+        print(f"{PROG}: {line}", file=sys.stderr)
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run ``orbit-lsp`` with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -101,45 +121,33 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # --help / --version
         return exc.code if isinstance(exc.code, int) else 0
     except UsageError as exc:
-        url = os.environ.get("ORBIT_FALKORDB_URL")
-        print(f"{PROG}: " + " ".join(scrub(f"error: {exc}", url).split()), file=sys.stderr)
-        return 2
+        command = next((a for a in argv if a in COMMANDS), None)  # the command, if it was named
+        return _report(exc, _wants_json(argv), os.environ.get("ORBIT_FALKORDB_URL"), command)
     with _logging(args.verbose or 0):
         return _main(args)
 
 
-def _main(args: argparse.Namespace) -> int:
-    from orbit_lsp.graph.errors import FalkorDBOffline, QueryRejected, QueryTimeout
+def _command_name(args: argparse.Namespace) -> str | None:
+    sub = getattr(args, "memory_command", None) or getattr(args, "db_command", None) \
+        or getattr(args, "workspaces_command", None)
+    return f"{args.command} {sub}" if args.command and sub else args.command
 
+
+def _main(args: argparse.Namespace) -> int:
     ctx: Ctx | None = None
     url_hint = args.falkordb_url or os.environ.get("ORBIT_FALKORDB_URL")
-
-    def fail(message: str, code: int) -> int:
-        url = ctx.settings.falkordb_url if ctx is not None else url_hint
-        line = " ".join(scrub(str(message), url).split())
-        print(f"{PROG}: {line}", file=sys.stderr)
-        return code
-
     try:
         if args.command is None:
+            if args.json or args.workspace:
+                raise UsageError(f"{'--json' if args.json else '--workspace'} needs a command "
+                                 f"(see '{PROG} --help')")
             return _run_server(args)
         if args.stdio:
             raise UsageError("--stdio runs the language server and takes no command")
+        if args.workspace is not None and not args.takes_workspace:
+            raise UsageError(f"--workspace does not apply to '{_command_name(args)}'")
         ctx = Ctx(args)
         return COMMANDS[args.command](ctx)
-    except UsageError as exc:
-        return fail(f"error: {exc}", 2)
-    except FalkorDBOffline as exc:
-        log.debug("FalkorDB offline", exc_info=True)
-        return fail(str(exc), 1)
-    except QueryRejected as exc:
-        return fail(f"query refused: {exc}", 1)
-    except QueryTimeout as exc:
-        return fail(f"query timed out: {exc}", 1)
-    except CliError as exc:
-        return fail(str(exc), 1)
-    except KeyboardInterrupt:
-        return fail("interrupted", 130)
     except BrokenPipeError:
         try:  # the reader went away (| head): stay quiet
             devnull = os.open(os.devnull, os.O_WRONLY)
@@ -147,9 +155,13 @@ def _main(args: argparse.Namespace) -> int:
         except (OSError, ValueError, AttributeError):
             pass
         return 1
-    except Exception as exc:  # noqa: BLE001 - one line, never a traceback
-        log.info("unexpected error", exc_info=True)
-        return fail(f"internal error: {type(exc).__name__}: {exc} (run with -v for details)", 1)
+    except (Exception, KeyboardInterrupt) as exc:  # noqa: BLE001 - one line, never a traceback
+        if isinstance(exc, FalkorDBOffline):
+            log.debug("FalkorDB offline", exc_info=True)
+        elif describe(exc)[1] == "internal":
+            log.info("unexpected error", exc_info=True)
+        url = ctx.settings.falkordb_url if ctx is not None else url_hint
+        return _report(exc, bool(args.json), url, _command_name(args))
     finally:
         if ctx is not None:
             ctx.close()

@@ -43,7 +43,7 @@ def _terminal_consent(mode: str):
 
 
 def cmd_ask(ctx: Ctx) -> int:
-    from orbit_lsp.agent.service import Asker, UnknownConversation
+    from orbit_lsp.agent.service import Asker, InvalidQuestion, UnknownConversation
 
     question = ctx.args.question.strip()
     if not question:
@@ -56,6 +56,8 @@ def cmd_ask(ctx: Ctx) -> int:
                         consent=_terminal_consent(ctx.args.read), progress=progress)
     except UnknownConversation as exc:
         raise UsageError(f"--conversation: {exc}") from None
+    except InvalidQuestion as exc:
+        raise UsageError(f"QUESTION: {exc}") from None
     finally:
         asker.close()
     if ctx.json:

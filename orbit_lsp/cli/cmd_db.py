@@ -66,9 +66,11 @@ def cmd_db(ctx: Ctx) -> int:
     try:
         graphs = store.list_graphs()
     except FalkorDBOffline as exc:
-        if ctx.json:
+        if ctx.json:  # one object: the status and the error
             emit_json("db status", {"mode": "external", "url": store.where, "reachable": False,
-                                    "error": str(exc)}, [])
+                                    "error": str(exc)}, [], error=str(exc), kind="falkordb_offline",
+                      exit_status=1)
+            return 1
         else:
             print(f"external FalkorDB {store.where}: offline")
         raise

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from orbit_lsp.cli.context import Ctx
 from orbit_lsp.cli.errors import UsageError
 from orbit_lsp.cli.output import emit_json, print_cypher
-from orbit_lsp.cli.parser import Parents, positive_int
+from orbit_lsp.cli.parser import Parents, add_exclude, positive_int
 from orbit_lsp.cli.progress import ProgressBar
 from orbit_lsp.cli.workspace import index_workspace
 
@@ -15,22 +16,37 @@ from orbit_lsp.cli.workspace import index_workspace
 def add_parsers(subs, parents: Parents) -> None:
     common, out = parents.common, parents.json
     p = subs.add_parser("index", parents=[common, out], help="index a workspace and print a summary",
-                        description="Index the Python files under PATH into its code graph "
-                                    "(full the first time, then only changed files).")
-    p.add_argument("path", metavar="PATH", nargs="?", default=".", help="workspace root (default: .)")
+                        description="Index the source files of every supported language (Python, "
+                                    "JavaScript, TypeScript) under PATH into its code graph (full the "
+                                    "first time, then only changed files).")
+    p.add_argument("path", metavar="PATH", nargs="?", default=None,
+                   help="workspace root (default: --workspace given before 'index', else .)")
     p.add_argument("--top", type=positive_int, default=10, metavar="N",
                    help="how many most-depended-on files to list (default 10)")
+    add_exclude(p)
+    p.set_defaults(takes_workspace=True)  # 'orbit-lsp --workspace DIR index' indexes DIR
+
+
+def _index_path(path: str | None, workspace: str | None) -> str:
+    """PATH, or ``--workspace`` given before the command name; both only when they agree."""
+    if workspace is None:
+        return path or "."
+    if path is not None and os.path.realpath(os.path.expanduser(path)) != \
+            os.path.realpath(os.path.expanduser(workspace)):
+        raise UsageError(f"two workspaces given: PATH {path} and --workspace {workspace}; give one")
+    return workspace
 
 
 def cmd_index(ctx: Ctx) -> int:
     from orbit_lsp.graph import queries
 
-    root = Path(ctx.args.path).expanduser()
+    path = _index_path(ctx.args.path, ctx.args.workspace)
+    root = Path(path).expanduser()
     if not root.exists():
-        raise UsageError(f"no such directory: {ctx.args.path}")
+        raise UsageError(f"no such directory: {path}")
     if not root.is_dir():
-        raise UsageError(f"{ctx.args.path} is not a directory (index takes a workspace folder)")
-    progress = ProgressBar(f"indexing {ctx.args.path}")
+        raise UsageError(f"{path} is not a directory (index takes a workspace folder)")
+    progress = ProgressBar(f"indexing {path}")
     try:
         indexer, rep = index_workspace(ctx, root, progress)
     finally:

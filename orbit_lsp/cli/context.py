@@ -9,6 +9,21 @@ from pathlib import Path
 from orbit_lsp.cli.errors import PROG, UsageError
 
 
+def _exclude_patterns(patterns: list[str] | None) -> list[str] | None:
+    """``--exclude`` values checked as gitignore patterns (``UsageError`` names a bad one)."""
+    if not patterns:
+        return None
+    import pathspec
+    for pattern in patterns:
+        if not pattern.strip():
+            raise UsageError("--exclude needs a non-empty gitignore-style pattern")
+        try:
+            pathspec.GitIgnoreSpec.from_lines([pattern])
+        except (ValueError, TypeError) as exc:
+            raise UsageError(f"--exclude {pattern!r} is not a gitignore-style pattern: {exc}") from None
+    return list(patterns)
+
+
 class Ctx:
     def __init__(self, args: argparse.Namespace):
         from pydantic import ValidationError
@@ -19,7 +34,8 @@ class Ctx:
         try:
             self.settings = Settings.from_env(
                 falkordb_url=args.falkordb_url,
-                data_dir=Path(args.data_dir).expanduser() if args.data_dir else None)
+                data_dir=Path(args.data_dir).expanduser() if args.data_dir else None,
+                exclude=_exclude_patterns(getattr(args, "exclude", None)))
         except ValidationError as exc:
             err = exc.errors()[0]
             field = ".".join(str(x) for x in err.get("loc", ())) or "settings"

@@ -30,11 +30,20 @@ def positive_int(text: str) -> int:
 @dataclass(frozen=True)
 class Parents:
     """Parent parsers a subcommand lists in ``parents=[...]``: ``common`` (the global options,
-    accepted after the command too), ``json`` (``--json``), ``workspace`` (``--workspace``)."""
+    accepted after the command too), ``json`` (``--json``), ``workspace`` (``--workspace``: a
+    command without it refuses ``--workspace`` given before its name)."""
 
     common: argparse.ArgumentParser
     json: argparse.ArgumentParser
     workspace: argparse.ArgumentParser
+
+
+def add_exclude(p: argparse.ArgumentParser) -> None:
+    """``--exclude PATTERN`` (repeatable): gitignore-style patterns left out when indexing, like
+    the editors' ``exclude`` setting (``Settings.exclude``)."""
+    p.add_argument("--exclude", action="append", metavar="PATTERN", default=None,
+                   help="leave files matching this gitignore-style pattern out of the graph when "
+                        "indexing (repeatable; e.g. --exclude 'tests/' --exclude '*_pb2.py')")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,13 +62,25 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("-v", "--verbose", action="count", default=d(0),
                        help="log to stderr (-vv for debug)")
 
+    # --json and --workspace too, but only for the commands that list them as parents; the
+    # top level takes them for every command and _main refuses --workspace where it means nothing
+    def add_json(p: argparse.ArgumentParser, sub: bool) -> None:
+        p.add_argument("--json", action="store_true", default=argparse.SUPPRESS if sub else False,
+                       help="print one JSON object (errors too: {\"error\", \"kind\"} on stdout)")
+
+    def add_workspace(p: argparse.ArgumentParser, sub: bool) -> None:
+        p.add_argument("--workspace", metavar="PATH", default=argparse.SUPPRESS if sub else None,
+                       help="workspace root whose graph is queried (default: see 'orbit-lsp --help')")
+        p.set_defaults(takes_workspace=sub)
+        if sub:  # the commands that read a workspace graph index it first when it has none
+            add_exclude(p)
+
     common = Parser(add_help=False)
     add_globals(common, sub=True)
     out = Parser(add_help=False)
-    out.add_argument("--json", action="store_true", help="print one JSON object")
+    add_json(out, sub=True)
     ws = Parser(add_help=False)
-    ws.add_argument("--workspace", metavar="PATH",
-                    help="workspace root whose graph is queried (default: see 'orbit-lsp --help')")
+    add_workspace(ws, sub=True)
 
     parser = Parser(
         prog=PROG,
@@ -69,6 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
                "workspace that contains FILE (impact) or contains or lies below the current "
                "directory (other queries); with none, the current directory is indexed first.")
     add_globals(parser, sub=False)
+    add_json(parser, sub=False)
+    add_workspace(parser, sub=False)
     parser.add_argument("--stdio", action="store_true",
                         help="run the language server over stdio (the default without a command)")
     from orbit_lsp import __version__

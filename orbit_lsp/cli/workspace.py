@@ -110,6 +110,9 @@ def workspace_graph(ctx: Ctx, file_arg: str | None = None):
         ctx.note(f"{root} is not indexed yet; indexing it first")
         _, rep = index_workspace(ctx, root)
         ctx.note(f"indexed {rep.files} files, {rep.symbols} symbols in {rep.seconds:.2f} s")
+    elif getattr(ctx.args, "exclude", None):
+        ctx.note(f"--exclude applies when a workspace is indexed; {root} is indexed already "
+                 f"(to change its graph: orbit-lsp index {root} --exclude ...)")
     return root, graph
 
 

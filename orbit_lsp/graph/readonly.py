@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orbit_lsp.graph.connection import Graph, GraphStore
-from orbit_lsp.graph.errors import QueryRejected, QueryTimeout
+from orbit_lsp.graph.errors import QueryInvalid, QueryRejected, QueryTimeout
 
 __all__ = [
     "ReadOnlyResult",
@@ -710,11 +710,9 @@ def run_readonly(graph: Graph, cypher: str, params: dict | None = None, *,
             f"pattern, anchor it on an indexed property, or lower the variable-length hops") from exc
     except QueryRejected as exc:
         reason = str(exc)
-        if "read-only" in reason.lower():
-            reason = f"refused by FalkorDB, the query tool is read-only: {reason}"
-        else:
-            reason = f"refused by FalkorDB: {reason}"
-        raise QueryRejected(reason, cypher) from exc
+        if "read-only" not in reason.lower():  # a syntax or semantic error, not a refusal
+            raise QueryInvalid.from_server(reason, cypher) from exc
+        raise QueryRejected(f"refused by FalkorDB, the query tool is read-only: {reason}", cypher) from exc
     elapsed = (time.perf_counter() - t0) * 1000.0
 
     rows, header = list(res.rows), list(res.header)

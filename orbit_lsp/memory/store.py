@@ -44,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orbit_lsp.agent.redact import redact
+from orbit_lsp.agent.redact import redact, text_problem
 from orbit_lsp.graph.connection import CODE_GRAPH_PREFIX, MEMORY_GRAPH, Graph, GraphStore, code_graph_name
 from orbit_lsp.graph.errors import QueryRejected
 from orbit_lsp.graph.schema import existing_indexes
@@ -241,9 +241,12 @@ class MemoryStore:
         """Save a memory: ``text`` is redacted, its concepts extracted, and it is linked to the
         ``project`` (a workspace root) when given, and anchored when ``anchor`` is given.
         Returns the new memory. Raises ``InvalidMemory`` (empty, longer than ``MAX_TEXT``, no
-        concepts)."""
+        concepts, a NUL character or an unpaired surrogate)."""
         if not isinstance(text, str) or not text.strip():
             raise InvalidMemory("the memory text is empty")
+        problem = text_problem(text)
+        if problem:
+            raise InvalidMemory(f"the memory text {problem}")
         text = " ".join(text.split())
         if len(text) > MAX_TEXT:
             raise InvalidMemory(f"the memory text is longer than {MAX_TEXT} characters")

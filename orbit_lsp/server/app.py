@@ -95,6 +95,22 @@ class OrbitServer(LanguageServer):
         command.__name__ = getattr(fn, "__name__", "command")
         self.command(name)(command)
 
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """Errors outside a request's answer (a notification's handler failed, a message could not
+        be sent): logged, and written to the client's log (``window/logMessage``), never shown as
+        a popup, so a client sending malformed notifications does not get one per message.
+        Request errors are in their answers already."""
+        from pygls.exceptions import FeatureRequestError
+
+        if source is FeatureRequestError:
+            return
+        log.error("%s: %s", getattr(source, "__name__", source), error)
+        try:
+            self.window_log_message(types.LogMessageParams(types.MessageType.Error,
+                                                           f"orbit-lsp: {type(error).__name__}: {error}"[:2000]))
+        except Exception:  # noqa: BLE001 - reporting must never fail the caller
+            log.debug("could not send the error to the client's log", exc_info=True)
+
     # -- settings -------------------------------------------------------------------------
     def apply_settings(self, *layers: dict | None, announce: bool = True) -> list[str]:
         """Rebuild settings from the environment and ``layers`` (later layers win); returns

@@ -36,7 +36,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from orbit_lsp.agent.model import Cancelled
-from orbit_lsp.agent.service import Asker, UnknownConversation
+from orbit_lsp.agent.service import Asker, InvalidQuestion, UnknownConversation
 from orbit_lsp.graph import queries
 from orbit_lsp.graph.errors import FalkorDBOffline, GraphError
 from orbit_lsp.server.app import REQUEST_FAILED, OrbitServer, raw_params
@@ -119,6 +119,8 @@ class Feature:
             raise asyncio.CancelledError() from None
         except UnknownConversation as exc:
             raise JsonRpcInvalidParams(f"params.conversationId: {exc}") from None
+        except InvalidQuestion as exc:
+            raise JsonRpcInvalidParams(f"params.question: {exc}") from None
         except FalkorDBOffline as exc:
             ls.went_offline(exc)
             raise JsonRpcException(str(exc), code=REQUEST_FAILED) from exc
