@@ -138,11 +138,25 @@ class WorkspaceIndexer:
         # built on: re-indexing a file reuses it (see ``_update``)
         self._live: tuple[tuple, WorkspaceResolver] | None = None
         self.write_lock = writelock.GraphWriteLock(store, self.graph.name)
-        self._token: str | None = None  # the graph's generation marker that self.state matches
+        self.__token: str | None = None
         self._cache_token: str | None = None  # the marker the loaded cache was saved with
         self._meta_dirty = False  # the cache meta (marker) must be saved
 
     # -- writing across processes -------------------------------------------------------------
+    @property
+    def _token(self) -> str | None:
+        """The graph's generation marker that ``self.state`` matches (None: not known). Also
+        kept by the store, which checks it when FalkorDB restarts."""
+        return self.__token
+
+    @_token.setter
+    def _token(self, value: str | None) -> None:
+        self.__token = value
+        if value is None:
+            self.store.expected_markers.pop(self.graph.name, None)
+        else:
+            self.store.expected_markers[self.graph.name] = value
+
     @contextlib.contextmanager
     def _writing(self):
         """This process's lock, then the cross-process lock of the graph. A FalkorDB that
@@ -391,6 +405,7 @@ class WorkspaceIndexer:
             t0 = time.perf_counter()
             rep = IndexReport()
             timings = rep.timings
+            known = self._token  # the graph as this indexer last saw it
             self._live = None  # the state is rebuilt from the disk and the cache
             walk = walk_workspace(self.root, self.settings.max_file_bytes, self.settings.exclude,
                                   classify=False)  # _read classifies the bytes it reads
@@ -477,6 +492,9 @@ class WorkspaceIndexer:
                 else:
                     rep.mode = "incremental"
                     self._update(old_state, changed | added, removed, rep)
+            if self._token != known:
+                # another process (or a child build) rewrote the graph: its IMPORTS edges too
+                self.imports_generation = next(_GENERATIONS)
             self._count(rep)
             package_info("")  # loads the environment's distribution table now, not on the first edit
             rep.files = len(self.state)
