@@ -180,7 +180,7 @@ def parse_action(text: str, final_keys: tuple[str, ...],
     what is wrong or None), else a call of a known tool with object ``args``."""
     try:
         obj = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON alone, or nested past the decoder's stack
         obj = extract_action(text, ("tool",) + final_keys)
     if not isinstance(obj, dict):
         return None, "the reply is not a JSON object"

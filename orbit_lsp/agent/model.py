@@ -129,23 +129,38 @@ def _human(seconds: float) -> str:
     return f"~{seconds:.0f} s"
 
 
+MAX_ACTION_SCAN_CHARS = 65_536  # an action is looked for in the last this many characters of a reply
+
+
 def extract_action(text: str, keys: tuple[str, ...] = ("tool", "answer")) -> dict | None:
-    """The last JSON object in ``text`` that is an action (has one of ``keys``), else the last
-    JSON object at all, else None. Code fences and prose around it are ignored."""
+    """The last JSON action in ``text`` (an object with one of ``keys``; the outer one when an
+    action holds objects), else the last top-level JSON object, else None. Code fences and prose
+    around it are ignored. Objects are tried from the end of the text backwards; only the last
+    ``MAX_ACTION_SCAN_CHARS`` characters are searched and the decoder's work is bounded (a few
+    passes over them): deeply nested or endless half-objects are given up on, never a
+    ``RecursionError``."""
+    if len(text) > MAX_ACTION_SCAN_CHARS:
+        text = text[-MAX_ACTION_SCAN_CHARS:]
     dec = json.JSONDecoder()
-    found: list[dict] = []
-    i = text.find("{")
-    while i != -1:
+    last: tuple[dict, int] | None = None  # the object starting last (or holding it), its end
+    budget = 8 * len(text) + 1024  # characters the decoder may read in all
+    i = text.rfind("{")
+    while i != -1 and budget > 0:
         try:
             obj, end = dec.raw_decode(text, i)
-        except ValueError:
-            i = text.find("{", i + 1)
-            continue
-        if isinstance(obj, dict):
-            found.append(obj)
-        i = text.find("{", end)
-    actions = [o for o in found if any(k in o for k in keys)]
-    return (actions or found or [None])[-1]
+        except json.JSONDecodeError as exc:
+            budget -= max(1, exc.pos - i)
+        except (ValueError, RecursionError):  # nested deeper than the decoder's stack
+            budget -= len(text) - i
+        else:
+            budget -= end - i
+            if isinstance(obj, dict):
+                if any(k in obj for k in keys):
+                    return obj
+                if last is None or end >= last[1]:  # the last object, or one holding it
+                    last = (obj, end)
+        i = text.rfind("{", 0, i)
+    return last[0] if last is not None else None
 
 
 class ModelClient:
