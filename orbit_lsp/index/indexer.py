@@ -63,6 +63,21 @@ from orbit_lsp.index.walk import LANGS, WorkspaceFilter, classify_file, is_doten
 log = logging.getLogger("orbit_lsp.index")
 
 Progress = Callable[[int, int, str], None]  # (done, total, rel)
+# A callback whose ``phases`` attribute is true is phase-aware: it is called for every phase as
+# ``progress(done, total, rel, phase)``, each phase counting from 0 to its own total (files for
+# read, parse and resolve; write batches for write; ``rel`` "" when no file is meant). Any
+# other callback is called, as always, for the read phase only.
+PHASES = ("read", "parse", "resolve", "write")
+
+
+def report_progress(progress, done: int, total: int, rel: str, phase: str = "read") -> None:
+    """Call ``progress`` (may be None) for ``phase`` if it takes that phase (see ``PHASES``)."""
+    if progress is None:
+        return
+    if getattr(progress, "phases", False):
+        progress(done, total, rel, phase)
+    elif phase == "read":
+        progress(done, total, rel)
 _GENERATIONS = itertools.count(1)
 BUILD_GRAPH_PREFIX = "orbit_build_"  # scratch graph of a full build: orbit_build_<code graph name>
 
@@ -412,7 +427,7 @@ class WorkspaceIndexer:
             if consistent and configs_changed(st.edges.deps for st in cache.values() if st.edges is not None):
                 consistent = False  # a tsconfig/jsconfig/package.json changed: resolve everything again
             if not consistent:
-                cache_for_parse = cache
+                cache_for_parse = {} if rebuild else cache  # --rebuild parses every file again
                 cache = {}
             t1 = time.perf_counter()
             new_state: dict[str, FileState] = {}
@@ -433,28 +448,36 @@ class WorkspaceIndexer:
                 else:
                     to_parse.append((rel, data, h, old))
                 if progress is not None and (i % 200 == 0 or i == total - 1):
-                    progress(i + 1, total, rel)
+                    report_progress(progress, i + 1, total, rel)
             if cancel is not None and cancel.is_set():
                 # cancelled before anything was written: the graph keeps its last state (files
                 # not read yet must not look deleted)
                 rep.mode = "cancelled"
                 rep.seconds = time.perf_counter() - t0
                 return rep
-            parsed = parse_many([(rel, data) for rel, data, _, _ in to_parse
-                                 if LANGS.get(os.path.splitext(rel)[1].lower()) == "python"])
+            py = [(rel, data) for rel, data, _, _ in to_parse
+                  if LANGS.get(os.path.splitext(rel)[1].lower()) == "python"]
+            report_progress(progress, 0, len(to_parse), "", "parse")
+            parsed = parse_many(py, progress=lambda n: report_progress(progress, n, len(to_parse), "", "parse"))
             fresh = {rel: p[0] for rel, p in parsed.items() if p[0] is not None}  # decoded already
+            others = 0
             for rel, data, h, old in to_parse:
                 st = new_state[rel] = self._new_state(rel, data, h, old, parsed.get(rel))
                 rep.parsed += 1
+                if rel not in parsed:  # JavaScript/TypeScript: parsed here, after the Python files
+                    others += 1
+                    if others % 200 == 0:
+                        report_progress(progress, len(py) + others, len(to_parse), rel, "parse")
                 if st.parse_error:
                     rep.parse_errors[rel] = st.parse_error
+            report_progress(progress, len(to_parse), len(to_parse), "", "parse")
             timings["parse"] = time.perf_counter() - t1
             rep.skipped = sorted(self.skipped.items())
 
             del parsed
             if not consistent:
                 self.state = new_state
-                self._full_build(rep, fresh)
+                self._full_build(rep, fresh, progress)
             else:
                 old_state = cache
                 self.state = new_state
@@ -495,7 +518,7 @@ class WorkspaceIndexer:
                 pk.update(st.edges.packages)
         rep.packages = len(pk)
 
-    def _full_build(self, rep: IndexReport, fresh: dict | None = None) -> None:
+    def _full_build(self, rep: IndexReport, fresh: dict | None = None, progress: Progress | None = None) -> None:
         """Resolve every file and write a fresh graph. ``fresh``: facts already decoded (parsed
         in this process); the others are decoded once for the build and dropped after it, with
         the build's resolver: later edits resolve through ``LazyFacts``.
@@ -542,8 +565,11 @@ class WorkspaceIndexer:
             jobs.append(node_job)
             t_res = time.perf_counter()
             resolver = self._resolver(decoded)
-            for rel, st in self.state.items():
+            n_files = len(self.state)
+            for i, (rel, st) in enumerate(self.state.items(), 1):
                 st.edges = resolver.resolve_file(rel) if rel in decoded else None
+                if i % 200 == 0 or i == n_files:
+                    report_progress(progress, i, n_files, rel, "resolve")
             rep.timings["resolve"] = time.perf_counter() - t_res
             # the first edit builds a resolver over LazyFacts: keeping this one would keep every
             # file's facts decoded and the whole workspace's memo (hundreds of MB on the stdlib)
@@ -555,8 +581,9 @@ class WorkspaceIndexer:
             t_cache = time.perf_counter()
             blobs = self._pickle_states(self.state)
             rep.timings["cache"] = time.perf_counter() - t_cache
-            for job in jobs:
+            for i, job in enumerate(jobs, 1):
                 job.result()
+                report_progress(progress, i, len(jobs), "", "write")
             self._swap_in(target)
             self._cache_blobs = blobs  # saved by _persist, only once every write succeeded
         finally:
