@@ -85,6 +85,16 @@ class Settings(BaseModel):
             return [m.strip() for m in value.split(",") if m.strip()]
         return value
 
+    @field_validator("memory_graph")
+    @classmethod
+    def _not_a_code_graph(cls, value: str) -> str:
+        """Memories are never written into a workspace's code graph (``orbit_code_…``, the
+        prefix of ``graph.connection.code_graph_name``)."""
+        if value.startswith("orbit_code_"):
+            raise ValueError("orbit_code_* names are workspaces' code graphs; memories need a graph of "
+                             "their own (e.g. orbit_memory)")
+        return value
+
     @field_validator("agent_base_url", "agent_model", mode="before")
     @classmethod
     def _blank_is_none(cls, value):
