@@ -34,6 +34,7 @@ from orbit_lsp.graph.cache import ANSWERS
 from orbit_lsp.graph.connection import GraphStore
 from orbit_lsp.graph.errors import FalkorDBOffline, GraphError
 from orbit_lsp.index.indexer import WorkspaceIndexer
+from orbit_lsp.index.walk import workspace_file_refusal
 from orbit_lsp.index.workspaces import WorkspaceSet
 from orbit_lsp.server.heap import IdleCollector
 from orbit_lsp.server.protocol import OrbitProtocol
@@ -64,6 +65,9 @@ class OrbitServer(LanguageServer):
         self.index_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="orbit-index")
         self.query_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="orbit-query")
         self._probe_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="orbit-probe")
+        # reads of workspace files a client names (never on the event loop, never waiting
+        # behind graph queries)
+        self.file_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="orbit-file")
         self.offline: FalkorDBOffline | None = None
         self._relapsed = False  # FalkorDB failed again while recovering
         self._recovery: asyncio.Task | None = None
@@ -146,7 +150,8 @@ class OrbitServer(LanguageServer):
     # -- paths and positions --------------------------------------------------------------
     @staticmethod
     def path_of(uri: str) -> Path | None:
-        """Absolute, normalised filesystem path of a ``file:`` URI, else None.
+        """Absolute, normalised filesystem path of a ``file:`` URI, else None (also for a URI
+        whose path holds a NUL or a lone surrogate).
 
         Percent-encoding is decoded (``my%20dir/a%20b.py`` and ``my dir/a b.py`` are one file),
         ``file://localhost/...`` is local, Windows drive letters are handled by pygls, and
@@ -160,8 +165,8 @@ class OrbitServer(LanguageServer):
             p = to_fs_path(uri)
         except Exception:  # noqa: BLE001 - a malformed URI is the client's: answer "no file"
             return None
-        if not p or not os.path.isabs(p):
-            return None
+        if not p or not os.path.isabs(p) or not usable_text(p):
+            return None  # a NUL or a lone surrogate names no file (os calls would raise)
         return Path(os.path.normpath(p))
 
     @staticmethod
@@ -193,7 +198,14 @@ class OrbitServer(LanguageServer):
     def lines(self) -> LineCache:
         """Per-request lines of documents as the client sees them (see ``server.lines``), for
         converting graph positions (1-based line, UTF-8 byte column) into LSP ones and back."""
-        return LineCache(self.workspace.position_codec, self.open_text)
+        return LineCache(self.workspace.position_codec, self.open_text, self.may_read)
+
+    def may_read(self, path: Path) -> bool:
+        """True if the server may open ``path`` for a client: inside a served folder, not a
+        ``.env*`` file nor a link to one, not a link leaving its folder
+        (``walk.workspace_file_refusal``). Only lstat/readlink calls."""
+        owner = self.workspaces.owner(path)
+        return owner is not None and workspace_file_refusal(owner[0].root, path) is None
 
     def to_position(self, path: Path, line1: int, byte_col: int) -> types.Position:
         """LSP position (0-based, negotiated encoding) of a graph position (1-based line,
@@ -343,6 +355,43 @@ def use_lsp_lines(workspace) -> None:
         return doc
 
     workspace._create_text_document = create
+
+
+LSP_UINTEGER_MAX = 2 ** 31 - 1  # LSP's ``uinteger`` (positions): 0 .. 2^31 - 1
+ID_MAX = 2 ** 63 - 1  # ids stored by orbit (SQLite integers)
+
+
+def usable_text(value: str) -> bool:
+    """False for a string holding a NUL or a lone surrogate (which no file name, UTF-8 text or
+    database string can hold)."""
+    if "\x00" in value:
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def uinteger(value: Any, what: str, upper: int = LSP_UINTEGER_MAX) -> int:
+    """``value`` if it is an integer in 0 .. ``upper`` (not a bool), else InvalidParams naming
+    ``what`` and the range."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= upper:
+        return value
+    raise JsonRpcInvalidParams(f"{what} must be an integer from 0 to {upper}")
+
+
+def lsp_position(value: Any, what: str) -> types.Position:
+    """An LSP position from JSON data ``{line, character}`` (a namedtuple from pygls is
+    accepted): both ``uinteger`` (0 .. 2^31 - 1), else InvalidParams naming ``what``."""
+    if hasattr(value, "_asdict"):
+        value = value._asdict()
+    if isinstance(value, types.Position):
+        return value
+    if not isinstance(value, dict):
+        raise JsonRpcInvalidParams(f"{what} must be a position {{line, character}}")
+    return types.Position(uinteger(value.get("line"), f"{what}.line"),
+                          uinteger(value.get("character"), f"{what}.character"))
 
 
 def raw_params(params: Any) -> dict:
