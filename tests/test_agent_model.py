@@ -125,6 +125,26 @@ def test_extract_action():
     assert extract_action("no json") is None
 
 
+def test_extract_action_survives_nested_and_endless_json():
+    """Model text nested past the JSON decoder's stack, or full of half-objects, is no action
+    (never a RecursionError traceback, never quadratic work); an action after it is found."""
+    from orbit_lsp.agent.loop import parse_action
+
+    deep = '{"a": [' * 100_000
+    assert extract_action(deep) is None
+    assert parse_action(deep, ("answer",)) == (None, "the reply is not a JSON object")
+    half = ('{"a":' * 900 + "1") * 20  # each '{' opens a long object that never closes
+    assert extract_action(half + ' then {"answer": "ok"}') == {"answer": "ok"}
+
+
+def test_deeply_nested_reply_is_explained_to_the_model(srv):
+    from orbit_lsp.agent.loop import parse_action
+
+    srv.script("primary", content('{"tool": [' * 50_000))
+    rep = client(srv).complete(MSGS)
+    assert parse_action(rep.text, ("answer",))[1] == "the reply is not a JSON object"
+
+
 def test_retry_after_forms():
     assert retry_after_seconds({"retry-after": "20"}) == 20
     assert retry_after_seconds({"retry-after-ms": "1500", "retry-after": "9"}) == 1.5

@@ -178,7 +178,7 @@ def test_impact_unknown_file(capsys, ws001, tmp_path):
 def test_query_indexes_a_workspace_first(capsys, fresh_ws):
     rc, out, err = run(capsys, "impact", "app/jenkins/build_tree.py", "--workspace", str(fresh_ws))
     assert rc == 0, err
-    assert "not indexed yet; indexing it first" in err
+    assert "not indexed yet; indexing it first (7 files)" in err
     assert "2 dependents, 2 hops" in out
 
 
@@ -468,5 +468,5 @@ def test_progress_bar_on_a_tty():
         p(i, 200, f"f{i}.py")
     p(200, 200, "last.py")
     lines = plain.getvalue().splitlines()
-    assert lines[0] == "indexing x: 200 files" and lines[-1] == "indexing x: 200/200 (100%)"
+    assert lines[0] == "indexing x: reading 200 files" and lines[-1] == "indexing x: reading 200/200 (100%)"
     assert len(lines) <= 6

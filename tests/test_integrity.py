@@ -296,3 +296,30 @@ def test_kill9_during_a_cold_index_reports_offline(tmp_path, private_store):
     rep = _retry_once(ix.index_all)
     assert rep.mode == "full"
     assert counts(ix.graph) == expected(40)
+
+
+def test_reads_after_a_restart_from_an_older_snapshot_say_so(tmp_path, private_store):
+    """Kill -9 while idle: the first use of the store says FalkorDB came back older (a front end
+    then re-indexes: the language server's recovery does), instead of answering from the old
+    snapshot in silence; a clean stop and start says nothing."""
+    store = private_store
+    ws = make_workspace(tmp_path / "ws", 8)
+    ix = WorkspaceIndexer(ws, store)
+    ix.index_all()
+    embedded.stop(store.settings.data_dir)  # clean: the data is saved
+    assert ix.graph.query("MATCH (f:File) RETURN count(f)").rows == [[8]]
+    (ws / "m1.py").write_text(module_text(1, 8, "\n\ndef h1():\n    return g1()\n"))
+    ix.reindex_file(ws / "m1.py")
+    _kill9(store)
+    messages = []
+    for _ in range(3):
+        try:
+            ix.graph.query("RETURN 1")
+            break
+        except FalkorDBOffline as exc:
+            messages.append(str(exc))
+    assert any("restarted from an older snapshot" in m and ix.graph.name in m for m in messages), messages
+    rep = ix.index_all()
+    assert rep.mode == "full"
+    assert any("restored from an older snapshot" in n for n in rep.notes), rep.notes
+    assert counts(ix.graph) == expected(8, extra_symbols=1, extra_calls=1)

@@ -34,6 +34,7 @@ from __future__ import annotations
 import email.utils
 import json
 import logging
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -129,23 +130,54 @@ def _human(seconds: float) -> str:
     return f"~{seconds:.0f} s"
 
 
+_LONE_SURROGATE = re.compile(r"[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]")
+
+
+def without_lone_surrogates(value: Any) -> Any:
+    """``value`` (a string, or lists/dicts of them) with every unpaired UTF-16 surrogate replaced
+    by U+FFFD: a model's JSON may escape one (``"\\ud800"``), and such text cannot be encoded
+    for the next request, SQLite or the client."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {without_lone_surrogates(k): without_lone_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [without_lone_surrogates(v) for v in value]
+    return value
+
+
+MAX_ACTION_SCAN_CHARS = 65_536  # an action is looked for in the last this many characters of a reply
+
+
 def extract_action(text: str, keys: tuple[str, ...] = ("tool", "answer")) -> dict | None:
-    """The last JSON object in ``text`` that is an action (has one of ``keys``), else the last
-    JSON object at all, else None. Code fences and prose around it are ignored."""
+    """The last JSON action in ``text`` (an object with one of ``keys``; the outer one when an
+    action holds objects), else the last top-level JSON object, else None. Code fences and prose
+    around it are ignored. Objects are tried from the end of the text backwards; only the last
+    ``MAX_ACTION_SCAN_CHARS`` characters are searched and the decoder's work is bounded (a few
+    passes over them): deeply nested or endless half-objects are given up on, never a
+    ``RecursionError``."""
+    if len(text) > MAX_ACTION_SCAN_CHARS:
+        text = text[-MAX_ACTION_SCAN_CHARS:]
     dec = json.JSONDecoder()
-    found: list[dict] = []
-    i = text.find("{")
-    while i != -1:
+    last: tuple[dict, int] | None = None  # the object starting last (or holding it), its end
+    budget = 8 * len(text) + 1024  # characters the decoder may read in all
+    i = text.rfind("{")
+    while i != -1 and budget > 0:
         try:
             obj, end = dec.raw_decode(text, i)
-        except ValueError:
-            i = text.find("{", i + 1)
-            continue
-        if isinstance(obj, dict):
-            found.append(obj)
-        i = text.find("{", end)
-    actions = [o for o in found if any(k in o for k in keys)]
-    return (actions or found or [None])[-1]
+        except json.JSONDecodeError as exc:
+            budget -= max(1, exc.pos - i)
+        except (ValueError, RecursionError):  # nested deeper than the decoder's stack
+            budget -= len(text) - i
+        else:
+            budget -= end - i
+            if isinstance(obj, dict):
+                if any(k in obj for k in keys):
+                    return obj
+                if last is None or end >= last[1]:  # the last object, or one holding it
+                    last = (obj, end)
+        i = text.rfind("{", 0, i)
+    return last[0] if last is not None else None
 
 
 class ModelClient:
@@ -320,6 +352,7 @@ class ModelClient:
                                  + (" (its reasoning holds no JSON action)" if reasoning else ""))
             content, from_reasoning = json.dumps(action), True
         self._audit_call(audit, model, 200, usage=usage, from_reasoning=from_reasoning)
+        content = without_lone_surrogates(content)  # it is sent back with the next request
         return ModelReply(text=content, model=model, from_reasoning=from_reasoning, usage=usage,
                           attempts=attempts)
 

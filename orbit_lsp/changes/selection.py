@@ -18,10 +18,13 @@ buffers included), so a test added by the change is found.
 from __future__ import annotations
 
 import ast
+import hashlib
 import re
 import shlex
 from dataclasses import dataclass, field
 from typing import Callable
+
+from orbit_lsp.lru import LRU
 
 PY_TEST_FILE = re.compile(r"(^|/)(test_[^/]*|[^/]*_test)\.py$")
 JS_TEST_FILE = re.compile(r"(^|/)([^/]+\.(test|spec)\.[cm]?[jt]sx?|__tests__/.+\.[cm]?[jt]sx?)$")
@@ -30,6 +33,7 @@ CLASS_SETUP = frozenset({"setUp", "tearDown", "setUpClass", "tearDownClass", "se
 MODULE_SETUP = frozenset({"setup_module", "teardown_module", "setUpModule", "tearDownModule", "setup_function",
                           "teardown_function", "setup", "teardown"})
 FILES_FORM_OVER = 40  # above this many test ids the command lists files instead
+SCANS = LRU(4096)  # (path, content digest) -> PyTestFile: a server or a benchmark re-reads few test files
 
 
 def is_python_test_file(path: str) -> bool:
@@ -134,14 +138,19 @@ def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     return {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)} - {"self", "cls"}
 
 
-def _attr_calls(fn, params: set[str]) -> dict[str, frozenset[str]]:
-    """Methods called on each parameter in ``fn`` (nested functions and decorators included):
-    ``engine.run(…)`` -> {"engine": {"run"}}."""
+def _attr_calls(fn, params: set[str], lines: list[str]) -> dict[str, frozenset[str]]:
+    """Methods called on each parameter in ``fn``'s text (nested functions and decorators
+    included): ``engine.run(…)`` -> {"engine": {"run"}}. Read from the text with a pattern (an
+    AST walk of every test function costs ten times more; a match in a comment or string only
+    widens the selection)."""
+    if not params:
+        return {}
+    first = min([d.lineno for d in fn.decorator_list] + [fn.lineno])
+    text = "\n".join(lines[first - 1:fn.end_lineno])
+    names = "|".join(re.escape(p) for p in sorted(params))
     out: dict[str, set[str]] = {}
-    for node in ast.walk(fn):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                and isinstance(node.func.value, ast.Name) and node.func.value.id in params:
-            out.setdefault(node.func.value.id, set()).add(node.func.attr)
+    for m in re.finditer(rf"(?<![\w.])({names})\s*\.\s*([A-Za-z_]\w*)\s*\(", text):
+        out.setdefault(m.group(1), set()).add(m.group(2))
     return {k: frozenset(v) for k, v in out.items()}
 
 
@@ -175,6 +184,7 @@ def scan_python(path: str, data: bytes) -> PyTestFile:
     except (SyntaxError, ValueError, RecursionError):
         return out
     is_test_module = is_python_test_file(path)
+    lines = data.decode("utf-8", "replace").splitlines()
     local_classes: dict[str, ast.ClassDef] = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
 
     def is_testcase(cls: ast.ClassDef, depth: int = 0) -> bool:
@@ -193,10 +203,10 @@ def scan_python(path: str, data: bytes) -> PyTestFile:
         uses = frozenset(params | _usefixtures(fn.decorator_list) | inherited)
         if fx is not None:
             out.fixtures.append(Fixture(fx[0], path, qual, cls, uses, fx[1], _returned_class(fn),
-                                        _attr_calls(fn, params)))
+                                        _attr_calls(fn, params, lines)))
         elif is_test_module and fn.name.startswith("test") and (cls is None or in_test_class):
             out.items.append(TestItem(f"{id_prefix}::{fn.name}", path, qual, cls, fn.lineno, uses,
-                                      _attr_calls(fn, params)))
+                                      _attr_calls(fn, params, lines)))
         elif cls is not None and fn.name in CLASS_SETUP:
             out.class_setup[qual] = cls
         elif cls is None and fn.name in MODULE_SETUP:
@@ -252,7 +262,15 @@ class TestIndex:
         got = self._scanned.get(path)
         if got is None:
             data = self.read(path)
-            got = self._scanned[path] = scan_python(path, data) if data is not None else PyTestFile(path)
+            if data is None:
+                got = PyTestFile(path)
+            else:  # the same bytes scanned by an earlier answer of this process are not parsed again
+                key = (path, hashlib.blake2b(data, digest_size=16).digest())
+                found, got = SCANS.lookup(key)
+                if not found:
+                    got = scan_python(path, data)
+                    SCANS.put(key, got)
+            self._scanned[path] = got
         return got
 
     def total(self) -> int:

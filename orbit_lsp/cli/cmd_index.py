@@ -10,7 +10,7 @@ from orbit_lsp.cli.errors import UsageError
 from orbit_lsp.cli.output import emit_json, print_cypher
 from orbit_lsp.cli.parser import Parents, add_exclude, positive_int
 from orbit_lsp.cli.progress import ProgressBar
-from orbit_lsp.cli.workspace import index_workspace
+from orbit_lsp.cli.workspace import index_workspace, interrupted_build
 
 
 def add_parsers(subs, parents: Parents) -> None:
@@ -23,6 +23,9 @@ def add_parsers(subs, parents: Parents) -> None:
                    help="workspace root (default: --workspace given before 'index', else .)")
     p.add_argument("--top", type=positive_int, default=10, metavar="N",
                    help="how many most-depended-on files to list (default 10)")
+    p.add_argument("--rebuild", action="store_true",
+                   help="build the graph again from scratch, ignoring the cache (readers keep the "
+                        "old graph until the new one is complete)")
     add_exclude(p)
     p.set_defaults(takes_workspace=True)  # 'orbit-lsp --workspace DIR index' indexes DIR
 
@@ -46,9 +49,18 @@ def cmd_index(ctx: Ctx) -> int:
         raise UsageError(f"no such directory: {path}")
     if not root.is_dir():
         raise UsageError(f"{path} is not a directory (index takes a workspace folder)")
-    progress = ProgressBar(f"indexing {path}")
+    from orbit_lsp.graph.connection import code_graph_name
+
+    graph_name = code_graph_name(Path(os.path.realpath(root)))
+    interrupted = interrupted_build(ctx, graph_name)
+
+    def start(total: int) -> None:  # inside the write lock, before any file is read
+        if interrupted and interrupted_build(ctx, graph_name):
+            ctx.note(f"the last index of {path} did not finish; indexing it again ({total} files)")
+
+    progress = ProgressBar(f"indexing {path}", on_start=start)
     try:
-        indexer, rep = index_workspace(ctx, root, progress)
+        indexer, rep = index_workspace(ctx, root, progress, rebuild=ctx.args.rebuild)
     finally:
         progress.finish()
     top = queries.most_depended_on(indexer.graph, ctx.args.top)
@@ -61,12 +73,15 @@ def cmd_index(ctx: Ctx) -> int:
         "parse_errors": [{"path": p, "error": e} for p, e in sorted(rep.parse_errors.items())],
         "most_depended_on": top.rows,
         "timings": {k: round(v, 4) for k, v in rep.timings.items()},
+        "notes": list(rep.notes),
     }
     if ctx.json:
         emit_json("index", result, top.cypher, workspace=str(indexer.root), graph=indexer.graph.name)
         return 0
     print(f"Indexed {indexer.root} ({rep.mode}) in {rep.seconds:.2f} s")
     print(f"  graph              {indexer.graph.name}")
+    for note in rep.notes:
+        print(f"  note               {note}")
     print(f"  files              {rep.files} ({rep.parsed} parsed, {rep.reused} unchanged)")
     for label, value in (("symbols", rep.symbols), ("imports", rep.imports), ("calls", rep.calls),
                          ("packages", rep.packages), ("inherits", rep.inherits),

@@ -91,24 +91,53 @@ def resolve_workspace(ctx: Ctx, file_arg: str | None = None) -> Path:
     return chosen
 
 
-def index_workspace(ctx: Ctx, root: Path, progress=None):
+def index_workspace(ctx: Ctx, root: Path, progress=None, rebuild: bool = False):
+    """Index ``root`` (``rebuild``: from scratch, ignoring the cache); returns (indexer, report).
+    Says on stderr when another process is writing the graph and this one waits for it."""
     from orbit_lsp.index.indexer import WorkspaceIndexer
 
     indexer = WorkspaceIndexer(root, ctx.store, ctx.settings)
-    report = indexer.index_all(progress=progress)
+    indexer.write_lock.on_wait = lambda: ctx.note(
+        f"another orbit process is indexing {indexer.root}; waiting for it to finish")
+    report = indexer.index_all(progress=progress, rebuild=rebuild)
     record_indexed(ctx, indexer.root)
     return indexer, report
 
 
+def interrupted_build(ctx: Ctx, graph_name: str) -> bool:
+    """Whether the last full build of ``graph_name`` stopped before it was complete: its
+    scratch graph is there and the graph itself is not (a build writes into the scratch graph
+    and renames it over the graph only when complete)."""
+    from orbit_lsp.index.indexer import build_graph_name
+
+    graphs = set(ctx.store.list_graphs())
+    return build_graph_name(graph_name) in graphs and graph_name not in graphs
+
+
 def workspace_graph(ctx: Ctx, file_arg: str | None = None):
-    """(root, graph) for a query; indexes the workspace first when it has no graph yet."""
+    """(root, graph) for a query; indexes the workspace first when it has no graph yet, with
+    progress on stderr, saying so before the work starts (and when the last index of it did not
+    finish)."""
+    from orbit_lsp.cli.progress import ProgressBar
     from orbit_lsp.graph.connection import code_graph_name
 
     root = resolve_workspace(ctx, file_arg)
     graph = ctx.store.graph(code_graph_name(root))
     if not graph.exists():
-        ctx.note(f"{root} is not indexed yet; indexing it first")
-        _, rep = index_workspace(ctx, root)
+        if interrupted_build(ctx, graph.name):
+            def start(total: int) -> None:  # inside the write lock: the build is really gone
+                if interrupted_build(ctx, graph.name):
+                    ctx.note(f"the last index of {root} did not finish; indexing it now ({total} files)")
+                else:
+                    ctx.note(f"indexing {root} ({total} files)")
+        else:
+            def start(total: int) -> None:
+                ctx.note(f"{root} is not indexed yet; indexing it first ({total} files)")
+        progress = ProgressBar(f"indexing {root.name or root}", on_start=start)
+        try:
+            _, rep = index_workspace(ctx, root, progress)
+        finally:
+            progress.finish()
         ctx.note(f"indexed {rep.files} files, {rep.symbols} symbols in {rep.seconds:.2f} s")
     elif getattr(ctx.args, "exclude", None):
         ctx.note(f"--exclude applies when a workspace is indexed; {root} is indexed already "

@@ -36,6 +36,11 @@ _TRANSPORT_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutE
                      ConnectionError, FileNotFoundError, OSError)
 
 
+def marker_key(graph_name: str) -> str:
+    """The redis key holding a graph's generation marker (see ``graph.writelock``)."""
+    return f"orbit:generation:{graph_name}"
+
+
 def code_graph_name(workspace: Path | str) -> str:
     """``orbit_code_<id>`` for a workspace; ``id`` is derived from its real (symlink-resolved)
     absolute path, so two workspaces never share a graph and one workspace always gets the same."""
@@ -160,6 +165,9 @@ class GraphStore:
         self._lock = threading.Lock()
         self.server_id: str | None = None  # run_id of the server last connected to
         self.restarts = 0  # times a reconnect found another server process (a restart)
+        # generation marker of each graph as this process last wrote or read it (indexers keep
+        # it): after a restart, a graph whose marker differs came back from an older snapshot
+        self.expected_markers: dict[str, str] = {}
 
     # -- connection -----------------------------------------------------------------------
     @property
@@ -192,11 +200,30 @@ class GraphStore:
                 raise
             except _TRANSPORT_ERRORS + (redis.exceptions.RedisError,) as exc:
                 raise FalkorDBOffline(self.where, str(exc) or type(exc).__name__) from exc
-            if self.server_id is not None and run_id != self.server_id:
-                self.restarts += 1
+            restarted = self.server_id is not None and run_id != self.server_id
             self.server_id = run_id
             self._db = db
+            if restarted:
+                self.restarts += 1
+                self._check_after_restart(db)
             return db
+
+    def _check_after_restart(self, db: FalkorDB) -> None:
+        """The server was restarted since this process last used it: if a graph it wrote came
+        back older (a snapshot from before its last write), say so once as ``FalkorDBOffline``
+        (front ends then re-index: the indexer rebuilds what it finds older). A clean restart
+        (``db stop``: data saved) passes silently."""
+        try:
+            expected = dict(self.expected_markers)
+            found = {g: db.connection.get(marker_key(g)) for g in expected}
+        except _TRANSPORT_ERRORS + (redis.exceptions.RedisError,):
+            return  # the next query reports it
+        older = sorted(g for g, token in expected.items() if found[g] != token)
+        for g in older:
+            self.expected_markers.pop(g, None)
+        if older:
+            raise FalkorDBOffline(self.where, f"the server restarted from an older snapshot; graph(s) "
+                                  f"{', '.join(older)} lost their latest changes and are re-indexed")
 
     def execute(self, *args):
         """Run one plain redis command (``GET``, ``SET``, ``RENAME``, ``EVAL``…) on the server and

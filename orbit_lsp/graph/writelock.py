@@ -33,7 +33,7 @@ import time
 import uuid
 from pathlib import Path
 
-from orbit_lsp.graph.connection import GraphStore
+from orbit_lsp.graph.connection import GraphStore, marker_key  # noqa: F401 (re-exported)
 
 log = logging.getLogger("orbit_lsp.index")
 
@@ -41,10 +41,6 @@ LOCK_TTL_MS = 30_000
 DIRTY = "dirty:"
 _RELEASE = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end"
 _RENEW = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('pexpire', KEYS[1], ARGV[2]) else return 0 end"
-
-
-def marker_key(graph_name: str) -> str:
-    return f"orbit:generation:{graph_name}"
 
 
 def lock_key(graph_name: str) -> str:
@@ -128,7 +124,7 @@ class GraphWriteLock:
     def _waiting(self) -> None:
         if not self.waited:
             self.waited = True
-            log.info("waiting for another orbit process writing graph %s", self.graph_name)
+            log.warning("another orbit process is writing graph %s; waiting for it", self.graph_name)
             if self.on_wait is not None:
                 self.on_wait()
 

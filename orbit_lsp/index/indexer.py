@@ -63,6 +63,21 @@ from orbit_lsp.index.walk import LANGS, WorkspaceFilter, classify_file, is_doten
 log = logging.getLogger("orbit_lsp.index")
 
 Progress = Callable[[int, int, str], None]  # (done, total, rel)
+# A callback whose ``phases`` attribute is true is phase-aware: it is called for every phase as
+# ``progress(done, total, rel, phase)``, each phase counting from 0 to its own total (files for
+# read, parse and resolve; write batches for write; ``rel`` "" when no file is meant). Any
+# other callback is called, as always, for the read phase only.
+PHASES = ("read", "parse", "resolve", "write")
+
+
+def report_progress(progress, done: int, total: int, rel: str, phase: str = "read") -> None:
+    """Call ``progress`` (may be None) for ``phase`` if it takes that phase (see ``PHASES``)."""
+    if progress is None:
+        return
+    if getattr(progress, "phases", False):
+        progress(done, total, rel, phase)
+    elif phase == "read":
+        progress(done, total, rel)
 _GENERATIONS = itertools.count(1)
 BUILD_GRAPH_PREFIX = "orbit_build_"  # scratch graph of a full build: orbit_build_<code graph name>
 
@@ -123,11 +138,25 @@ class WorkspaceIndexer:
         # built on: re-indexing a file reuses it (see ``_update``)
         self._live: tuple[tuple, WorkspaceResolver] | None = None
         self.write_lock = writelock.GraphWriteLock(store, self.graph.name)
-        self._token: str | None = None  # the graph's generation marker that self.state matches
+        self.__token: str | None = None
         self._cache_token: str | None = None  # the marker the loaded cache was saved with
         self._meta_dirty = False  # the cache meta (marker) must be saved
 
     # -- writing across processes -------------------------------------------------------------
+    @property
+    def _token(self) -> str | None:
+        """The graph's generation marker that ``self.state`` matches (None: not known). Also
+        kept by the store, which checks it when FalkorDB restarts."""
+        return self.__token
+
+    @_token.setter
+    def _token(self, value: str | None) -> None:
+        self.__token = value
+        if value is None:
+            self.store.expected_markers.pop(self.graph.name, None)
+        else:
+            self.store.expected_markers[self.graph.name] = value
+
     @contextlib.contextmanager
     def _writing(self):
         """This process's lock, then the cross-process lock of the graph. A FalkorDB that
@@ -376,6 +405,7 @@ class WorkspaceIndexer:
             t0 = time.perf_counter()
             rep = IndexReport()
             timings = rep.timings
+            known = self._token  # the graph as this indexer last saw it
             self._live = None  # the state is rebuilt from the disk and the cache
             walk = walk_workspace(self.root, self.settings.max_file_bytes, self.settings.exclude,
                                   classify=False)  # _read classifies the bytes it reads
@@ -397,7 +427,7 @@ class WorkspaceIndexer:
             if consistent and configs_changed(st.edges.deps for st in cache.values() if st.edges is not None):
                 consistent = False  # a tsconfig/jsconfig/package.json changed: resolve everything again
             if not consistent:
-                cache_for_parse = cache
+                cache_for_parse = {} if rebuild else cache  # --rebuild parses every file again
                 cache = {}
             t1 = time.perf_counter()
             new_state: dict[str, FileState] = {}
@@ -418,28 +448,36 @@ class WorkspaceIndexer:
                 else:
                     to_parse.append((rel, data, h, old))
                 if progress is not None and (i % 200 == 0 or i == total - 1):
-                    progress(i + 1, total, rel)
+                    report_progress(progress, i + 1, total, rel)
             if cancel is not None and cancel.is_set():
                 # cancelled before anything was written: the graph keeps its last state (files
                 # not read yet must not look deleted)
                 rep.mode = "cancelled"
                 rep.seconds = time.perf_counter() - t0
                 return rep
-            parsed = parse_many([(rel, data) for rel, data, _, _ in to_parse
-                                 if LANGS.get(os.path.splitext(rel)[1].lower()) == "python"])
+            py = [(rel, data) for rel, data, _, _ in to_parse
+                  if LANGS.get(os.path.splitext(rel)[1].lower()) == "python"]
+            report_progress(progress, 0, len(to_parse), "", "parse")
+            parsed = parse_many(py, progress=lambda n: report_progress(progress, n, len(to_parse), "", "parse"))
             fresh = {rel: p[0] for rel, p in parsed.items() if p[0] is not None}  # decoded already
+            others = 0
             for rel, data, h, old in to_parse:
                 st = new_state[rel] = self._new_state(rel, data, h, old, parsed.get(rel))
                 rep.parsed += 1
+                if rel not in parsed:  # JavaScript/TypeScript: parsed here, after the Python files
+                    others += 1
+                    if others % 200 == 0:
+                        report_progress(progress, len(py) + others, len(to_parse), rel, "parse")
                 if st.parse_error:
                     rep.parse_errors[rel] = st.parse_error
+            report_progress(progress, len(to_parse), len(to_parse), "", "parse")
             timings["parse"] = time.perf_counter() - t1
             rep.skipped = sorted(self.skipped.items())
 
             del parsed
             if not consistent:
                 self.state = new_state
-                self._full_build(rep, fresh)
+                self._full_build(rep, fresh, progress)
             else:
                 old_state = cache
                 self.state = new_state
@@ -454,6 +492,9 @@ class WorkspaceIndexer:
                 else:
                     rep.mode = "incremental"
                     self._update(old_state, changed | added, removed, rep)
+            if self._token != known:
+                # another process (or a child build) rewrote the graph: its IMPORTS edges too
+                self.imports_generation = next(_GENERATIONS)
             self._count(rep)
             package_info("")  # loads the environment's distribution table now, not on the first edit
             rep.files = len(self.state)
@@ -477,7 +518,7 @@ class WorkspaceIndexer:
                 pk.update(st.edges.packages)
         rep.packages = len(pk)
 
-    def _full_build(self, rep: IndexReport, fresh: dict | None = None) -> None:
+    def _full_build(self, rep: IndexReport, fresh: dict | None = None, progress: Progress | None = None) -> None:
         """Resolve every file and write a fresh graph. ``fresh``: facts already decoded (parsed
         in this process); the others are decoded once for the build and dropped after it, with
         the build's resolver: later edits resolve through ``LazyFacts``.
@@ -524,8 +565,11 @@ class WorkspaceIndexer:
             jobs.append(node_job)
             t_res = time.perf_counter()
             resolver = self._resolver(decoded)
-            for rel, st in self.state.items():
+            n_files = len(self.state)
+            for i, (rel, st) in enumerate(self.state.items(), 1):
                 st.edges = resolver.resolve_file(rel) if rel in decoded else None
+                if i % 200 == 0 or i == n_files:
+                    report_progress(progress, i, n_files, rel, "resolve")
             rep.timings["resolve"] = time.perf_counter() - t_res
             # the first edit builds a resolver over LazyFacts: keeping this one would keep every
             # file's facts decoded and the whole workspace's memo (hundreds of MB on the stdlib)
@@ -537,8 +581,9 @@ class WorkspaceIndexer:
             t_cache = time.perf_counter()
             blobs = self._pickle_states(self.state)
             rep.timings["cache"] = time.perf_counter() - t_cache
-            for job in jobs:
+            for i, job in enumerate(jobs, 1):
                 job.result()
+                report_progress(progress, i, len(jobs), "", "write")
             self._swap_in(target)
             self._cache_blobs = blobs  # saved by _persist, only once every write succeeded
         finally:

@@ -191,6 +191,74 @@ function M.impact(uri, position)
   M.call("orbit/impact", params, M.impact_markdown)
 end
 
+--- Markdown of an orbit/changes result (issue 16): changed symbols, callers, tests to run.
+function M.changes_markdown(r)
+  local t = r.totals or {}
+  local out = { "# Impact of my changes", "",
+    ("%s: %s, %s, %s, %s"):format(r.change and r.change.description or "?", plural(t.files or 0, "file"),
+      plural(t.symbols or 0, "changed symbol"), plural(t.callers or 0, "caller"), plural(t.tests or 0, "test")), "" }
+  table.insert(out, "## Changed symbols")
+  table.insert(out, "")
+  for _, s in ipairs(r.symbols or {}) do
+    local line = s.line ~= vim.NIL and s.line or s.old_line
+    table.insert(out, ("- %s `%s` — %s:%s"):format(s.status, s.qual, s.file, tostring(line)))
+  end
+  if #(r.symbols or {}) == 0 then
+    table.insert(out, "- none")
+  end
+  table.insert(out, "")
+  table.insert(out, ("## Callers (%d)"):format(#(r.callers or {})))
+  table.insert(out, "")
+  for i, c in ipairs(r.callers or {}) do
+    if i > 30 then
+      table.insert(out, ("- … and %d more"):format(#r.callers - 30))
+      break
+    end
+    table.insert(out, ("- `%s` — %s:%d (depth %d)"):format(c.qual, c.file, c.line, c.depth))
+  end
+  local tests = r.tests or {}
+  table.insert(out, "")
+  table.insert(out, ("## Tests to run (%d)"):format(#(tests.selected or {})))
+  table.insert(out, "")
+  for _, x in ipairs(tests.selected or {}) do
+    table.insert(out, ("- `%s` — %s"):format(x.id, x.reason))
+  end
+  local cmd = tests.commands and tests.commands.pytest
+  if cmd and cmd ~= vim.NIL then
+    vim.list_extend(out, { "", "```sh", cmd, "```" })
+  end
+  if #(tests.may_be_affected or {}) > 0 then
+    table.insert(out, "")
+    table.insert(out, ("## Tests that may be affected (unbound calls) (%d)"):format(#tests.may_be_affected))
+    table.insert(out, "")
+    for _, x in ipairs(tests.may_be_affected) do
+      table.insert(out, ("- `%s`"):format(x.id))
+    end
+  end
+  for _, n in ipairs(r.notes or {}) do
+    table.insert(out, "")
+    table.insert(out, "> " .. n)
+  end
+  return table.concat(out, "\n")
+end
+
+--- :OrbitChanges [REF]: the impact of the change as the editor shows it (unsaved buffers
+--- included; against the merge base with REF when given). The tests to run go to the quickfix list.
+function M.changes(base)
+  local params = { textDocument = { uri = vim.uri_from_bufnr(0) } }
+  if base and base ~= "" then
+    params.base = base
+  end
+  M.call("orbit/changes", params, function(r)
+    local items = {}
+    for _, x in ipairs((r.tests or {}).selected or {}) do
+      table.insert(items, { filename = vim.uri_to_fname(x.uri), lnum = x.line or 1, text = x.id .. " — " .. x.reason })
+    end
+    vim.fn.setqflist({}, " ", { title = "Orbit: tests to run", items = items })
+    return M.changes_markdown(r)
+  end)
+end
+
 function M.ask(question)
   local function go(q)
     if not q or q == "" then
