@@ -121,9 +121,20 @@ def stdio_params(root: Path, data_dir: Path, *extra: str, env: dict | None = Non
                                  env={"ORBIT_DATA_DIR": str(data_dir), **(env or {})})
 
 
+def git(root: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(root), "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+                          check=True, capture_output=True, text=True).stdout
+
+
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
 async def ws(tmp_path_factory):
-    return write_workspace(tmp_path_factory.mktemp("mcp") / "ws")
+    """The workspace, a git repository with everything committed (``.env`` ignored)."""
+    root = write_workspace(tmp_path_factory.mktemp("mcp") / "ws")
+    (root / ".gitignore").write_text(".env\n")
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-q", "-m", "base")
+    return root
 
 
 @pytest_asyncio.fixture(scope="module", loop_scope="module")
@@ -146,7 +157,7 @@ async def test_tools_are_listed_with_schemas_within_budget(mcp):
     assert [t.name for t in listed] == list(ALL_TOOLS)
     for t in listed:
         assert t.description and t.input_schema["type"] == "object" and t.output_schema["type"] == "object"
-        assert {"result", "total", "cypher", "graph"} <= set(t.output_schema["required"])
+        assert {"result", "total"} <= set(t.output_schema["required"])
         assert t.annotations.read_only_hint is (t.name != "remember")
     assert listed[ALL_TOOLS.index("cypher")].description.count("(:Symbol") >= 1  # the schema
     wire = json.dumps([t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in listed],
@@ -231,7 +242,7 @@ async def test_cypher_rows_capped_with_truth(mcp):
     assert "LIMIT 3" in d["result"]["executed"] and "Truncated" in d["notes"][0]
 
 
-async def test_memory_remember_then_recall_with_provenance(mcp, store, settings):
+async def test_memory_remember_then_recall_with_provenance(mcp, store, settings, data_dir):
     d = await mcp.ok("remember", {"text": f"deploy the orbit staging box with make ship, token {SECRET}"})
     mid = d["result"]["memory"]
     assert d["result"]["confirmed"] is False and SECRET not in d["text"] and d["result"]["redactions"] >= 1
@@ -245,6 +256,15 @@ async def test_memory_remember_then_recall_with_provenance(mcp, store, settings)
     assert mid in [m["memory"] for m in after["result"]["memories"]]
     turn = after["result"]["turn"]
     assert any(u["turn"] == turn for u in mem.get(mid).uses)  # which answer used it
+    # the save and the recall belong to the server's one conversation in the history
+    from orbit_lsp.agent.history import History
+    history = History.open(data_dir)
+    try:
+        [saved] = [r for r in history.audit_log("memory_saved") if r["text"] == d["result"]["text"]]
+        assert saved["source"] == "agent" and saved["confirmed"] is False
+        assert turn in [t["id"] for t in history.turns(saved["conversation_id"])]
+    finally:
+        history.close()
     mem.forget(mid)
 
 
@@ -262,6 +282,27 @@ async def test_ambiguous_names_capped_with_true_totals(mcp, ws):
     finally:
         many.unlink()
     await until_ok(mcp, "find_symbol", {"name": "run"}, lambda d: d["total"] == 1)
+
+
+async def test_change_impact_of_the_working_tree(mcp, ws):
+    core = ws / "pkg" / "core.py"
+    original = core.read_text()
+    try:
+        core.write_text(original.replace("return json.dumps(x)", "return json.dumps(x, indent=2)"))
+        d = await until_ok(mcp, "change_impact", {}, lambda d: d["result"]["totals"]["symbols"] >= 1)
+        r = d["result"]
+        assert [(s["qual"], s["status"]) for s in r["symbols"]] == [("pkg.core.helper", "modified")]
+        assert quals(r["callers"]) == {"pkg.core.run": 1, "pkg.cli.main": 2, "app": 3}
+        assert d["total"] == 3 and r["change"]["mode"] == "worktree"
+        assert "Blast radius: 3 callers" in d["text"]
+        staged = await mcp.ok("change_impact", {"staged": True})
+        assert staged["result"]["totals"]["symbols"] == 0  # nothing staged
+    finally:
+        core.write_text(original)
+    await until_ok(mcp, "callers", {"symbol": "helper"}, lambda d: True)
+    assert "unknown ref" in await mcp.error("change_impact", {"base": "no-such-ref"})
+    assert "not both" in await mcp.error("change_impact", {"base": "HEAD", "staged": True})
+    assert "true or false" in await mcp.error("change_impact", {"staged": "yes"})
 
 
 # -- files -----------------------------------------------------------------------------------------
@@ -309,6 +350,15 @@ async def test_bad_arguments_are_tool_errors_the_model_can_act_on(mcp, name, arg
 
 async def test_server_survives_bad_calls(mcp):
     assert (await mcp.ok("find_symbol", {"name": "run"}))["total"] == 1
+
+
+async def test_long_list_parameters_are_abridged_in_answers():
+    from orbit_lsp.mcp.tools import cypher_text, shown_cypher
+
+    ran = [{"query": "UNWIND $frontier AS i RETURN i", "params": {"frontier": list(range(12)), "p": "a.py"}}]
+    assert shown_cypher(ran) == [{"query": ran[0]["query"],
+                                  "params": {"frontier": [0, 1, 2, 3, 4, "… 7 more"], "p": "a.py"}}]
+    assert '"… 7 more"' in cypher_text(ran) and "11" not in cypher_text(ran)
 
 
 # -- the Cypher guard ----------------------------------------------------------------------------------

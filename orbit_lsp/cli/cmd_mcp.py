@@ -11,12 +11,16 @@ from orbit_lsp.cli.parser import Parents
 def add_parsers(subs, parents: Parents) -> None:
     from orbit_lsp.mcp.server import add_arguments
 
-    p = subs.add_parser("mcp", parents=[parents.common], help="serve the code graph to coding agents (MCP)",
+    # --workspace (default here: the current directory, the project an agent runs in) and
+    # --exclude come from the shared parent, so 'orbit-lsp --workspace DIR mcp' works too
+    p = subs.add_parser("mcp", parents=[parents.common, parents.workspace],
+                        help="serve the code graph to coding agents (MCP)",
                         description="Serve the workspace's code graph to coding agents (Claude Code, Cursor, "
                                     "VS Code, Codex…) over the Model Context Protocol: stdio by default, "
                                     "streamable HTTP at http://HOST:PORT/mcp with --http. The workspace is "
-                                    "indexed on start when needed and re-indexed as files change.")
-    add_arguments(p)
+                                    "indexed on start when needed and re-indexed as files change. Without "
+                                    "--workspace: the current directory.")
+    add_arguments(p, workspace=False)
 
 
 def cmd_mcp(ctx: Ctx) -> int:

@@ -111,7 +111,7 @@ def open_workspace(root: Path, settings: Settings, names: list[str]) -> tuple[Li
         memory = MemoryStore(live.store, settings.memory_graph, history=history)
     box = Toolbox(live.graph, live.root, settings, consent=lambda path: "once", history=history, memory=memory)
     live.start()
-    return live, Tools(box, memory=memory, history=history)
+    return live, Tools(box, memory=memory, history=history, root_package=lambda: live.ix.root_package)
 
 
 async def serve_stdio(server: Server) -> None:
@@ -149,10 +149,12 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The options of ``orbit-lsp mcp`` (shared by the CLI and ``python -m orbit_lsp.mcp``)."""
-    p.add_argument("--workspace", metavar="PATH", default=None,
-                   help="workspace root whose graph the tools answer from (default: the current directory)")
+def add_arguments(p: argparse.ArgumentParser, workspace: bool = True) -> None:
+    """The options of ``orbit-lsp mcp`` (shared by the CLI, whose parent parsers add
+    ``--workspace`` there: ``workspace`` False, and ``python -m orbit_lsp.mcp``)."""
+    if workspace:
+        p.add_argument("--workspace", metavar="PATH", default=None,
+                       help="workspace root whose graph the tools answer from (default: the current directory)")
     p.add_argument("--http", metavar="HOST:PORT", default=None,
                    help="serve streamable HTTP on HOST:PORT (path /mcp) instead of stdio; loopback only "
                         "unless --allow-remote")

@@ -37,7 +37,7 @@ CYPHER_MAX_ROWS = 200
 MAX_CHAIN_PAIRS = 25  # most (source, target) candidate pairs call_chain searches
 
 DEFAULT_TOOLS = ("find_symbol", "callers", "callees", "impact", "call_chain", "file_context", "cypher")
-OPTIONAL_TOOLS = ("package_users", "recall", "remember", "read_file")
+OPTIONAL_TOOLS = ("change_impact", "package_users", "recall", "remember", "read_file")
 ALL_TOOLS = DEFAULT_TOOLS + OPTIONAL_TOOLS
 
 
@@ -56,7 +56,7 @@ class Answer:
 
     def structured(self, graph: dict) -> dict:
         return {"result": self.result, "total": self.total, "shown": self.shown, "truncated": self.truncated,
-                "notes": self.notes, "cypher": self.cypher, "graph": graph}
+                "notes": self.notes, "cypher": shown_cypher(self.cypher), "graph": graph}
 
     def text(self, freshness: str) -> str:
         out = list(self.lines)
@@ -66,11 +66,29 @@ class Answer:
         return "\n".join(out)
 
 
+MAX_PARAM_ITEMS = 5  # longer list parameters (traversal frontiers of node ids) are shown abridged
+
+
+def _abridged(value):
+    if isinstance(value, list) and len(value) > MAX_PARAM_ITEMS:
+        return [_abridged(v) for v in value[:MAX_PARAM_ITEMS]] + [f"… {len(value) - MAX_PARAM_ITEMS} more"]
+    if isinstance(value, dict):
+        return {k: _abridged(v) for k, v in value.items()}
+    return value
+
+
+def shown_cypher(cypher: list[dict]) -> list[dict]:
+    """The statements run with their parameters, list parameters longer than
+    ``MAX_PARAM_ITEMS`` abridged to their first items and ``"… N more"`` (a traversal's frontier
+    of thousands of node ids would be most of an answer)."""
+    return [{"query": c["query"], "params": _abridged(c.get("params") or {})} for c in cypher]
+
+
 def cypher_text(cypher: list[dict]) -> str:
     """The statements run, one line each; a statement run several times is listed once with
-    how often (its parameters from the first run)."""
+    how often (its parameters from the first run, abridged as ``shown_cypher``)."""
     seen: dict[str, list] = {}
-    for c in cypher:
+    for c in shown_cypher(cypher):
         entry = seen.setdefault(c["query"], [c.get("params") or {}, 0])
         entry[1] += 1
     lines = [f"cypher ({len(cypher)} statement{'s' if len(cypher) != 1 else ''} run):"]
@@ -117,6 +135,9 @@ def _check_args(name: str, spec: dict, args: Any) -> dict:
         elif t == "object":
             if not isinstance(v, dict):
                 raise ToolError(f"{name}: argument '{key}' must be a JSON object")
+        elif t == "boolean":
+            if not isinstance(v, bool):
+                raise ToolError(f"{name}: argument '{key}' must be true or false")
         out[key] = v
     return out
 
@@ -146,9 +167,11 @@ class Tools:
     """Runs tool calls on one workspace graph. ``toolbox``: the agent's ``Toolbox`` for that
     graph (its ``readable`` set is the files answers returned, the only ones ``read_file``
     serves); ``memory``: a ``MemoryStore`` or None; ``history``: an ``agent.history.History``
-    recording each ``recall`` as a turn of one conversation (provenance), or None."""
+    recording each ``recall`` as a turn of one conversation (provenance), or None;
+    ``root_package()``: the workspace's root package as the indexer names it (``change_impact``)."""
 
-    def __init__(self, toolbox: Toolbox, memory=None, history=None, client_name: str = "mcp"):
+    def __init__(self, toolbox: Toolbox, memory=None, history=None, client_name: str = "mcp", root_package=None):
+        self.root_package = root_package or (lambda: "")  # the indexer's, for change_impact
         self.toolbox = toolbox
         self.graph = toolbox.graph
         self.root = toolbox.root
@@ -380,6 +403,32 @@ class Tools:
         return Answer(result, total, len(rows), lines,
                       [{"query": d["executed"], "params": a.get("params") or {}}], [d["note"]])
 
+    # -- change impact ---------------------------------------------------------------------------------
+    def t_change_impact(self, a: dict) -> Answer:
+        from orbit_lsp.changes import diff, impact, render
+
+        if a.get("base") is not None and a.get("staged"):
+            raise ToolError("change_impact: give either 'base' or 'staged', not both")
+        base = a.get("base")
+        if base is not None and base.startswith("-"):
+            raise ToolError(f"change_impact: base {base!r} is not a git ref")
+        mode = "base" if base else "staged" if a.get("staged") else "worktree"
+        try:
+            change = diff.from_git(self.root, mode, base)
+        except diff.ChangeError as exc:
+            raise ToolError(f"change_impact: {exc}") from None
+        res = impact.analyse(self.graph, change, self.root_package(),
+                             impact.Options(depth=a["depth"], tests=a["tests"]))
+        lim = a["limit"]
+        t = res["totals"]
+        tests = res["tests"]
+        result = {"change": res["change"], "totals": t,
+                  **{k: res[k][:lim] for k in ("files", "symbols", "callers", "dependents", "may_be_affected")},
+                  "tests": {"selected": tests["selected"][:lim], "may_be_affected": tests["may_be_affected"][:lim],
+                            "commands": tests["commands"]}}
+        lines = render.text(res, cap=lim, cypher=False).rstrip("\n").split("\n")
+        return Answer(result, t["callers"], min(lim, t["callers"]), lines, res["cypher"], list(res["notes"]))
+
     # -- memory --------------------------------------------------------------------------------------
     def t_recall(self, a: dict) -> Answer:
         if self.memory is None:
@@ -402,12 +451,19 @@ class Tools:
         graph (``(:Turn)-[:RECALLED]->(:Memory)``): which answers used which memory."""
         if self.history is None or not ids:
             return None
+        turn = self.history.add_turn(self._conversation_id(), query, f"recalled {', '.join(f'#{i}' for i in ids)}",
+                                     f"mcp:{self.client_name}", [], None)
+        self.memory.link_turn(self._conversation, turn, ids, query)  # made by _conversation_id above
+        return turn
+
+    def _conversation_id(self) -> int | None:
+        """This server's history conversation (one per session, made on first use): recalls are
+        its turns, memories saved are audited under it."""
+        if self.history is None:
+            return None
         if self._conversation is None:
             self._conversation = self.history.start_conversation(str(self.root))
-        turn = self.history.add_turn(self._conversation, query, f"recalled {', '.join(f'#{i}' for i in ids)}",
-                                     f"mcp:{self.client_name}", [], None)
-        self.memory.link_turn(self._conversation, turn, ids, query)
-        return turn
+        return self._conversation
 
     def t_remember(self, a: dict) -> Answer:
         if self.memory is None:
@@ -416,7 +472,7 @@ class Tools:
 
         try:
             m = self.memory.remember(a["text"], confirmed=False, source="agent", project=self.root,
-                                     conversation_id=self._conversation)
+                                     conversation_id=self._conversation_id())
         except InvalidMemory as exc:
             raise ToolError(f"remember: {exc}") from None
         lines = [f"saved memory #{m.id} (unconfirmed): {m.text}",
@@ -474,7 +530,7 @@ def _output(result_desc: str) -> dict:
     """The answer envelope (see the module docstring); ``result_desc`` names the result's keys."""
     return {"type": "object", "properties": {"result": {"type": "object", "description": result_desc},
                                              "total": {"type": ["integer", "null"]}},
-            "required": ["result", "total", "truncated", "cypher", "graph"]}
+            "required": ["result", "total"]}
 
 
 SPECS: dict[str, dict] = {
@@ -510,6 +566,15 @@ SPECS: dict[str, dict] = {
         "description": "A file's imports, importers, packages, symbol count, syntax error and dependents.",
         "input": _input({"path": PATH}, {"limit": _LIMIT}),
         "output": _output("file,lang,lines,symbols,imports,importers,packages,dependents[{path,hops}],*_total"),
+    },
+    "change_impact": {
+        "description": "Impact of the uncommitted changes (or staged, or since the merge base with base): changed "
+                       "symbols, their callers and dependent files with hops, what may be affected via unbound "
+                       "calls, tests to run.",
+        "input": _input({}, {"base": _str("git ref"), "staged": {"type": "boolean"},
+                             "tests": {"type": "boolean", "default": True}, "depth": _int(None, 1, 4, 4),
+                             "limit": _LIMIT}),
+        "output": _output("change, totals, files, symbols, callers, dependents, may_be_affected, tests"),
     },
     "package_users": {
         "description": "Files that import a package (stdlib or third-party).",
