@@ -17,6 +17,8 @@ Recognised questions (case-insensitive, trailing ``?`` optional, names may be in
   → the functions and methods the graph proves unused with the checks of the "remove unused"
   code action (``orbit_lsp.edits.removal.unused_functions``), and those without callers it cannot
   prove unused, each with the reason.
+- "what does my change break" / "impact of my changes" / "which tests should I run" →
+  ``change_impact`` (the uncommitted changes).
 
 Anything else is answered from the user's memories recalled for the question (quoted, with their
 ids: the planner does not reason about them) when there are any, else with what the planner can
@@ -37,7 +39,7 @@ NO_MODEL = ("No model is configured (set ORBIT_MODEL / OPENAI_BASE_URL / OPENAI_
 
 HELP = ("The built-in planner understands: *what depends on FILE*, *who calls SYMBOL* (or *who uses X*), "
         "*how does A reach B* (or *how is A connected to B*), *which files use package P*, "
-        "*which functions are never called*.")
+        "*which functions are never called*, *what does my change break*.")
 # the start of the planner's answer to a question it does not understand (front ends may test it)
 NOT_UNDERSTOOD = "The built-in planner does not understand this question."
 
@@ -53,6 +55,9 @@ def _n(g: str) -> str:
 
 
 _PATTERNS: list[tuple[str, re.Pattern]] = [
+    ("changes", re.compile(r"\bwhat\s+(?:does|do|can|could|will|might)\s+my\s+(?:changes?|diff|edits?)\s+break\b", re.I)),
+    ("changes", re.compile(r"\b(?:impact|blast\s+radius)\s+of\s+my\s+(?:changes?|diff|edits?)\b", re.I)),
+    ("changes", re.compile(r"\bwhich\s+tests\s+(?:should|do|must)\s+I\s+run\b", re.I)),
     # "what depends on X and who calls it" (the "ask about this symbol" code action): before "who calls"
     ("depends", re.compile(r"\b(?:what|which\s+files?|who)\s+(?:depends?|relies|rely)\s+on\s+" + _n("x")
                            + r"\s+and\s+(?:who|what)\s+calls\s+it" + _END, re.I)),
@@ -303,6 +308,33 @@ def _package_text(run: _Run, p: str, missing=_MISSING) -> str | None:
     return "\n".join(lines)
 
 
+def _changes_text(run: _Run) -> str:
+    res = run.tool("change_impact", {})
+    if res is None:
+        return f"Could not compute the impact of your changes: {run.steps[-1].error}"
+    d = res.data
+    if not d["changed"]["count"]:
+        return f"No changed function, method, class or module in the {d['change']} (nothing to break)."
+    lines = [f"**Your changes** ({d['change']}) touch {d['changed']['count']} symbol(s):"]
+    lines += [f"- {s['status']} {_where(s)}" + (f" (was {code(s['was'])})" if s.get("was") else "")
+              for s in d["changed"]["items"]]
+    callers = d["callers"]
+    lines.append(f"\n**{callers['count']} caller(s)** may break (through calls, nearest first):")
+    lines += [f"- {_where(c)} — {c['depth']} hop(s) from {code(c['reaches'])}" for c in callers["items"][:20]]
+    if callers["count"] > 20:
+        lines.append(f"- … and {callers['count'] - 20} more")
+    tests = d["tests_to_run"]
+    lines.append(f"\n**Tests to run: {tests['count']}**" + (":" if tests["count"] else "."))
+    lines += [f"- {code(t['id'])} — {t['reason']}" for t in tests["items"][:20]]
+    if d["run"]:
+        lines.append(f"\n```sh\n{d['run']}\n```")
+    may = d["may_be_affected"]["count"]
+    tmay = d["tests_that_may_be_affected"]["count"]
+    if may or tmay:
+        lines.append(f"\n{may} symbol(s) and {tmay} test(s) *may* be affected through calls the graph could not bind.")
+    return "\n".join(lines)
+
+
 def _memories_text(memories: list) -> str:
     lines = ["**From your memories** (what you asked orbit to remember that bears on this question):"]
     for m in memories:
@@ -338,6 +370,8 @@ def run_planner(question: str, toolbox: Toolbox, progress: Callable[[str], None]
             text = _uses(run, names["x"])
         elif kind == "unused":
             text = _unused(run)
+        elif kind == "changes":
+            text = _changes_text(run)
         else:
             text = _package_text(run, names["p"])
         if memories:

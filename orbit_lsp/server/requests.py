@@ -22,7 +22,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from orbit_lsp.graph import queries
 from orbit_lsp.index.buffers import file_impact
-from orbit_lsp.server.app import REQUEST_FAILED, OrbitServer, raw_params
+from orbit_lsp.server.app import REQUEST_FAILED, OrbitServer, lsp_position, raw_params
 
 
 def _text_document_uri(params: dict) -> str:
@@ -37,12 +37,8 @@ def _position(params: dict) -> tuple[int, int] | None:
     pos = params.get("position")
     if pos is None:
         return None
-    if not isinstance(pos, dict):
-        raise JsonRpcInvalidParams("params.position must be an object {line, character}")
-    line, ch = pos.get("line"), pos.get("character")
-    if not (isinstance(line, int) and isinstance(ch, int)) or isinstance(line, bool) or line < 0 or ch < 0:
-        raise JsonRpcInvalidParams("params.position.line and .character must be non-negative integers")
-    return line, ch
+    p = lsp_position(pos, "params.position")
+    return p.line, p.character
 
 
 class Feature:
