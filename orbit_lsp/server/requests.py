@@ -11,7 +11,9 @@ Result: ``{"target": {...}, "dependents": [{"path", "uri", "hops"}], "callers": 
 ``path``, ``uri``, ``qual``, ``line``, ``depth``).
 
 ``orbit/status`` params: none. Result: ``{"falkordb": {"where", "mode", "online", "error"},
-"workspaces": [{"root", "graph", "files", "symbols", "calls", "imports", "last_index"}]}``.
+"workspaces": [{"root", "graph", "files", "symbols", "calls", "imports", "last_index"}],
+"agent": {"model", "endpoint", "apiKey"}}`` (``endpoint``: where model requests, with the API key
+when one is set, are sent; ``apiKey``: whether one is set).
 """
 
 from __future__ import annotations
@@ -39,6 +41,16 @@ def _position(params: dict) -> tuple[int, int] | None:
         return None
     p = lsp_position(pos, "params.position")
     return p.line, p.character
+
+
+OPENAI_DEFAULT_ENDPOINT = "https://api.openai.com/v1"  # the openai package's default base URL
+
+
+def agent_status(settings) -> dict:
+    """Where model requests go, so the user sees which endpoint receives the API key:
+    ``{"model": str | None, "endpoint": str, "apiKey": bool}`` (the key itself never)."""
+    return {"model": settings.agent_model, "endpoint": settings.agent_base_url or OPENAI_DEFAULT_ENDPOINT,
+            "apiKey": settings.agent_api_key is not None and bool(settings.agent_api_key.get_secret_value())}
 
 
 class Feature:
@@ -114,7 +126,7 @@ class Feature:
         online = ls.offline is None and await self._healthy()
         out = {"falkordb": {"where": ls.store.where, "mode": "embedded" if ls.store.embedded else "external",
                             "online": online, "error": str(ls.offline) if ls.offline else None},
-               "workspaces": []}
+               "workspaces": [], "agent": agent_status(ls.settings)}
         for ix in ls.workspaces.all():
             entry: dict[str, Any] = {"root": str(ix.root), "graph": ix.graph.name,
                                      "last_index": ix.last_index_time, "skipped": len(ix.skipped)}
