@@ -7,6 +7,8 @@
     python -m bench.run ts-resolution [--package rxjs@7.8.1 | --corpus PATH]  (bench/ts_resolution.py)
     python -m bench.run peers   [--corpus stdlib|PATH] [--k 20] [--tools jedi,jedi-full,pyright]  (bench/peers.py)
     python -m bench.run profile [--corpus stdlib|PATH] [--top 60]                                 (bench/profile.py)
+    python -m bench.run mcp     [--corpus stdlib|PATH] [--n 20]                                   (bench/mcp.py)
+    python -m bench.run changes [--projects requests==2.32.3,flask==3.0.3 | --corpus PATH] [--n 50]  (bench/changes.py)
 
 ``--corpus`` also takes ``django`` / ``pypi:NAME==VERSION`` (an sdist, see bench/corpora.py).
 
@@ -958,10 +960,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_ts_resolution(sub, common)  # ts-resolution (see bench/ts_resolution.py)
 
-    from bench import peers, profile  # their options live with their code
+    from bench import mcp, peers, profile  # their options live with their code
 
     peers.add_parser(sub, common)
     profile.add_parser(sub, common)
+    mcp.add_parser(sub, common)
+    from bench import changes  # test selection of `orbit-lsp changes` (issue 16)
+
+    changes.add_parser(sub, common)
     return p
 
 
@@ -982,6 +988,12 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> int
         record(run_ts_resolution(args, settings, command), machine_info(settings, load, code),
                None if args.no_record else args.results)
         return 0
+    if args.cmd == "changes":  # its corpora are projects with their test suites (bench/changes.py)
+        from bench.changes import run as run_changes
+
+        record(run_changes(args, settings, command), machine_info(settings, load, code),
+               None if args.no_record else args.results)
+        return 0
     from bench.corpora import resolve_spec
 
     corpus, label = prepare_corpus(resolve_spec(args.corpus, args.cache_dir), args.cache_dir, args.refresh_corpus)
@@ -996,10 +1008,10 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> int
         elif args.cmd == "reindex":
             report = run_reindex(corpus, label, settings, command, n=args.n, seed=args.seed,
                                  cache_dir=args.cache_dir, profile=not args.no_profile, max_lines=args.max_lines)
-        elif args.cmd in ("peers", "profile"):
-            from bench import peers, profile
+        elif args.cmd in ("peers", "profile", "mcp"):
+            from bench import mcp, peers, profile
 
-            report = {"peers": peers, "profile": profile}[args.cmd].run(corpus, label, settings, command, args)
+            report = {"peers": peers, "profile": profile, "mcp": mcp}[args.cmd].run(corpus, label, settings, command, args)
         elif args.cmd == "lsp":
             from bench.lsp import run_lsp
 

@@ -4,7 +4,7 @@ agent tests (the ``openai`` client talks to it over TCP; nothing is monkeypatche
 ``ModelServer()`` (a context manager, or ``start()``/``stop()``): ``url`` is the base URL
 (``http://127.0.0.1:PORT/v1``); ``script(model, *replies)`` queues replies per model name (the
 ``model`` field of the request), each either a full ``{"status", "headers", "body", "delay"}``
-dict or built with ``action``/``answer``/``content``/``reasoning_only``/``rate_limited``;
+dict or built with ``action``/``answer``/``content``/``reasoning_only``/``cut_off``/``rate_limited``;
 ``default`` answers when a model's queue is empty (else HTTP 500 "script exhausted").
 ``requests`` records every request: ``{"t", "model", "body" (raw text), "json", "headers"}``.
 """
@@ -38,6 +38,16 @@ def answer(text: str) -> dict:
 
 def reasoning_only(reasoning: str, field: str = "reasoning_content") -> dict:
     return {"status": 200, "headers": {}, "body": completion({"content": "", field: reasoning})}
+
+
+def cut_off(reasoning: str = "", text: str = "", completion_tokens: int = 1024) -> dict:
+    """A reply stopped by its token budget (``finish_reason: "length"``): ``text`` (content) and
+    ``reasoning`` hold only what was written before the cut."""
+    body = completion({"content": text, "reasoning_content": reasoning})
+    body["choices"][0]["finish_reason"] = "length"
+    body["usage"] = {"prompt_tokens": 10, "completion_tokens": completion_tokens,
+                     "total_tokens": 10 + completion_tokens}
+    return {"status": 200, "headers": {}, "body": body}
 
 
 def rate_limited(headers: dict | None = None, code: str = "rate_limit_exceeded") -> dict:

@@ -114,6 +114,9 @@ async def test_cancel_request_and_other_requests_keep_answering(client: Language
     {"question": "q", "position": {"line": 0, "character": 0}},
     {"question": "q", "conversationId": "abc"},
     {"question": "q", "conversationId": 987654321},
+    {"question": "q", "conversationId": 2**70},   # beyond SQLite's integers (issue 20 item 16)
+    {"question": "who calls\x00 f?"},
+    {"question": "who calls \ud800 f?"},
 ])
 async def test_bad_params_get_invalid_params(client: LanguageClient, params):
     with pytest.raises(Exception) as ei:

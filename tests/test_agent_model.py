@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from agent_harness import answer, completion, content, rate_limited, reasoning_only, server_error
+from agent_harness import answer, completion, content, cut_off, rate_limited, reasoning_only, server_error
 from conftest import CASES
 from orbit_lsp.agent.model import ModelClient, ModelError, RateLimited, extract_action, retry_after_seconds
 from orbit_lsp.config import Settings
@@ -74,9 +74,75 @@ def test_reasoning_without_json_is_a_clear_error(srv):
         client(srv).complete(MSGS)
 
 
+# -- replies cut off by their length (issue 20 item 17) -----------------------------------------------
+
+DRAFT = 'Draft: {"answer": "util.py has no dependents"} wait, I should check importers first'
+
+
+def test_reply_cut_off_is_asked_again_with_a_larger_budget(srv):
+    srv.script("primary", cut_off(DRAFT, completion_tokens=3000), answer("a.py and b.py import util.py"))
+    rep = client(srv).complete(MSGS)
+    assert json.loads(rep.text) == {"answer": "a.py and b.py import util.py"} and rep.model == "primary"
+    first, second = (r["json"] for r in srv.requests)
+    assert "max_tokens" not in first and second["max_tokens"] == 6000  # twice what the cut reply used
+    assert second["messages"] == MSGS  # the draft is not part of the conversation
+    assert rep.attempts[0] == {"model": "primary", "status": 200, "error": "cut off (finish_reason length)",
+                               "completion_tokens": 3000, "next_budget": 6000}
+
+
+def test_cut_off_twice_goes_to_the_fallback_with_the_budget(srv):
+    srv.script("primary", cut_off(DRAFT, completion_tokens=100), cut_off(DRAFT, completion_tokens=4096))
+    srv.script("fallback", answer("from the fallback"))
+    rep = client(srv).complete(MSGS)
+    assert json.loads(rep.text) == {"answer": "from the fallback"} and rep.model == "fallback"
+    assert srv.models() == ["primary", "primary", "fallback"]
+    assert [r["json"].get("max_tokens") for r in srv.requests] == [None, 4096, 8192]
+
+
+def test_every_model_cut_off_is_a_clear_error_not_the_draft(srv):
+    srv.script("primary", cut_off(DRAFT, text='{"answer": "partial'), cut_off(DRAFT))
+    srv.script("fallback", cut_off(DRAFT), cut_off(DRAFT))
+    with pytest.raises(ModelError, match=r"cut off at 1024 tokens \(finish_reason length\)") as ei:
+        client(srv).complete(MSGS)
+    assert "primary" in str(ei.value) and "fallback" in str(ei.value)
+    assert len(srv.requests) == 4
+
+
+def test_budget_named_max_completion_tokens_when_the_endpoint_asks(srv):
+    srv.script("primary", cut_off(DRAFT),
+               {"status": 400, "headers": {}, "body": {"error": {
+                   "message": "Unsupported parameter: 'max_tokens' is not supported with this model. "
+                              "Use 'max_completion_tokens' instead.", "type": "invalid_request_error"}}},
+               answer("ok"))
+    rep = client(srv).complete(MSGS)
+    assert json.loads(rep.text) == {"answer": "ok"}
+    assert srv.requests[1]["json"]["max_tokens"] == 4096
+    assert srv.requests[2]["json"]["max_completion_tokens"] == 4096 and "max_tokens" not in srv.requests[2]["json"]
+
+
 def test_extract_action():
     assert extract_action('x {"a": 1} y {"answer": "z"} {"b": 2}') == {"answer": "z"}
     assert extract_action("no json") is None
+
+
+def test_extract_action_survives_nested_and_endless_json():
+    """Model text nested past the JSON decoder's stack, or full of half-objects, is no action
+    (never a RecursionError traceback, never quadratic work); an action after it is found."""
+    from orbit_lsp.agent.loop import parse_action
+
+    deep = '{"a": [' * 100_000
+    assert extract_action(deep) is None
+    assert parse_action(deep, ("answer",)) == (None, "the reply is not a JSON object")
+    half = ('{"a":' * 900 + "1") * 20  # each '{' opens a long object that never closes
+    assert extract_action(half + ' then {"answer": "ok"}') == {"answer": "ok"}
+
+
+def test_deeply_nested_reply_is_explained_to_the_model(srv):
+    from orbit_lsp.agent.loop import parse_action
+
+    srv.script("primary", content('{"tool": [' * 50_000))
+    rep = client(srv).complete(MSGS)
+    assert parse_action(rep.text, ("answer",))[1] == "the reply is not a JSON object"
 
 
 def test_retry_after_forms():

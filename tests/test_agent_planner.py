@@ -12,6 +12,7 @@ import pytest
 
 from orbit_lsp.agent.history import History
 from orbit_lsp.agent.planner import NO_MODEL, match
+from orbit_lsp.agent.tools import MAX_LIST
 from orbit_lsp.agent.service import Asker
 from orbit_lsp.index.indexer import WorkspaceIndexer
 
@@ -113,8 +114,14 @@ def test_what_depends_on_file(own, asker, target):
     assert NO_MODEL in res.markdown and "no model was used" in res.markdown
     [step] = [s for s in res.steps if s.tool == "impact_of"]
     assert step.rows == len(expected)
-    for path, hops in expected.items():
+    # the answer lists at most MAX_LIST dependents (and says so); each listed one with its hops
+    listed = {line.split("`")[1] for line in res.answer.splitlines() if line.startswith("- `")}
+    assert listed <= set(expected) and len(listed) == min(len(expected), MAX_LIST)
+    for path in listed:
+        hops = expected[path]
         assert f"- `{path}` — {hops} hop{'s' if hops != 1 else ''}" in res.answer, path
+    if len(expected) > MAX_LIST:
+        assert f"only the first {MAX_LIST} of {len(expected)} are listed" in res.answer
     assert f"**{len(expected)} files depend on `{target}`**" in res.answer
     assert "```cypher" in res.markdown and "IMPORTS" in res.markdown
 
@@ -130,17 +137,17 @@ def test_what_depends_on_a_file_by_its_basename(own, asker):
 def test_how_does_a_reach_b(own, asker):
     # read from the sources: cmd_cypher calls run_readonly, which calls check_readonly_text;
     # cmd_cypher does not call check_readonly_text itself, so the shortest chain has 2 calls
-    assert "run_readonly" in _calls(_function("cli.py", "cmd_cypher"))
-    assert "check_readonly_text" not in _calls(_function("cli.py", "cmd_cypher"))
+    assert "run_readonly" in _calls(_function("cli/cmd_queries.py", "cmd_cypher"))
+    assert "check_readonly_text" not in _calls(_function("cli/cmd_queries.py", "cmd_cypher"))
     assert "check_readonly_text" in _calls(_function("graph/readonly.py", "run_readonly"))
     res = asker.ask("How does cmd_cypher reach check_readonly_text?", own.graph, own.root)
     assert res.planner and [s.tool for s in res.steps] == ["call_chain"]
     assert res.answer.splitlines()[:4] == [
         "**`cmd_cypher` reaches `check_readonly_text`** in 2 calls:",
-        f"1. `orbit_lsp.cli.cmd_cypher` (cli.py:{_function('cli.py', 'cmd_cypher').lineno})",
-        f"2. `orbit_lsp.graph.readonly.run_readonly` (graph/readonly.py:{_function('graph/readonly.py', 'run_readonly').lineno})",
+        f"1. `orbit_lsp.cli.cmd_queries.cmd_cypher` (`cli/cmd_queries.py:{_function('cli/cmd_queries.py', 'cmd_cypher').lineno}`)",
+        f"2. `orbit_lsp.graph.readonly.run_readonly` (`graph/readonly.py:{_function('graph/readonly.py', 'run_readonly').lineno}`)",
         "3. `orbit_lsp.graph.readonly.check_readonly_text` "
-        f"(graph/readonly.py:{_function('graph/readonly.py', 'check_readonly_text').lineno})"]
+        f"(`graph/readonly.py:{_function('graph/readonly.py', 'check_readonly_text').lineno}`)"]
 
 
 def test_who_calls_and_package_users(own, asker):

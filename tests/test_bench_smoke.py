@@ -186,3 +186,46 @@ def test_bench_lsp_on_tiny_corpus(tiny, settings):
     assert "· lsp ·" in text and "didSave → fresh lenses (ms)" in text and "orbit/impact (ms, n=2)" in text
     assert "after re-open" in text
     assert {p.relative_to(ws): p.read_bytes() for p in ws.rglob("*.py")} == before
+
+
+def test_bench_mcp_on_tiny_corpus(tiny, settings):
+    """The MCP benchmark: a real ``orbit-lsp mcp`` process on the corpus copy, through the SDK client."""
+    pytest.importorskip("tiktoken")
+    ws, cache, results = tiny
+    assert _run(["mcp", "--n", "3"], settings, ws, cache, results) == 0
+    text = results.read_text()
+    assert "· mcp ·" in text and "`python -m bench.run mcp " in text
+    assert "| callers |" in text and "| call_chain |" in text and "tool list with schemas" in text
+    assert "tool error" not in text  # every call on the corpus was answered
+
+
+def test_bench_changes_on_tiny_project(tmp_path, settings, store):
+    """``changes``: breaking edits of a tiny project with a pytest suite, run with this
+    interpreter (no venv); every failing test is compared with the selection."""
+    import textwrap
+
+    from changes_repo import BASE
+
+    src = tmp_path / "tinyproj"
+    for rel, text in BASE.items():
+        p = src / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text).lstrip("\n"))
+    cache, results = tmp_path / "bench-cache", tmp_path / "RESULTS.md"
+    try:
+        assert bench.main(["changes", "--corpus", str(src), "--n", "3", "--python", sys.executable,
+                           "--cache-dir", str(cache), "--results", str(results), "--suite-timeout", "120"],
+                          settings=settings) == 0
+    finally:
+        store.graph(bench.code_graph_name(cache / "changes" / "tinyproj")).delete()
+    text = results.read_text()
+    assert "· changes ·" in text and "`python -m bench.run changes " in text
+    assert "| tinyproj | 10 | 3 |" in text  # 10 tests collected, 3 edits
+    row = next(line for line in text.splitlines() if line.startswith("| tinyproj | 10 | 3 |")).split("|")
+    failing, recall, misses = int(row[5]), row[6].strip(), int(row[7])
+    assert failing > 0 and recall == f"{(failing - misses) / failing:.1%}"
+    # every miss is listed and classified
+    listed = [line for line in text.splitlines() if line.startswith("| tinyproj | app/")]
+    assert len(listed) == misses
+    assert all(line.rstrip(" |").rsplit("|", 1)[1].strip() for line in listed)
+    assert (src / "app/core.py").read_text() == textwrap.dedent(BASE["app/core.py"]).lstrip("\n")

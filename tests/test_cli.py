@@ -1,4 +1,4 @@
-"""Tests of the ``orbit-lsp`` command line (orbit_lsp/cli.py).
+"""Tests of the ``orbit-lsp`` command line (orbit_lsp/cli/).
 
 Most run ``main([...])`` in-process against the session's embedded FalkorDB (``data_dir``
 fixture); one runs the installed console script in a subprocess.
@@ -178,7 +178,7 @@ def test_impact_unknown_file(capsys, ws001, tmp_path):
 def test_query_indexes_a_workspace_first(capsys, fresh_ws):
     rc, out, err = run(capsys, "impact", "app/jenkins/build_tree.py", "--workspace", str(fresh_ws))
     assert rc == 0, err
-    assert "not indexed yet; indexing it first" in err
+    assert "not indexed yet; indexing it first (7 files)" in err
     assert "2 dependents, 2 hops" in out
 
 
@@ -447,14 +447,14 @@ def test_unexpected_error_is_one_line(capsys, monkeypatch):
 def test_progress_bar_on_a_tty():
     import io
 
-    from orbit_lsp.cli import _Progress
+    from orbit_lsp.cli import ProgressBar
 
     class Tty(io.StringIO):
         def isatty(self):
             return True
 
     s = Tty()
-    p = _Progress("indexing x", s)
+    p = ProgressBar("indexing x", s)
     p(1, 4, "a.py")
     p(4, 4, "d.py")
     p.finish()
@@ -463,10 +463,10 @@ def test_progress_bar_on_a_tty():
     assert text.endswith("\r\x1b[K")
 
     plain = io.StringIO()
-    p = _Progress("indexing x", plain)
+    p = ProgressBar("indexing x", plain)
     for i in range(1, 201, 50):
         p(i, 200, f"f{i}.py")
     p(200, 200, "last.py")
     lines = plain.getvalue().splitlines()
-    assert lines[0] == "indexing x: 200 files" and lines[-1] == "indexing x: 200/200 (100%)"
+    assert lines[0] == "indexing x: reading 200 files" and lines[-1] == "indexing x: reading 200/200 (100%)"
     assert len(lines) <= 6

@@ -337,10 +337,18 @@ async def test_bad_arguments(client):
 
 
 # -- propose / ask without a model -------------------------------------------------------------------
-async def test_propose_without_a_model_is_a_clear_error(ed, client):
+async def test_propose_without_a_model_is_disabled_with_its_reason(ed, client):
+    """Without a model the action is shown disabled, saying why, to a client that can show
+    disabled actions (VS Code); the others are not offered it (issue 18 item 6: it used to fail
+    only after the user had typed the instruction). Running it anyway is a clear error."""
     before = (client.root / "util.py").read_text()
     line = line_of(before, "def used") + 1
-    [act] = [a for a in await actions_at(client, ed.util, line, 6) if a.title == PROPOSE_TITLE]
+    acts = [a for a in await actions_at(client, ed.util, line, 6) if a.title == PROPOSE_TITLE]
+    if client.profile == "neovim":  # no codeAction.disabledSupport
+        assert acts == []
+        return
+    [act] = acts
+    assert act.disabled is not None and act.disabled.reason == NO_MODEL
     [arg] = act.command.arguments
     with pytest.raises(Exception) as ei:
         await client.workspace_execute_command_async(types.ExecuteCommandParams(
@@ -362,13 +370,22 @@ async def test_ask_about_symbol_answered_by_the_planner(ed, client):
     res = await run_action(client, ask)
     assert res["planner"] is True and res["error"] is None
     assert res["question"] == "What depends on `util.used` and who calls it?"
-    assert "**`util.used` (util.py:8)** has 1 direct caller:" in res["answer"]
-    assert "- `main.run` (main.py:" in res["answer"]
+    assert "**`util.used` (`util.py:8`)** has 1 direct caller:" in res["answer"]
+    assert "- `main.run` (`main.py:" in res["answer"]
     assert "depend on `util.py`" in res["answer"] and "- `main.py` — 1 hop" in res["answer"]
     assert [s["tool"] for s in res["steps"]] == ["find_symbol", "impact_of"]
     assert "### Steps (2)" in res["markdown"]
     shown = [m.message for m in client.messages[before:]]
-    assert any(m.startswith("Orbit: **`util.used` (util.py:8)** has 1 direct caller") for m in shown), shown
+    assert any(m.startswith("Orbit: **`util.used` (`util.py:8`)** has 1 direct caller") for m in shown), shown
+    # an editor that shows the answer itself says so: then no message repeats its first lines
+    arg = ask.command.arguments[0]
+    arg = dict(arg if isinstance(arg, dict) else as_dict(arg), clientShowsAnswer=True)
+    before = len(client.messages)
+    res2 = await client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command=ask.command.command, arguments=[arg]))
+    assert as_dict(res2)["answer"] == res["answer"]
+    await asyncio.sleep(0.2)
+    assert [m.message for m in client.messages[before:] if m.message.startswith("Orbit:")] == []
     # on a use of the symbol too (main.py calls it)
     u = ed.open(client.root / "main.py")
     [ask] = [a for a in await actions_at(client, u, 8, 12) if a.title == ASK_TITLE]

@@ -249,8 +249,8 @@ async def test_hover_on_definition(client, roots):
     assert "**4 direct callers**" in text
     for tool in ("use_dotted", "use_name", "use_relative_module", "use_from_pkg"):
         assert f"`pkg.tools.{tool}.report` · `pkg/tools/{tool}.py:5`" in text
-    assert "- hop 1: 4 files (pkg/tools/use_dotted.py, pkg/tools/use_from_pkg.py, pkg/tools/use_name.py, " \
-           "pkg/tools/use_relative_module.py)" in text
+    assert "- hop 1: 4 files (`pkg/tools/use_dotted.py`, `pkg/tools/use_from_pkg.py`, `pkg/tools/use_name.py`, " \
+           "`pkg/tools/use_relative_module.py`)" in text
     assert "**Packages** used by `pkg/retrieval/drift.py`: none" in text
     assert h.range == types.Range(types.Position(0, 4), types.Position(0, 11))
 
@@ -329,7 +329,7 @@ async def test_case017_positions(client, roots):
 
     h = await hover(client, app, 2, col(client, line2, 21))  # id 3: the `r` of `helper`
     assert h is not None and "`util.helper`" in h.contents.value
-    assert "**Dependents** of `util.py`: 1 file" in h.contents.value and "hop 1: 1 file (app.py)" in h.contents.value
+    assert "**Dependents** of `util.py`: 1 file" in h.contents.value and "hop 1: 1 file (`app.py`)" in h.contents.value
     assert h.range == types.Range(types.Position(2, col(client, line2, 16)), types.Position(2, col(client, line2, 22)))
     assert await hover(client, app, 2, col(client, line2, 14)) is None  # id 4: the second `=`
     h = await hover(client, app, 2, col(client, line2, 16))  # id 5: start of `helper`

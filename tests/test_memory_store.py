@@ -6,6 +6,7 @@ Compose example through ``Asker`` with the built-in planner and with a scripted 
 from __future__ import annotations
 
 import json
+import math
 import uuid
 
 import pytest
@@ -16,9 +17,11 @@ from orbit_lsp.agent.service import Asker
 from orbit_lsp.config import Settings
 from orbit_lsp.index.indexer import WorkspaceIndexer
 from orbit_lsp.memory.anchors import AnchorError, anchor_at
-from orbit_lsp.memory.concepts import concepts
+from orbit_lsp.config import settings_from_sources
+from orbit_lsp.graph.connection import code_graph_name
+from orbit_lsp.memory.concepts import concepts, question_concepts
 from orbit_lsp.memory.intent import proposed_memory
-from orbit_lsp.memory.store import PROJECT_BOOST, InvalidMemory, MemoryStore, UnknownMemory, project_id
+from orbit_lsp.memory.store import MIN_RECALL_SCORE, PROJECT_BOOST, InvalidMemory, MemoryStore, UnknownMemory, project_id
 
 DOCKER = "I deploy my projects with Docker Compose on a Hetzner VPS"
 QUESTION = "How should I deploy my next side project?"
@@ -77,7 +80,13 @@ def test_save_and_recall_the_docker_memory(mem, tmp_path):
     assert mem.recall("what is the weather like").memories == []
 
 
-def test_score_counts_concepts_and_boosts_the_active_project(mem, tmp_path):
+def rarity(n: int, df: int) -> float:
+    """A concept's weight across memories (the store's documented formula): 1 for a concept
+    only one of the ``n`` memories has, less the more memories share it."""
+    return math.log(1 + n / df) / math.log(1 + n)
+
+
+def test_score_weights_rare_concepts_and_boosts_the_active_project(mem, tmp_path):
     a, b = tmp_path / "a", tmp_path / "b"
     a.mkdir(), b.mkdir()
     general = mem.remember("deploy with docker compose")                    # deploy, docker, compos
@@ -85,13 +94,51 @@ def test_score_counts_concepts_and_boosts_the_active_project(mem, tmp_path):
     mine = mem.remember("deploy the docs site by rsync", project=a)         # about the active one
     rec = mem.recall("how do I deploy docker compose here", project=a)
     scores = {m.id: m.score for m in rec.memories}
-    assert scores == {general.id: 3, other.id: 2, mine.id: 1 + PROJECT_BOOST}
-    assert [m.id for m in rec.memories] == [general.id, other.id, mine.id]
+    # deploy: all 3 memories (rarity 0.5), docker: 2, compose: 1 (rarity 1). `mine` shares only
+    # "deploy", which every memory has: 0.5 < MIN_RECALL_SCORE, not recalled, boost or not
+    assert rarity(3, 3) == 0.5 and 0.5 < MIN_RECALL_SCORE
+    assert scores == {general.id: pytest.approx(rarity(3, 3) + rarity(3, 2) + 1, abs=1e-3),
+                      other.id: pytest.approx(rarity(3, 3) + rarity(3, 2), abs=1e-3)}
+    assert [m.id for m in rec.memories] == [general.id, other.id]
     # the same question for project b: its memory gets the boost instead
     rec_b = mem.recall("how do I deploy docker compose here", project=b)
-    assert {m.id: m.score for m in rec_b.memories}[other.id] == 2 + PROJECT_BOOST
+    assert {m.id: m.score for m in rec_b.memories}[other.id] == pytest.approx(
+        rarity(3, 3) + rarity(3, 2) + PROJECT_BOOST, abs=1e-3)
+    # "docs" is `mine`'s alone: with "deploy" it is recalled, with the boost of project a
+    rec_docs = mem.recall("how do I deploy the docs", project=a)
+    assert [(m.id, m.score) for m in rec_docs.memories] == [(mine.id, pytest.approx(0.5 + 1 + PROJECT_BOOST, abs=1e-3))]
     assert mine.projects == [{"id": project_id(a), "root": str(a.resolve())}]
     assert [m.id for m in mem.list(project=a)] == [mine.id]
+
+
+def test_a_part_of_an_identifier_does_not_recall_alone(mem):
+    """Issue 18 item 7: a question about `wsgi_app` recalled "We deploy flask apps with gunicorn"
+    through the word "app"."""
+    flask = mem.remember("We deploy flask apps with gunicorn")
+    assert question_concepts("What calls wsgi_app?") == {"call": 1.0, "wsgi": 0.5, "app": 0.5}
+    assert mem.recall("What calls wsgi_app?").memories == []          # app: ½ × rarity 1 < 0.75
+    assert [(m.id, m.score) for m in mem.recall("how do we deploy?").memories] == [(flask.id, 1.0)]
+    # both parts of an identifier the memory has do recall it
+    wsgi = mem.remember("wsgi_app must stay thread safe")
+    assert [m.id for m in mem.recall("What calls wsgi_app?").memories] == [wsgi.id]
+
+
+def test_a_word_most_memories_share_does_not_recall_alone(mem):
+    ids = [mem.remember(t).id for t in ("the app uses redis", "the app logs to stderr",
+                                         "the app is deployed by ansible", "tests need docker")]
+    assert rarity(4, 3) < MIN_RECALL_SCORE
+    assert mem.recall("how is the app started?").memories == []       # "app": 3 of 4 memories
+    rec = mem.recall("where does the app keep redis data?")            # + "redis": 1 of 4
+    assert [(m.id, m.matched, m.score) for m in rec.memories] == [
+        (ids[0], ["app", "redi"], pytest.approx(rarity(4, 3) + 1, abs=1e-3))]
+
+
+def test_memory_graph_cannot_be_a_code_graph(store, tmp_path):
+    with pytest.raises(ValueError, match="code graphs"):
+        MemoryStore(store, code_graph_name(tmp_path))
+    settings, problems = settings_from_sources({"memoryGraph": code_graph_name(tmp_path)})
+    assert settings.memory_graph == "orbit_memory"
+    assert problems and problems[0].startswith("orbit.memoryGraph: ") and "code graphs" in problems[0]
 
 
 def test_unconfirmed_is_not_recalled_until_confirmed(mem, history):
@@ -221,7 +268,7 @@ def test_docker_example_with_the_planner(mem, history, settings, workspace):
     # one that does: the graph answer, then the memory quoted
     note = mem.remember("main is called by the systemd unit, not by Python code")
     res3 = asker.ask("who calls main", graph, root)
-    assert res3.answer.startswith("**`app.main` (app.py:1)** has 0 direct callers.")
+    assert res3.answer.startswith("**`app.main` (`app.py:1`)** has 0 direct callers.")
     assert f"memory #{note.id}: “{note.text}”" in res3.answer and [x.id for x in res3.memories] == [note.id]
 
 

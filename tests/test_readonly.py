@@ -14,10 +14,14 @@ import redis
 
 from orbit_lsp.graph.errors import QueryRejected, QueryTimeout
 from orbit_lsp.graph.readonly import (
+    MAX_NESTING,
+    MAX_QUERY_CHARS,
     ReadOnlyResult,
     cap_query,
+    check_params,
     check_readonly_text,
     forget_resultset_size,
+    nesting_depth,
     run_readonly,
     server_resultset_size,
 )
@@ -115,6 +119,102 @@ def test_cap_query_rewrites(cypher, executed):
 def test_unknown_procedure_without_yield_refused():
     with pytest.raises(QueryRejected, match="YIELD"):
         cap_query("CALL my.proc()", 11)
+
+
+# --------------------------------------------------------------------------- nesting (issue 20 item 1)
+
+# FalkorDB 4.16's parser is exponential in expression nesting and ignores the query timeout while
+# parsing: each of these ran for minutes (bench/cypher_nesting.py measures the growth).
+RUNAWAY = [
+    "RETURN " + "NOT " * 25 + "true",
+    "RETURN " + "(" * 25 + "1" + ")" * 25,
+    "RETURN " + "[" * 25 + "1" + "]" * 25,
+    "RETURN " + "{a: " * 25 + "1" + "}" * 25,
+    "RETURN " + "- " * 25 + "1",
+    "RETURN " + "NOT toBoolean(" * 14 + "true" + ")" * 14,
+    "RETURN " + "CASE WHEN true THEN " * 22 + "1" + " END" * 22,
+    "MATCH (n) WHERE " + "NOT (" * 12 + "n.x = 1" + ")" * 12 + " RETURN n",
+]
+
+
+@pytest.mark.parametrize("text", RUNAWAY)
+def test_deep_nesting_refused_before_sending(text, graph):
+    graph.query("CREATE (:Probe {v: 1})")
+    before = _cmdstat(graph.store, "graph.RO_QUERY")
+    with pytest.raises(QueryRejected, match=rf"levels deep.*at most {MAX_NESTING}.*flatten it") as exc:
+        run_readonly(graph, text, timeout_ms=1000)
+    assert exc.value.query == text
+    assert _cmdstat(graph.store, "graph.RO_QUERY") == before  # nothing reached the server
+    assert run_readonly(graph, "MATCH (p:Probe) RETURN p.v").rows == [[1]]
+
+
+@pytest.mark.parametrize("text,depth", [
+    ("RETURN " + "NOT " * 25 + "true", 25),
+    ("RETURN NOT NOT true AND NOT NOT false", 2),
+    ("RETURN " + "NOT toBoolean(" * 3 + "true" + ")" * 3, 6),  # NOT f(NOT f(…)): both nest
+    ("MATCH (a)<-[:R]-(b)<-[:R]-(c)<--(d)-->(e)--(f) RETURN a", 2),  # arrows are not signs
+    ("RETURN 1 - -1 - -1 - -1 - -1", 1),
+    ("RETURN '((((((((((((((((((((' AS s, `((((((((((((` AS q // ((((((((((((((", 0),
+    ("MATCH (n) WHERE n.x IS NOT NULL RETURN -n.z", 1),
+    ("RETURN " + "CASE WHEN true THEN " * 4 + "1" + " END" * 4, 4),
+])
+def test_nesting_depth_counts_what_the_parser_pays_for(text, depth):
+    assert nesting_depth(text) == depth
+
+
+def test_real_queries_nest_well_below_the_bound(graph):
+    graph.query("CREATE (:File {path: 'a.py'})-[:DEFINES]->(:Symbol {name: 'f', kind: 'function'})")
+    q = ("MATCH (f:File)-[:DEFINES]->(s:Symbol) WHERE NOT (s.kind IN ['class']) AND NOT s.name STARTS WITH '_' "
+         "RETURN f.path AS path, [x IN collect({name: s.name, k: CASE WHEN s.kind = 'function' THEN -1 "
+         "ELSE (1 + (2 * 3)) END}) WHERE x.k < 0 | x.name] AS names")
+    assert nesting_depth(q) <= MAX_NESTING // 2
+    assert run_readonly(graph, q).rows == [["a.py", ["f"]]]
+    at_bound = "RETURN " + "(" * MAX_NESTING + "1" + ")" * MAX_NESTING + " AS one"
+    assert run_readonly(graph, at_bound).rows == [[1]]
+
+
+def test_query_length_bounded():
+    long = "RETURN 1 AS x" + " " * MAX_QUERY_CHARS
+    with pytest.raises(QueryRejected, match=f"at most {MAX_QUERY_CHARS}"):
+        check_readonly_text(long)
+    check_readonly_text("RETURN 1 AS x" + " " * (MAX_QUERY_CHARS - 20))
+
+
+@pytest.mark.parametrize("text,reason", [
+    ("RETURN 1\x00", "NUL"),
+    ("RETURN '\ud800' AS s", "surrogate"),
+])
+def test_unsendable_characters_refused(text, reason, graph):
+    graph.query("CREATE (:Probe)")
+    with pytest.raises(QueryRejected, match=reason):
+        run_readonly(graph, text)
+
+
+@pytest.mark.parametrize("params,reason", [
+    ({"a`b": 1}, "backtick"),
+    ({"m": {"k`) RETURN 1 //": 1}}, "backtick"),
+    ({"": 1}, "non-empty"),
+    ({"s": "a\x00b"}, "NUL"),
+    ({"s": "\udc80"}, "surrogate"),
+    ({"f": float("nan")}, "cannot express"),
+    ({"x": object()}, "not a JSON value"),
+    ({"deep": json.loads("[" * 25 + "1" + "]" * 25)}, "nests"),
+    ({"big": "x" * 70_000}, "longer than"),
+    (["not", "a", "map"], "JSON object"),
+])
+def test_bad_parameters_refused_with_reason(params, reason, graph):
+    graph.query("CREATE (:Probe)")
+    with pytest.raises(QueryRejected, match=reason):
+        run_readonly(graph, "RETURN 1 AS one", params)
+    assert run_readonly(graph, "MATCH (p:Probe) RETURN count(p)").rows == [[1]]
+
+
+def test_ordinary_parameters_pass(graph):
+    graph.query("CREATE (:Probe {v: 'it\\'s'})")
+    params = {"v": "it's", "names": ["a", "b"], "m": {"@type": [1, 2.5, None, True]}}
+    check_params(params)
+    r = run_readonly(graph, "MATCH (p:Probe {v: $v}) RETURN size($names) AS n, $m AS m", params)
+    assert r.rows == [[2, {"@type": [1, 2.5, None, True]}]]
 
 
 # --------------------------------------------------------------------------- against the server

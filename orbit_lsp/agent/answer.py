@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 
 from orbit_lsp.agent.loop import AskResult
+from orbit_lsp.markdown import code
 
 
 def render(result: AskResult) -> str:
@@ -20,7 +21,7 @@ def render(result: AskResult) -> str:
     if result.planner:
         out.append(f"*{result.notes[0]}*" if result.notes else "*No model was used.*")
     elif result.model:
-        out.append(f"*Answered by model `{result.model}`.*" if result.answer else f"*Last model: `{result.model}`.*")
+        out.append(f"*Answered by model {code(result.model)}.*" if result.answer else f"*Last model: {code(result.model)}.*")
     extra = result.notes[1:] if result.planner else result.notes
     if extra:
         out.append("\n".join(f"- {n}" for n in extra))
@@ -29,13 +30,14 @@ def render(result: AskResult) -> str:
     if result.proposed_memory is not None:
         p = result.proposed_memory
         out.append(f"### Proposed memory\n\nmemory #{p.id} “{p.text}” is saved **unconfirmed**: it is not "
-                   f"recalled until you confirm it (Orbit: confirm memory / `orbit-lsp memory confirm {p.id}`).")
+                   f"recalled until you confirm it (VS Code: *Orbit: Confirm memory*; Neovim: "
+                   f"`:OrbitConfirmMemory {p.id}`; terminal: `orbit-lsp memory confirm {p.id}`).")
     if result.steps:
         out.append(f"### Steps ({len(result.steps)})")
         for s in result.steps:
             args = json.dumps(s.args, ensure_ascii=False, default=str)
             status = f"error: {s.error}" if s.error else f"{s.rows} row{'s' if s.rows != 1 else ''}"
-            lines = [f"{s.index}. `{s.tool}` `{args}` — {status}"]
+            lines = [f"{s.index}. {code(s.tool)} {code(args)} — {status}"]
             for c in s.cypher:
                 q = c["query"]
                 if c.get("params"):
@@ -52,7 +54,7 @@ def _memories(result: AskResult) -> str:
     how = "quoted by the built-in planner" if result.planner else "given to the model"
     lines = [f"### Memories used ({n})", "", f"Recalled for this question and {how}:"]
     for m in result.memories:
-        about = ", ".join(f"`{p['root']}`" for p in m.projects) or "no project in particular"
+        about = ", ".join(code(p["root"]) for p in m.projects) or "no project in particular"
         extra = f"; matched {', '.join(m.matched)}" if m.matched else ""
         stale = f"; **possibly stale**: {m.stale_reason}" if m.stale else ""
         lines.append(f"- memory #{m.id} “{m.text}” — about {about}{extra}{stale}")

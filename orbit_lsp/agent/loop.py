@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from orbit_lsp.agent.model import Cancelled, ModelClient, ModelError, extract_action
+from orbit_lsp.agent.model import Cancelled, ModelClient, ModelError, extract_action, without_lone_surrogates
 from orbit_lsp.agent.redact import redact
 from orbit_lsp.agent.tools import SCHEMA, TOOLS, Toolbox, ToolError, redacted, tool_list
 
@@ -180,7 +180,7 @@ def parse_action(text: str, final_keys: tuple[str, ...],
     what is wrong or None), else a call of a known tool with object ``args``."""
     try:
         obj = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON alone, or nested past the decoder's stack
         obj = extract_action(text, ("tool",) + final_keys)
     if not isinstance(obj, dict):
         return None, "the reply is not a JSON object"
@@ -234,12 +234,16 @@ def drive(model: ModelClient, toolbox: Toolbox, messages: list[dict], result, *,
                 note = f"model {a['model']} was rate-limited (HTTP 429, {a.get('error')})"
             elif a.get("status", 0) >= 500:
                 note = f"model {a['model']} failed (HTTP {a['status']})"
+            elif a.get("next_budget"):
+                note = (f"model {a['model']}'s reply was cut off by its length (finish_reason length) and not "
+                        f"used; asked again with a budget of {a['next_budget']} tokens")
             if note and note not in result.notes:
                 result.notes.append(note)
         if reply.from_reasoning:
             result.notes.append(f"model {reply.model} sent only reasoning; its last JSON action was used")
         messages.append({"role": "assistant", "content": reply.text})
         action, problem = parse(reply.text)
+        action = without_lone_surrogates(action)  # JSON escapes may spell unpaired surrogates
         if action is None:
             invalid += 1
             if invalid > 1:

@@ -17,7 +17,13 @@ conversation to the first model that is not rate-limited:
 - timeout (``agent_request_timeout_s``, or less when the question's deadline is closer) and
   connection failures: ``ModelError`` at once, with the endpoint (never the key);
 - a reply whose ``content`` is empty but that carries ``reasoning`` / ``reasoning_content``
-  (reasoning models): the last valid JSON action found in the reasoning text is used.
+  (reasoning models): the last valid JSON action found in the reasoning text is used;
+- a reply cut off by its length (``finish_reason: "length"``) is a failed turn, never parsed (its
+  reasoning holds only drafts): the same model is asked again with a larger budget
+  (``max_tokens`` = twice the tokens it used, ``LENGTH_RETRY_MIN_TOKENS`` … ``LENGTH_RETRY_MAX_TOKENS``;
+  ``max_completion_tokens`` when the endpoint asks for that name), then each fallback model with
+  that budget; when every model was cut off, ``ModelError`` says so. The client keeps the budget
+  learnt per model for its later requests.
 
 The API key is passed to the ``openai`` client only; it never appears in a message, a log line
 or the audit log (messages from the endpoint are scrubbed of it too).
@@ -28,6 +34,7 @@ from __future__ import annotations
 import email.utils
 import json
 import logging
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -42,7 +49,10 @@ log = logging.getLogger("orbit_lsp.agent.model")
 DEFAULT_RATE_WAIT_S = 60.0    # a 429 without Retry-After
 QUOTA_COOLDOWN_S = 3600.0     # insufficient_quota: not retryable soon
 MIN_COOLDOWN_S = 0.5          # "Retry-After: 0" must not become a busy loop
-MAX_ATTEMPTS_PER_MODEL = 3    # requests per model for one completion
+MAX_ATTEMPTS_PER_MODEL = 3    # 429 answers per model for one completion
+LENGTH_RETRY_MIN_TOKENS = 4096   # reply budget (max_tokens) after a reply cut off by its length
+LENGTH_RETRY_MAX_TOKENS = 32768
+MAX_LENGTH_CUTS_PER_MODEL = 2    # a model cut off twice (once with the larger budget) is not asked again
 PLACEHOLDER_KEY = "sk-no-key-configured"  # local endpoints often need none; the client wants one
 
 
@@ -120,23 +130,54 @@ def _human(seconds: float) -> str:
     return f"~{seconds:.0f} s"
 
 
+_LONE_SURROGATE = re.compile(r"[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]")
+
+
+def without_lone_surrogates(value: Any) -> Any:
+    """``value`` (a string, or lists/dicts of them) with every unpaired UTF-16 surrogate replaced
+    by U+FFFD: a model's JSON may escape one (``"\\ud800"``), and such text cannot be encoded
+    for the next request, SQLite or the client."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {without_lone_surrogates(k): without_lone_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [without_lone_surrogates(v) for v in value]
+    return value
+
+
+MAX_ACTION_SCAN_CHARS = 65_536  # an action is looked for in the last this many characters of a reply
+
+
 def extract_action(text: str, keys: tuple[str, ...] = ("tool", "answer")) -> dict | None:
-    """The last JSON object in ``text`` that is an action (has one of ``keys``), else the last
-    JSON object at all, else None. Code fences and prose around it are ignored."""
+    """The last JSON action in ``text`` (an object with one of ``keys``; the outer one when an
+    action holds objects), else the last top-level JSON object, else None. Code fences and prose
+    around it are ignored. Objects are tried from the end of the text backwards; only the last
+    ``MAX_ACTION_SCAN_CHARS`` characters are searched and the decoder's work is bounded (a few
+    passes over them): deeply nested or endless half-objects are given up on, never a
+    ``RecursionError``."""
+    if len(text) > MAX_ACTION_SCAN_CHARS:
+        text = text[-MAX_ACTION_SCAN_CHARS:]
     dec = json.JSONDecoder()
-    found: list[dict] = []
-    i = text.find("{")
-    while i != -1:
+    last: tuple[dict, int] | None = None  # the object starting last (or holding it), its end
+    budget = 8 * len(text) + 1024  # characters the decoder may read in all
+    i = text.rfind("{")
+    while i != -1 and budget > 0:
         try:
             obj, end = dec.raw_decode(text, i)
-        except ValueError:
-            i = text.find("{", i + 1)
-            continue
-        if isinstance(obj, dict):
-            found.append(obj)
-        i = text.find("{", end)
-    actions = [o for o in found if any(k in o for k in keys)]
-    return (actions or found or [None])[-1]
+        except json.JSONDecodeError as exc:
+            budget -= max(1, exc.pos - i)
+        except (ValueError, RecursionError):  # nested deeper than the decoder's stack
+            budget -= len(text) - i
+        else:
+            budget -= end - i
+            if isinstance(obj, dict):
+                if any(k in obj for k in keys):
+                    return obj
+                if last is None or end >= last[1]:  # the last object, or one holding it
+                    last = (obj, end)
+        i = text.rfind("{", 0, i)
+    return last[0] if last is not None else None
 
 
 class ModelClient:
@@ -160,6 +201,8 @@ class ModelClient:
         self.clock = clock
         self.audit = audit
         self._cooldown: dict[str, float] = {}  # model -> clock time when it may be asked again
+        self._budgets: dict[str, int] = {}     # model -> reply budget learnt from replies cut off
+        self._budget_name = "max_tokens"       # or "max_completion_tokens" once the endpoint asked for it
         self._lock = threading.Lock()
 
     @property
@@ -188,6 +231,9 @@ class ModelClient:
         audit = audit or self.audit
         attempts: list[dict] = []
         errors: list[str] = []
+        cut: dict[str, int] = {}         # model -> replies cut off by their length
+        budget: int | None = None        # reply token budget sent after a cut
+        budget_name = self._budget_name
         while True:
             if cancel is not None and cancel.is_set():
                 raise Cancelled("cancelled")
@@ -196,9 +242,9 @@ class ModelClient:
                 ready = [m for m in self.models if self._cooldown.get(m, 0.0) <= now]
                 waits = {m: self._cooldown[m] - now for m in self.models if m not in ready}
             tried_5xx = {a["model"] for a in attempts if a.get("status", 0) >= 500}
-            ready = [m for m in ready if m not in tried_5xx]
+            ready = [m for m in ready if m not in tried_5xx and cut.get(m, 0) < MAX_LENGTH_CUTS_PER_MODEL]
             if not ready:
-                if tried_5xx and not waits:
+                if (tried_5xx or cut) and not waits:
                     raise ModelError("; ".join(errors))
                 wait = min(waits.values()) if waits else 0.0
                 left = None if deadline is None else deadline - time.monotonic()
@@ -214,14 +260,19 @@ class ModelClient:
                     time.sleep(wait)
                 continue
             model = ready[0]
-            if sum(1 for a in attempts if a["model"] == model) >= MAX_ATTEMPTS_PER_MODEL:
+            if sum(1 for a in attempts if a["model"] == model and a.get("status") == 429) >= MAX_ATTEMPTS_PER_MODEL:
                 raise RateLimited(f"rate-limited: {model} answered 429 {MAX_ATTEMPTS_PER_MODEL} times in a row; "
                                   f"giving up for this question", self.cooldowns().get(model, 0.0))
             timeout = self.request_timeout
             if deadline is not None:
                 timeout = min(timeout, max(0.5, deadline - time.monotonic()))
+            with self._lock:
+                learned = self._budgets.get(model)
+            ask_for = max(budget or 0, learned or 0) or None
+            extra = {budget_name: ask_for} if ask_for is not None else {}
             try:
-                resp = self._client.chat.completions.create(model=model, messages=messages, timeout=timeout)
+                resp = self._client.chat.completions.create(model=model, messages=messages, timeout=timeout,
+                                                            **extra)
             except openai.RateLimitError as exc:
                 body = exc.body if isinstance(exc.body, dict) else {}
                 code = str(body.get("code") or body.get("type") or "")
@@ -250,12 +301,33 @@ class ModelClient:
             except openai.APIStatusError as exc:
                 status = exc.status_code
                 msg = self._scrub(_error_message(exc))
+                if status == 400 and extra and budget_name == "max_tokens" and "max_completion_tokens" in msg:
+                    budget_name = self._budget_name = "max_completion_tokens"  # api.openai.com's reasoning models
+                    self._audit_call(audit, model, status, error=msg)
+                    continue
                 attempts.append({"model": model, "status": status, "error": msg})
                 self._audit_call(audit, model, status, error=msg)
                 if status >= 500:
                     errors.append(f"model endpoint error HTTP {status} from {model}: {msg}")
                     continue
                 raise ModelError(f"the model endpoint refused the request (HTTP {status}, model {model}): {msg}") from None
+            if _finish_reason(resp) == "length":
+                usage = resp.usage.model_dump() if getattr(resp, "usage", None) is not None else {}
+                used = usage.get("completion_tokens") if isinstance(usage.get("completion_tokens"), int) else None
+                cut[model] = cut.get(model, 0) + 1
+                budget = min(LENGTH_RETRY_MAX_TOKENS,
+                             max(LENGTH_RETRY_MIN_TOKENS, 2 * (used or 0), 2 * (ask_for or 0)))
+                with self._lock:
+                    self._budgets[model] = max(self._budgets.get(model, 0), budget)
+                spent = f"{used} tokens" if used is not None else "its token limit"
+                attempts.append({"model": model, "status": 200, "error": "cut off (finish_reason length)",
+                                 "completion_tokens": used, "next_budget": budget})
+                self._audit_call(audit, model, 200, error=f"reply cut off at {spent} (finish_reason length)",
+                                 usage=usage)
+                errors.append(f"the reply of model {model} was cut off at {spent} (finish_reason length)"
+                              + (f" with max_tokens={extra[budget_name]}" if extra else ""))
+                log.info("model %s reply cut off at %s; asking again with a budget of %d", model, spent, budget)
+                continue
             attempts.append({"model": model, "status": 200})
             return self._reply(resp, model, attempts, audit)
 
@@ -280,6 +352,7 @@ class ModelClient:
                                  + (" (its reasoning holds no JSON action)" if reasoning else ""))
             content, from_reasoning = json.dumps(action), True
         self._audit_call(audit, model, 200, usage=usage, from_reasoning=from_reasoning)
+        content = without_lone_surrogates(content)  # it is sent back with the next request
         return ModelReply(text=content, model=model, from_reasoning=from_reasoning, usage=usage,
                           attempts=attempts)
 
@@ -289,6 +362,13 @@ class ModelClient:
                 audit("model_call", model=model, endpoint=self.where, status=status, **details)
             except Exception:  # noqa: BLE001 - the audit never breaks a question
                 log.exception("audit failed")
+
+
+def _finish_reason(resp: Any) -> str | None:
+    try:
+        return resp.choices[0].finish_reason
+    except (AttributeError, IndexError, TypeError):
+        return None
 
 
 def _error_message(exc: openai.APIStatusError) -> str:

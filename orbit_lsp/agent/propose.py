@@ -115,6 +115,28 @@ def _mark_keys(text: str) -> list[str | None]:
     return keys
 
 
+def _hidden_values(original: str, redacted_text: str) -> list[str] | None:
+    """The text each ``[REDACTED]`` of ``redacted_text`` stands for in ``original`` (in order),
+    or None when ``redacted_text`` is not ``original`` with spans replaced. Each value is the
+    shortest that lets the next unredacted piece follow (linear time: one ``find`` per piece)."""
+    pieces = redacted_text.split(MARK)
+    if len(pieces) < 2 or not original.startswith(pieces[0]):
+        return None
+    pos, values = len(pieces[0]), []
+    for k, piece in enumerate(pieces[1:], 1):
+        if k == len(pieces) - 1:  # the last piece ends the text
+            end = len(original) - len(piece)
+            if end < pos or not original.endswith(piece):
+                return None
+        else:
+            end = original.find(piece, pos + 1) if piece else -1  # two marks side by side: ambiguous
+            if end < 0:
+                return None
+        values.append(original[pos:end])
+        pos = end + len(piece)
+    return values
+
+
 def restore(original: str, redacted_text: str, new_text: str) -> str:
     """``new_text`` with the ``[REDACTED]`` placeholders that ``redact`` put into ``original``
     (giving ``redacted_text``) replaced by the original values.
@@ -128,13 +150,10 @@ def restore(original: str, redacted_text: str, new_text: str) -> str:
     n_new = new_text.count(MARK)
     if n_new == 0:
         return new_text
-    pieces = redacted_text.split(MARK)
-    pattern = "(.*?)".join(re.escape(p) for p in pieces)
-    m = re.fullmatch(pattern, original, re.S) if len(pieces) > 1 else None
-    if m is None:
+    values = _hidden_values(original, redacted_text)
+    if values is None:
         raise Unrestorable(f"the proposed text holds {n_new} [REDACTED] placeholder(s) that do not stand for "
                            "secrets of the selection")
-    values = list(m.groups())
     old_keys, new_keys = _mark_keys(redacted_text), _mark_keys(new_text)
     if all(k is not None and old_keys.count(k) == 1 for k in new_keys):
         chosen = [values[old_keys.index(k)] for k in new_keys]

@@ -23,6 +23,7 @@ from orbit_lsp.agent.history import History
 from orbit_lsp.agent.loop import AskResult, run_agent
 from orbit_lsp.agent.model import ModelClient
 from orbit_lsp.agent.planner import run_planner
+from orbit_lsp.agent.redact import text_problem
 from orbit_lsp.agent.tools import Toolbox
 from orbit_lsp.config import Settings
 from orbit_lsp.graph.connection import Graph
@@ -40,6 +41,27 @@ def _model_key(s: Settings) -> tuple:
 
 class UnknownConversation(ValueError):
     """A ``conversation_id`` that the history does not hold."""
+
+
+class InvalidQuestion(ValueError):
+    """A question that cannot be asked: not a string, empty, longer than ``MAX_QUESTION_CHARS``,
+    or holding a NUL character or an unpaired surrogate. The message says which."""
+
+
+MAX_QUESTION_CHARS = 20_000
+MAX_CONVERSATION_ID = 2**63 - 1  # SQLite's largest integer key
+
+
+def check_question(question: object) -> str:
+    """``question`` if it can be asked, else ``InvalidQuestion``."""
+    if not isinstance(question, str) or not question.strip():
+        raise InvalidQuestion("the question is empty")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise InvalidQuestion(f"the question is {len(question)} characters long; at most {MAX_QUESTION_CHARS}")
+    problem = text_problem(question)
+    if problem:
+        raise InvalidQuestion(f"the question {problem}")
+    return question
 
 
 class Asker:
@@ -100,10 +122,19 @@ class Asker:
 
         ``conversation_id``: continue a conversation (its earlier answers are given to the model);
         None starts one. ``consent(path)`` → "once" | "always" | "deny" before a file is read.
-        Raises ``UnknownConversation`` (a ``ValueError``), ``Cancelled`` and ``FalkorDBOffline``;
-        model failures are in ``result.error``."""
+        Raises ``InvalidQuestion`` and ``UnknownConversation`` (``ValueError``s: the caller's
+        input is at fault), ``Cancelled`` and ``FalkorDBOffline``; model failures are in
+        ``result.error``."""
+        check_question(question)
+        if context is not None:
+            problem = text_problem(context) if isinstance(context, str) else "is not a string"
+            if problem:
+                raise InvalidQuestion(f"the question's context {problem}")
         hist = self.history
-        if conversation_id is not None and not hist.has_conversation(conversation_id):
+        if conversation_id is not None and (
+                isinstance(conversation_id, bool) or not isinstance(conversation_id, int)
+                or not 0 < conversation_id <= MAX_CONVERSATION_ID
+                or not hist.has_conversation(conversation_id)):
             raise UnknownConversation(f"no conversation {conversation_id} in the history")
         conv = conversation_id if conversation_id is not None else hist.start_conversation(str(root))
         earlier = [(t["question"], t["answer"]) for t in hist.turns(conv) if t["answer"]][-5:]

@@ -20,18 +20,24 @@ Tools (``TOOLS`` describes their arguments for the model):
 - ``read_file {path, start_line?, end_line?}``: lines of a workspace file that a previous step
   returned, never ``.env*`` (nor a link to one), after the user's consent, redacted;
 - ``recall {query}``: the user's confirmed memories sharing concepts with ``query``
-  (``orbit_lsp.memory``), best first; the ones returned are listed with the answer.
+  (``orbit_lsp.memory``), best first; the ones returned are listed with the answer;
+- ``change_impact {base?, staged?, depth?}``: what the uncommitted changes (or the staged ones,
+  or a branch since its merge base with ``base``) can break: changed symbols, their callers,
+  dependent files, the tests to run and what may be affected through unbound calls
+  (``orbit_lsp.changes``; the graph is read as indexed).
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from orbit_lsp.agent.redact import redact
+from orbit_lsp.agent.redact import redact, text_problem
 from orbit_lsp.config import Settings
 from orbit_lsp.graph import queries
 from orbit_lsp.graph.connection import Graph
@@ -42,6 +48,7 @@ from orbit_lsp.index.walk import is_dotenv
 MAX_READ_LINES = 200
 MAX_READ_BYTES = 64_000
 MAX_LIST = 50  # longest list of rows shown to the model per tool (the count is always exact)
+MAX_ARGS_CHARS = 16_000  # longest tool arguments (as JSON) accepted from the model
 
 # consent decisions, as returned by the consent callback
 ALLOW_ONCE, ALLOW_ALWAYS, DENY = "once", "always", "deny"
@@ -75,11 +82,28 @@ TOOLS: dict[str, dict] = {
                   "doc": f"read up to {MAX_READ_LINES} lines of a source file (asks the user; secrets are redacted)"},
     "recall": {"args": {"query": "words about what you need (e.g. deploy project)"},
                "doc": "the user's saved memories (notes, preferences, decisions) matching the words"},
+    "change_impact": {"args": {"base": "optional git ref: the branch's changes since its merge base with it",
+                               "staged": "optional true: only the staged changes", "depth": "optional, 1-6 (default 4)"},
+                      "doc": "what the uncommitted changes can break: changed symbols, callers, tests to run"},
 }
 
 
 class ToolError(Exception):
     """A tool call that cannot run; the message is for the model and the user."""
+
+
+class _Changed(Exception):
+    """The file checked before the consent question is not the one found after it."""
+
+
+@dataclass(frozen=True)
+class _Target:
+    """A file checked for ``read_file``: its real path's components under the workspace, and
+    its device and inode numbers."""
+
+    parts: tuple[str, ...]
+    dev: int
+    ino: int
 
 
 @dataclass
@@ -128,6 +152,9 @@ def _str_arg(args: dict, name: str, required: bool = True) -> str | None:
         return None
     if not isinstance(v, str) or not v.strip():
         raise ToolError(f"argument '{name}' (a non-empty string) is required")
+    problem = text_problem(v)
+    if problem:
+        raise ToolError(f"argument '{name}' {problem}")
     return v.strip()
 
 
@@ -181,11 +208,16 @@ class Toolbox:
             args = {}
         if not isinstance(args, dict):
             raise ToolError("'args' must be a JSON object")
+        size = len(json.dumps(args, default=str))
+        if size > MAX_ARGS_CHARS:
+            self._audit("query", tool=name, refused=f"arguments of {size} characters")
+            raise ToolError(f"the arguments are {size} characters long; at most {MAX_ARGS_CHARS} are accepted")
         try:
             res = fn(args)
         except QueryRejected as exc:
             self._audit("query", tool=name, cypher=exc.query, refused=str(exc))
-            raise ToolError(f"query refused: {exc}. Query: {exc.query}") from None
+            shown = exc.query if len(exc.query) <= 600 else exc.query[:600] + f"… ({len(exc.query)} characters)"
+            raise ToolError(f"query refused: {exc}. Query: {shown}") from None
         except QueryTimeout as exc:
             self._audit("query", tool=name, args=args, timeout=str(exc))
             raise ToolError(f"query timed out: {exc}") from None
@@ -272,6 +304,36 @@ class Toolbox:
         cells = {v for row in data["rows"] for v in row if isinstance(v, str) and ("/" in v or "." in v)}
         return ToolResult(data, [{"query": res.executed, "params": params or {}}], len(res.rows), cells)
 
+    def t_change_impact(self, args: dict) -> ToolResult:
+        from orbit_lsp.changes import diff, impact
+
+        base = _str_arg(args, "base", required=False)
+        staged = args.get("staged", False)
+        if not isinstance(staged, bool):
+            raise ToolError("argument 'staged' must be true or false")
+        if base is not None and (staged or base.startswith("-") or not base.strip()):
+            raise ToolError("give either 'base' (a git ref) or 'staged', not both; a ref never starts with '-'")
+        depth = _int_arg(args, "depth", impact.DEFAULT_DEPTH, 1, 6)
+        try:
+            change = diff.from_git(self.root, "staged" if staged else "base" if base else "worktree", base)
+        except diff.ChangeError as exc:
+            raise ToolError(str(exc)) from None
+        root_package = self.root.name if (self.root / "__init__.py").is_file() and self.root.name.isidentifier() else ""
+        r = impact.analyse(self.graph, change, root_package, impact.Options(depth=depth))
+        brief = lambda c: {"qual": c["qual"], "file": c["file"], "line": c["line"]}  # noqa: E731
+        tests = r["tests"]
+        data = {"change": r["change"]["description"], "totals": r["totals"],
+                "changed": self._list([{**brief(s), "status": s["status"], **({"was": s["old_qual"]} if s["status"] == "renamed" else {})}
+                                       for s in r["symbols"]]),
+                "callers": self._list([{**brief(c), "depth": c["depth"], "reaches": c["reaches"]} for c in r["callers"]]),
+                "dependents": self._list(r["dependents"]),
+                "may_be_affected": self._list([{**brief(c), "names": c.get("names", [])} for c in r["may_be_affected"]]),
+                "tests_to_run": self._list([{"id": t["id"], "reason": t["reason"]} for t in tests["selected"]]),
+                "run": tests["commands"]["pytest"], "js_test_files": tests["commands"]["js_files"],
+                "tests_that_may_be_affected": self._list([t["id"] for t in tests["may_be_affected"]]),
+                "removed_tests": tests["removed"], "notes": r["notes"]}
+        return ToolResult(data, r["cypher"], len(r["symbols"]))
+
     def t_recall(self, args: dict) -> ToolResult:
         query = _str_arg(args, "query")
         if self.memory is None:
@@ -306,7 +368,7 @@ class Toolbox:
         path = self._graph_path(_str_arg(args, "path"))
         start = _int_arg(args, "start_line", 1, 1, 10_000_000)
         end = _int_arg(args, "end_line", None, 1, 10_000_000)
-        refuse = self._read_refusal(path)
+        refuse, target = self._read_refusal(path)
         if refuse:
             self._audit("file_read", path=path, allowed=False, reason=refuse)
             raise ToolError(f"read_file refused for {path}: {refuse}")
@@ -314,10 +376,11 @@ class Toolbox:
         if decision == DENY:
             self._audit("file_read", path=path, allowed=False, reason="the user declined")
             raise ToolError(f"read_file refused for {path}: the user declined to share this file")
-        full = self.root / path
         try:
-            with open(full, "rb") as fh:
-                raw = fh.read(MAX_READ_BYTES + 1)
+            raw = self._read_checked(target)
+        except _Changed as exc:
+            self._audit("file_read", path=path, allowed=False, reason=str(exc))
+            raise ToolError(f"read_file refused for {path}: {exc}; nothing was read (ask again)") from None
         except OSError as exc:
             self._audit("file_read", path=path, allowed=False, reason=str(exc.strerror))
             raise ToolError(f"cannot read {path}: {exc.strerror}") from None
@@ -332,25 +395,68 @@ class Toolbox:
                 "text": excerpt}
         return ToolResult(data, [], max(0, end - start + 1), {path})
 
-    def _read_refusal(self, path: str) -> str | None:
-        """Why ``path`` may not be read, or None."""
+    def _read_refusal(self, path: str) -> tuple[str | None, "_Target | None"]:
+        """Why ``path`` may not be read (or None) and, when it may, the file that was checked:
+        its real path inside the workspace and its device and inode numbers."""
         if is_dotenv(path):
-            return ".env files are never read or indexed"
+            return ".env files are never read or indexed", None
         parts = path.split("/")
         if ".." in parts or not path:
-            return "not a workspace-relative path"
+            return "not a workspace-relative path", None
         full = self.root / path
         real = Path(os.path.realpath(full))
         if is_dotenv(real):
-            return "it links to a .env file, which is never read"
+            return "it links to a .env file, which is never read", None
         if real != self.root and self.root not in real.parents:
-            return "it lies outside the workspace"
+            return "it lies outside the workspace", None
         if path not in self.readable:
-            return "only files returned by a previous step may be read (ask the graph about it first)"
+            return "only files returned by a previous step may be read (ask the graph about it first)", None
         rows = self.graph.ro_query("MATCH (f:File {path: $p}) RETURN count(f)", {"p": path}).rows
         if not rows or not rows[0][0]:
-            return "the file is not in the code graph (not indexed or skipped)"
-        return None
+            return "the file is not in the code graph (not indexed or skipped)", None
+        try:
+            st = os.stat(real)
+        except OSError as exc:
+            return f"cannot read it: {exc.strerror}", None
+        if not stat.S_ISREG(st.st_mode):
+            return "it is not a regular file", None
+        return None, _Target(real.relative_to(self.root).parts, st.st_dev, st.st_ino)
+
+    def _read_checked(self, target: "_Target") -> bytes:
+        """The first ``MAX_READ_BYTES + 1`` bytes of the file checked by ``_read_refusal``, opened
+        after the user's consent without following any link: each component of its real path is
+        opened relative to the workspace directory with ``O_NOFOLLOW``, and the file opened must
+        be a regular file with the checked device and inode (a file swapped for a link, another
+        file or a FIFO while the user was asked raises ``_Changed``; nothing is read)."""
+        flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+        dir_flags = flags | getattr(os, "O_DIRECTORY", 0)
+        fd = os.open(self.root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
+        try:
+            for part in target.parts[:-1]:
+                try:
+                    nxt = os.open(part, dir_flags, dir_fd=fd)
+                except OSError as exc:
+                    if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                        raise _Changed(f"folder {part} was replaced by a link while you were asked") from None
+                    raise
+                os.close(fd)
+                fd = nxt
+            try:
+                file_fd = os.open(target.parts[-1], flags | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0), dir_fd=fd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.EMLINK):
+                    raise _Changed("the file was replaced by a link while you were asked") from None
+                raise
+        finally:
+            os.close(fd)
+        with os.fdopen(file_fd, "rb") as fh:
+            st = os.fstat(fh.fileno())
+            if not stat.S_ISREG(st.st_mode):
+                raise _Changed("the file was replaced by something that is not a regular file while you were asked")
+            if (st.st_dev, st.st_ino) != (target.dev, target.ino):
+                raise _Changed("the file was replaced by another file while you were asked")
+            os.set_blocking(fh.fileno(), True)
+            return fh.read(MAX_READ_BYTES + 1)
 
     def _consent(self, path: str) -> str:
         ws = str(self.root)

@@ -36,6 +36,11 @@ _TRANSPORT_ERRORS = (redis.exceptions.ConnectionError, redis.exceptions.TimeoutE
                      ConnectionError, FileNotFoundError, OSError)
 
 
+def marker_key(graph_name: str) -> str:
+    """The redis key holding a graph's generation marker (see ``graph.writelock``)."""
+    return f"orbit:generation:{graph_name}"
+
+
 def code_graph_name(workspace: Path | str) -> str:
     """``orbit_code_<id>`` for a workspace; ``id`` is derived from its real (symlink-resolved)
     absolute path, so two workspaces never share a graph and one workspace always gets the same."""
@@ -158,6 +163,11 @@ class GraphStore:
             self.where = _redact_url(self.settings.falkordb_url)
         self._db: FalkorDB | None = None
         self._lock = threading.Lock()
+        self.server_id: str | None = None  # run_id of the server last connected to
+        self.restarts = 0  # times a reconnect found another server process (a restart)
+        # generation marker of each graph as this process last wrote or read it (indexers keep
+        # it): after a restart, a graph whose marker differs came back from an older snapshot
+        self.expected_markers: dict[str, str] = {}
 
     # -- connection -----------------------------------------------------------------------
     @property
@@ -185,12 +195,48 @@ class GraphStore:
                     db = FalkorDB.from_url(self.settings.falkordb_url, retry=Retry(NoBackoff(), 0),
                                            socket_connect_timeout=5, socket_timeout=self.socket_timeout)
                 db.connection.ping()
+                run_id = db.connection.info("server").get("run_id")
             except FalkorDBOffline:
                 raise
             except _TRANSPORT_ERRORS + (redis.exceptions.RedisError,) as exc:
                 raise FalkorDBOffline(self.where, str(exc) or type(exc).__name__) from exc
+            restarted = self.server_id is not None and run_id != self.server_id
+            self.server_id = run_id
             self._db = db
+            if restarted:
+                self.restarts += 1
+                self._check_after_restart(db)
             return db
+
+    def _check_after_restart(self, db: FalkorDB) -> None:
+        """The server was restarted since this process last used it: if a graph it wrote came
+        back older (a snapshot from before its last write), say so once as ``FalkorDBOffline``
+        (front ends then re-index: the indexer rebuilds what it finds older). A clean restart
+        (``db stop``: data saved) passes silently."""
+        try:
+            expected = dict(self.expected_markers)
+            found = {g: db.connection.get(marker_key(g)) for g in expected}
+        except _TRANSPORT_ERRORS + (redis.exceptions.RedisError,):
+            return  # the next query reports it
+        older = sorted(g for g, token in expected.items() if found[g] != token)
+        for g in older:
+            self.expected_markers.pop(g, None)
+        if older:
+            raise FalkorDBOffline(self.where, f"the server restarted from an older snapshot; graph(s) "
+                                  f"{', '.join(older)} lost their latest changes and are re-indexed")
+
+    def execute(self, *args):
+        """Run one plain redis command (``GET``, ``SET``, ``RENAME``, ``EVAL``…) on the server and
+        return its reply as redis-py decodes it. Raises ``FalkorDBOffline`` (transport) or
+        ``QueryRejected`` (the server refused it)."""
+        db = self.connect()
+        try:
+            return db.connection.execute_command(*args)
+        except _TRANSPORT_ERRORS as exc:
+            self.reset()
+            raise FalkorDBOffline(self.where, str(exc) or type(exc).__name__) from exc
+        except redis.exceptions.ResponseError as exc:
+            raise QueryRejected(str(exc), " ".join(str(a) for a in args[:2])) from exc
 
     def reset(self) -> None:
         """Drop the client so the next call reconnects (used after a transport failure)."""
@@ -201,6 +247,23 @@ class GraphStore:
                 db.close()
             except Exception:  # noqa: BLE001 - closing a dead connection may fail in any way
                 pass
+
+    def atomically(self, *commands: tuple) -> list:
+        """Run plain redis commands in one ``MULTI``/``EXEC`` transaction (all or none are
+        applied, nothing runs between them). Returns their replies. Raises ``FalkorDBOffline``
+        or ``QueryRejected`` (a command the server refused; the others still ran, as redis
+        transactions do not roll back)."""
+        db = self.connect()
+        try:
+            pipe = db.connection.pipeline(transaction=True)
+            for cmd in commands:
+                pipe.execute_command(*cmd)
+            return pipe.execute()
+        except _TRANSPORT_ERRORS as exc:
+            self.reset()
+            raise FalkorDBOffline(self.where, str(exc) or type(exc).__name__) from exc
+        except redis.exceptions.ResponseError as exc:
+            raise QueryRejected(str(exc), " ".join(str(c[0]) for c in commands)) from exc
 
     def healthy(self) -> bool:
         """True when the server answers PING now (does not start the embedded server)."""
@@ -244,15 +307,20 @@ class Graph:
             fg = self._fg = (db, db.select_graph(self.name))
         return fg[1]
 
+    @staticmethod
+    def _text(cypher: str, params: dict | None) -> str:
+        """The query text sent: the parameters header, then ``cypher``."""
+        header = params_header(params) if params else None
+        if header is None and params:
+            header = _falkordb_params_header(params)
+        return (header or "") + cypher
+
     def _run(self, cypher: str, params: dict | None, timeout_ms: int | None, read_only: bool,
              _again: bool = True) -> QueryResult:
         db = self.store.connect()
         timeout = int(timeout_ms or self.store.settings.query_timeout_ms)
         g = self._handle(db)
-        header = params_header(params) if params else None
-        if header is None and params:
-            header = _falkordb_params_header(params)
-        text = (header or "") + cypher
+        text = self._text(cypher, params)
         # the reply is a large acyclic tree: cyclic GC passes over it while it is being built
         # would only add time (half of it for a 10,000-row answer)
         gc_was = gc.isenabled()
@@ -290,6 +358,16 @@ class Graph:
     def query(self, cypher: str, params: dict | None = None, timeout_ms: int | None = None) -> QueryResult:
         """Run a (possibly writing) product query with ``GRAPH.QUERY``."""
         return self._run(cypher, params, timeout_ms, read_only=False)
+
+    def query_all(self, queries: list[tuple[str, dict | None]], timeout_ms: int | None = None) -> None:
+        """Run writing queries ``[(cypher, params)]`` in order in one ``MULTI``/``EXEC``: other
+        clients see the graph before all of them or after all of them. Their results are not
+        returned. Raises ``FalkorDBOffline``, or ``QueryRejected`` for the first refused query
+        (the queries before it stay applied: redis transactions do not roll back)."""
+        timeout = int(timeout_ms or self.store.settings.query_timeout_ms)
+        if queries:
+            self.store.atomically(*[("GRAPH.QUERY", self.name, self._text(c, p), "--compact", "timeout", timeout)
+                                    for c, p in queries])
 
     def ro_query(self, cypher: str, params: dict | None = None, timeout_ms: int | None = None) -> QueryResult:
         """Run a query with ``GRAPH.RO_QUERY`` (the server refuses writes)."""

@@ -2,9 +2,17 @@
 
 One server per user data directory, listening only on a unix socket there, persisting its data
 (RDB snapshots) there, shared by every orbit process of the user: the first process that needs it
-starts it (daemonised, so it outlives that process), later ones reuse it. A stale pid file or
-socket left by a crashed server is removed before a new start. Starts are serialised between
-processes with an exclusive ``flock`` on ``falkordb.lock``.
+starts it (daemonised, so it outlives that process), later ones reuse it. Starts are serialised
+between processes with an exclusive ``flock`` on ``falkordb.lock``.
+
+Never two servers on one data dir: the server holds an exclusive ``flock`` on ``server.lock``
+for its whole life (the starting process takes it and hands the open file to the server, which
+inherits it; the kernel drops it when the server exits, however it exits). A server that is
+alive but does not answer (paused with SIGSTOP, busy, loading a large snapshot) is waited for
+and then reported as "FalkorDB offline … not responding"; it is never replaced. A stale pid
+file or socket left by a crashed server is removed before a new start. No process gets a
+signal unless its command line shows it is the ``redis-server`` of this data dir's socket
+(``is_our_server``).
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ import hashlib
 import os
 import signal
 import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -26,6 +35,7 @@ from redis.retry import Retry
 from orbit_lsp.graph.errors import FalkorDBOffline
 
 START_TIMEOUT_S = 30.0
+NOT_RESPONDING_S = 5.0  # how long a live server that does not answer at all is waited for
 _MAX_SOCKET_PATH = 100  # AF_UNIX paths are limited to ~107 bytes
 
 
@@ -39,6 +49,7 @@ class EmbeddedPaths:
     pidfile: Path
     logfile: Path
     lockfile: Path
+    serverlock: Path  # held by the running server for its whole life
 
     @classmethod
     def for_data_dir(cls, data_dir: Path) -> "EmbeddedPaths":
@@ -47,7 +58,7 @@ class EmbeddedPaths:
         if len(str(sock)) > _MAX_SOCKET_PATH:
             digest = hashlib.sha1(str(d).encode()).hexdigest()[:12]
             sock = Path(tempfile.gettempdir()) / f"orbit-{os.getuid()}-{digest}.sock"
-        return cls(d, sock, d / "falkordb.pid", d / "falkordb.log", d / "falkordb.lock")
+        return cls(d, sock, d / "falkordb.pid", d / "falkordb.log", d / "falkordb.lock", d / "server.lock")
 
 
 def _binaries() -> tuple[str, str]:
@@ -64,6 +75,61 @@ def _pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+def _cmdline(pid: int) -> str | None:
+    """The command line of process ``pid`` as one string (None: no such process or not
+    readable). Linux: ``/proc/PID/cmdline``; elsewhere ``ps -p PID -o command=``."""
+    if sys.platform.startswith("linux"):
+        try:
+            return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode("utf-8", "replace").strip()
+        except OSError:
+            return None
+    try:
+        out = subprocess.run(["ps", "-p", str(pid), "-o", "command="], capture_output=True, text=True,
+                             timeout=5)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def is_our_server(pid: int, paths: EmbeddedPaths) -> bool:
+    """Whether ``pid`` is a live ``redis-server`` serving this data dir's socket (its process
+    title, or its arguments, name the socket). Only such a process is ever signalled."""
+    if pid <= 0 or not _pid_alive(pid):
+        return False
+    cmd = _cmdline(pid)
+    return cmd is not None and "redis-server" in cmd and str(paths.socket) in cmd
+
+
+def server_lock_held(paths: EmbeddedPaths) -> bool:
+    """Whether a live server (or a start in progress) holds the data dir's ``server.lock``."""
+    try:
+        fd = os.open(paths.serverlock, os.O_RDWR | os.O_CREAT, 0o600)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # also drops the lock when we got it
+    return False
+
+
+def _probe(socket_path: Path, timeout: float = 1.0) -> str:
+    """``"ok"`` (answers PING), ``"loading"`` (answers, still loading its data) or ``"down"``."""
+    if not socket_path.exists():
+        return "down"
+    client = _client(socket_path, timeout)
+    try:
+        return "ok" if client.ping() else "down"
+    except redis.exceptions.BusyLoadingError:
+        return "loading"
+    except (redis.exceptions.RedisError, OSError):
+        return "down"
+    finally:
+        client.close()
 
 
 def _read_pid(paths: EmbeddedPaths) -> int | None:
@@ -133,29 +199,67 @@ def ensure_running(data_dir: Path) -> Path:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if ping(paths.socket):  # another process started it while we waited
             return paths.socket
+        pid = _read_pid(paths)
+        if server_lock_held(paths) or (pid is not None and is_our_server(pid, paths)):
+            _wait_for_live_server(paths, pid)
+            return paths.socket
         _clean_stale(paths)
         _start(paths)
     return paths.socket
 
 
+def _wait_for_live_server(paths: EmbeddedPaths, pid: int | None) -> None:
+    """A server is alive on this data dir but did not answer: wait for it (up to
+    ``START_TIMEOUT_S`` while it says it is loading its data, ``NOT_RESPONDING_S`` when it does
+    not answer at all: paused or stuck). Never starts another. Raises ``FalkorDBOffline``."""
+    start = time.monotonic()
+    state = "down"
+    while True:
+        state = _probe(paths.socket)
+        if state == "ok":
+            return
+        waited = time.monotonic() - start
+        if waited >= (START_TIMEOUT_S if state == "loading" else NOT_RESPONDING_S):
+            break
+        if not server_lock_held(paths) and not (pid is not None and is_our_server(pid, paths)):
+            raise FalkorDBOffline(str(paths.socket), "the embedded server exited while orbit waited for it; "
+                                  "the next command starts it again")
+        time.sleep(0.1)
+    who = f"pid {pid}" if pid is not None else f"the holder of {paths.serverlock}"
+    if state == "loading":
+        reason = f"the embedded server ({who}) is still loading its data after {START_TIMEOUT_S:.0f} s; try again"
+    else:
+        reason = (f"the embedded server ({who}) is running but not responding (paused or busy); orbit does "
+                  f"not start a second server on {paths.dir}")
+    raise FalkorDBOffline(str(paths.socket), reason)
+
+
 def _clean_stale(paths: EmbeddedPaths) -> None:
-    pid = _read_pid(paths)
-    if pid is not None and _pid_alive(pid):
-        # A live process that does not answer PING: give it a moment (it may be loading data).
-        deadline = time.monotonic() + 5
-        while time.monotonic() < deadline:
-            if ping(paths.socket):
-                return
-            time.sleep(0.1)
-        try:
-            os.kill(pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
+    """Remove the pid file and socket of a server that is gone (the caller checked that no
+    server of this data dir is alive). Signals nobody."""
     for stale in (paths.pidfile, paths.socket):
         try:
             stale.unlink()
         except FileNotFoundError:
             pass
+
+
+def _take_server_lock(paths: EmbeddedPaths) -> int:
+    """Open and lock ``server.lock`` for a server about to start (briefly retried: a
+    ``server_lock_held`` check may hold it for an instant). Raises ``FalkorDBOffline`` when
+    a server holds it."""
+    fd = os.open(paths.serverlock, os.O_RDWR | os.O_CREAT, 0o600)
+    deadline = time.monotonic() + 2
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                os.close(fd)
+                raise FalkorDBOffline(str(paths.socket), f"another embedded server holds {paths.serverlock}; "
+                                      "orbit does not start a second one") from None
+            time.sleep(0.05)
 
 
 def _start(paths: EmbeddedPaths) -> None:
@@ -173,13 +277,19 @@ def _start(paths: EmbeddedPaths) -> None:
         "--daemonize", "yes",
         "--pidfile", str(paths.pidfile),
         "--logfile", str(paths.logfile),
+        "--proc-title-template", "{title} {listen-addr} {server-mode}",  # names the socket: is_our_server
         "--loadmodule", module,
     ]
+    lock_fd = _take_server_lock(paths)
     try:
+        # the server inherits the locked file and keeps the lock for its whole life; this
+        # process's copy is closed below, which leaves the lock to the server
         subprocess.run(cmd, check=True, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.PIPE, timeout=START_TIMEOUT_S)
+                       stderr=subprocess.PIPE, timeout=START_TIMEOUT_S, pass_fds=(lock_fd,))
     except (OSError, subprocess.SubprocessError) as exc:
         raise FalkorDBOffline(str(paths.socket), f"could not start embedded server: {exc}") from exc
+    finally:
+        os.close(lock_fd)
     deadline = time.monotonic() + START_TIMEOUT_S
     while time.monotonic() < deadline:
         if ping(paths.socket):
@@ -196,6 +306,7 @@ def stop(data_dir: Path, timeout: float = 30.0) -> bool:
     """
     paths = EmbeddedPaths.for_data_dir(data_dir)
     pid = _read_pid(paths)
+    ours = pid is not None and is_our_server(pid, paths)  # a stale pid file may name anything
     was_running = ping(paths.socket)
     if was_running:
         client = _client(paths.socket, 30.0)
@@ -205,12 +316,22 @@ def stop(data_dir: Path, timeout: float = 30.0) -> bool:
             pass
         finally:
             client.close()
-    elif pid is not None and _pid_alive(pid):
-        os.kill(pid, signal.SIGTERM)
+    elif ours:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
         was_running = True
+    def alive() -> bool:
+        # ``pid`` was checked to be our server above: wait until it is gone (the title check
+        # fails earlier, while it exits)
+        return (ours and _pid_alive(pid)) or server_lock_held(paths)
+
     deadline = time.monotonic() + timeout
-    while pid is not None and _pid_alive(pid) and time.monotonic() < deadline:
+    while time.monotonic() < deadline and alive():
         time.sleep(0.05)
+    if alive():
+        return was_running  # still alive (e.g. paused): its files stay
     for stale in (paths.pidfile, paths.socket):
         try:
             stale.unlink()

@@ -26,3 +26,31 @@ class QueryRejected(GraphError):
     def __init__(self, message: str, query: str = ""):
         self.query = query
         super().__init__(message)
+
+
+class QueryInvalid(QueryRejected):
+    """FalkorDB could not compile a query: a Cypher syntax error (``syntax`` True) or a semantic
+    one such as an undefined variable. Not a refusal: the message says what FalkorDB reported."""
+
+    def __init__(self, message: str, query: str = "", syntax: bool = False):
+        self.syntax = syntax
+        super().__init__(message, query)
+
+    @classmethod
+    def from_server(cls, reason: str, query: str = "") -> "QueryInvalid":
+        """From FalkorDB's error text (its parser words syntax errors "errMsg: Invalid input ...
+        line: N, column: M ...")."""
+        import re
+
+        text = " ".join(reason.split())
+        syntax = text.startswith("errMsg:") or "invalid input" in text.lower() or "syntax error" in text.lower()
+        m = re.fullmatch(r"errMsg: (.*?),? line: (\d+), column: (\d+)(?:, offset: \d+)?"
+                         r"(?: errCtx: (.*?))?(?: errCtxOffset: \d+)?", text)
+        if m:
+            where = f"line {m.group(2)}, column {m.group(3)}"
+            text = f"{m.group(1)} ({where} of: {m.group(4)})" if m.group(4) else f"{m.group(1)} ({where})"
+        elif text.startswith("errMsg:"):
+            text = text[len("errMsg:"):].strip()
+        if syntax:
+            return cls(f"Cypher syntax error reported by FalkorDB: {text}", query, syntax=True)
+        return cls(f"FalkorDB cannot run this query: {text}", query)

@@ -82,8 +82,9 @@ def symbol_at(graph: Graph, path: str, line: int) -> Answer:
     return ans
 
 
-def _walk_calls(graph: Graph, start: dict, depth: int, incoming: bool, ans: Answer) -> list[dict]:
-    """Frontier BFS over CALLS from one symbol (by (file, qual)); returns rows with depth."""
+def _walk_calls(graph: Graph, start: dict | list[dict], depth: int, incoming: bool, ans: Answer) -> list[dict]:
+    """Frontier BFS over CALLS from one symbol or several (by (file, qual)); returns rows with
+    their minimal depth from the nearest start (starts are never listed)."""
     if incoming:
         q = ("UNWIND $frontier AS t MATCH (c:Symbol)-[e:CALLS]->(s:Symbol {qual: t[1]}) WHERE s.file = t[0] "
              "RETURN c.qual, c.name, c.kind, c.file, c.line, c.end_line, c.col, c.unresolved_calls, "
@@ -92,8 +93,9 @@ def _walk_calls(graph: Graph, start: dict, depth: int, incoming: bool, ans: Answ
         q = ("UNWIND $frontier AS t MATCH (s:Symbol {qual: t[1]})-[e:CALLS]->(c:Symbol) WHERE s.file = t[0] "
              "RETURN c.qual, c.name, c.kind, c.file, c.line, c.end_line, c.col, c.unresolved_calls, "
              "s.qual, e.lines, e.resolved")
-    seen = {(start["file"], start["qual"])}
-    frontier = [[start["file"], start["qual"]]]
+    starts = start if isinstance(start, list) else [start]
+    seen = {(s["file"], s["qual"]) for s in starts}
+    frontier = sorted([f, q] for f, q in seen)
     out: list[dict] = []
     for d in range(1, depth + 1):
         if not frontier:
@@ -134,6 +136,29 @@ def callers(graph: Graph, symbol: str, depth: int = 1) -> Answer:
         unresolved = _unresolved_named(graph, [t["name"]], ans).get(t["name"], 0)
         unbound = unbound_sites(graph, t["name"], ans) if unresolved else {"total": 0, "sites": []}
         ans.rows.append({"target": t, "callers": found, "unresolved_elsewhere": unresolved, "unbound": unbound})
+    return ans
+
+
+def callers_of_all(graph: Graph, targets: list[dict], depth: int, ans: Answer | None = None) -> Answer:
+    """Transitive callers of a set of symbols (``targets``: dicts with "file" and "qual"), each
+    with its minimal depth from the nearest target, up to ``depth`` hops; the targets are never
+    listed. ``rows``: symbol dict + depth, via (the qual it calls on the way), lines, resolved."""
+    ans = ans or Answer()
+    ans.rows = _walk_calls(graph, list(targets), depth, True, ans) if targets and depth > 0 else []
+    return ans
+
+
+def unbound_users(graph: Graph, names: list[str], ans: Answer | None = None) -> Answer:
+    """Symbols with a call that could not be bound whose name is one of ``names`` (they *may*
+    call a symbol of that name). ``rows``: symbol dict + "names" (which of ``names`` they use),
+    sorted by (file, line)."""
+    ans = ans or Answer()
+    if not names:
+        return ans
+    rows = ans.run(graph, f"UNWIND $names AS n MATCH (s:Symbol) WHERE n IN s.unresolved_names "
+                          f"RETURN {SYMBOL_FIELDS}, collect(n)", {"names": sorted(set(names))})
+    ans.rows = sorted(({**_sym(r[:8]), "names": sorted(r[8])} for r in rows),
+                      key=lambda r: (r["file"], r["line"] or 0, r["qual"]))
     return ans
 
 

@@ -5,7 +5,10 @@
 
 1. ``check_readonly_text`` refuses, before anything is sent, what the server itself would let
    through ``GRAPH.RO_QUERY``: ``LOAD CSV`` (the server classes it as a read and opens the URI),
-   more than one statement, and empty text.
+   more than one statement, and empty text; and what would pin the server: text longer than
+   ``MAX_QUERY_CHARS`` or nested deeper than ``MAX_NESTING`` (FalkorDB's parser is exponential in
+   the nesting depth and its timeout does not cover parsing). ``check_params`` refuses parameters
+   the ``CYPHER name=value`` header cannot carry (a backtick in a name, NUL, deep nesting).
 2. The query is rewritten so the server returns at most ``row_cap + 1`` rows (see ``cap_query``):
    fetching one row more than the cap is how truncation is detected without counting.
 3. It runs with ``GRAPH.RO_QUERY`` and an explicit timeout. Writes of every kind (``CREATE``,
@@ -42,13 +45,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from orbit_lsp.graph.connection import Graph, GraphStore
-from orbit_lsp.graph.errors import QueryRejected, QueryTimeout
+from orbit_lsp.graph.errors import QueryInvalid, QueryRejected, QueryTimeout
 
 __all__ = [
     "ReadOnlyResult",
+    "MAX_NESTING",
+    "MAX_PARAMS_CHARS",
+    "MAX_QUERY_CHARS",
     "cap_query",
+    "check_params",
     "check_readonly_text",
     "forget_resultset_size",
+    "nesting_depth",
     "run_readonly",
     "server_resultset_size",
 ]
@@ -163,6 +171,130 @@ def _keyword_at(sig: list[_Tok], k: int) -> str:
 
 _LOAD_CSV_RE = re.compile(r"\bLOAD(?:\s|/\*.*?\*/|//[^\n]*(?:\n|$))*CSV\b", re.IGNORECASE | re.DOTALL)
 
+# FalkorDB 4.16's Cypher parser takes time exponential in the nesting depth of an expression
+# (about x2 per level: 12 levels ~40 ms, 18 levels ~2 s, 25 levels minutes) and its query timeout
+# does not cover parsing. Measured by `python -m bench.cypher_nesting` (bench/RESULTS.md).
+MAX_NESTING = 10
+MAX_QUERY_CHARS = 4_000
+MAX_PARAMS_CHARS = 64_000
+
+_NESTING_HINT = ("flatten it: name intermediate values with WITH, combine conditions with AND/OR "
+                 "instead of nesting them, drop doubled NOT/minus and redundant brackets")
+# Words after which a '-' or '+' is a sign (unary), not a subtraction.
+_OPERATOR_WORDS = frozenset({
+    "RETURN", "WITH", "WHERE", "AND", "OR", "XOR", "NOT", "IN", "WHEN", "THEN", "ELSE", "CASE",
+    "SKIP", "LIMIT", "UNWIND", "SET", "CONTAINS", "STARTS", "ENDS", "BY", "IS", "DISTINCT", "YIELD",
+})
+
+
+def nesting_depth(cypher: str) -> int:
+    """How deep the expressions of ``cypher`` nest, as FalkorDB's parser pays for it: brackets
+    ``()``, ``[]``, ``{}`` and ``CASE … END`` each add a level, and so does each unary ``NOT``,
+    ``-`` or ``+`` that applies to what follows (``NOT NOT x`` is 2, ``NOT f(NOT f(x))`` is 4).
+    String literals, quoted names and comments do not count. Linear in the text's length."""
+    stack = [0]          # per open level: unary operators waiting for their operand
+    pending = 0          # sum(stack)
+    best = 0
+    prev: _Tok | None = None
+    sig = _significant(_lex(cypher))
+    for k, t in enumerate(sig):
+        word = _keyword_at(sig, k)
+        nxt = sig[k + 1] if k + 1 < len(sig) else None
+        if t.kind == _PUNCT and t.text in _OPEN or word == "CASE":
+            stack.append(0)
+        elif t.kind == _PUNCT and t.text in _CLOSE or word == "END":
+            if len(stack) > 1:
+                pending -= stack.pop()
+            pending -= stack[-1]
+            stack[-1] = 0  # the bracketed operand is complete: its level's unary chain ends
+        elif word == "NOT" or (t.kind == _PUNCT and t.text in "-+" and (
+                prev is None
+                or (prev.kind == _PUNCT and prev.text not in _CLOSE and prev.text not in "<>")
+                or (prev.kind == _WORD and prev.upper in _OPERATOR_WORDS))):
+            stack[-1] += 1
+            pending += 1
+        elif t.kind == _WORD and nxt is not None and nxt.text == "(":
+            pass  # a function name: its argument list continues the operand
+        elif t.kind != _PUNCT:
+            pending -= stack[-1]
+            stack[-1] = 0  # an operand (or a clause word) ends the unary chain of its level
+        best = max(best, len(stack) - 1 + pending)
+        prev = t
+    return best
+
+
+def _bad_chars(text: str) -> str | None:
+    """What makes ``text`` unsendable: a NUL character or an unpaired surrogate, else None."""
+    if "\0" in text:
+        return "a NUL character"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "an unpaired UTF-16 surrogate (not valid Unicode text)"
+    return None
+
+
+def check_params(params: Any, cypher: str = "") -> None:
+    """Refuse query parameters that cannot be sent safely.
+
+    ``params`` must be None or a dict whose keys are non-empty strings without a backtick
+    (FalkorDB's ``CYPHER name=value`` header cannot quote one) and whose values are JSON values
+    (strings, numbers, booleans, null, lists, maps with such keys), strings without NUL or
+    unpaired surrogates, finite numbers, nesting at most ``MAX_NESTING`` lists/maps deep, at most
+    ``MAX_PARAMS_CHARS`` characters of text in all. Raises ``QueryRejected(reason, cypher)``."""
+    if params is None:
+        return
+    if not isinstance(params, dict):
+        raise QueryRejected(f"parameters must be a JSON object (name -> value), not {type(params).__name__}",
+                            cypher)
+    size = 0
+
+    def key_ok(key: Any, what: str) -> None:
+        nonlocal size
+        if not isinstance(key, str) or not key:
+            raise QueryRejected(f"{what} {key!r} must be a non-empty string", cypher)
+        if "`" in key:
+            raise QueryRejected(f"{what} {key!r} contains a backtick, which FalkorDB cannot quote: "
+                                "rename it (letters, digits and _)", cypher)
+        bad = _bad_chars(key)
+        if bad:
+            raise QueryRejected(f"{what} {key!r} contains {bad}", cypher)
+        size += len(key) + 2
+
+    def value_ok(name: str, value: Any, depth: int) -> None:
+        nonlocal size
+        if depth > MAX_NESTING:
+            raise QueryRejected(f"parameter {name!r} nests lists/maps more than {MAX_NESTING} deep: "
+                                "FalkorDB's parser slows exponentially with nesting; send a flatter value",
+                                cypher)
+        if value is None or isinstance(value, (bool, int)):
+            size += 8
+        elif isinstance(value, float):
+            if value != value or value in (float("inf"), float("-inf")):
+                raise QueryRejected(f"parameter {name!r} holds {value}, which Cypher cannot express", cypher)
+            size += 24
+        elif isinstance(value, str):
+            bad = _bad_chars(value)
+            if bad:
+                raise QueryRejected(f"parameter {name!r} holds a string with {bad}", cypher)
+            size += len(value) + 2
+        elif isinstance(value, (list, tuple)):
+            for v in value:
+                value_ok(name, v, depth + 1)
+                size += 1
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                key_ok(k, f"map key in parameter {name!r}")
+                value_ok(name, v, depth + 1)
+        else:
+            raise QueryRejected(f"parameter {name!r} holds a {type(value).__name__}, not a JSON value", cypher)
+        if size > MAX_PARAMS_CHARS:
+            raise QueryRejected(f"parameters are longer than {MAX_PARAMS_CHARS} characters: send less", cypher)
+
+    for key, value in params.items():
+        key_ok(key, "parameter name")
+        value_ok(key, value, 0)
+
 
 def check_readonly_text(cypher: str) -> None:
     """Refuse text that must not reach the server through the read-only tool.
@@ -176,13 +308,26 @@ def check_readonly_text(cypher: str) -> None:
       string literal or a comment;
     - more than one statement: a ``;`` outside string literals, quoted names and comments that is
       followed by more Cypher (a single trailing ``;`` is fine);
-    - an empty query (nothing but whitespace, comments and ``;``), or text that is not a ``str``.
+    - an empty query (nothing but whitespace, comments and ``;``), or text that is not a ``str``;
+    - text longer than ``MAX_QUERY_CHARS`` characters, or holding a NUL character or an unpaired
+      surrogate;
+    - expressions nested more than ``MAX_NESTING`` levels deep (``nesting_depth``: brackets,
+      ``CASE``, chains of unary ``NOT``/``-``/``+``): FalkorDB's parser takes exponential time
+      on them and its query timeout does not stop it (25 nested ``NOT`` run for minutes and
+      block every query of the server).
 
     Returns ``None`` when the text may be sent. Writes are *not* looked for here: the server
     refuses them under ``GRAPH.RO_QUERY``.
     """
     if not isinstance(cypher, str):
         raise QueryRejected(f"query must be a string, not {type(cypher).__name__}", str(cypher))
+    if len(cypher) > MAX_QUERY_CHARS:
+        raise QueryRejected(
+            f"query is {len(cypher)} characters long; at most {MAX_QUERY_CHARS} are accepted: "
+            "write a shorter query (pass long values as parameters)", cypher)
+    bad = _bad_chars(cypher)
+    if bad:
+        raise QueryRejected(f"query contains {bad}: remove it", cypher)
     normalised = unicodedata.normalize("NFKC", cypher)
     nsig = _significant(_lex(normalised))
     if _LOAD_CSV_RE.search(normalised) or any(
@@ -193,11 +338,17 @@ def check_readonly_text(cypher: str) -> None:
     sig = _significant(_lex(cypher))
     if not [t for t in sig if t.text != ";"]:
         raise QueryRejected("empty query: nothing to run", cypher)
-    for k, t in enumerate(sig):
-        if t.kind == _PUNCT and t.text == ";" and any(u.text != ";" for u in sig[k + 1:]):
-            raise QueryRejected(
-                "more than one statement: send one query at a time (a ';' is followed by more text)",
-                cypher)
+    last_code = max(k for k, t in enumerate(sig) if t.text != ";")
+    if any(t.kind == _PUNCT and t.text == ";" for t in sig[:last_code]):
+        raise QueryRejected(
+            "more than one statement: send one query at a time (a ';' is followed by more text)",
+            cypher)
+    depth = nesting_depth(cypher)
+    if depth > MAX_NESTING:
+        raise QueryRejected(
+            f"query nests {depth} levels deep (brackets, CASE and chains of NOT or unary minus count); "
+            f"at most {MAX_NESTING} are accepted because FalkorDB's parser slows exponentially with "
+            f"nesting: {_NESTING_HINT}", cypher)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -535,7 +686,8 @@ def run_readonly(graph: Graph, cypher: str, params: dict | None = None, *,
     milliseconds. The query is sent once, with ``GRAPH.RO_QUERY``.
 
     Raises ``QueryRejected`` (``.query`` = ``cypher``; the message gives the reason: orbit's own
-    check, or the server's refusal of a write or a syntax error), ``QueryTimeout`` (not retried)
+    checks ``check_readonly_text`` and ``check_params``, or the server's refusal of a write or a
+    syntax error), ``QueryTimeout`` (not retried)
     and ``FalkorDBOffline``; ``ValueError`` for a ``row_cap``/``timeout_ms`` below 1.
     """
     settings = graph.store.settings
@@ -546,6 +698,7 @@ def run_readonly(graph: Graph, cypher: str, params: dict | None = None, *,
     if timeout < 1:
         raise ValueError("timeout_ms must be at least 1")
     check_readonly_text(cypher)
+    check_params(params, cypher)
     plan = _plan(cypher, cap)
 
     t0 = time.perf_counter()
@@ -557,11 +710,9 @@ def run_readonly(graph: Graph, cypher: str, params: dict | None = None, *,
             f"pattern, anchor it on an indexed property, or lower the variable-length hops") from exc
     except QueryRejected as exc:
         reason = str(exc)
-        if "read-only" in reason.lower():
-            reason = f"refused by FalkorDB, the query tool is read-only: {reason}"
-        else:
-            reason = f"refused by FalkorDB: {reason}"
-        raise QueryRejected(reason, cypher) from exc
+        if "read-only" not in reason.lower():  # a syntax or semantic error, not a refusal
+            raise QueryInvalid.from_server(reason, cypher) from exc
+        raise QueryRejected(f"refused by FalkorDB, the query tool is read-only: {reason}", cypher) from exc
     elapsed = (time.perf_counter() - t0) * 1000.0
 
     rows, header = list(res.rows), list(res.header)

@@ -16,10 +16,19 @@ the calls *into* it from other files, so an incremental graph equals a full rebu
 
 A file that fails to parse keeps its last good graph; the error is stored on its File node
 (``parse_error``) and returned. Indexing is serialised by a lock; callers may use threads.
+
+Writers of one graph are serialised across processes (``graph.writelock.GraphWriteLock``) and
+every write is checked against the graph's generation marker: a writer whose state is older
+than the graph (another process wrote since, or FalkorDB came back from an older snapshot)
+re-syncs from the cache and the disk before writing. A full build is written into a scratch
+graph and renamed over the workspace's graph in one step, and an incremental update is sent in
+one MULTI/EXEC, so readers see the old graph or the new one, never a half-written one. On open, a graph that disagrees with the cache (marker,
+file hashes, duplicate File paths, more Symbol nodes than the files have symbols) is rebuilt.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import itertools
 import logging
@@ -33,7 +42,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from orbit_lsp.config import Settings
+from orbit_lsp.graph import writelock
 from orbit_lsp.graph.connection import GraphStore, code_graph_name
+from orbit_lsp.graph.errors import FalkorDBOffline, QueryRejected
 from orbit_lsp.graph.schema import ensure_indexes
 from orbit_lsp.graph.writer import GraphWriter
 from orbit_lsp.index.languages import PARSED_LANGS, WorkspaceResolver, changed_entities, configs_changed, parse_file
@@ -47,12 +58,34 @@ from orbit_lsp.index.parsing import (  # noqa: F401 (re-exported: imported from 
     parse_python,
 )
 from orbit_lsp.index.state import CACHE_VERSION, FileState, LazyFacts, StateCache  # noqa: F401 (re-exported)
-from orbit_lsp.index.walk import LANGS, WorkspaceFilter, classify_file, is_dotenv, walk_workspace
+from orbit_lsp.index.walk import LANGS, WorkspaceFilter, classify_file, is_dotenv, read_regular_file, walk_workspace
 
 log = logging.getLogger("orbit_lsp.index")
 
 Progress = Callable[[int, int, str], None]  # (done, total, rel)
+# A callback whose ``phases`` attribute is true is phase-aware: it is called for every phase as
+# ``progress(done, total, rel, phase)``, each phase counting from 0 to its own total (files for
+# read, parse and resolve; write batches for write; ``rel`` "" when no file is meant). Any
+# other callback is called, as always, for the read phase only.
+PHASES = ("read", "parse", "resolve", "write")
+
+
+def report_progress(progress, done: int, total: int, rel: str, phase: str = "read") -> None:
+    """Call ``progress`` (may be None) for ``phase`` if it takes that phase (see ``PHASES``)."""
+    if progress is None:
+        return
+    if getattr(progress, "phases", False):
+        progress(done, total, rel, phase)
+    elif phase == "read":
+        progress(done, total, rel)
 _GENERATIONS = itertools.count(1)
+BUILD_GRAPH_PREFIX = "orbit_build_"  # scratch graph of a full build: orbit_build_<code graph name>
+
+
+def build_graph_name(graph_name: str) -> str:
+    """Name of the scratch graph a full build of ``graph_name`` is written into before it is
+    renamed over it."""
+    return BUILD_GRAPH_PREFIX + graph_name
 
 
 @dataclass
@@ -78,6 +111,7 @@ class IndexReport:
     mode: str = "full"  # full | incremental | unchanged | cancelled
     seconds: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # re-syncs and rebuilds and why
 
 
 def unresolved_sites(names: list[str], lines: list[int] | None) -> list[str] | None:
@@ -114,6 +148,74 @@ class WorkspaceIndexer:
         # the resolver of the last build or update, with its memo, and the module table it was
         # built on: re-indexing a file reuses it (see ``_update``)
         self._live: tuple[tuple, WorkspaceResolver] | None = None
+        self.write_lock = writelock.GraphWriteLock(store, self.graph.name)
+        self.__token: str | None = None
+        self._cache_token: str | None = None  # the marker the loaded cache was saved with
+        self._meta_dirty = False  # the cache meta (marker) must be saved
+
+    # -- writing across processes -------------------------------------------------------------
+    @property
+    def _token(self) -> str | None:
+        """The graph's generation marker that ``self.state`` matches (None: not known). Also
+        kept by the store, which checks it when FalkorDB restarts."""
+        return self.__token
+
+    @_token.setter
+    def _token(self, value: str | None) -> None:
+        self.__token = value
+        if value is None:
+            self.store.expected_markers.pop(self.graph.name, None)
+        else:
+            self.store.expected_markers[self.graph.name] = value
+
+    @contextlib.contextmanager
+    def _writing(self):
+        """This process's lock, then the cross-process lock of the graph. A FalkorDB that
+        restarted while we held them (another server process, or a write that found its graph
+        gone: "empty key") is reported as ``FalkorDBOffline``; the in-memory state is then no
+        longer trusted (the next write re-syncs)."""
+        with self.lock, self.write_lock:
+            self.store.connect()
+            server = self.store.server_id
+            try:
+                yield
+            except FalkorDBOffline:
+                self._token = None
+                raise
+            except QueryRejected as exc:
+                if self.store.server_id != server or "empty key" in str(exc):
+                    self._token = None
+                    raise FalkorDBOffline(self.store.where, "the server restarted while orbit was writing "
+                                          "the graph; the next index brings it up to date") from exc
+                raise
+            if self.store.server_id != server:
+                self._token = None
+                raise FalkorDBOffline(self.store.where, "the server restarted while orbit was writing the "
+                                      "graph; the next index brings it up to date")
+
+    def _begin_write(self) -> str:
+        """Mark the graph as being written (``dirty:<token>``); returns the new token."""
+        token = writelock.new_token()
+        writelock.write_marker(self.store, self.graph.name, writelock.DIRTY + token)
+        self._token = None
+        return token
+
+    def _end_write(self, token: str) -> None:
+        writelock.write_marker(self.store, self.graph.name, token)
+        self._token = token
+        self._meta_dirty = True
+
+    def in_sync(self) -> bool:
+        """Whether the graph is still the one this indexer last wrote or read (its generation
+        marker is unchanged). Raises ``FalkorDBOffline``."""
+        return self._token is not None and writelock.read_marker(self.store, self.graph.name) == self._token
+
+    def _resync(self, why: str) -> IndexReport:
+        note = f"graph {self.graph.name} changed since this process last read it ({why}); re-reading it"
+        log.info(note)
+        rep = self._index_all()
+        rep.notes.insert(0, note)
+        return rep
 
     @property
     def last_index_time(self) -> float | None:
@@ -143,6 +245,7 @@ class WorkspaceIndexer:
 
     def _load_cache(self) -> dict[str, FileState]:
         states, meta = self._cache.load()
+        self._cache_token = meta.get("graph_token")
         if meta:
             self._written_root_package = meta.get("root_package", "")
         return states
@@ -154,23 +257,47 @@ class WorkspaceIndexer:
         ``rels`` (rows of files no longer indexed are deleted). ``blobs``: every file's state,
         already pickled (by a full build, while its writes were in flight)."""
         with self.lock:
-            self._cache.save(self.state, {"root_package": self._written_root_package}, rels, blobs)
+            self._cache.save(self.state, {"root_package": self._written_root_package,
+                                          "graph_token": self._token or ""}, rels, blobs)
+            self._meta_dirty = False
 
     def _persist(self) -> None:
         """Save what changed since the last save (everything after a full build)."""
         blobs, self._cache_blobs = self._cache_blobs, None
         if self._touched_all:
             self.save_cache(blobs=blobs)
-        elif self._touched:
+        elif self._touched or self._meta_dirty:
             self.save_cache(self._touched)
         self._touched_all = False
         self._touched = set()
 
-    def _graph_hashes(self) -> dict[str, str] | None:
+    def _graph_files(self) -> list[tuple[str, str]] | None:
+        """``(path, hash)`` of every File node (a path twice when the graph holds it twice),
+        None when there is no graph."""
         if not self.graph.exists():
             return None
-        res = self.graph.query("MATCH (f:File) RETURN f.path, f.hash")
-        return {p: h for p, h in res.rows}
+        return [(p, h) for p, h in self.graph.query("MATCH (f:File) RETURN f.path, f.hash").rows]
+
+    def _graph_disagrees(self, files: list[tuple[str, str]], cache: dict[str, FileState]) -> str | None:
+        """Why the graph does not match ``cache`` (None: it does): the marker, the File nodes
+        (duplicates, paths, hashes), the number of Symbol nodes."""
+        marker = writelock.read_marker(self.store, self.graph.name)
+        if marker is not None and marker.startswith(writelock.DIRTY):
+            return "a writer stopped before it finished"
+        if marker is not None and marker != self._cache_token:
+            return "written by another process or restored from an older snapshot"
+        if marker is None and self._cache_token:
+            return "its generation marker is missing"
+        hashes = dict(files)
+        if len(hashes) != len(files):
+            return f"{len(files) - len(hashes)} duplicate File nodes"
+        if set(hashes) != set(cache) or any(hashes[r] != cache[r].hash for r in cache):
+            return "file hashes differ from the cache"
+        symbols = self.graph.query("MATCH (s:Symbol) RETURN count(s)").rows[0][0]
+        expected = sum(st.symbols for st in cache.values())
+        if symbols != expected:
+            return f"{symbols} Symbol nodes where the files define {expected}"
+        return None
 
     # -- helpers ----------------------------------------------------------------------------
     def nonascii_lines(self, rel: str) -> frozenset[int] | None:
@@ -205,7 +332,7 @@ class WorkspaceIndexer:
             if size > self.settings.max_file_bytes:
                 self.skipped[rel] = f"larger than {self.settings.max_file_bytes} bytes"
                 return None
-            data = path.read_bytes()
+            data = read_regular_file(path)  # never blocks on a FIFO or device swapped in
         except OSError:
             return None
         reason = classify_file(path, data, self.settings.max_file_bytes)
@@ -262,19 +389,34 @@ class WorkspaceIndexer:
         cache (another version, another root, no rows). Cheap: no file is read. (A cache whose
         hashes disagree with the graph also leads to a full build; that is found only by
         ``index_all`` itself.)"""
-        return not self.graph.exists() or not self._cache.usable()
+        if not self.graph.exists():
+            return True
+        meta = self._cache.usable()
+        if meta is None:
+            return True
+        marker = writelock.read_marker(self.store, self.graph.name)
+        return marker is not None and marker != meta.get("graph_token")
 
-    def index_all(self, progress: Progress | None = None, cancel: threading.Event | None = None) -> IndexReport:
+    def index_all(self, progress: Progress | None = None, cancel: threading.Event | None = None,
+                  rebuild: bool = False) -> IndexReport:
         """Walk the workspace and bring the graph up to date.
 
-        First run (or an inconsistent cache): full build into a fresh graph. Later runs parse
-        only files whose content hash changed and rewrite only what changed.
-        Returns an ``IndexReport``; raises ``FalkorDBOffline``.
+        First run (or a graph that disagrees with the cache, or ``rebuild``): full build, into a
+        scratch graph renamed over the workspace's graph when complete. Later runs parse only
+        files whose content hash changed and rewrite only what changed. Waits while another
+        process writes the same graph. Returns an ``IndexReport`` (``notes``: why the graph was
+        rebuilt or re-read); raises ``FalkorDBOffline``.
         """
+        with self._writing():
+            return self._index_all(progress, cancel, rebuild)
+
+    def _index_all(self, progress: Progress | None = None, cancel: threading.Event | None = None,
+                   rebuild: bool = False) -> IndexReport:
         with self.lock, gc_paused():
             t0 = time.perf_counter()
             rep = IndexReport()
             timings = rep.timings
+            known = self._token  # the graph as this indexer last saw it
             self._live = None  # the state is rebuilt from the disk and the cache
             walk = walk_workspace(self.root, self.settings.max_file_bytes, self.settings.exclude,
                                   classify=False)  # _read classifies the bytes it reads
@@ -282,14 +424,21 @@ class WorkspaceIndexer:
             self.skipped = dict(walk.skipped)
             timings["walk"] = time.perf_counter() - t0
 
-            graph_hashes = self._graph_hashes()
-            cache = self._load_cache() if graph_hashes is not None else {}
-            consistent = (graph_hashes is not None and bool(cache) and set(graph_hashes) == set(cache)
-                          and all(graph_hashes[r] == cache[r].hash for r in cache))
+            graph_files = self._graph_files()
+            cache = self._load_cache() if graph_files is not None else {}
+            why = None
+            if graph_files is not None and rebuild:
+                why = "a rebuild was asked for"
+            elif graph_files is not None and cache:
+                why = self._graph_disagrees(graph_files, cache)
+            if why is not None:
+                rep.notes.append(f"rebuilding graph {self.graph.name}: {why}")
+                log.warning("%s", rep.notes[-1])
+            consistent = graph_files is not None and bool(cache) and why is None
             if consistent and configs_changed(st.edges.deps for st in cache.values() if st.edges is not None):
                 consistent = False  # a tsconfig/jsconfig/package.json changed: resolve everything again
             if not consistent:
-                cache_for_parse = cache
+                cache_for_parse = {} if rebuild else cache  # --rebuild parses every file again
                 cache = {}
             t1 = time.perf_counter()
             new_state: dict[str, FileState] = {}
@@ -310,28 +459,36 @@ class WorkspaceIndexer:
                 else:
                     to_parse.append((rel, data, h, old))
                 if progress is not None and (i % 200 == 0 or i == total - 1):
-                    progress(i + 1, total, rel)
+                    report_progress(progress, i + 1, total, rel)
             if cancel is not None and cancel.is_set():
                 # cancelled before anything was written: the graph keeps its last state (files
                 # not read yet must not look deleted)
                 rep.mode = "cancelled"
                 rep.seconds = time.perf_counter() - t0
                 return rep
-            parsed = parse_many([(rel, data) for rel, data, _, _ in to_parse
-                                 if LANGS.get(os.path.splitext(rel)[1].lower()) == "python"])
+            py = [(rel, data) for rel, data, _, _ in to_parse
+                  if LANGS.get(os.path.splitext(rel)[1].lower()) == "python"]
+            report_progress(progress, 0, len(to_parse), "", "parse")
+            parsed = parse_many(py, progress=lambda n: report_progress(progress, n, len(to_parse), "", "parse"))
             fresh = {rel: p[0] for rel, p in parsed.items() if p[0] is not None}  # decoded already
+            others = 0
             for rel, data, h, old in to_parse:
                 st = new_state[rel] = self._new_state(rel, data, h, old, parsed.get(rel))
                 rep.parsed += 1
+                if rel not in parsed:  # JavaScript/TypeScript: parsed here, after the Python files
+                    others += 1
+                    if others % 200 == 0:
+                        report_progress(progress, len(py) + others, len(to_parse), rel, "parse")
                 if st.parse_error:
                     rep.parse_errors[rel] = st.parse_error
+            report_progress(progress, len(to_parse), len(to_parse), "", "parse")
             timings["parse"] = time.perf_counter() - t1
             rep.skipped = sorted(self.skipped.items())
 
             del parsed
             if not consistent:
                 self.state = new_state
-                self._full_build(rep, fresh)
+                self._full_build(rep, fresh, progress)
             else:
                 old_state = cache
                 self.state = new_state
@@ -340,9 +497,15 @@ class WorkspaceIndexer:
                 changed = {r for r in new_state if r in old_state and new_state[r] is not old_state[r]}
                 if not (removed or added or changed):
                     rep.mode = "unchanged"
+                    self._token = self._cache_token or None
+                    if self._token is None:  # a graph from before generation markers: adopt it
+                        self._end_write(writelock.new_token())
                 else:
                     rep.mode = "incremental"
                     self._update(old_state, changed | added, removed, rep)
+            if self._token != known:
+                # another process (or a child build) rewrote the graph: its IMPORTS edges too
+                self.imports_generation = next(_GENERATIONS)
             self._count(rep)
             package_info("")  # loads the environment's distribution table now, not on the first edit
             rep.files = len(self.state)
@@ -367,7 +530,7 @@ class WorkspaceIndexer:
                 pk.update(st.edges.packages)
         rep.packages = len(pk)
 
-    def _full_build(self, rep: IndexReport, fresh: dict | None = None) -> None:
+    def _full_build(self, rep: IndexReport, fresh: dict | None = None, progress: Progress | None = None) -> None:
         """Resolve every file and write a fresh graph. ``fresh``: facts already decoded (parsed
         in this process); the others are decoded once for the build and dropped after it, with
         the build's resolver: later edits resolve through ``LazyFacts``.
@@ -381,9 +544,10 @@ class WorkspaceIndexer:
 
         t = time.perf_counter()
         rp = self.root_package
-        self.graph.delete()
-        ensure_indexes(self.graph)
-        w = GraphWriter(self.graph)
+        target = self.store.graph(build_graph_name(self.graph.name))
+        target.delete()  # a build that stopped half-way (we hold the graph's write lock)
+        ensure_indexes(target)
+        w = GraphWriter(target)
         rels = sorted(self.state)
         decoded = dict(fresh or {})
         for r in rels:
@@ -415,7 +579,9 @@ class WorkspaceIndexer:
             t_res = time.perf_counter()
             resolver = self._resolver(decoded)
             have = [r for r in rels if r in decoded]
-            resolved = resolver.resolve_many(have, lambda r: None, have)
+            resolved = resolver.resolve_many(
+                have, lambda r: None, have,
+                progress=lambda i, n, rel: report_progress(progress, i, n, rel, "resolve"))
             for rel, st in self.state.items():
                 st.edges = resolved.get(rel)
                 st.pvals = None
@@ -434,8 +600,10 @@ class WorkspaceIndexer:
             t_cache = time.perf_counter()
             blobs = self._pickle_states(self.state)
             rep.timings["cache"] = time.perf_counter() - t_cache
-            for job in jobs:
+            for i, job in enumerate(jobs, 1):
                 job.result()
+                report_progress(progress, i, len(jobs), "", "write")
+            self._swap_in(target)
             self._cache_blobs = blobs  # saved by _persist, only once every write succeeded
         finally:
             bg.shutdown(wait=True, cancel_futures=True)
@@ -446,6 +614,15 @@ class WorkspaceIndexer:
         self._written_root_package = rp
         rep.timings["write"] = (time.perf_counter() - t - rep.timings["resolve"] - rep.timings["flow"]
                                 - rep.timings["cache"])
+
+    def _swap_in(self, built) -> None:
+        """Replace the workspace's graph by the fully written ``built`` graph and set a new
+        generation marker, in one transaction: readers see the old graph or the new one."""
+        token = writelock.new_token()
+        self.store.atomically(("RENAME", built.name, self.graph.name),
+                              ("SET", writelock.marker_key(self.graph.name), token))
+        self._token = token
+        self._meta_dirty = True
 
     def _write_edges_by_id(self, w: GraphWriter, rels: list[str], file_ids: dict[str, int],
                            sym_ids: dict[tuple[str, str], int], submit: Callable) -> None:
@@ -641,44 +818,48 @@ class WorkspaceIndexer:
         redeps |= pval_files & set(self.state)  # the cache keeps parameter values per file
         rep.timings["resolve"] = time.perf_counter() - t
         t = time.perf_counter()
+        token = self._begin_write()
         w = GraphWriter(self.graph)
         ensure_indexes(self.graph)
-        if removed:
-            w.delete_files(sorted(removed))
-        # symbols of changed or re-bound files: delete vanished, create new, update those whose
-        # properties differ (lines, unresolved calls)
-        gone_rows, new_rows, keep_rows = [], [], []
-        for rel in sorted((changed | rebind) - added):
-            old_rows = {row[1]: row for row in self._symbol_rows(rel, old_state[rel])}
-            rows = self._symbol_rows(rel)
-            new_quals = {row[1] for row in rows}
-            gone_rows.extend([rel, q] for q in sorted(old_rows.keys() - new_quals))
-            for row in rows:
-                old_row = old_rows.get(row[1])
-                if old_row is None:
-                    new_rows.append(row)
-                elif old_row != row:
-                    keep_rows.append(row)
-        w.delete_symbol_rows(gone_rows)
-        w.delete_outgoing(sorted(r for r in rebind if r not in added))
-        w.create_files([self._file_row(r) for r in sorted(added)])
-        w.update_files([row for row in (self._file_row(r) for r in sorted((rebind | changed) - added))
-                        if row != self._file_row(row[0], state=old_state[row[0]])])
-        w.create_symbols(new_rows + [row for r in sorted(added) for row in self._symbol_rows(r)])
-        w.update_symbols(keep_rows)
-        self._write_edges(w, sorted(rebind))
-        # packages that may have lost their last user
-        dropped = {n for r in rebind | removed if r in old_state and old_state[r].edges is not None
-                   for n in old_state[r].edges.packages}
-        dropped -= {n for r in rebind if self.state[r].edges is not None for n in self.state[r].edges.packages}
-        if dropped:
-            w.delete_unused_packages(sorted(package_info(n)[0] for n in dropped))
+        # one MULTI/EXEC: readers in other processes see the graph before or after the update
+        with w.transaction():
+            if removed:
+                w.delete_files(sorted(removed))
+            # symbols of changed or re-bound files: delete vanished, create new, update those whose
+            # properties differ (lines, unresolved calls)
+            gone_rows, new_rows, keep_rows = [], [], []
+            for rel in sorted((changed | rebind) - added):
+                old_rows = {row[1]: row for row in self._symbol_rows(rel, old_state[rel])}
+                rows = self._symbol_rows(rel)
+                new_quals = {row[1] for row in rows}
+                gone_rows.extend([rel, q] for q in sorted(old_rows.keys() - new_quals))
+                for row in rows:
+                    old_row = old_rows.get(row[1])
+                    if old_row is None:
+                        new_rows.append(row)
+                    elif old_row != row:
+                        keep_rows.append(row)
+            w.delete_symbol_rows(gone_rows)
+            w.delete_outgoing(sorted(r for r in rebind if r not in added))
+            w.create_files([self._file_row(r) for r in sorted(added)])
+            w.update_files([row for row in (self._file_row(r) for r in sorted((rebind | changed) - added))
+                            if row != self._file_row(row[0], state=old_state[row[0]])])
+            w.create_symbols(new_rows + [row for r in sorted(added) for row in self._symbol_rows(r)])
+            w.update_symbols(keep_rows)
+            self._write_edges(w, sorted(rebind))
+            # packages that may have lost their last user
+            dropped = {n for r in rebind | removed if r in old_state and old_state[r].edges is not None
+                       for n in old_state[r].edges.packages}
+            dropped -= {n for r in rebind if self.state[r].edges is not None for n in self.state[r].edges.packages}
+            if dropped:
+                w.delete_unused_packages(sorted(package_info(n)[0] for n in dropped))
         rep.written_files = len(rebind | changed)
         if removed or any((old_state[r].edges.imports if r in old_state and old_state[r].edges is not None else {})
                           != (self.state[r].edges.imports if self.state[r].edges is not None else {})
                           for r in rebind | changed):
             self.imports_generation = next(_GENERATIONS)
         rep.removed_files = len(removed)
+        self._end_write(token)
         rep.timings["write"] = time.perf_counter() - t
         self._touched |= rebind | changed | removed | redeps
 
@@ -689,8 +870,10 @@ class WorkspaceIndexer:
         indexed one does nothing (so one save seen twice is indexed once). Returns an
         ``IndexReport`` whose ``parse_errors`` holds the syntax error, if any.
         """
-        with self.lock:
+        with self._writing():
             try:
+                if not self.in_sync():
+                    return self._resync("before re-indexing a file")
                 return self._reindex_file(path)
             finally:
                 self._persist()
@@ -728,7 +911,9 @@ class WorkspaceIndexer:
                     new.edges, new.pvals = old.edges, old.pvals
                     self.state[rel] = new
                     self._touched.add(rel)
+                    token = self._begin_write()
                     GraphWriter(self.graph).update_files([self._file_row(rel)])
+                    self._end_write(token)
                     rep.seconds = time.perf_counter() - t0
                     self.last_index_time = time.time()
                     return rep
@@ -742,8 +927,10 @@ class WorkspaceIndexer:
 
     def remove_file(self, path: Path | str) -> IndexReport:
         """Remove a file (and, for a directory, every file under it) from the graph."""
-        with self.lock:
+        with self._writing():
             try:
+                if not self.in_sync():
+                    return self._resync("before removing a file")
                 return self._remove_file(path)
             finally:
                 self._persist()

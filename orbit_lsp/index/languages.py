@@ -94,16 +94,17 @@ class WorkspaceResolver:
             if st.pvals:
                 py.seed_params(((rel, q), vd) for q, vd in st.pvals.items())
 
-    def resolve_many(self, rels, previous, everyone, removed=()) -> dict[str, FileEdges]:
+    def resolve_many(self, rels, previous, everyone, removed=(), progress=None) -> dict[str, FileEdges]:
         """Resolve ``rels`` (any language) and, for Python, follow value flows to a fixpoint
         (``Resolver.resolve_fixpoint``): returns the new edges of every file resolved.
         ``previous(rel)``: a file's edges before (whose flows the resolver holds); ``everyone``:
-        every file with facts; ``removed``: files gone since ``previous`` (their flows leave)."""
+        every file with facts; ``removed``: files gone since ``previous`` (their flows leave);
+        ``progress(done, total, rel)``: called every 200 files of the first resolution."""
         out = {rel: self.js.resolve_file(rel) for rel in sorted(rels) if is_js(rel)}
         py = {rel for rel in rels if not is_js(rel)}
         for rel in removed:
             e = previous(rel)
             if e is not None and e.flows and not is_js(rel):
                 self.python.apply_flows(e.flows, None)
-        out.update(self.python.resolve_fixpoint(py, previous, [r for r in everyone if not is_js(r)]))
+        out.update(self.python.resolve_fixpoint(py, previous, [r for r in everyone if not is_js(r)], progress))
         return out

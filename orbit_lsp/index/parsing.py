@@ -15,6 +15,7 @@ import logging
 import os
 import pickle
 import re
+from collections.abc import Callable
 
 from orbit_lsp.index import python as pyx
 from orbit_lsp.index.walk import read_text
@@ -63,9 +64,12 @@ def nonascii_lines(data: bytes) -> frozenset[int]:
 
 
 def count_lines(data: bytes) -> int:
+    """Lines of ``data`` as LSP and Python's tokenizer count them: ends are ``\\r\\n``, ``\\r``
+    and ``\\n`` (a CR-only file has as many lines as CRs); a last line without an end counts."""
     if not data:
         return 0
-    return data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    breaks = data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
+    return breaks + (0 if data.endswith((b"\n", b"\r")) else 1)
 
 
 def pickle_facts(facts: pyx.PyFacts) -> bytes:
@@ -120,7 +124,8 @@ def _batches(items: list[tuple[str, bytes]]) -> list[list[tuple[str, bytes]]]:
     return out
 
 
-def parse_many(items: list[tuple[str, bytes]], workers: int | None = None) -> dict[str, tuple]:
+def parse_many(items: list[tuple[str, bytes]], workers: int | None = None,
+               progress: Callable[[int], None] | None = None) -> dict[str, tuple]:
     """Parse many Python files: this process parses too, and ``workers - 1`` worker processes
     help when there are enough files to pay for starting them. Returns ``{rel: (facts, blob,
     error)}``: ``blob`` the pickled facts, ``facts`` the objects when parsed in this process.
@@ -128,10 +133,14 @@ def parse_many(items: list[tuple[str, bytes]], workers: int | None = None) -> di
     The facts a worker parses cost a pickle there and an unpickle here (together about a third
     of parsing them), so this process does its share itself: it takes batches from the small
     end of a shared queue while the workers take from the large end, and keeps at most two
-    batches queued per worker, so the split follows whichever side is faster."""
+    batches queued per worker, so the split follows whichever side is faster.
+    ``progress(n)`` is called with the number of files parsed so far, after each batch."""
     workers = workers or min(os.cpu_count() or 1, 8)
     if workers < 2 or len(items) < PARALLEL_MIN_FILES:
-        return {rel: (f, b, e) for rel, f, b, e in _parse_batch(items, keep=True)}
+        out = {rel: (f, b, e) for rel, f, b, e in _parse_batch(items, keep=True)}
+        if progress is not None:
+            progress(len(out))
+        return out
     import collections
     import concurrent.futures as cf
     import multiprocessing
@@ -165,6 +174,8 @@ def parse_many(items: list[tuple[str, bytes]], workers: int | None = None) -> di
             for fut in done:
                 futures.discard(fut)
                 take(fut)
+            if progress is not None:
+                progress(len(out))
     except (OSError, cf.process.BrokenProcessPool) as exc:
         log.warning("parallel parsing failed (%s); parsing in this process", exc)
         rest = [it for it in items if it[0] not in out]

@@ -505,7 +505,8 @@ class Resolver:
         for e in entities:
             self._pending |= self._pdep_rev.get(e, set())
 
-    def resolve_fixpoint(self, rels, previous: Callable[[str], FileEdges | None], everyone) -> dict[str, FileEdges]:
+    def resolve_fixpoint(self, rels, previous: Callable[[str], FileEdges | None], everyone,
+                         progress: Callable[[int, int, str], None] | None = None) -> dict[str, FileEdges]:
         """Resolve ``rels``, then follow the value flows to a fixpoint.
 
         Parameter values live in a table (``pval``): evaluating a parameter reads it (entity
@@ -528,7 +529,12 @@ class Resolver:
             if not todo and not self._pending:
                 break
             t = time.perf_counter()
-            fresh = {rel: self.resolve_file(rel) for rel in sorted(todo)}
+            fresh = {}
+            n = len(todo)
+            for i, rel in enumerate(sorted(todo), 1):
+                fresh[rel] = self.resolve_file(rel)
+                if progress is not None and round_no == 0 and (i % 200 == 0 or i == n):
+                    progress(i, n, rel)
             for rel, e in fresh.items():
                 before = out[rel] if rel in out else previous(rel)
                 self.apply_flows(before.flows if before is not None else None, e.flows)

@@ -157,8 +157,9 @@ class StateCache:
         except (sqlite3.Error, OSError, pickle.PickleError, EOFError, AttributeError, TypeError, ValueError):
             return {}, {}
 
-    def usable(self) -> bool:
-        """Whether the cache has rows of this version and root (cheap: nothing is unpickled)."""
+    def usable(self) -> dict[str, str] | None:
+        """The cache's meta when it has rows of this version and root, else None (cheap:
+        nothing is unpickled)."""
         try:
             db = self.connect()
             try:
@@ -167,8 +168,8 @@ class StateCache:
             finally:
                 db.close()
         except (sqlite3.Error, OSError):
-            return False
-        return self._matches(meta) and bool(rows)
+            return None
+        return meta if self._matches(meta) and rows else None
 
     @staticmethod
     def pickle_states(states: dict[str, FileState]) -> list[tuple[str, bytes]]:

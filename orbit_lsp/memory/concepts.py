@@ -6,6 +6,11 @@ removed), split into words (letters and digits; ``docker-compose`` gives ``docke
 one-letter words are removed, and each word is stemmed with the Snowball English stemmer
 (``snowballstemmer`` from PyPI), so "deploy", "deploying" and "deployment" all give ``deploy``
 and "project"/"projects" give ``project``. Order of first appearance, no duplicates.
+
+``question_concepts(text) -> {concept: weight}``: the same concepts, each weighted by how it was
+said: 1 for a word, ``IDENTIFIER_PART_WEIGHT`` when it occurs only as a part of a compound
+identifier (``wsgi_app`` says ``wsgi`` and ``app`` only half each: a question about
+``wsgi_app`` is not a question about apps).
 """
 
 from __future__ import annotations
@@ -68,3 +73,21 @@ def concepts(text: str) -> list[str]:
         if len(s) > 1 and s not in STOP_WORDS:
             out.setdefault(s, None)
     return list(out)
+
+
+IDENTIFIER_PART_WEIGHT = 0.5
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+_PARTS = re.compile(r"_+")
+
+
+def question_concepts(text: str) -> dict[str, float]:
+    """Concepts of ``text`` (as ``concepts``, same order) with their weight: 1.0 when the
+    concept is said as a word at least once, ``IDENTIFIER_PART_WEIGHT`` when every occurrence is
+    a part of a compound identifier (``snake_case`` with two or more parts)."""
+    out: dict[str, float] = {}
+    for token in _TOKEN.findall(text):
+        parts = [x for x in _PARTS.split(token) if x]
+        weight = 1.0 if len(parts) <= 1 else IDENTIFIER_PART_WEIGHT
+        for c in concepts(token):
+            out[c] = max(out.get(c, 0.0), weight)
+    return out

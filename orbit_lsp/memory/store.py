@@ -16,9 +16,19 @@ Schema::
   ``MATCH (t:Turn)-[:RECALLED]->(:Memory {id: 3}) RETURN t.id``.
 - Concepts are ``orbit_lsp.memory.concepts.concepts`` of the text.
 
-Recall: the concepts of a question lead to confirmed memories; each scores the number of its
-concepts the question has, plus ``PROJECT_BOOST`` when it is about the active project. Memories
-about another project, or about none, are recalled too, just without the boost.
+Recall: the concepts of a question lead to confirmed memories. A memory's concept score is the
+sum, over the question's concepts it mentions, of the concept's weight in the question
+(``concepts.question_concepts``: 1, or ½ for a part of an identifier such as ``app`` in
+``wsgi_app``) times its rarity across the confirmed memories, an IDF normalised to 1 for a
+concept only one memory has::
+
+    rarity(c) = ln(1 + N / df(c)) / ln(1 + N)     N: confirmed memories, df(c): those mentioning c
+
+A memory is recalled only when its concept score reaches ``MIN_RECALL_SCORE`` (one distinctive
+word of the question, or several common ones); its ``score`` is the concept score plus
+``PROJECT_BOOST`` when it is about the active project (ranking only: the boost never lets a
+memory through). Memories about another project, or about none, are recalled too, just
+without the boost.
 
 Every query is parameterised; the range indexes (``INDEXES``) exist before the first write.
 Secrets never enter the graph: the text is redacted (``orbit_lsp.agent.redact``) first.
@@ -26,6 +36,7 @@ Secrets never enter the graph: the text is redacted (``orbit_lsp.agent.redact``)
 
 from __future__ import annotations
 
+import math
 import os
 import threading
 import time
@@ -33,15 +44,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from orbit_lsp.agent.redact import redact
+from orbit_lsp.agent.redact import redact, text_problem
 from orbit_lsp.graph.connection import CODE_GRAPH_PREFIX, MEMORY_GRAPH, Graph, GraphStore, code_graph_name
 from orbit_lsp.graph.errors import QueryRejected
 from orbit_lsp.graph.schema import existing_indexes
 from orbit_lsp.memory.anchors import Anchor, staleness
-from orbit_lsp.memory.concepts import concepts
+from orbit_lsp.memory.concepts import concepts, question_concepts
 
 PROJECT_BOOST = 0.5   # added to a memory's score when it is about the active project
 RECALL_LIMIT = 5      # most memories recalled for one question
+MIN_RECALL_SCORE = 0.75  # least concept score of a recalled memory (see the module doc)
+RECALL_CANDIDATES = 500  # most memories sharing a concept that are scored for one question
 MAX_TEXT = 2000       # longest memory text, characters
 MAX_QUESTION = 300    # question text kept on a Turn node, characters
 
@@ -133,13 +146,20 @@ CREATE = (
     "MERGE (p:Project {id: $project}) ON CREATE SET p.root = $root MERGE (m)-[:ABOUT]->(p)) "
     "RETURN " + _FIELDS)
 
+# how many confirmed memories there are, and how many mention each concept of the question
+RARITY = (
+    "MATCH (all:Memory {confirmed: true}) WITH count(all) AS n\n"
+    "UNWIND $concepts AS c\n"
+    "OPTIONAL MATCH (:Concept {name: c})<-[:MENTIONS]-(m:Memory {confirmed: true})\n"
+    "RETURN n, c, count(m)")
+
+# the confirmed memories sharing a concept with the question (scored in Python with RARITY)
 RECALL = (
     "UNWIND $concepts AS c\n"
     "MATCH (k:Concept {name: c})<-[:MENTIONS]-(m:Memory {confirmed: true})\n"
     "WITH m, collect(k.name) AS matched\n"
-    "WITH m, matched, size(matched) + CASE WHEN size([(m)-[:ABOUT]->(p:Project {id: $project}) | p]) > 0 "
-    "THEN $boost ELSE 0 END AS score\n"
-    "RETURN score, matched, " + _FIELDS + "\nORDER BY score DESC, m.created DESC, m.id DESC LIMIT $limit")
+    "RETURN size([(m)-[:ABOUT]->(p:Project {id: $project}) | p]) > 0 AS here, matched, " + _FIELDS
+    + "\nORDER BY size(matched) DESC, m.created DESC, m.id DESC LIMIT $candidates")
 
 USES = ("MATCH (t:Turn)-[:RECALLED]->(m:Memory) WHERE m.id IN $ids "
         "RETURN m.id, t.id, t.conversation_id, t.question, t.created ORDER BY t.id")
@@ -159,6 +179,11 @@ class MemoryStore:
     unreachable."""
 
     def __init__(self, store: GraphStore, graph_name: str = MEMORY_GRAPH, history=None):
+        """Raises ``ValueError`` when ``graph_name`` is a workspace's code graph name
+        (``orbit_code_…``): memories must never be written into a code graph."""
+        if graph_name.startswith(CODE_GRAPH_PREFIX):
+            raise ValueError(f"the memory graph cannot be {graph_name!r}: {CODE_GRAPH_PREFIX}* names are "
+                             "workspaces' code graphs")
         self.store = store
         self.graph_name = graph_name
         self.history = history
@@ -216,9 +241,12 @@ class MemoryStore:
         """Save a memory: ``text`` is redacted, its concepts extracted, and it is linked to the
         ``project`` (a workspace root) when given, and anchored when ``anchor`` is given.
         Returns the new memory. Raises ``InvalidMemory`` (empty, longer than ``MAX_TEXT``, no
-        concepts)."""
+        concepts, a NUL character or an unpaired surrogate)."""
         if not isinstance(text, str) or not text.strip():
             raise InvalidMemory("the memory text is empty")
+        problem = text_problem(text)
+        if problem:
+            raise InvalidMemory(f"the memory text {problem}")
         text = " ".join(text.split())
         if len(text) > MAX_TEXT:
             raise InvalidMemory(f"the memory text is longer than {MAX_TEXT} characters")
@@ -318,20 +346,35 @@ class MemoryStore:
         return self.get(memory_id).uses
 
     def recall(self, text: str, project: Path | str | None = None, limit: int = RECALL_LIMIT) -> Recall:
-        """Confirmed memories sharing concepts with ``text`` (a question), best first: score =
-        concepts matched + ``PROJECT_BOOST`` when about ``project`` (the active workspace root).
-        Anchored ones carry their stale flag."""
-        names = concepts(text)
+        """Confirmed memories about ``text`` (a question), best first, at most ``limit``: those
+        whose concept score (weight in the question × rarity across memories, summed over the
+        concepts shared; see the module doc) is at least ``MIN_RECALL_SCORE``. ``score``: the
+        concept score plus ``PROJECT_BOOST`` when about ``project`` (the active workspace
+        root), rounded to 3 decimals. Anchored ones carry their stale flag."""
+        weights = question_concepts(text)
+        names = list(weights)
         if not names:
             return Recall([], [], [])
         self.ensure_schema()
+        g = self.graph
+        stats_params = {"concepts": names}
+        stats = g.ro_query(RARITY, stats_params).rows
+        n = int(stats[0][0]) if stats else 0
+        df = {c: int(k) for _, c, k in stats}
+        rarity = {c: math.log(1 + n / k) / math.log(1 + n) for c, k in df.items() if k and n}
         params = {"concepts": names, "project": project_id(project) if project is not None else "",
-                  "boost": PROJECT_BOOST, "limit": int(limit)}
-        rows = self.graph.ro_query(RECALL, params).rows
+                  "candidates": RECALL_CANDIDATES}
         mems = []
-        for row in rows:
+        for row in g.ro_query(RECALL, params).rows:
+            matched = sorted(row[1])
+            concept_score = sum(weights[c] * rarity.get(c, 0.0) for c in matched)
+            if concept_score < MIN_RECALL_SCORE - 1e-9:
+                continue
             m = self._memory(row, 2)
-            m.score, m.matched = float(row[0]), sorted(row[1])
+            m.score = round(concept_score + (PROJECT_BOOST if row[0] else 0.0), 3)
+            m.matched = matched
             mems.append(m)
+        mems.sort(key=lambda m: (-m.score, -(m.created or 0), -m.id))
+        mems = mems[:max(0, int(limit))]
         self._mark_stale(mems)
-        return Recall(mems, names, [{"query": RECALL, "params": params}])
+        return Recall(mems, names, [{"query": RARITY, "params": stats_params}, {"query": RECALL, "params": params}])

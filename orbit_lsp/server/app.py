@@ -34,6 +34,7 @@ from orbit_lsp.graph.cache import ANSWERS
 from orbit_lsp.graph.connection import GraphStore
 from orbit_lsp.graph.errors import FalkorDBOffline, GraphError
 from orbit_lsp.index.indexer import WorkspaceIndexer
+from orbit_lsp.index.walk import workspace_file_refusal
 from orbit_lsp.index.workspaces import WorkspaceSet
 from orbit_lsp.server.heap import IdleCollector
 from orbit_lsp.server.protocol import OrbitProtocol
@@ -64,6 +65,9 @@ class OrbitServer(LanguageServer):
         self.index_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="orbit-index")
         self.query_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="orbit-query")
         self._probe_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="orbit-probe")
+        # reads of workspace files a client names (never on the event loop, never waiting
+        # behind graph queries)
+        self.file_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="orbit-file")
         self.offline: FalkorDBOffline | None = None
         self._relapsed = False  # FalkorDB failed again while recovering
         self._recovery: asyncio.Task | None = None
@@ -71,6 +75,8 @@ class OrbitServer(LanguageServer):
         self.features: list[Any] = []
         self.heap = IdleCollector()  # full garbage collections while no message arrives
         self._announced: list[str] = []  # setting problems last shown to the user
+        self._spelling_key: tuple[str, ...] | None = None  # open documents' URIs (uri_speller)
+        self._spellings: dict[tuple[Path, str], str] = {}
 
     def on(self, method: str, fn: Callable[[Any], Any], options: Any = None) -> None:
         """Register feature method ``fn`` (a bound method taking the params) for ``method``.
@@ -94,6 +100,22 @@ class OrbitServer(LanguageServer):
 
         command.__name__ = getattr(fn, "__name__", "command")
         self.command(name)(command)
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """Errors outside a request's answer (a notification's handler failed, a message could not
+        be sent): logged, and written to the client's log (``window/logMessage``), never shown as
+        a popup, so a client sending malformed notifications does not get one per message.
+        Request errors are in their answers already."""
+        from pygls.exceptions import FeatureRequestError
+
+        if source is FeatureRequestError:
+            return
+        log.error("%s: %s", getattr(source, "__name__", source), error)
+        try:
+            self.window_log_message(types.LogMessageParams(types.MessageType.Error,
+                                                           f"orbit-lsp: {type(error).__name__}: {error}"[:2000]))
+        except Exception:  # noqa: BLE001 - reporting must never fail the caller
+            log.debug("could not send the error to the client's log", exc_info=True)
 
     # -- settings -------------------------------------------------------------------------
     def apply_settings(self, *layers: dict | None, announce: bool = True) -> list[str]:
@@ -130,7 +152,8 @@ class OrbitServer(LanguageServer):
     # -- paths and positions --------------------------------------------------------------
     @staticmethod
     def path_of(uri: str) -> Path | None:
-        """Absolute, normalised filesystem path of a ``file:`` URI, else None.
+        """Absolute, normalised filesystem path of a ``file:`` URI, else None (also for a URI
+        whose path holds a NUL or a lone surrogate).
 
         Percent-encoding is decoded (``my%20dir/a%20b.py`` and ``my dir/a b.py`` are one file),
         ``file://localhost/...`` is local, Windows drive letters are handled by pygls, and
@@ -144,8 +167,8 @@ class OrbitServer(LanguageServer):
             p = to_fs_path(uri)
         except Exception:  # noqa: BLE001 - a malformed URI is the client's: answer "no file"
             return None
-        if not p or not os.path.isabs(p):
-            return None
+        if not p or not os.path.isabs(p) or not usable_text(p):
+            return None  # a NUL or a lone surrogate names no file (os calls would raise)
         return Path(os.path.normpath(p))
 
     @staticmethod
@@ -164,6 +187,35 @@ class OrbitServer(LanguageServer):
         base = self._root_uri(os.fspath(root))
         return (base if base.endswith("/") else base + "/") + quote(rel)
 
+    def uri_speller(self, *sent: Any) -> Callable[[Path, str], str]:
+        """``spell(root, rel)``: the URI of workspace file ``rel`` under folder ``root`` as the
+        client spells it: one of the URIs ``sent`` in this request naming that file, else the
+        URI of the open document of that file, else the canonical ``rel_uri`` (answers echo
+        the client's percent-encoding and drive-letter case, so it matches them to its own
+        documents)."""
+        spelled = dict(self._open_spellings())
+        for uri in sent:
+            owner = self.locate(uri) if isinstance(uri, str) else None
+            if owner is not None:
+                spelled[(owner[0].root, owner[1])] = uri
+
+        def spell(root: Path, rel: str) -> str:
+            return spelled.get((root, rel)) or self.rel_uri(root, rel)
+        return spell
+
+    def _open_spellings(self) -> dict[tuple[Path, str], str]:
+        """(folder root, rel) -> URI of each open document, rebuilt when the open set changes."""
+        keys = tuple(self.workspace.text_documents)
+        if keys != self._spelling_key:
+            found: dict[tuple[Path, str], str] = {}
+            for doc in list(self.workspace.text_documents.values()):
+                uri = doc.uri  # as the client sent it (pygls keys documents by the unquoted URI)
+                owner = self.locate(uri)
+                if owner is not None:
+                    found.setdefault((owner[0].root, owner[1]), uri)
+            self._spelling_key, self._spellings = keys, found
+        return self._spellings
+
     def locate(self, uri: str) -> tuple[WorkspaceIndexer, str] | None:
         """(indexer, workspace-relative path) of a document, or None outside every folder."""
         path = self.path_of(uri)
@@ -177,7 +229,14 @@ class OrbitServer(LanguageServer):
     def lines(self) -> LineCache:
         """Per-request lines of documents as the client sees them (see ``server.lines``), for
         converting graph positions (1-based line, UTF-8 byte column) into LSP ones and back."""
-        return LineCache(self.workspace.position_codec, self.open_text)
+        return LineCache(self.workspace.position_codec, self.open_text, self.may_read)
+
+    def may_read(self, path: Path) -> bool:
+        """True if the server may open ``path`` for a client: inside a served folder, not a
+        ``.env*`` file nor a link to one, not a link leaving its folder
+        (``walk.workspace_file_refusal``). Only lstat/readlink calls."""
+        owner = self.workspaces.owner(path)
+        return owner is not None and workspace_file_refusal(owner[0].root, path) is None
 
     def to_position(self, path: Path, line1: int, byte_col: int) -> types.Position:
         """LSP position (0-based, negotiated encoding) of a graph position (1-based line,
@@ -329,6 +388,43 @@ def use_lsp_lines(workspace) -> None:
     workspace._create_text_document = create
 
 
+LSP_UINTEGER_MAX = 2 ** 31 - 1  # LSP's ``uinteger`` (positions): 0 .. 2^31 - 1
+ID_MAX = 2 ** 63 - 1  # ids stored by orbit (SQLite integers)
+
+
+def usable_text(value: str) -> bool:
+    """False for a string holding a NUL or a lone surrogate (which no file name, UTF-8 text or
+    database string can hold)."""
+    if "\x00" in value:
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def uinteger(value: Any, what: str, upper: int = LSP_UINTEGER_MAX) -> int:
+    """``value`` if it is an integer in 0 .. ``upper`` (not a bool), else InvalidParams naming
+    ``what`` and the range."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= upper:
+        return value
+    raise JsonRpcInvalidParams(f"{what} must be an integer from 0 to {upper}")
+
+
+def lsp_position(value: Any, what: str) -> types.Position:
+    """An LSP position from JSON data ``{line, character}`` (a namedtuple from pygls is
+    accepted): both ``uinteger`` (0 .. 2^31 - 1), else InvalidParams naming ``what``."""
+    if hasattr(value, "_asdict"):
+        value = value._asdict()
+    if isinstance(value, types.Position):
+        return value
+    if not isinstance(value, dict):
+        raise JsonRpcInvalidParams(f"{what} must be a position {{line, character}}")
+    return types.Position(uinteger(value.get("line"), f"{what}.line"),
+                          uinteger(value.get("character"), f"{what}.character"))
+
+
 def raw_params(params: Any) -> dict:
     """Custom (``orbit/*``) request params as plain data. pygls hands them over as nested
     namedtuples; taking them raw (and validating in the handler) is what guarantees an
@@ -352,10 +448,11 @@ def raw_params(params: Any) -> dict:
 
 def setup(server: OrbitServer) -> OrbitServer:
     """Create every feature and register its handlers on ``server``."""
-    from orbit_lsp.server import (ask, code_actions, diagnostics, hierarchy, hover, lenses, lifecycle, memory,
-                                  propose, requests)
+    from orbit_lsp.server import (ask, changes, code_actions, diagnostics, hierarchy, hover, lenses, lifecycle,
+                                  memory, propose, requests)
 
-    for module in (lifecycle, lenses, hover, hierarchy, diagnostics, requests, ask, code_actions, memory, propose):
+    for module in (lifecycle, lenses, hover, hierarchy, diagnostics, requests, ask, code_actions, memory, propose,
+                   changes):
         feature = module.Feature(server)
         feature.register()
         server.features.append(feature)

@@ -19,6 +19,7 @@ from __future__ import annotations
 from lsprotocol import types
 
 from orbit_lsp.index.buffers import MAX_CALLERS, summaries_at
+from orbit_lsp.markdown import code, escape
 from orbit_lsp.server.app import OrbitServer
 from orbit_lsp.server.lenses import Snapshot
 
@@ -37,42 +38,43 @@ def _some(items: list[str], limit: int) -> str:
 
 def _dependents(path: str, deps: list[dict], max_hops: int) -> list[str]:
     if not deps:
-        return [f"**Dependents** of `{path}`: none (no workspace file imports it, up to {_plural(max_hops, 'hop')})"]
-    lines = [f"**Dependents** of `{path}`: {_plural(len(deps), 'file')}"]
+        return [f"**Dependents** of {code(path)}: none (no workspace file imports it, up to {_plural(max_hops, 'hop')})"]
+    lines = [f"**Dependents** of {code(path)}: {_plural(len(deps), 'file')}"]
     for hop in sorted({d["hops"] for d in deps}):
-        at = [d["path"] for d in deps if d["hops"] == hop]
+        at = [code(d["path"]) for d in deps if d["hops"] == hop]
         lines.append(f"- hop {hop}: {_plural(len(at), 'file')} ({_some(at, MAX_FILES_PER_HOP)})")
     return lines
 
 
 def _packages(path: str, packages: list[dict]) -> str:
     if not packages:
-        return f"**Packages** used by `{path}`: none"
-    names = [f"`{p['name']}`" + (" (stdlib)" if p["stdlib"] else "") for p in packages]
-    return f"**Packages** used by `{path}`: " + ", ".join(names)
+        return f"**Packages** used by {code(path)}: none"
+    names = [code(p["name"]) + (" (stdlib)" if p["stdlib"] else "") for p in packages]
+    return f"**Packages** used by {code(path)}: " + ", ".join(names)
 
 
 def render(item: dict, max_hops: int) -> str:
-    """Markdown of one summary from ``index.buffers.summaries_at``."""
+    """Markdown of one summary from ``index.buffers.summaries_at``; every name and path is a
+    code span (``markdown.code``: ``__init__.py`` stays ``__init__.py``)."""
     if item["type"] == "package":
-        users = item["users"]
-        about = f" ({item['about'][0]})" if item["about"] else ""
-        return (f"**package** `{item['name']}`{about}\n\nUsed by {_plural(len(users), 'workspace file')}"
+        users = [code(u) for u in item["users"]]
+        about = f" ({escape(item['about'][0])})" if item["about"] else ""
+        return (f"**package** {code(item['name'])}{about}\n\nUsed by {_plural(len(users), 'workspace file')}"
                 + (f": {_some(users, MAX_CALLERS)}" if users else ""))
     if item["type"] == "file":
-        parts = [f"**file** `{item['path']}` · {_plural(item['symbols'], 'symbol')}"]
+        parts = [f"**file** {code(item['path'])} · {_plural(item['symbols'], 'symbol')}"]
         parts.append("\n".join(_dependents(item["path"], item["dependents"], max_hops)))
         parts.append(_packages(item["path"], item["packages"]))
         return "\n\n".join(parts)
     s = item["symbol"]
-    parts = [f"**{s['kind']}** `{s['qual']}` · `{s['file']}:{s['line']}`"]
+    parts = [f"**{s['kind']}** {code(s['qual'])} · {code(str(s['file']) + ':' + str(s['line']))}"]
     if item["decorators"]:
-        parts.append("Decorated with (workspace decorators) " + ", ".join(f"`{d}`" for d in item["decorators"]))
+        parts.append("Decorated with (workspace decorators) " + ", ".join(code(d) for d in item["decorators"]))
     callers, total = item["callers"], item["callers_total"]
     lines = [f"**{_plural(total, 'direct caller')}**" + (":" if callers else "")]
     for c in callers:
         at = c["lines"][0] if c.get("lines") else c["line"]
-        lines.append(f"- `{c['qual']}` · `{c['file']}:{at}`")
+        lines.append(f"- {code(c['qual'])} · {code(str(c['file']) + ':' + str(at))}")
     if total > len(callers):
         lines.append(f"- … and {total - len(callers)} more")
     if item["recursive"]:
@@ -80,7 +82,7 @@ def render(item: dict, max_hops: int) -> str:
     parts.append("\n".join(lines))
     n = item["unresolved_elsewhere"]
     if n:
-        parts.append(f"_{_plural(n, 'function')} {'makes' if n == 1 else 'make'} calls to `{s['name']}` that "
+        parts.append(f"_{_plural(n, 'function')} {'makes' if n == 1 else 'make'} calls to {code(s['name'])} that "
                      f"could not be bound: they may call it too, so the count is a lower bound._")
         unbound = item.get("unbound") or {"total": 0, "sites": []}
         if unbound["sites"]:
@@ -110,7 +112,7 @@ class Feature:
 
     async def hover(self, params: types.HoverParams) -> types.Hover | None:
         ls = self.server
-        snap = Snapshot.take(ls, params.text_document.uri)
+        snap = await Snapshot.load(ls, params.text_document.uri)
         if snap is None or snap.ix.last_index_time is None:
             return None
         rng = snap.word_range(params.position)

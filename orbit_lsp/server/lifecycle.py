@@ -32,7 +32,7 @@ import os
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -42,17 +42,21 @@ from watchdog.observers import Observer
 
 from orbit_lsp.index.indexer import IndexReport, WorkspaceIndexer
 from orbit_lsp.index.isolated import index_all_isolated
-from orbit_lsp.index.js_modules import is_js_config
-from orbit_lsp.index.walk import LANGS, EXCLUDED_DIRS
+from orbit_lsp.index.watcher import (DELETE_GRACE_S, WATCH_DEBOUNCE_S, WATCH_MAX_DELAY_S, Changes, apply_changes,
+                                     classify, event_paths)
 from orbit_lsp.server.app import OrbitServer, use_lsp_lines
 
 log = logging.getLogger("orbit_lsp.server")
-WATCH_DEBOUNCE_S = 0.15   # quiet time that ends a burst of events (one save)
-WATCH_MAX_DELAY_S = 1.0   # a steady stream of events still gets indexed this often
-DELETE_GRACE_S = 0.6      # a vanished file must stay away this long to leave the graph
-BULK_FILES = 32           # more changed paths than this in one folder: one incremental index_all
 CLIENT_TIMEOUT_S = 10.0   # longest wait for the client's answer to a server request
-_PROBE = "__orbit_probe__.py"  # a file name used to ask the filter whether a directory is walked
+
+
+def _settings_object(value: Any) -> Any:
+    """Settings as sent: an empty array is no settings (``None``), as clients that cannot tell
+    an empty object from an empty list send it (Neovim encodes an empty Lua table as ``[]``).
+    Anything else is returned as it is (the caller warns about a non-object)."""
+    if isinstance(value, list) and not value:
+        return None
+    return value
 
 
 def _report_line(rep: IndexReport) -> str:
@@ -69,15 +73,9 @@ class _Events(FileSystemEventHandler):
         self.loop = loop
 
     def on_any_event(self, event: FileSystemEvent) -> None:
-        if event.event_type in ("opened", "closed_no_write"):
-            return
-        if event.is_directory and event.event_type == "modified":
-            return
-        paths = [event.src_path] + ([event.dest_path] if getattr(event, "dest_path", "") else [])
-        for p in paths:
-            p = p.decode("utf-8", "surrogateescape") if isinstance(p, bytes) else p
+        for p in event_paths(event):
             try:
-                self.loop.call_soon_threadsafe(self.feature.on_fs, Path(p), event.is_directory)
+                self.loop.call_soon_threadsafe(self.feature.on_fs, p, event.is_directory)
             except RuntimeError:  # the loop is closed: the server is exiting
                 return
 
@@ -86,14 +84,6 @@ class _Events(FileSystemEventHandler):
 class _Pending:
     kind: str  # "file", "dir" (appeared or vanished), "rescan" (a .gitignore changed)
     last: float  # monotonic time of the last event
-
-
-@dataclass
-class _Work:
-    """Changes of one folder to apply in the index thread."""
-    files: set[Path] = field(default_factory=set)
-    dirs: set[Path] = field(default_factory=set)  # directories that appeared or vanished
-    rescan: bool = False  # what the walk lists may have changed: bring the whole folder up to date
 
 
 class Feature:
@@ -124,7 +114,7 @@ class Feature:
     # -- start-up and settings ---------------------------------------------------------------
     def initialize(self, params: types.InitializeParams) -> None:
         use_lsp_lines(self.server.workspace)
-        opts = params.initialization_options
+        opts = _settings_object(params.initialization_options)
         self.init_options = opts if isinstance(opts, dict) else None
         self.init_options_invalid = opts is not None and not isinstance(opts, dict)
         # problems are announced in ``initialized``, once, together with the client's settings
@@ -174,7 +164,7 @@ class Feature:
             except Exception as exc:  # noqa: BLE001 - a client that fails here still gets defaults
                 log.info("workspace/configuration failed: %s", exc)
                 result = None
-            cfg = result[0] if result else None
+            cfg = _settings_object(result[0]) if result else None
             if cfg is not None and not isinstance(cfg, dict):
                 self._warn("orbit-lsp: the 'orbit' settings must be an object; using defaults")
             self.client_config = cfg if isinstance(cfg, dict) else None
@@ -205,8 +195,8 @@ class Feature:
         old = ls.settings
         settings = params.settings if params is not None else None
         if isinstance(settings, dict) and "orbit" in settings:
-            cfg = settings["orbit"]
-            if not isinstance(cfg, dict):
+            cfg = _settings_object(settings["orbit"])
+            if cfg is not None and not isinstance(cfg, dict):
                 self._warn("orbit-lsp: the 'orbit' settings must be an object; using defaults")
                 cfg = None
             self.client_config = cfg
@@ -364,20 +354,9 @@ class Feature:
         if owner is None:
             return
         ix, rel = owner
-        if rel in ("", ".") or any(part in EXCLUDED_DIRS for part in rel.split("/")):
-            return  # the root itself; .git, node_modules, caches
-        if is_dir:
-            if not ix.filter.accepts(path / _PROBE):
-                return  # an ignored directory
-            kind = "dir"
-        elif path.name == ".gitignore" or is_js_config(path.name):
-            kind = "rescan"  # what is walked, or how JS/TS imports resolve, may have changed
-        elif rel in ix.state:
-            kind = "file"
-        elif os.path.splitext(path.name)[1].lower() in LANGS and ix.filter.accepts(path):
-            kind = "file"
-        else:
-            return  # temporaries (mod.py~, .swp, 4913), .env files, non-source files
+        kind = classify(ix, rel, path, is_dir)  # the checks the MCP server's watcher shares
+        if kind is None:
+            return
         now = time.monotonic()
         p = self.pending.get(path)
         if p is None:
@@ -415,7 +394,7 @@ class Feature:
             else:
                 batch[path] = p
         self.pending = keep
-        work: dict[WorkspaceIndexer, _Work] = {}
+        work: dict[WorkspaceIndexer, Changes] = {}
         for path, p in batch.items():
             owner = self.server.workspaces.owner(path)
             if owner is None:
@@ -424,7 +403,7 @@ class Feature:
             if ix.last_index_time is None:
                 self.pending.setdefault(path, p)  # indexed (or re-queued) once the folder is
                 continue
-            w = work.setdefault(ix, _Work())
+            w = work.setdefault(ix, Changes())
             if p.kind == "rescan":
                 w.rescan = True
             else:
@@ -454,48 +433,9 @@ class Feature:
             wait = max(p.last for p in keep.values()) + DELETE_GRACE_S - time.monotonic()
             self._schedule(max(0.01, wait))
 
-    @staticmethod
-    def _files_under(ix: WorkspaceIndexer, d: Path) -> list[Path]:
-        """Source files the walk would list under directory ``d`` (symlinks not followed)."""
-        out = []
-        for top, dirs, files in os.walk(d, followlinks=False):
-            dirs[:] = [x for x in dirs if x not in EXCLUDED_DIRS and ix.filter.accepts(Path(top) / x / _PROBE)]
-            out.extend(Path(top) / f for f in files if os.path.splitext(f)[1].lower() in LANGS)
-        return out
-
-    def _apply(self, ix: WorkspaceIndexer, w: _Work) -> tuple[set[str] | None, list[tuple[str | None, IndexReport]]]:
-        """Index thread: apply one folder's queued changes. Returns the changed rels (None:
-        the whole folder was brought up to date) and ``(rel, report)`` for each change made."""
-        if w.rescan:
-            rep = ix.index_all()
-            return None, ([(None, rep)] if rep.mode != "unchanged" else [])
-        files = set(w.files)
-        gone: set[str] = set()
-        for d in w.dirs:
-            if d.is_dir():
-                files.update(self._files_under(ix, d))
-            else:
-                rel = ix.rel_of(d)
-                if rel:
-                    gone.update(r for r in list(ix.state) if r == rel or r.startswith(rel + "/"))
-        by_rel: dict[str, Path] = {}
-        for f in sorted(files):
-            rel = ix.rel_of(f)
-            if rel is not None and rel not in by_rel and rel not in gone:
-                by_rel[rel] = ix.root / rel
-        for rel in gone:
-            by_rel[rel] = ix.root / rel
-        if len(by_rel) > BULK_FILES:
-            rep = ix.index_all()
-            return None, ([(None, rep)] if rep.mode != "unchanged" else [])
-        changed: set[str] = set()
-        reports = []
-        for rel, path in sorted(by_rel.items()):
-            rep = ix.reindex_file(path)
-            if rep.mode != "unchanged":
-                changed.add(rel)
-                reports.append((rel, rep))
-        return changed, reports
+    def _apply(self, ix: WorkspaceIndexer, w: Changes) -> tuple[set[str] | None, list[tuple[str | None, IndexReport]]]:
+        """Index thread: apply one folder's queued changes (``index.watcher.apply_changes``)."""
+        return apply_changes(ix, w)
 
     # -- watcher -------------------------------------------------------------------------------
     def watch(self, ix: WorkspaceIndexer) -> None:

@@ -9,12 +9,16 @@ Code actions (built by ``actions``, offered by ``code_actions``):
   ``"instruction"`` in that object or as a second argument (a string). Editors that can prompt
   for text may instead send the request ``orbit/proposeChange``:
   ``{"textDocument": {"uri", "version"?}, "range"? | "position"?, "instruction"}`` (a position
-  means the symbol around it; no version means the document's current one).
+  means the symbol around it; no version means the document's current one). Without a model
+  the action is marked ``disabled`` with the reason (``NO_MODEL``) for clients that declare
+  ``codeAction.disabledSupport``, and not offered to the others (it could only fail, after the
+  user typed the instruction).
 - "Orbit: ask about this symbol" on any symbol (definition or use): ``orbit.askAboutSymbol``
   with ``[{"uri", "position", "qual"}]`` runs ``orbit/ask`` with "What depends on `qual` and who
   calls it?" (answered by the model, or by the built-in planner without one), shows the first
-  lines of the Markdown answer with ``window/showMessage`` and returns the full ``orbit/ask``
-  result.
+  lines of the Markdown answer with ``window/showMessage`` (not when the argument has
+  ``"clientShowsAnswer": true``: the editor shows the result itself) and returns the full
+  ``orbit/ask`` result.
 
 Proposing (``orbit_lsp.agent.propose``): the configured model gets the instruction and the
 selected text (redacted), may run the read-only graph tools (``read_file`` asks the user, as
@@ -51,7 +55,7 @@ from orbit_lsp.agent.tools import Toolbox
 from orbit_lsp.graph import queries
 from orbit_lsp.graph.errors import FalkorDBOffline, GraphError
 from orbit_lsp.index.indexer import content_hash
-from orbit_lsp.server.app import REQUEST_FAILED, OrbitServer, raw_params
+from orbit_lsp.server.app import REQUEST_FAILED, OrbitServer, lsp_position, raw_params
 from orbit_lsp.server.approval import Approvals, Change
 from orbit_lsp.index.buffers import index_lock
 from orbit_lsp.server.lenses import Snapshot
@@ -109,6 +113,14 @@ def symbol_range(snap: Snapshot, sym: dict) -> types.Range:
     return types.Range(types.Position(sym["line"] - 1, 0), end)
 
 
+def supports_disabled_actions(ls: OrbitServer) -> bool:
+    """Whether the client shows code actions marked ``disabled`` (with their reason) instead
+    of running them (``textDocument.codeAction.disabledSupport``)."""
+    caps = ls.client_capabilities
+    ca = caps.text_document.code_action if caps and caps.text_document else None
+    return bool(ca and ca.disabled_support)
+
+
 def actions(ls: OrbitServer, snap: Snapshot, rng: types.Range, target: dict | None, sym: dict | None,
             wanted) -> list[types.CodeAction]:
     """The propose/ask code actions for a request on ``rng``: ``target`` is the graph target
@@ -118,9 +130,12 @@ def actions(ls: OrbitServer, snap: Snapshot, rng: types.Range, target: dict | No
     version = doc.version if doc is not None else None
     selected = rng.start != rng.end
     edit_range = rng if selected else (symbol_range(snap, sym) if sym is not None else None)
-    if edit_range is not None and wanted(types.CodeActionKind.RefactorRewrite):
+    no_model = ls.settings.agent_model is None
+    if edit_range is not None and wanted(types.CodeActionKind.RefactorRewrite) and (
+            not no_model or supports_disabled_actions(ls)):
         out.append(types.CodeAction(
             title=PROPOSE_TITLE, kind=types.CodeActionKind.RefactorRewrite,
+            disabled=types.CodeActionDisabled(reason=NO_MODEL) if no_model else None,
             command=types.Command(title=PROPOSE_TITLE, command=PROPOSE_CHANGE, arguments=[{
                 "uri": snap.uri, "version": version,
                 "range": {"start": {"line": edit_range.start.line, "character": edit_range.start.character},
@@ -139,12 +154,7 @@ def actions(ls: OrbitServer, snap: Snapshot, rng: types.Range, target: dict | No
 
 # -- argument checking -----------------------------------------------------------------------
 def _pos(v: Any, what: str) -> types.Position:
-    if isinstance(v, dict):
-        line, ch = v.get("line"), v.get("character")
-        if isinstance(line, int) and isinstance(ch, int) and not isinstance(line, bool) \
-                and not isinstance(ch, bool) and line >= 0 and ch >= 0:
-            return types.Position(line, ch)
-    raise JsonRpcInvalidParams(f"{what} must be a position {{line, character}} of non-negative integers")
+    return lsp_position(v, what)
 
 
 def _range(v: Any, what: str) -> types.Range:
@@ -164,8 +174,8 @@ def _instruction(v: Any, what: str) -> str:
 
 
 def _version(v: Any, what: str) -> int | None:
-    if v is not None and (not isinstance(v, int) or isinstance(v, bool)):
-        raise JsonRpcInvalidParams(f"{what} must be an integer or null")
+    if v is not None and (not isinstance(v, int) or isinstance(v, bool) or not -2 ** 31 <= v <= 2 ** 31 - 1):
+        raise JsonRpcInvalidParams(f"{what} must be an integer (-2^31 .. 2^31 - 1) or null")
     return v
 
 
@@ -236,7 +246,7 @@ class Feature:
     async def propose(self, uri: str, rng: types.Range | None, pos: types.Position | None, version: int | None,
                       instruction: str) -> dict:
         ls = self.server
-        snap = Snapshot.take(ls, uri)
+        snap = await Snapshot.load(ls, uri)
         if snap is None:
             raise JsonRpcInvalidParams(f"{uri} is not in an indexed workspace folder")
         root, rel, text = str(snap.ix.root), snap.rel, snap.text
@@ -334,15 +344,18 @@ class Feature:
     # -- ask about this symbol -----------------------------------------------------------------
     async def ask_about_symbol(self, *args) -> dict:
         """``orbit.askAboutSymbol [{uri, position, qual}]``: the ``orbit/ask`` result for
-        ``ask_question(qual)``, its first paragraph shown with window/showMessage."""
+        ``ask_question(qual)``, its first paragraph shown with window/showMessage unless the
+        argument says ``"clientShowsAnswer": true`` (the editor shows the result itself)."""
         arg = raw_params(args[0] if args else None)
         uri, qual = arg.get("uri"), arg.get("qual")
         if not isinstance(uri, str) or not uri or not isinstance(qual, str) or not qual:
             raise JsonRpcInvalidParams(f"{ASK_ABOUT_SYMBOL} needs [{{uri, position, qual}}]")
         pos = _pos(arg.get("position"), f"{ASK_ABOUT_SYMBOL}: position")
+        shown_by_client = arg.get("clientShowsAnswer") is True
         result = await self._ask_feature().ask({
             "question": ask_question(qual), "textDocument": {"uri": uri},
             "position": {"line": pos.line, "character": pos.character}})
-        self.server.window_show_message(types.ShowMessageParams(
-            types.MessageType.Error if result.get("error") else types.MessageType.Info, short_message(result)))
+        if not shown_by_client:  # an editor that shows the result itself does not get it twice
+            self.server.window_show_message(types.ShowMessageParams(
+                types.MessageType.Error if result.get("error") else types.MessageType.Info, short_message(result)))
         return result

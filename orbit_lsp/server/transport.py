@@ -1,12 +1,21 @@
-"""Serving LSP over stdin/stdout with stdin read by the event loop.
+"""Serving LSP over stdin/stdout with stdin read by the event loop, every frame answered.
 
 pygls's stdio server reads each message with three blocking calls in its thread pool (the
 header line, the blank line, the body), so every message costs three thread hand-offs before
 it is even parsed, and messages that arrive together (an editor resolving the code lenses on
 screen sends a dozen at once) are read one hand-off after another. Here stdin is an asyncio
 pipe (``loop.connect_read_pipe``) read into an ``asyncio.StreamReader``: what has arrived is
-parsed without leaving the event loop. The message loop itself is pygls's (``run_async``).
-When stdin is not a pipe, socket or terminal (a regular file, say), pygls's reader is used.
+parsed without leaving the event loop. When stdin is not a pipe, socket or terminal (a regular
+file, say), pygls's thread reader is used.
+
+The message loop (``serve_frames``) is this module's, not pygls's ``run_async``: pygls drops a
+frame it cannot parse or structure without answering, so a client waits forever for the
+answer to a request with a malformed body. Here framing is checked (a ``Content-Length``
+header, case-insensitive, at most ``MAX_BODY_BYTES``) and each body is handed to
+``OrbitProtocol.handle_frame``, which answers every request: ParseError (-32700, id null) for
+a body that is not UTF-8 JSON, InvalidRequest (-32600) for a body that is not a JSON-RPC
+message, InvalidParams (-32602) for params the method's type refuses (see
+``server.protocol``).
 """
 
 from __future__ import annotations
@@ -15,14 +24,17 @@ import asyncio
 import logging
 import sys
 import threading
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
-from pygls.io_ import StdinAsyncReader, StdoutWriter, run_async
+from pygls.io_ import StdinAsyncReader, StdoutWriter
 from pygls.server import JsonRPCServer
 
 log = logging.getLogger(__name__)
 
-READ_LIMIT = 1 << 20  # longest header line (bytes); bodies are read by length, unbounded
+READ_LIMIT = 1 << 20  # longest header line (bytes)
+MAX_BODY_BYTES = 256 << 20  # longest message body (bytes); a longer one is skipped and answered
+MAX_HEADER_LINES = 64  # header lines of one frame before it is declared malformed
+PARSE_ERROR = -32700
 
 
 async def _stdin_reader(stdin: BinaryIO) -> asyncio.StreamReader | None:
@@ -38,21 +50,93 @@ async def _stdin_reader(stdin: BinaryIO) -> asyncio.StreamReader | None:
     return reader
 
 
+async def _readexactly(reader: Any, n: int) -> bytes | None:
+    """``n`` bytes, or None at end of input (a short read of pygls's thread reader included)."""
+    try:
+        data = await reader.readexactly(n)
+    except asyncio.IncompleteReadError:
+        return None
+    return data if len(data) == n else None
+
+
+async def _skip(reader: Any, n: int) -> bool:
+    """Read and drop ``n`` bytes (a body too long to keep); False at end of input."""
+    while n > 0:
+        chunk = await _readexactly(reader, min(n, 1 << 20))
+        if chunk is None:
+            return False
+        n -= len(chunk)
+    return True
+
+
+async def serve_frames(stop_event: threading.Event, reader: Any, protocol: Any) -> None:
+    """Read LSP frames (headers, a blank line, a body of ``Content-Length`` bytes) from
+    ``reader`` (``readline()`` / ``readexactly(n)`` coroutines) until end of input or
+    ``stop_event``; each body goes to ``protocol.handle_frame``. A frame without a valid
+    ``Content-Length``, or one longer than ``MAX_BODY_BYTES``, is answered with a ParseError
+    (id null) and skipped; the loop goes on with the next frame."""
+    while not stop_event.is_set():
+        length: int | None = None
+        bad: str | None = None
+        lines = 0
+        while True:
+            try:
+                line = await reader.readline()
+            except ValueError:  # a header line over READ_LIMIT (asyncio drops it)
+                bad = f"header line longer than {READ_LIMIT} bytes"
+                continue
+            if not line:
+                return  # end of input
+            if not line.endswith(b"\n"):
+                return  # end of input inside a header
+            text = line.strip()
+            if not text:
+                if length is None and bad is None and lines == 0:
+                    continue  # stray blank line between frames
+                break
+            lines += 1
+            if lines > MAX_HEADER_LINES:
+                bad = bad or f"more than {MAX_HEADER_LINES} header lines"
+                continue
+            name, sep, value = text.partition(b":")
+            if sep and name.strip().lower() == b"content-length":
+                value = value.strip()
+                if value.isdigit() and len(value) <= 12:
+                    length = int(value)
+                else:
+                    bad = bad or f"invalid Content-Length {value[:40]!r}"
+            elif not sep:
+                bad = bad or f"malformed header line {text[:40]!r}"
+        if length is None:
+            protocol.reply_error(None, PARSE_ERROR, f"malformed frame: {bad or 'no Content-Length header'}")
+            continue
+        if length > MAX_BODY_BYTES:
+            protocol.reply_error(None, PARSE_ERROR,
+                                 f"message of {length} bytes is longer than the limit of {MAX_BODY_BYTES}")
+            if not await _skip(reader, length):
+                return
+            continue
+        body = await _readexactly(reader, length) if length else b""
+        if body is None:
+            return
+        protocol.handle_frame(body)
+
+
 def serve_stdio(server: JsonRPCServer, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
     """Run ``server`` on stdin/stdout until the client closes stdin or sends ``exit``; what
-    pygls's ``start_io`` does, with stdin read by the event loop (see the module's doc)."""
+    pygls's ``start_io`` does, with stdin read by the event loop and every frame answered
+    (see the module's doc)."""
     stdin = stdin or sys.stdin.buffer
     server._stop_event = threading.Event()  # pygls's shutdown() sets it to end the loop
     server.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
 
     async def main() -> None:
         reader = await _stdin_reader(stdin) or StdinAsyncReader(stdin, server.thread_pool)
-        await run_async(stop_event=server._stop_event, reader=reader, protocol=server.protocol,
-                        logger=log, error_handler=server.report_server_error)
+        await serve_frames(server._stop_event, reader, server.protocol)
 
     try:
         asyncio.run(main())
-    except (BrokenPipeError, asyncio.IncompleteReadError):
+    except BrokenPipeError:
         log.error("Connection to the client is lost! Shutting down the server.")
     except (KeyboardInterrupt, SystemExit):
         pass

@@ -63,17 +63,61 @@ local function float_after(before, run)
   }
 end
 
-local function run()
-  require("orbit").setup({
-    cmd = { os.getenv("ORBIT_NVIM_PYTHON"), "-m", "orbit_lsp" },
-    settings = { orbit = { maxHops = 4 } },
-  })
+-- the resolved lens titles of the current buffer by 1-based line (what the user sees)
+local function lens_titles()
+  local titles = {}
+  for _, lens in ipairs(vim.lsp.codelens.get(0)) do
+    if lens.command and lens.command.title then
+      titles[tostring(lens.range.start.line + 1)] = lens.command.title
+    end
+  end
+  return titles
+end
+
+-- what the plugin showed of the server's indexing progress: statusline() values and the end
+local seen_progress = { statusline = {}, ends = {} }
+vim.api.nvim_create_autocmd("LspProgress", {
+  callback = function(ev)
+    vim.schedule(function()
+      local s = require("orbit").statusline()
+      if s ~= "" then
+        table.insert(seen_progress.statusline, s)
+      end
+      local v = ev.data and ev.data.params and ev.data.params.value
+      if type(v) == "table" and v.kind == "end" then
+        table.insert(seen_progress.ends, v.message)
+      end
+    end)
+  end,
+})
+
+-- the README's minimal configuration; lenses must appear with no refresh asked by the user
+local function open_minimal()
+  require("orbit").setup({ cmd = { os.getenv("ORBIT_NVIM_PYTHON"), "-m", "orbit_lsp" } })
   vim.cmd.edit(root .. "/util.py")
   local client
   wait("the orbit client to attach", function()
     client = vim.lsp.get_clients({ name = "orbit", bufnr = 0 })[1]
     return client ~= nil and client.initialized
   end)
+  local titles
+  local ok = vim.wait(T, function()
+    titles = lens_titles()
+    return titles["1"] ~= nil and titles[tostring(find("def used"))] ~= nil
+  end, 50)
+  step("lenses_by_themselves", ok and { file = titles["1"], used = titles[tostring(find("def used"))] } or false)
+  vim.wait(300)
+  step("progress", { statusline = seen_progress.statusline, ends = seen_progress.ends,
+    after = require("orbit").statusline() })
+  step("messages", vim.fn.execute("messages"))
+  return client
+end
+
+local function run()
+  local client = open_minimal()
+  if os.getenv("ORBIT_NVIM_MODE") == "reopen" then
+    return
+  end
   step("attached", { name = client.name, root = client.root_dir, encoding = client.offset_encoding })
   local indexed, status = false, nil
   for _ = 1, 600 do
@@ -90,17 +134,12 @@ local function run()
     error("not indexed: " .. vim.inspect(status))
   end
 
-  -- lenses (refreshed on attach and after the index; resolved by Neovim for display)
+  -- lenses asked for again (as BufWritePost / InsertLeave do)
   local titles
   wait("resolved code lenses", function()
     vim.lsp.codelens.refresh({ bufnr = 0 })
     vim.wait(200)
-    titles = {}
-    for _, lens in ipairs(vim.lsp.codelens.get(0)) do
-      if lens.command and lens.command.title then
-        titles[tostring(lens.range.start.line + 1)] = lens.command.title
-      end
-    end
+    titles = lens_titles()
     return titles["1"] ~= nil and titles[tostring(find("def used"))] ~= nil
   end)
   step("lenses", { file = titles["1"], used = titles[tostring(find("def used"))] })
@@ -157,21 +196,59 @@ local function run()
   end
   step("ask_symbol", float_after(nil, function() action("Orbit: ask about this symbol") end))
   vim.cmd("fclose!")
-  -- "Orbit: propose a change…": the user is asked what to change; without a model: the error
-  local input = vim.ui.input
-  vim.ui.input = function(opts, on_confirm)
-    step("propose_prompt", opts.prompt)
-    on_confirm("Add a docstring")
+  step("ask_symbol_messages", vim.fn.execute("messages"))
+  -- "Orbit: propose a change…" is not offered without a model (Neovim shows no disabled actions)
+  local titles = {}
+  local params = vim.lsp.util.make_range_params(0, client.offset_encoding)
+  params.context = { diagnostics = {} }
+  local res = client:request_sync("textDocument/codeAction", params, 5000, 0)
+  for _, a in ipairs((res and res.result) or {}) do
+    table.insert(titles, a.title)
   end
-  step("propose", float_after(nil, function() action("Orbit: propose a change…") end))
-  vim.ui.input = input
-  vim.cmd("fclose!")
+  step("actions_without_model", titles)
 
   -- :OrbitAsk (orbit/ask comes with the agent; MethodNotFound is recorded, not an error here)
   vim.api.nvim_win_set_cursor(0, { find("def used"), 5 })
   step("ask", float_after(nil, function() vim.cmd("OrbitAsk who calls used?") end))
   vim.wait(500)
   step("status", float_after(nil, function() vim.cmd("OrbitStatus") end))
+  vim.cmd("fclose!")
+
+  -- memories: an answer proposes one (unconfirmed) and says how to confirm it; list, confirm
+  -- (picked from the unconfirmed ones), forget (asked first)
+  step("ask_remember", float_after(nil, function()
+    vim.cmd("OrbitAsk Remember that we deploy with gunicorn. Who calls used?")
+  end))
+  vim.cmd("fclose!")
+  step("memories_before", float_after(nil, function() vim.cmd("OrbitMemories") end))
+  vim.cmd("fclose!")
+  local select = vim.ui.select
+  vim.ui.select = function(items, opts, on_choice)
+    local shown = {}
+    for _, it in ipairs(items) do
+      table.insert(shown, opts.format_item(it))
+    end
+    step("confirm_choices", { prompt = opts.prompt, items = shown })
+    on_choice(items[1])
+  end
+  step("confirmed", float_after(nil, function() vim.cmd("OrbitConfirmMemory") end))
+  vim.ui.select = select
+  vim.cmd("fclose!")
+  step("memories_confirmed", float_after(nil, function() vim.cmd("OrbitMemories") end))
+  vim.cmd("fclose!")
+  local n = #out.prompts
+  answers = { 1 }
+  local id = out.steps.confirm_choices and out.steps.confirm_choices.items[1]:match("^#(%d+)")
+  step("forgotten", float_after(nil, function() vim.cmd("OrbitForgetMemory " .. tostring(id)) end))
+  step("forget_prompt", out.prompts[n + 1])
+  vim.cmd("fclose!")
+  step("memories_after", float_after(nil, function() vim.cmd("OrbitMemories") end))
+  vim.cmd("fclose!")
+
+  -- names and paths in the float are code spans: a dependent `pkg/__init__.py` keeps its dunders
+  vim.cmd.edit(root .. "/pkg/core.py")
+  wait("the client on pkg/core.py", function() return vim.lsp.get_clients({ name = "orbit", bufnr = 0 })[1] ~= nil end)
+  step("dunder_impact", float_after(nil, function() require("orbit").impact(vim.uri_from_bufnr(0)) end))
 end
 
 local ok, err = xpcall(run, debug.traceback)

@@ -30,6 +30,16 @@ export function rewriteCommand<T extends Command | undefined>(cmd: T): T {
   return cmd;
 }
 
+/** `s` as one inline Markdown code span, whatever it contains (as orbit_lsp.markdown.code): names
+ *  and paths are never bare Markdown (`__init__.py` would render as a bold "init.py"). */
+export function code(s: unknown): string {
+  let t = String(s).replace(/\r?\n|\r/g, " ");
+  const longest = Math.max(0, ...(t.match(/`+/g) ?? []).map((r) => r.length));
+  const fence = "`".repeat(longest + 1);
+  if (t === "" || t.startsWith("`") || t.endsWith("`") || (t.startsWith(" ") && t.endsWith(" ") && t.trim() !== "")) t = ` ${t} `;
+  return `${fence}${t}${fence}`;
+}
+
 export function plural(n: number, word: string): string {
   return `${n} ${word}${n === 1 ? "" : "s"}`;
 }
@@ -82,15 +92,18 @@ export function impactTree(r: ImpactResult): TreeNode[] {
 
 /** The impact result as Markdown (also used by the Neovim plugin's shape). */
 export function impactMarkdown(r: ImpactResult): string {
-  const lines = [`# Impact of ${targetLabel(r.target)}`, ""];
+  const t = r.target;
+  const what = t.type === "symbol" ? `${t.kind ?? "symbol"} ${code(t.qual ?? t.name ?? "?")}`
+    : t.type === "package" ? `package ${code(t.name ?? "?")}` : code(t.path ?? "?");
+  const lines = [`# Impact of ${what}`, ""];
   if (r.callers) {
     lines.push(`## Callers (${r.callers.length})`, "");
-    for (const c of r.callers) lines.push(`- \`${c.qual}\` — ${c.path}:${c.line} (depth ${c.depth})`);
+    for (const c of r.callers) lines.push(`- ${code(c.qual)} — ${code(`${c.path}:${c.line}`)} (depth ${c.depth})`);
     if (!r.callers.length) lines.push("- none in the graph");
     lines.push("");
   }
   lines.push(`## Dependents (${r.dependents.length})`, "");
-  for (const d of r.dependents) lines.push(`- ${d.path} (${plural(d.hops, "hop")})`);
+  for (const d of r.dependents) lines.push(`- ${code(d.path)} (${plural(d.hops, "hop")})`);
   if (!r.dependents.length) lines.push("- no file imports it");
   for (const n of r.notes ?? []) lines.push("", `> ${n}`);
   return lines.join("\n") + "\n";
@@ -108,18 +121,128 @@ export function askMarkdown(question: string, result: unknown): string {
 
 interface Status {
   falkordb: { where: string; mode: string; online: boolean; error: string | null };
+  agent?: { model: string | null; endpoint: string; apiKey: boolean };
   workspaces: { root: string; graph: string; files?: number; symbols?: number; calls?: number; imports?: number; last_index: number | null; skipped?: number }[];
+}
+
+/** A path or name in a Markdown table cell: a code span, its `|` escaped (GFM splits cells first). */
+function cell(s: unknown): string {
+  return code(s).replace(/\|/g, "\\|");
 }
 
 /** Markdown of an `orbit/status` result. */
 export function statusMarkdown(s: Status): string {
   const f = s.falkordb;
-  const lines = ["# Orbit status", "", `FalkorDB (${f.mode}): ${f.where} — ${f.online ? "online" : `**offline**${f.error ? `: ${f.error}` : ""}`}`, ""];
+  const lines = ["# Orbit status", "", `FalkorDB (${f.mode}): ${code(f.where)} — ${f.online ? "online" : `**offline**${f.error ? `: ${f.error}` : ""}`}`, ""];
+  if (s.agent) {
+    const model = s.agent.model ? code(s.agent.model) : "none (the built-in planner answers)";
+    lines.push(`Model: ${model} — requests go to ${code(s.agent.endpoint)} (API key ${s.agent.apiKey ? "set: it is sent there" : "not set"})`, "");
+  }
   lines.push("| workspace | graph | files | symbols | calls | imports | indexed |", "|---|---|---|---|---|---|---|");
   for (const w of s.workspaces) {
     const when = w.last_index ? new Date(w.last_index * 1000).toISOString().replace("T", " ").slice(0, 19) : "not yet";
-    lines.push(`| ${w.root} | ${w.graph} | ${w.files ?? "?"} | ${w.symbols ?? "?"} | ${w.calls ?? "?"} | ${w.imports ?? "?"} | ${when} |`);
+    lines.push(`| ${cell(w.root)} | ${cell(w.graph)} | ${w.files ?? "?"} | ${w.symbols ?? "?"} | ${w.calls ?? "?"} | ${w.imports ?? "?"} | ${when} |`);
   }
   if (!s.workspaces.length) lines.push("| (no folder served) | | | | | | |");
   return lines.join("\n") + "\n";
+}
+
+/** One memory as `orbit/memories` / `orbit/confirm` return it. */
+export interface Memory {
+  id: number; text: string; confirmed: boolean; stale?: boolean; staleReason?: string | null;
+  projects?: { id: string; root: string }[]; uses?: unknown[];
+}
+
+/** One line for a quick pick: `#3 (unconfirmed) we deploy with gunicorn`. */
+export function memoryLabel(m: Memory): string {
+  return `#${m.id} ${m.confirmed ? "" : "(unconfirmed) "}${m.text}`;
+}
+
+/** Markdown of an `orbit/memories` result (the *Orbit: List memories* preview). */
+export function memoriesMarkdown(r: { memories: Memory[] }): string {
+  const mems = r.memories ?? [];
+  const lines = [`# Orbit memories (${mems.length})`, ""];
+  for (const m of mems) {
+    let line = `- memory #${m.id}, ${m.confirmed ? "confirmed" : "**unconfirmed** (not recalled until confirmed)"}: “${m.text}”`;
+    const about = (m.projects ?? []).map((p) => code(p.root));
+    if (about.length) line += ` — about ${about.join(", ")}`;
+    if (m.stale) line += ` — *possibly stale*: ${m.staleReason ?? ""}`;
+    if (m.uses?.length) line += ` — used by ${plural(m.uses.length, "answer")}`;
+    lines.push(line);
+  }
+  if (!mems.length) lines.push("No memories yet: *Orbit: Remember* saves one.");
+  lines.push("", "*Orbit: Confirm memory* makes one recallable, *Orbit: Forget memory* removes it.");
+  return lines.join("\n") + "\n";
+}
+
+// -- orbit/changes ("Orbit: Impact of my changes", issue 16) ---------------------------------------
+export interface ChangedSymbol {
+  qual: string; kind: string; file: string; uri?: string; line: number | null; status: string;
+  old_qual?: string; old_line?: number;
+}
+export interface ChangeCaller { qual: string; file: string; uri?: string; line: number; depth: number; reaches: string }
+export interface SelectedTest { id: string; file: string; uri?: string; line: number; reason: string }
+export interface ChangesResult {
+  change: { description: string };
+  symbols: ChangedSymbol[];
+  callers: ChangeCaller[];
+  dependents: { path: string; uri?: string; hops: number }[];
+  may_be_affected: ChangeCaller[];
+  tests: { selected: SelectedTest[]; may_be_affected: SelectedTest[]; removed: string[];
+           commands: { pytest: string | null; js_files: string[] }; total: number | null };
+  totals: { files: number; symbols: number; callers: number; tests: number };
+  notes: string[];
+  cypher: Cypher[];
+  unsaved?: string[];
+}
+
+/** One line saying what an orbit/changes result covers. */
+export function changesLabel(r: ChangesResult): string {
+  return `${r.change.description}: ${plural(r.totals.symbols, "changed symbol")}, ${plural(r.totals.callers, "caller")}, `
+    + `${plural(r.totals.tests, "test")} to run`;
+}
+
+/** The impact view's tree for orbit/changes: changed symbols, tests to run (with the command
+ * line), callers by depth, dependents, what may be affected through unbound calls, notes, Cypher. */
+export function changesTree(r: ChangesResult): TreeNode[] {
+  const out: TreeNode[] = [];
+  out.push({
+    label: `Changed symbols (${r.symbols.length})`,
+    description: r.change.description,
+    children: r.symbols.map((s) => ({
+      label: s.qual,
+      description: `${s.status}${s.old_qual && s.old_qual !== s.qual ? ` (was ${s.old_qual})` : ""} · ${s.file}:${s.line ?? s.old_line}`,
+      uri: s.status === "removed" ? undefined : s.uri, line: s.line ?? undefined,
+    })),
+  });
+  const tests = r.tests;
+  const run: TreeNode[] = tests.commands.pytest ? [{ label: tests.commands.pytest, description: "run these" }] : [];
+  out.push({
+    label: `Tests to run (${tests.selected.length})`,
+    description: tests.total !== null ? `of ${tests.total}` : undefined,
+    children: [...run, ...tests.selected.map((t) => ({ label: t.id, description: t.reason, uri: t.uri, line: t.line }))],
+  });
+  out.push({
+    label: `Callers (${r.callers.length})`,
+    children: r.callers.map((c) => ({ label: c.qual, description: `${c.file}:${c.line} · depth ${c.depth} → ${c.reaches}`,
+      uri: c.uri, line: c.line })),
+  });
+  out.push({
+    label: `Dependent files (${r.dependents.length})`,
+    children: r.dependents.map((d) => ({ label: d.path, description: plural(d.hops, "hop"), uri: d.uri })),
+  });
+  if (r.may_be_affected.length || tests.may_be_affected.length) {
+    out.push({
+      label: `May be affected, unbound calls (${r.may_be_affected.length} symbols, ${tests.may_be_affected.length} tests)`,
+      children: [
+        ...tests.may_be_affected.map((t) => ({ label: t.id, description: "test", uri: t.uri, line: t.line })),
+        ...r.may_be_affected.map((c) => ({ label: c.qual, description: `${c.file}:${c.line}`, uri: c.uri, line: c.line })),
+      ],
+    });
+  }
+  if (r.notes?.length) out.push({ label: `Notes (${r.notes.length})`, children: r.notes.map((n) => ({ label: n })) });
+  if (r.cypher?.length) {
+    out.push({ label: `Cypher (${r.cypher.length})`, children: r.cypher.map((c) => ({ label: c.query.replace(/\s+/g, " ") })) });
+  }
+  return out;
 }

@@ -7,7 +7,8 @@
 ---
 --- Starts the server for Python/JavaScript/TypeScript buffers (root: pyproject.toml,
 --- package.json or .git), refreshes code lenses on attach, BufWritePost and InsertLeave, adds
---- :OrbitAsk, :OrbitImpact, :OrbitRemember, :OrbitStatus (answers in a floating Markdown window),
+--- :OrbitAsk, :OrbitImpact, :OrbitRemember, :OrbitMemories, :OrbitConfirmMemory, :OrbitForgetMemory,
+--- :OrbitStatus (answers in a floating Markdown window),
 --- prompts for the instruction of "Orbit: propose a change…" (vim.ui.input), and asks before
 --- applying any workspace/applyEdit the server sends.
 local M = {}
@@ -20,6 +21,9 @@ M.defaults = {
   settings = { orbit = {} }, -- falkordbUrl, maxHops, exclude, agent = { baseUrl, model, fallbackModels }
   lens_events = { "BufWritePost", "InsertLeave" },
   float = { border = "rounded", max_width = 100, max_height = 40 },
+  -- the server's indexing progress: "echo" (one line, not kept in :messages), "notify"
+  -- (vim.notify at begin and end), or false (only require("orbit").statusline())
+  progress = "echo",
 }
 M.config = vim.deepcopy(M.defaults)
 --- what the last Orbit command showed: { method, err, result, lines, buf, win } (for scripts and tests)
@@ -92,21 +96,37 @@ function M.call(method, params, render)
 end
 
 -- -- rendering ------------------------------------------------------------------------------------
+--- `s` as one inline Markdown code span, whatever it contains (as orbit_lsp.markdown.code): names
+--- and paths are never bare Markdown (`__init__.py` would show as a bold "init.py")
+function M.code(s)
+  s = tostring(s):gsub("\r?\n", " ")
+  local longest = 0
+  for run in s:gmatch("`+") do
+    longest = math.max(longest, #run)
+  end
+  local fence = ("`"):rep(longest + 1)
+  if s == "" or s:sub(1, 1) == "`" or s:sub(-1) == "`" or (s:match("^ .* $") and s:match("%S")) then
+    s = " " .. s .. " "
+  end
+  return fence .. s .. fence
+end
+local code = M.code
+
 local function plural(n, word)
   return ("%d %s%s"):format(n, word, n == 1 and "" or "s")
 end
 
 function M.impact_markdown(r)
   local t = r.target or {}
-  local what = t.type == "symbol" and ("%s `%s`"):format(t.kind, t.qual)
-    or t.type == "package" and ("package `%s`"):format(t.name)
-    or ("`%s`"):format(t.path)
+  local what = t.type == "symbol" and ("%s %s"):format(t.kind, code(t.qual))
+    or t.type == "package" and ("package %s"):format(code(t.name))
+    or code(t.path)
   local out = { "# Impact of " .. what, "" }
   if r.callers and r.callers ~= vim.NIL then
     table.insert(out, ("## Callers (%d)"):format(#r.callers))
     table.insert(out, "")
     for _, c in ipairs(r.callers) do
-      table.insert(out, ("- `%s` — %s:%d (depth %d)"):format(c.qual, c.path, c.line, c.depth))
+      table.insert(out, ("- %s — %s (depth %d)"):format(code(c.qual), code(c.path .. ":" .. c.line), c.depth))
     end
     if #r.callers == 0 then
       table.insert(out, "- none in the graph")
@@ -116,7 +136,7 @@ function M.impact_markdown(r)
   table.insert(out, ("## Dependents (%d)"):format(#(r.dependents or {})))
   table.insert(out, "")
   for _, d in ipairs(r.dependents or {}) do
-    table.insert(out, ("- %s (%s)"):format(d.path, plural(d.hops, "hop")))
+    table.insert(out, ("- %s (%s)"):format(code(d.path), plural(d.hops, "hop")))
   end
   if #(r.dependents or {}) == 0 then
     table.insert(out, "- no file imports it")
@@ -147,12 +167,19 @@ function M.status_markdown(s)
   local out = {
     "# Orbit status",
     "",
-    ("FalkorDB (%s): %s — %s"):format(f.mode, f.where, f.online and "online" or ("**offline** " .. tostring(f.error))),
+    ("FalkorDB (%s): %s — %s"):format(f.mode, code(f.where), f.online and "online" or ("**offline** " .. tostring(f.error))),
     "",
   }
+  local a = s.agent
+  if type(a) == "table" then
+    local model = (a.model and a.model ~= vim.NIL) and code(a.model) or "none (the built-in planner answers)"
+    table.insert(out, ("Model: %s — requests go to %s (API key %s)"):format(model, code(a.endpoint),
+      a.apiKey and "set: it is sent there" or "not set"))
+    table.insert(out, "")
+  end
   for _, w in ipairs(s.workspaces or {}) do
-    table.insert(out, ("- `%s`: %s files, %s symbols, %s calls, %s imports (%s)"):format(
-      w.root, tostring(w.files or "?"), tostring(w.symbols or "?"), tostring(w.calls or "?"),
+    table.insert(out, ("- %s: %s files, %s symbols, %s calls, %s imports (%s)"):format(
+      code(w.root), tostring(w.files or "?"), tostring(w.symbols or "?"), tostring(w.calls or "?"),
       tostring(w.imports or "?"), (w.last_index and w.last_index ~= vim.NIL) and "indexed" or "indexing"))
   end
   return table.concat(out, "\n")
@@ -162,6 +189,74 @@ end
 function M.impact(uri, position)
   local params = uri and { textDocument = { uri = uri }, position = position } or cursor_params()
   M.call("orbit/impact", params, M.impact_markdown)
+end
+
+--- Markdown of an orbit/changes result (issue 16): changed symbols, callers, tests to run.
+function M.changes_markdown(r)
+  local t = r.totals or {}
+  local out = { "# Impact of my changes", "",
+    ("%s: %s, %s, %s, %s"):format(r.change and r.change.description or "?", plural(t.files or 0, "file"),
+      plural(t.symbols or 0, "changed symbol"), plural(t.callers or 0, "caller"), plural(t.tests or 0, "test")), "" }
+  table.insert(out, "## Changed symbols")
+  table.insert(out, "")
+  for _, s in ipairs(r.symbols or {}) do
+    local line = s.line ~= vim.NIL and s.line or s.old_line
+    table.insert(out, ("- %s `%s` — %s:%s"):format(s.status, s.qual, s.file, tostring(line)))
+  end
+  if #(r.symbols or {}) == 0 then
+    table.insert(out, "- none")
+  end
+  table.insert(out, "")
+  table.insert(out, ("## Callers (%d)"):format(#(r.callers or {})))
+  table.insert(out, "")
+  for i, c in ipairs(r.callers or {}) do
+    if i > 30 then
+      table.insert(out, ("- … and %d more"):format(#r.callers - 30))
+      break
+    end
+    table.insert(out, ("- `%s` — %s:%d (depth %d)"):format(c.qual, c.file, c.line, c.depth))
+  end
+  local tests = r.tests or {}
+  table.insert(out, "")
+  table.insert(out, ("## Tests to run (%d)"):format(#(tests.selected or {})))
+  table.insert(out, "")
+  for _, x in ipairs(tests.selected or {}) do
+    table.insert(out, ("- `%s` — %s"):format(x.id, x.reason))
+  end
+  local cmd = tests.commands and tests.commands.pytest
+  if cmd and cmd ~= vim.NIL then
+    vim.list_extend(out, { "", "```sh", cmd, "```" })
+  end
+  if #(tests.may_be_affected or {}) > 0 then
+    table.insert(out, "")
+    table.insert(out, ("## Tests that may be affected (unbound calls) (%d)"):format(#tests.may_be_affected))
+    table.insert(out, "")
+    for _, x in ipairs(tests.may_be_affected) do
+      table.insert(out, ("- `%s`"):format(x.id))
+    end
+  end
+  for _, n in ipairs(r.notes or {}) do
+    table.insert(out, "")
+    table.insert(out, "> " .. n)
+  end
+  return table.concat(out, "\n")
+end
+
+--- :OrbitChanges [REF]: the impact of the change as the editor shows it (unsaved buffers
+--- included; against the merge base with REF when given). The tests to run go to the quickfix list.
+function M.changes(base)
+  local params = { textDocument = { uri = vim.uri_from_bufnr(0) } }
+  if base and base ~= "" then
+    params.base = base
+  end
+  M.call("orbit/changes", params, function(r)
+    local items = {}
+    for _, x in ipairs((r.tests or {}).selected or {}) do
+      table.insert(items, { filename = vim.uri_to_fname(x.uri), lnum = x.line or 1, text = x.id .. " — " .. x.reason })
+    end
+    vim.fn.setqflist({}, " ", { title = "Orbit: tests to run", items = items })
+    return M.changes_markdown(r)
+  end)
 end
 
 function M.ask(question)
@@ -195,6 +290,101 @@ function M.remember(text)
   else
     vim.ui.input({ prompt = "Orbit: remember> " }, go)
   end
+end
+
+-- -- memories ------------------------------------------------------------------------------------
+local function memory_line(m)
+  local state = m.confirmed and "confirmed" or "**unconfirmed** (not recalled until confirmed)"
+  local about = {}
+  for _, pr in ipairs(m.projects or {}) do
+    table.insert(about, code(pr.root))
+  end
+  local out = ("- memory #%d, %s: “%s”"):format(m.id, state, m.text)
+  if #about > 0 then
+    out = out .. " — about " .. table.concat(about, ", ")
+  end
+  if m.stale then
+    out = out .. " — *possibly stale*: " .. tostring(m.staleReason)
+  end
+  if m.uses and #m.uses > 0 then
+    out = out .. (" — used by %s"):format(plural(#m.uses, "answer"))
+  end
+  return out
+end
+
+function M.memories_markdown(r)
+  local mems = type(r) == "table" and r.memories or {}
+  local out = { ("# Orbit memories (%d)"):format(#mems), "" }
+  for _, m in ipairs(mems) do
+    table.insert(out, memory_line(m))
+  end
+  if #mems == 0 then
+    table.insert(out, "No memories yet: `:OrbitRemember {text}` saves one.")
+  end
+  table.insert(out, "")
+  table.insert(out, "`:OrbitConfirmMemory {id}` makes one recallable, `:OrbitForgetMemory {id}` removes it.")
+  return table.concat(out, "\n")
+end
+
+function M.memories()
+  M.call("orbit/memories", vim.empty_dict(), M.memories_markdown)
+end
+
+--- Run `fn(id)` with the memory id given, else with the one the user picks among the memories
+--- `filter` keeps (vim.ui.select).
+local function with_memory(id, what, filter, fn)
+  local n = tonumber(id)
+  if n then
+    return fn(math.floor(n))
+  end
+  local client = client_for(0)
+  if not client then
+    vim.notify("orbit: no orbit-lsp client for this buffer", vim.log.levels.WARN)
+    return
+  end
+  request(client, "orbit/memories", vim.empty_dict(), function(err, r)
+    vim.schedule(function()
+      if err then
+        M.show(error_text("orbit/memories", err), "orbit/memories", err, nil)
+        return
+      end
+      local choices = vim.tbl_filter(filter, (r or {}).memories or {})
+      if #choices == 0 then
+        vim.notify(("orbit: no memory to %s"):format(what), vim.log.levels.INFO)
+        return
+      end
+      vim.ui.select(choices, {
+        prompt = ("Orbit: %s which memory?"):format(what),
+        format_item = function(m)
+          return ("#%d %s%s"):format(m.id, m.confirmed and "" or "(unconfirmed) ", m.text)
+        end,
+      }, function(m)
+        if m then
+          fn(m.id)
+        end
+      end)
+    end)
+  end, 0)
+end
+
+function M.confirm_memory(id)
+  with_memory(id, "confirm", function(m) return not m.confirmed end, function(mid)
+    M.call("orbit/confirm", { id = mid }, function(m)
+      return ("Confirmed memory #%d (recalled from now on):\n\n> %s"):format(m.id, m.text)
+    end)
+  end)
+end
+
+function M.forget_memory(id)
+  with_memory(id, "forget", function() return true end, function(mid)
+    if vim.fn.confirm(("Forget memory #%d? It is removed from the memory graph (the audit log keeps a record)."):format(mid),
+        "&Forget\n&Keep", 2, "Question") ~= 1 then
+      return
+    end
+    M.call("orbit/forget", { id = mid }, function(r)
+      return ("Forgot memory #%d:\n\n> %s"):format(r.forgotten.id, r.forgotten.text)
+    end)
+  end)
 end
 
 function M.status()
@@ -277,6 +467,92 @@ local function refresh_lenses(bufnr)
   end
 end
 
+--- Ask `client` for the lenses of `bufnr` now. Unlike vim.lsp.codelens.refresh, which drops the
+--- request while an earlier one for the buffer is still being resolved, this always asks: a
+--- refresh after an index must not be lost to the (empty) answer asked for on attach.
+local function request_lenses(client, bufnr)
+  local params = { textDocument = vim.lsp.util.make_text_document_params(bufnr) }
+  request(client, "textDocument/codeLens", params, vim.lsp.codelens.on_codelens, bufnr)
+end
+
+--- workspace/codeLens/refresh (the server sends it after every index and re-index; Neovim has no
+--- handler of its own): the lenses of the buffers on screen are asked again at once, those of
+--- hidden buffers when they are shown next.
+function M.codelens_refresh_handler(_, _, ctx)
+  local client = vim.lsp.get_client_by_id(ctx.client_id)
+  if client then
+    vim.schedule(function()
+      local shown = {}
+      for _, win in ipairs(vim.api.nvim_list_wins()) do
+        shown[vim.api.nvim_win_get_buf(win)] = true
+      end
+      for bufnr in pairs(client.attached_buffers or {}) do
+        if vim.api.nvim_buf_is_loaded(bufnr) then
+          if shown[bufnr] then
+            vim.b[bufnr].orbit_lenses_stale = nil
+            request_lenses(client, bufnr)
+          else
+            vim.b[bufnr].orbit_lenses_stale = true
+          end
+        end
+      end
+    end)
+  end
+  return vim.NIL
+end
+
+-- -- indexing progress ($/progress of the server, seen through Neovim's LspProgress event) -----------
+--- per client id: { title, message, percentage, done } of the server's latest work-done progress
+M.progress = {}
+
+--- A statusline component: "orbit: indexing ws 120/500 files (24%)" while the server works,
+--- else "". E.g. `vim.o.statusline = "%f %{v:lua.require'orbit'.statusline()}"`.
+function M.statusline()
+  for _, p in pairs(M.progress) do
+    if not p.done then
+      local pct = p.percentage and (" (%d%%)"):format(p.percentage) or ""
+      return ("%s%s%s"):format(p.title or "orbit", p.message and (" " .. p.message) or "", pct)
+    end
+  end
+  return ""
+end
+
+local function on_progress(ev)
+  local data = ev.data or {}
+  local client = data.client_id and vim.lsp.get_client_by_id(data.client_id)
+  local value = data.params and data.params.value
+  if not client or client.name ~= NAME or type(value) ~= "table" then
+    return
+  end
+  local p = M.progress[client.id] or {}
+  if value.kind == "begin" then
+    p = { title = value.title, message = value.message }
+  elseif value.kind == "report" then
+    p.message = value.message or p.message
+  end
+  p.percentage = value.percentage ~= vim.NIL and value.percentage or p.percentage
+  if value.kind == "end" then
+    p.done, p.percentage = true, nil
+    p.message = value.message
+  end
+  M.progress[client.id] = p
+  local mode = M.config.progress
+  if mode == "echo" then
+    -- one line, not kept in :messages, never longer than the space left (no hit-enter prompt)
+    local text = (p.title or "orbit") .. ((p.message and p.message ~= vim.NIL) and (": " .. p.message) or "")
+      .. (p.percentage and (" (%d%%)"):format(p.percentage) or "")
+    local room = math.max(10, (vim.v.echospace or 80) - 1)
+    if vim.fn.strdisplaywidth(text) > room then
+      text = vim.fn.strcharpart(text, 0, room - 1) .. "…"
+    end
+    vim.api.nvim_echo({ { text } }, false, {})
+  elseif mode == "notify" and value.kind ~= "report" then
+    vim.notify((p.title or "orbit") .. ((p.message and p.message ~= vim.NIL) and (": " .. p.message) or ""),
+      vim.log.levels.INFO)
+  end
+  vim.cmd("redrawstatus")
+end
+
 function M.on_attach(client, bufnr)
   local g = vim.api.nvim_create_augroup("orbit_lens_" .. bufnr, { clear = true })
   vim.api.nvim_create_autocmd(M.config.lens_events, {
@@ -284,6 +560,16 @@ function M.on_attach(client, bufnr)
     buffer = bufnr,
     callback = function()
       refresh_lenses(bufnr)
+    end,
+  })
+  vim.api.nvim_create_autocmd("BufWinEnter", {
+    group = g,
+    buffer = bufnr,
+    callback = function()
+      if vim.b[bufnr].orbit_lenses_stale then
+        vim.b[bufnr].orbit_lenses_stale = nil
+        refresh_lenses(bufnr)
+      end
     end,
   })
   refresh_lenses(bufnr)
@@ -330,14 +616,20 @@ end
 
 -- "Orbit: ask about this symbol": the server asks orbit/ask; its Markdown answer in the float
 vim.lsp.commands["orbit.askAboutSymbol"] = function(command)
-  local arg = (command.arguments or {})[1] or {}
-  M.call("workspace/executeCommand", { command = command.command, arguments = command.arguments }, function(r)
+  local args = vim.deepcopy(command.arguments or {})
+  local arg = args[1] or {}
+  if type(arg) == "table" then
+    arg.clientShowsAnswer = true -- the float shows it: no message with its first lines as well
+  end
+  M.call("workspace/executeCommand", { command = command.command, arguments = args }, function(r)
     return M.answer_markdown(type(r) == "table" and r.question or ("About " .. tostring(arg.qual)), r)
   end)
 end
 
 local function capabilities()
   local caps = vim.lsp.protocol.make_client_capabilities()
+  -- handled by codelens_refresh_handler: lenses appear by themselves once the server has indexed
+  caps.workspace.codeLens = vim.tbl_extend("force", caps.workspace.codeLens or {}, { refreshSupport = true })
   -- Neovim applies documentChanges (and checks their versions); annotations are shown by
   -- apply_edit_handler, which asks before every edit
   caps.workspace.workspaceEdit = vim.tbl_extend("force", caps.workspace.workspaceEdit or {}, {
@@ -363,15 +655,25 @@ function M.start(bufnr)
     return
   end
   local root = vim.fs.root(bufnr, M.config.root_markers) or vim.fs.dirname(fname)
+  -- an empty Lua table is encoded as a JSON array: send the settings as an object, always
+  local settings = vim.deepcopy(M.config.settings or {})
+  local orbit = settings.orbit
+  if type(orbit) ~= "table" or vim.tbl_isempty(orbit) then
+    orbit = vim.empty_dict()
+  end
+  settings.orbit = orbit
   return vim.lsp.start({
     name = NAME,
     cmd = M.config.cmd,
     cmd_env = M.config.cmd_env,
     root_dir = root,
-    settings = M.config.settings,
-    init_options = M.config.settings.orbit,
+    settings = settings,
+    init_options = orbit,
     capabilities = capabilities(),
-    handlers = { ["workspace/applyEdit"] = M.apply_edit_handler },
+    handlers = {
+      ["workspace/applyEdit"] = M.apply_edit_handler,
+      ["workspace/codeLens/refresh"] = M.codelens_refresh_handler,
+    },
     on_attach = M.on_attach,
   }, { bufnr = bufnr })
 end
@@ -379,6 +681,7 @@ end
 function M.setup(opts)
   M.config = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), opts or {})
   vim.api.nvim_clear_autocmds({ group = group })
+  vim.api.nvim_create_autocmd("LspProgress", { group = group, callback = on_progress })
   vim.api.nvim_create_autocmd("FileType", {
     group = group,
     pattern = M.config.filetypes,

@@ -1,0 +1,282 @@
+"""Test-selection benchmark of ``orbit-lsp changes`` (issue 16)::
+
+    python -m bench.run changes [--projects requests==2.32.3,flask==3.0.3 | --corpus PATH]
+                                [--n 50] [--suite-timeout 600] [--python PY]
+
+For each project (an sdist from PyPI, or ``--corpus`` a directory with a test suite):
+
+1. a work copy under ``<cache dir>/changes/`` made a git repository (one commit), and a venv
+   (``<cache dir>/changes/venv-<project>``) with the work copy installed editable and its test
+   dependencies (``TEST_DEPS``, or ``--deps``); ``--python`` uses an existing interpreter
+   instead (the smoke test does);
+2. the suite collected (``pytest --collect-only``) and run once unchanged: tests failing already
+   are left out of every comparison;
+3. ``--n`` functions or methods of the project's non-test code chosen at random (``--seed``),
+   each edited in turn to raise at entry (``raise RuntimeError`` as its first statement, after a
+   docstring); per edit: ``changes`` is timed (graph brought up to date, git diff, analysis: the
+   warm path of ``orbit-lsp changes --tests``), the whole suite is run (bounded by
+   ``--suite-timeout``), the edit is undone;
+4. compared: failing tests (by function: parametrized cases count once) against the selection.
+   Recall = failing tests selected / failing tests (over all edits); every miss is listed and
+   classified: *may be affected* (in the separate list), *deeper than the test depth* (selected
+   with depth 30), or *no CALLS path* (dynamic dispatch, callbacks, calls through third-party
+   code the graph does not see). Selected share = collected items selected / collected items
+   (mean over edits); likewise the may-be-affected share.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import random
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from bench.run import Report, Table, log, open_store, pct
+
+DEFAULT_PROJECTS = "requests==2.32.3,flask==3.0.3"
+TEST_DEPS = {
+    "requests": ["pytest", "pytest-httpbin==2.1.0", "pytest-mock", "trustme", "PySocks", "werkzeug"],
+    # flask 3.0.3's tests import _pytest.monkeypatch.notset, gone in pytest 8
+    "flask": ["pytest<8", "asgiref", "python-dotenv", "greenlet", "blinker"],
+}
+EDIT_MARK = "raise RuntimeError('orbit-bench: breaking edit')"
+SUMMARY = re.compile(r"^(FAILED|ERROR) (\S+?)(?: - .*)?$")
+TARGET_RECALL = 0.99
+TARGET_SHARE = 0.25
+TARGET_P95_S = 1.0
+
+
+def add_parser(sub, common) -> None:
+    p = sub.add_parser("changes", parents=[common],
+                       help="test selection of `orbit-lsp changes` against real test runs (bench/changes.py)")
+    p.add_argument("--projects", default=DEFAULT_PROJECTS,
+                   help="comma-separated NAME==VERSION sdists (ignored with an explicit --corpus directory)")
+    p.add_argument("--n", type=int, default=50, help="functions edited per project")
+    p.add_argument("--suite-timeout", type=float, default=600, help="seconds one run of the suite may take")
+    p.add_argument("--python", default=None, help="run the suites with this interpreter (no venv is made)")
+    p.add_argument("--deps", default=None, help="comma-separated test dependencies (default: TEST_DEPS)")
+    p.add_argument("--tests-dir", default=None, help="what pytest runs (default: tests/ when present, else .)")
+
+
+# -- preparation --------------------------------------------------------------------------------
+def work_copy(src: Path, dest: Path) -> Path:
+    """A fresh copy of ``src`` at ``dest``, one git commit."""
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(src, dest, ignore=shutil.ignore_patterns("__pycache__", "*.pyc", ".git", ".tox", "*.egg-info"))
+    env = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "b@b", "GIT_COMMITTER_NAME": "bench",
+           "GIT_COMMITTER_EMAIL": "b@b"}
+    for cmd in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "corpus", "--no-gpg-sign"]):
+        subprocess.run(["git", *cmd], cwd=dest, check=True, capture_output=True, env=env)
+    return dest
+
+
+def make_venv(venv: Path, project: Path, deps: list[str]) -> str:
+    """A venv with ``project`` installed editable and ``deps``; returns its python."""
+    py = venv / "bin" / "python"
+    stamp = venv / ".orbit-bench"
+    want = f"{project}\n{' '.join(deps)}\n"
+    if not (py.exists() and stamp.exists() and stamp.read_text() == want):
+        shutil.rmtree(venv, ignore_errors=True)
+        log(f"making the test venv {venv}")
+        subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+        pip = [str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+        subprocess.run([*pip, "-e", str(project), *deps], check=True, timeout=1800)
+        stamp.write_text(want)
+    return str(py)
+
+
+# -- running the suite --------------------------------------------------------------------------
+def collect(python: str, root: Path, target: str, timeout: float) -> list[str]:
+    res = subprocess.run([python, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                          "--continue-on-collection-errors", target],
+                         cwd=root, capture_output=True, text=True, timeout=timeout)
+    return [line.strip() for line in res.stdout.splitlines() if "::" in line and not line.startswith(("ERROR", "FAILED"))]
+
+
+def run_suite(python: str, root: Path, target: str, timeout: float) -> tuple[set[str], float, bool]:
+    """(failing node ids, seconds, finished in time)."""
+    t = time.perf_counter()
+    try:
+        res = subprocess.run([python, "-m", "pytest", "-q", "-rfE", "--tb=no", "-p", "no:cacheprovider",
+                              "--continue-on-collection-errors", target], cwd=root, capture_output=True, text=True, timeout=timeout)
+        out, done = res.stdout, True
+    except subprocess.TimeoutExpired as exc:
+        out, done = (exc.stdout or b"").decode("utf-8", "replace") if isinstance(exc.stdout, bytes) else (exc.stdout or ""), False
+    failing = set()
+    for line in out.splitlines():
+        m = SUMMARY.match(line.strip())
+        if m and "::" in m.group(2):
+            failing.add(m.group(2))
+        elif m:  # a collection error of a whole file
+            failing.add(m.group(2) + "::<collection>")
+    return failing, time.perf_counter() - t, done
+
+
+def function_id(node_id: str) -> str:
+    """A node id without its parametrization (``test_x[1-2]`` -> ``test_x``)."""
+    return node_id.split("[", 1)[0]
+
+
+# -- edits --------------------------------------------------------------------------------------
+def candidates(root: Path, is_test) -> list[tuple[str, str, int, int]]:
+    """(path, qual, insert before line, indent) of every function or method whose body starts
+    on its own line, in non-test Python files."""
+    out = []
+    for p in sorted(root.rglob("*.py")):
+        rel = p.relative_to(root).as_posix()
+        if is_test(rel) or rel.startswith(("docs/", "examples/", "setup.py")) or "/tests/" in "/" + rel:
+            continue
+        try:
+            data = p.read_bytes()
+            tree = ast.parse(data)
+        except (SyntaxError, ValueError):
+            continue
+        text = data.decode("utf-8", "replace").splitlines()
+
+        def own_line(stmt) -> bool:
+            """The statement starts its line (not ``def f(): ...`` on one line)."""
+            return not text[stmt.lineno - 1][:stmt.col_offset].strip()
+
+        def visit(node, prefix: str) -> None:
+            for n in ast.iter_child_nodes(node):
+                if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    body = n.body
+                    first = body[0]
+                    doc = isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str)
+                    at = body[1] if doc and len(body) > 1 else first
+                    line = at.lineno if at is not first or not doc else first.end_lineno + 1
+                    if getattr(at, "decorator_list", None) and (at is not first or not doc):
+                        line = min(d.lineno for d in at.decorator_list)
+                    if first.lineno > n.lineno and own_line(first) and not any(isinstance(x, (ast.Yield, ast.YieldFrom)) for x in ast.walk(n)):
+                        out.append((rel, prefix + n.name, line, first.col_offset))
+                    visit(n, prefix + n.name + ".")
+                elif isinstance(n, ast.ClassDef):
+                    visit(n, prefix + n.name + ".")
+        visit(tree, "")
+    return out
+
+
+def apply_edit(root: Path, rel: str, line: int, indent: int) -> bytes:
+    """Insert the raising statement before ``line``; returns the original bytes."""
+    p = root / rel
+    original = p.read_bytes()
+    lines = original.decode("utf-8").splitlines(keepends=True)
+    lines.insert(line - 1, " " * indent + EDIT_MARK + "\n")
+    p.write_bytes("".join(lines).encode())
+    return original
+
+
+# -- the run ------------------------------------------------------------------------------------
+def run(args, settings, command: str) -> Report:
+    from bench.corpora import fetch_sdist
+
+    cache = Path(args.cache_dir).expanduser()
+    projects: list[tuple[str, Path]] = []
+    if args.corpus not in ("stdlib", None):
+        src = Path(args.corpus).expanduser().resolve()
+        if not src.is_dir():
+            name, _, version = args.corpus.removeprefix("pypi:").partition("==")
+            src = fetch_sdist(name, version, cache)
+        projects.append((src.name, src))
+    else:
+        for spec in args.projects.split(","):
+            name, _, version = spec.strip().partition("==")
+            projects.append((f"{name}-{version}", fetch_sdist(name, version, cache)))
+    report = Report("changes", ", ".join(n for n, _ in projects), command)
+    summary = Table("per project", ["project", "tests collected", "edits", "edits failing tests", "failing tests",
+                                    "recall", "misses", "selected share (mean)", "may-be share (mean)",
+                                    "changes p50 ms", "changes p95 ms", "suite s (mean)"], [])
+    report.tables.append(summary)
+    store = open_store(settings)
+    try:
+        for name, src in projects:
+            _one(name, src, args, settings, store, cache, report, summary)
+    finally:
+        store.close()
+    report.notes.append(f"targets: recall ≥ {TARGET_RECALL:.0%}, selected share ≤ {TARGET_SHARE:.0%} on average, "
+                        f"changes p95 ≤ {TARGET_P95_S * 1000:.0f} ms warm")
+    return report
+
+
+def _one(name: str, src: Path, args, settings, store, cache: Path, report: Report, summary: Table) -> None:
+    from orbit_lsp.changes import diff, impact
+    from orbit_lsp.changes.selection import is_test_support
+    from orbit_lsp.index.indexer import WorkspaceIndexer
+
+    root = work_copy(src, cache / "changes" / name)
+    target = args.tests_dir or ("tests" if (root / "tests").is_dir() else ".")
+    python = args.python
+    if python is None:
+        deps = args.deps.split(",") if args.deps else TEST_DEPS.get(name.split("-")[0].lower(), ["pytest"])
+        python = make_venv(cache / "changes" / f"venv-{name}", root, deps)
+    items = collect(python, root, target, args.suite_timeout)
+    baseline, base_s, _ = run_suite(python, root, target, args.suite_timeout)
+    log(f"{name}: {len(items)} tests collected, {len(baseline)} failing unchanged ({base_s:.1f} s)")
+    if baseline:
+        report.notes.append(f"{name}: {len(baseline)} tests fail before any edit and are left out: "
+                            + ", ".join(sorted(baseline)[:10]) + (" …" if len(baseline) > 10 else ""))
+    ix = WorkspaceIndexer(root, store, settings)
+    ix.index_all()
+    per_fn = {}
+    for i in items:
+        per_fn[function_id(i)] = per_fn.get(function_id(i), 0) + 1
+    cands = candidates(root, is_test_support)
+    rng = random.Random(args.seed)
+    chosen = rng.sample(cands, min(args.n, len(cands)))
+    times, shares, may_shares, suite_s = [], [], [], []
+    failing_total = hit = edits_failing = 0
+    misses = []
+    for k, (rel, qual, line, indent) in enumerate(chosen, 1):
+        log(f"{name}: edit {k}/{len(chosen)}: {rel}:{qual}")
+        original = apply_edit(root, rel, line, indent)
+        try:
+            t = time.perf_counter()
+            impact.refresh(ix)
+            result = impact.analyse(ix.graph, diff.from_git(root, "worktree"), ix.root_package)
+            times.append(time.perf_counter() - t)
+            failing, secs, done = run_suite(python, root, target, args.suite_timeout)
+            suite_s.append(secs)
+            failing = {function_id(f) for f in failing - baseline} - {function_id(b) for b in baseline}
+            sel = {t["id"] for t in result["tests"]["selected"]}
+            may = {t["id"] for t in result["tests"]["may_be_affected"]}
+            shares.append(sum(n for f, n in per_fn.items() if f in sel) / max(1, len(items)))
+            may_shares.append(sum(n for f, n in per_fn.items() if f in may) / max(1, len(items)))
+            if failing:
+                edits_failing += 1
+            failing_total += len(failing)
+            missed = sorted(failing - sel)
+            hit += len(failing) - len(missed)
+            if missed:
+                deep = impact.analyse(ix.graph, diff.from_git(root, "worktree"), ix.root_package,
+                                      impact.Options(test_depth=30))
+                deep_sel = {t["id"] for t in deep["tests"]["selected"]}
+                for m in missed:
+                    kind = ("may be affected (listed apart)" if m in may else
+                            "deeper than the test depth" if m in deep_sel else
+                            "collection error" if m.endswith("::<collection>") else
+                            "no CALLS path (dynamic dispatch, callbacks, third-party code)")
+                    misses.append([name, f"{rel}:{qual}", m, kind])
+            if not done:
+                report.notes.append(f"{name}: the suite ran out of time after editing {rel}:{qual}")
+        finally:
+            (root / rel).write_bytes(original)
+    impact.refresh(ix)
+    recall = hit / failing_total if failing_total else None
+    summary.rows.append([name, len(items), len(chosen), edits_failing, failing_total,
+                         f"{recall:.1%}" if recall is not None else "–", failing_total - hit,
+                         f"{statistics.mean(shares):.1%}" if shares else "–",
+                         f"{statistics.mean(may_shares):.1%}" if may_shares else "–",
+                         (pct(times, 50) or 0) * 1000, (pct(times, 95) or 0) * 1000,
+                         statistics.mean(suite_s) if suite_s else None])
+    if misses:
+        report.tables.append(Table(f"{name}: every failing test not selected", ["project", "edited", "failing test",
+                                                                                "class"], misses))
+    report.data[name] = {"recall": recall, "failing": failing_total, "hit": hit, "shares": shares,
+                         "may_shares": may_shares, "times": times, "misses": misses, "edits": chosen,
+                         "items": len(items), "baseline_failing": sorted(baseline), "graph": ix.graph.name}

@@ -1,0 +1,233 @@
+"""The impact of a change in the code graph: changed symbols, their blast radius, the files
+that depend on the changed files, the tests that reach them, and what *may* be affected through
+calls the graph could not bind.
+
+``analyse(graph, change, root_package)`` reads the graph of the change's new version (the
+caller brings it up to date first: ``refresh``) and returns a plain dict (see ``analyse``), with
+every Cypher statement it ran. Raises ``FalkorDBOffline`` / ``QueryTimeout`` from the graph
+layer.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from orbit_lsp.changes.diff import Change
+from orbit_lsp.changes.selection import TestIndex, commands, is_js_test_file, is_test_support
+from orbit_lsp.changes.symbols import symbol_changes
+from orbit_lsp.graph import queries
+from orbit_lsp.graph.connection import Graph
+from orbit_lsp.graph.imports import ImportGraph
+from orbit_lsp.index.resolve import full_qual
+
+DEFAULT_DEPTH = 4
+DEFAULT_TEST_DEPTH = 8
+
+
+@dataclass
+class Options:
+    """``depth``: hops of the blast radius shown (callers, dependents); ``test_depth``: hops a
+    test may be from a changed symbol (tests reach code through fixtures and helpers, so
+    further); ``tests``: whether to select tests at all."""
+
+    depth: int = DEFAULT_DEPTH
+    test_depth: int = DEFAULT_TEST_DEPTH
+    tests: bool = True
+
+
+def refresh(ix) -> dict:
+    """Bring the graph of indexer ``ix`` up to date with the workspace on disk (only files whose
+    content changed are parsed). Returns {"mode", "parsed", "seconds"}."""
+    rep = ix.index_all()
+    return {"mode": rep.mode, "parsed": rep.parsed, "seconds": round(rep.seconds, 3)}
+
+
+def in_file_qual(file: str, full: str, root_package: str) -> str:
+    """The in-file qualified name of a graph symbol (``""`` for the module)."""
+    mod = full_qual(file, "", root_package)
+    if full == mod:
+        return ""
+    for prefix in (mod + ".", mod + "#", file + "#"):
+        if full.startswith(prefix):
+            return full[len(prefix):]
+    return full
+
+
+def _public(row: dict) -> bool:
+    return row["kind"] != "module" and not row["name"].startswith("_") and not is_test_support(row["file"])
+
+
+def analyse(graph: Graph, change: Change, root_package: str = "", options: Options | None = None) -> dict:
+    """The impact of ``change``.
+
+    Returns {"change": {"mode", "description", "base"}, "files": [...], "symbols": [...],
+    "hunks": [...] (see ``symbols.SymbolChanges``), "callers": [symbol dict + "depth", "via",
+    "reaches"] (bound CALLS, 1..depth hops), "dependents": [{"path", "hops", "of"}] (IMPORTS,
+    1..depth hops), "may_be_affected": [symbol dict + "depth", "names", "reaches"] (reached only
+    through unbound call sites using a changed name), "tests": {"selected": [...],
+    "may_be_affected": [...], "removed": [test id], "commands": {...}, "total": int | None},
+    "totals": {...}, "notes": [...], "cypher": [{"query", "params"}], "seconds": float}.
+    Symbol rows carry 1-based lines and workspace-relative paths."""
+    opts = options or Options()
+    t0 = time.perf_counter()
+    ans = queries.Answer()
+    sc, new_versions = symbol_changes(change, root_package)
+    notes = list(change.notes) + sc.notes
+    live = [s for s in sc.symbols if s["status"] != "removed"]
+    targets = [{"file": s["file"], "qual": s["qual"]} for s in live if s["kind"] != "module"]
+    present = set()
+    if targets:
+        rows = ans.run(graph, "UNWIND $t AS t MATCH (s:Symbol {qual: t[1]}) WHERE s.file = t[0] RETURN s.file, s.qual",
+                       {"t": sorted([t["file"], t["qual"]] for t in targets)})
+        present = {(f, q) for f, q in rows}
+        stale = [t for t in targets if (t["file"], t["qual"]) not in present]
+        if stale:
+            notes.append(f"{len(stale)} changed symbol(s) are not in the graph yet (unsaved, or not indexed): "
+                         + ", ".join(t["qual"] for t in stale[:5]) + (" …" if len(stale) > 5 else ""))
+    far = max(opts.depth, opts.test_depth if opts.tests else 0)
+    walk = queries.callers_of_all(graph, targets, far, ans).rows
+    origin = {t["qual"]: t["qual"] for t in targets}
+    for r in walk:  # rows come by depth: a row's via was reached before it
+        r["reaches"] = origin.get(r["via"], r["via"])
+        origin.setdefault(r["qual"], r["reaches"])
+    bound = {(r["file"], r["qual"]) for r in walk} | {(t["file"], t["qual"]) for t in targets}
+    callers = [r for r in walk if r["depth"] <= opts.depth]
+
+    # files: every changed file's dependents; module-level changes and added/removed/renamed
+    # files are changes *of the file* (tests that import them are selected)
+    imports = ImportGraph.load(graph)
+    ans.cypher += imports.cypher
+    file_level: set[str] = {s["file"] for s in live if s["kind"] == "module"}
+    file_level |= {f["path"] for f in sc.files if f["status"] in ("added", "renamed") and f["lang"]}
+    file_level |= {f["path"] for f in sc.files if f["lang"] and f["parse_error"]}
+    dep_hops: dict[str, tuple[int, str]] = {}
+    test_imports: dict[str, tuple[int, str, str]] = {}
+    for f in sc.files:
+        if f["status"] == "removed":
+            continue
+        for path, hops in imports.dependents(f["path"], far).items():
+            if hops <= opts.depth and (path not in dep_hops or hops < dep_hops[path][0]):
+                dep_hops[path] = (hops, f["path"])
+            if f["path"] in file_level and is_test_support(path):
+                if path not in test_imports or hops < test_imports[path][0]:
+                    test_imports[path] = (hops, f["path"], f"imports {f['path']} ({hops} hop{'s' * (hops > 1)})")
+    changed_paths = {f["path"] for f in sc.files}
+    dependents = sorted(({"path": p, "hops": h, "of": o} for p, (h, o) in dep_hops.items() if p not in changed_paths),
+                        key=lambda r: (r["hops"], r["path"]))
+
+    # may be affected: unbound call sites using a changed (or removed, or renamed-away) name
+    names = {s["name"] for s in sc.symbols if s["kind"] != "module"}
+    names |= {s["old_qual"].rpartition(".")[2].rpartition("#")[2] for s in sc.symbols
+              if s["status"] == "renamed" and s.get("old_qual")}
+    unbound = [r for r in queries.unbound_users(graph, sorted(names), ans).rows if (r["file"], r["qual"]) not in bound]
+    may_names = {(r["file"], r["qual"]): r["names"] for r in unbound}
+    for r in unbound:
+        r["depth"], r["reaches"] = 1, " | ".join(r["names"])
+    may_walk = queries.callers_of_all(graph, [{"file": r["file"], "qual": r["qual"]} for r in unbound],
+                                      far - 1, ans).rows if unbound and far > 1 else []
+    may_origin = {r["qual"]: r["reaches"] for r in unbound}
+    may_rows = list(unbound)
+    for r in may_walk:
+        r["depth"] += 1
+        r["reaches"] = may_origin.get(r["via"], r["via"])
+        may_origin.setdefault(r["qual"], r["reaches"])
+        if (r["file"], r["qual"]) not in bound:
+            may_rows.append(r)
+    may_affected = [dict(r, names=may_names.get((r["file"], r["qual"]), [])) for r in may_rows
+                    if r["depth"] <= opts.depth]
+
+    tests = {"selected": [], "may_be_affected": [], "removed": [], "commands": commands([]), "total": None}
+    if opts.tests:
+        tests = _tests(graph, ans, change, sc, root_package, targets, walk, may_rows, test_imports, opts)
+
+    totals = {
+        "files": len(sc.files), "symbols": len(sc.symbols),
+        "callers": len(callers), "dependents": len(dependents), "may_be_affected": len(may_affected),
+        "public": len({(r["file"], r["qual"]) for r in callers + live if _public(r)}),
+        "tests": len(tests["selected"]), "tests_may_be_affected": len(tests["may_be_affected"]),
+        "callers_by_depth": [sum(1 for r in callers if r["depth"] == d) for d in range(1, opts.depth + 1)],
+    }
+    return {"change": {"mode": change.mode, "description": change.description, "base": change.base},
+            "options": {"depth": opts.depth, "test_depth": opts.test_depth, "tests": opts.tests},
+            "files": sc.files, "symbols": sc.symbols, "hunks": sc.hunks,
+            "callers": callers, "dependents": dependents, "may_be_affected": may_affected,
+            "tests": tests, "totals": totals, "notes": notes + ans.notes, "cypher": ans.cypher,
+            "seconds": round(time.perf_counter() - t0, 3)}
+
+
+def _fixture_classes(graph: Graph, ans: queries.Answer, fx, root_package: str) -> list[tuple[str, str]]:
+    """(file, qual) of the class a fixture returns an instance of (the class of that name it
+    calls) and of its base classes (INHERITS, up to 8 levels)."""
+    rows = ans.run(graph, "MATCH (f:Symbol {qual: $fq})-[:CALLS]->(c:Symbol {name: $name}) "
+                          "WHERE f.file = $ff AND c.kind = 'class' "
+                          "OPTIONAL MATCH (c)-[:INHERITS*1..8]->(b:Symbol) "
+                          "RETURN c.file, c.qual, collect(DISTINCT [b.file, b.qual])",
+                   {"fq": full_qual(fx.file, fx.qual, root_package), "ff": fx.file, "name": fx.returns})
+    out = []
+    for cfile, cqual, bases in rows:
+        out.append((cfile, cqual))
+        out += [(b[0], b[1]) for b in bases if b and b[0] is not None]
+    return out
+
+
+def _tests(graph: Graph, ans: queries.Answer, change: Change, sc, root_package: str, targets: list[dict],
+           walk: list[dict], may_rows: list[dict], test_imports: dict, opts: Options) -> dict:
+    files = [r[0] for r in ans.run(graph, "MATCH (f:File) RETURN f.path")]
+    files += [f["path"] for f in sc.files if f["status"] != "removed"]
+    removed_files = {f["path"] for f in sc.files if f["status"] == "removed"}
+    removed_files |= {f["old_path"] for f in sc.files if f["status"] == "renamed"}
+    index = TestIndex([f for f in files if f not in removed_files], change.new_bytes)
+
+    def reached_of(rows: list[dict], extra: list[dict]) -> dict:
+        out: dict = {}
+        for r in extra:
+            if is_test_support(r["file"]):
+                key = (r["file"], in_file_qual(r["file"], r["qual"], root_package))
+                out[key] = (0, r["qual"], f"changed: {r['qual']}")
+        for r in rows:
+            if is_test_support(r["file"]) and r["depth"] <= opts.test_depth:
+                key = (r["file"], in_file_qual(r["file"], r["qual"], root_package))
+                if key not in out or r["depth"] < out[key][0]:
+                    out[key] = (r["depth"], r["reaches"], f"calls {r['reaches']} ({r['depth']} hop{'s' * (r['depth'] > 1)})")
+        return out
+
+    live = [s for s in sc.symbols if s["status"] != "removed"]
+    # a changed test file's symbols count as reached even when the graph does not know them yet
+    reached = reached_of(walk, live)
+    whole = {p: v for p, v in test_imports.items()}
+    for f in sc.files:  # an added or renamed test file: every test of it
+        if f["status"] in ("added", "renamed") and is_test_support(f["path"]):
+            whole[f["path"]] = (0, f["path"], f"{f['status']} file")
+    # methods called on fixture parameters: bound through the class the fixture returns
+    hits: dict[tuple[str, str], tuple[int, str]] = {(t["file"], t["qual"]): (0, t["qual"]) for t in targets}
+    for r in walk:
+        if r["depth"] < opts.test_depth:
+            hits.setdefault((r["file"], r["qual"]), (r["depth"], r["reaches"]))
+    classes: dict[tuple[str, str], list[tuple[str, str]]] = {}
+
+    def method_hit(fx, method: str):
+        key = (fx.file, fx.qual)
+        if key not in classes:
+            classes[key] = _fixture_classes(graph, ans, fx, root_package)
+        for cfile, cqual in classes[key]:
+            got = hits.get((cfile, f"{cqual}.{method}"))
+            if got is not None:
+                return got[0], got[1], f"{cqual}.{method}"
+        return None
+
+    selected = index.select(reached, whole, method_hit if hits else None)
+    chosen = {t["id"] for t in selected}
+    may_reached = reached_of([r for r in may_rows if r["depth"] <= opts.test_depth], [])
+    may = [dict(t, reason="may call " + t["reaches"] + " (unbound call)") for t in index.select(may_reached, {})
+           if t["id"] not in chosen]
+    removed = []
+    for s in sc.symbols:
+        if s["status"] == "removed" and s["kind"] in ("function", "method") and is_test_support(s["file"]):
+            removed.append(s["file"] + "::" + in_file_qual(s["file"], s["qual"], root_package).replace(".", "::"))
+    if opts.tests and (len(index.py_tests) + len(index.js_tests)) <= 2000:
+        total = index.total()
+    else:
+        total = None
+    return {"selected": selected, "may_be_affected": may, "removed": sorted(removed),
+            "commands": commands(selected), "total": total}

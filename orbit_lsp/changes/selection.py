@@ -1,0 +1,432 @@
+"""Which tests a change reaches, by the conventions of the test runners.
+
+pytest: test files ``test_*.py`` / ``*_test.py``; ``test*`` functions, ``test*`` methods of
+``Test*`` classes (without ``__init__``) and of ``unittest.TestCase`` subclasses; fixtures
+(``@pytest.fixture``, in ``conftest.py`` for the tests under its directory, in a test module for
+that module, in a class for that class) reach the tests and fixtures that name them as a
+parameter or in ``@pytest.mark.usefixtures``, and every test of their scope when ``autouse``;
+``setUp``/``setup_method``/… reach every test of their class, ``setup_module``/``setUpModule``
+and a test module's own module-level code every test of the module, a ``conftest.py``'s
+module-level code every test under its directory.
+JS/TS runners (jest, vitest, mocha, node:test): files ``*.test.*``, ``*.spec.*`` and files under a
+``__tests__/`` directory; the unit selected is the file (their tests are anonymous callbacks).
+
+Test files are read with ``ast`` (their structure only) from the change's new version (unsaved
+buffers included), so a test added by the change is found.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import Callable
+
+from orbit_lsp.lru import LRU
+
+PY_TEST_FILE = re.compile(r"(^|/)(test_[^/]*|[^/]*_test)\.py$")
+JS_TEST_FILE = re.compile(r"(^|/)([^/]+\.(test|spec)\.[cm]?[jt]sx?|__tests__/.+\.[cm]?[jt]sx?)$")
+CLASS_SETUP = frozenset({"setUp", "tearDown", "setUpClass", "tearDownClass", "setup_method", "teardown_method",
+                         "setup_class", "teardown_class", "setup", "teardown", "asyncSetUp", "asyncTearDown"})
+MODULE_SETUP = frozenset({"setup_module", "teardown_module", "setUpModule", "tearDownModule", "setup_function",
+                          "teardown_function", "setup", "teardown"})
+FILES_FORM_OVER = 40  # above this many test ids the command lists files instead
+SCANS = LRU(4096)  # (path, content digest) -> PyTestFile: a server or a benchmark re-reads few test files
+
+
+def is_python_test_file(path: str) -> bool:
+    return bool(PY_TEST_FILE.search(path))
+
+
+def is_conftest(path: str) -> bool:
+    return path == "conftest.py" or path.endswith("/conftest.py")
+
+
+def is_js_test_file(path: str) -> bool:
+    return bool(JS_TEST_FILE.search(path))
+
+
+def is_test_support(path: str) -> bool:
+    """A file the test selection reads: a test file of either ecosystem or a ``conftest.py``."""
+    return is_python_test_file(path) or is_conftest(path) or is_js_test_file(path)
+
+
+@dataclass
+class TestItem:
+    """A runnable test: ``id`` its pytest node id (``path::Class::test_x``), ``qual`` its
+    in-file qualified name, ``cls`` its class's in-file qual (or None), ``uses`` the fixture
+    names it requests (parameters and ``usefixtures``)."""
+
+    __test__ = False  # not a pytest class
+
+    id: str
+    file: str
+    qual: str
+    cls: str | None
+    line: int
+    uses: frozenset[str]
+    attr_calls: dict[str, frozenset[str]] = field(default_factory=dict)  # parameter -> methods called on it
+
+
+@dataclass
+class Fixture:
+    """A pytest fixture: ``returns`` is the name of the class it returns or yields an instance
+    of (``return Engine()``, ``app = Flask(…); …; return app``), None when that is not plain;
+    ``attr_calls`` as for tests."""
+
+    name: str
+    file: str
+    qual: str
+    cls: str | None
+    uses: frozenset[str]
+    autouse: bool
+    returns: str | None = None
+    attr_calls: dict[str, frozenset[str]] = field(default_factory=dict)
+
+
+@dataclass
+class PyTestFile:
+    """The test structure of one Python file (a test module or a ``conftest.py``)."""
+
+    __test__ = False
+
+    path: str
+    items: list[TestItem] = field(default_factory=list)
+    fixtures: list[Fixture] = field(default_factory=list)
+    class_setup: dict[str, str] = field(default_factory=dict)  # in-file qual of a setup method -> class qual
+    module_setup: set[str] = field(default_factory=set)
+
+
+def _decorator_name(dec: ast.expr) -> str:
+    node = dec.func if isinstance(dec, ast.Call) else dec
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _fixture_info(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[str, bool] | None:
+    for dec in fn.decorator_list:
+        name = _decorator_name(dec)
+        if name.rsplit(".", 1)[-1] in ("fixture", "yield_fixture"):
+            fname, autouse = fn.name, False
+            if isinstance(dec, ast.Call):
+                for kw in dec.keywords:
+                    if kw.arg == "name" and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
+                        fname = kw.value.value
+                    if kw.arg == "autouse" and isinstance(kw.value, ast.Constant):
+                        autouse = bool(kw.value.value)
+            return fname, autouse
+    return None
+
+
+def _usefixtures(decorators: list[ast.expr]) -> set[str]:
+    out = set()
+    for dec in decorators:
+        if isinstance(dec, ast.Call) and _decorator_name(dec).endswith("usefixtures"):
+            out.update(a.value for a in dec.args if isinstance(a, ast.Constant) and isinstance(a.value, str))
+    return out
+
+
+def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    a = fn.args
+    return {p.arg for p in (*a.posonlyargs, *a.args, *a.kwonlyargs)} - {"self", "cls"}
+
+
+def _attr_calls(fn, params: set[str], lines: list[str]) -> dict[str, frozenset[str]]:
+    """Methods called on each parameter in ``fn``'s text (nested functions and decorators
+    included): ``engine.run(…)`` -> {"engine": {"run"}}. Read from the text with a pattern (an
+    AST walk of every test function costs ten times more; a match in a comment or string only
+    widens the selection)."""
+    if not params:
+        return {}
+    first = min([d.lineno for d in fn.decorator_list] + [fn.lineno])
+    text = "\n".join(lines[first - 1:fn.end_lineno])
+    names = "|".join(re.escape(p) for p in sorted(params))
+    out: dict[str, set[str]] = {}
+    for m in re.finditer(rf"(?<![\w.])({names})\s*\.\s*([A-Za-z_]\w*)\s*\(", text):
+        out.setdefault(m.group(1), set()).add(m.group(2))
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+def _returned_class(fn) -> str | None:
+    """The called name a fixture returns or yields (directly, or through one local variable):
+    ``return Engine()`` / ``app = Flask(…); yield app`` -> "Engine" / "Flask"."""
+    made: dict[str, str] = {}
+    found: set[str] = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                and isinstance(node.value, ast.Call):
+            name = _decorator_name(node.value.func)
+            if name:
+                made[node.targets[0].id] = name.rsplit(".", 1)[-1]
+    for node in ast.walk(fn):
+        value = node.value if isinstance(node, (ast.Return, ast.Yield)) else None
+        if isinstance(value, ast.Call):
+            name = _decorator_name(value.func)
+            if name:
+                found.add(name.rsplit(".", 1)[-1])
+        elif isinstance(value, ast.Name) and value.id in made:
+            found.add(made[value.id])
+    return found.pop() if len(found) == 1 else None
+
+
+def scan_python(path: str, data: bytes) -> PyTestFile:
+    """The tests, fixtures and setup functions of one Python file (empty when it does not parse)."""
+    out = PyTestFile(path)
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError, RecursionError):
+        return out
+    is_test_module = is_python_test_file(path)
+    lines = data.decode("utf-8", "replace").splitlines()
+    local_classes: dict[str, ast.ClassDef] = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+
+    def is_testcase(cls: ast.ClassDef, depth: int = 0) -> bool:
+        for b in cls.bases:
+            name = _decorator_name(b)
+            if name.endswith("TestCase"):
+                return True
+            base = local_classes.get(name)
+            if base is not None and base is not cls and depth < 10 and is_testcase(base, depth + 1):
+                return True
+        return False
+
+    def function(fn, qual: str, cls: str | None, id_prefix: str, inherited: set[str], in_test_class: bool) -> None:
+        fx = _fixture_info(fn)
+        params = _params(fn)
+        uses = frozenset(params | _usefixtures(fn.decorator_list) | inherited)
+        if fx is not None:
+            out.fixtures.append(Fixture(fx[0], path, qual, cls, uses, fx[1], _returned_class(fn),
+                                        _attr_calls(fn, params, lines)))
+        elif is_test_module and fn.name.startswith("test") and (cls is None or in_test_class):
+            out.items.append(TestItem(f"{id_prefix}::{fn.name}", path, qual, cls, fn.lineno, uses,
+                                      _attr_calls(fn, params, lines)))
+        elif cls is not None and fn.name in CLASS_SETUP:
+            out.class_setup[qual] = cls
+        elif cls is None and fn.name in MODULE_SETUP:
+            out.module_setup.add(qual)
+
+    def klass(node: ast.ClassDef, qual: str, id_prefix: str, inherited: set[str]) -> None:
+        has_init = any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "__init__" for n in node.body)
+        test_class = is_testcase(node) or (node.name.startswith("Test") and not has_init)
+        uses = inherited | _usefixtures(node.decorator_list)
+        for n in node.body:
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                function(n, f"{qual}.{n.name}", qual, id_prefix, uses, test_class)
+            elif isinstance(n, ast.ClassDef) and test_class:
+                klass(n, f"{qual}.{n.name}", f"{id_prefix}::{n.name}", uses)
+
+    for n in tree.body:
+        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            function(n, n.name, None, path, set(), False)
+        elif isinstance(n, ast.ClassDef):
+            klass(n, n.name, f"{path}::{n.name}", set())
+    return out
+
+
+@dataclass
+class Selection:
+    """Tests selected: ``tests`` [{"id", "file", "runner": pytest|js, "depth", "reason",
+    "reaches": changed qual | None}] sorted by id; ``removed``: test ids the change deletes."""
+
+    tests: list[dict] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+
+
+def _under(path: str, directory: str) -> bool:
+    return directory == "" or path.startswith(directory + "/")
+
+
+class TestIndex:
+    """The test structure of a workspace, read on demand: ``files`` are every file path of the
+    workspace (the graph's ``File`` nodes, plus files the change adds); ``read`` gives a file's
+    bytes in the change's new version."""
+
+    __test__ = False
+
+    def __init__(self, files: list[str], read: Callable[[str], bytes | None]):
+        self.files = sorted(set(files))
+        self.read = read
+        self.py_tests = [f for f in self.files if is_python_test_file(f)]
+        self.conftests = [f for f in self.files if is_conftest(f)]
+        self.js_tests = [f for f in self.files if is_js_test_file(f)]
+        self._scanned: dict[str, PyTestFile] = {}
+
+    def scan(self, path: str) -> PyTestFile:
+        got = self._scanned.get(path)
+        if got is None:
+            data = self.read(path)
+            if data is None:
+                got = PyTestFile(path)
+            else:  # the same bytes scanned by an earlier answer of this process are not parsed again
+                key = (path, hashlib.blake2b(data, digest_size=16).digest())
+                found, got = SCANS.lookup(key)
+                if not found:
+                    got = scan_python(path, data)
+                    SCANS.put(key, got)
+            self._scanned[path] = got
+        return got
+
+    def total(self) -> int:
+        """Every pytest item plus every JS/TS test file (reads every test file)."""
+        return sum(len(self.scan(f).items) for f in self.py_tests) + len(self.js_tests)
+
+    def select(self, reached: dict[tuple[str, str], tuple[int, str | None, str]],
+               whole_files: dict[str, tuple[int, str | None, str]],
+               method_hit: Callable[[Fixture, str], tuple[int, str, str] | None] | None = None) -> list[dict]:
+        """Tests reached. ``reached``: (file, in-file qual) -> (depth, changed qual it leads
+        to, how) for every symbol of a test file or conftest reached by CALLS (a changed symbol
+        at depth 0); ``whole_files``: test file or conftest -> (hops, changed file, how) for
+        files that import a changed file (every test of them, or under a conftest's
+        directory); ``method_hit(fixture, method)``: (depth, changed qual, method qual) when
+        the method of that name of the class the fixture returns reaches the change (the
+        graph cannot bind ``engine.run()`` on a parameter: pytest passes the fixture's value)."""
+        best: dict[str, dict] = {}
+
+        def pick(item_id: str, file: str, runner: str, depth: int, reaches: str | None, reason: str) -> None:
+            cur = best.get(item_id)
+            if cur is None or depth < cur["depth"]:
+                best[item_id] = {"id": item_id, "file": file, "line": 1, "runner": runner,
+                                 "depth": depth, "reaches": reaches, "reason": reason}
+
+        fixtures: dict[tuple[str, str], tuple[int, str | None, str]] = {}  # (file, fixture qual) -> ...
+        by_file: dict[str, list[tuple[str, tuple]]] = {}
+        for (file, qual), info in reached.items():
+            by_file.setdefault(file, []).append((qual, info))
+        for file, quals in by_file.items():
+            if is_js_test_file(file):
+                d, reaches, how = min(info for _, info in quals)
+                pick(file, file, "js", d, reaches, how)
+                continue
+            if not (is_python_test_file(file) or is_conftest(file)):
+                continue
+            tf = self.scan(file)
+            for qual, (d, reaches, how) in quals:
+                if qual == "" or qual in tf.module_setup:
+                    what = "module-level code" if qual == "" else qual
+                    for item in self._items_under(file) if is_conftest(file) else tf.items:
+                        pick(item.id, item.file, "pytest", d, reaches, f"{how}; {what} of {file}")
+                    continue
+                for item in tf.items:
+                    if qual == item.qual or qual.startswith(item.qual + "."):
+                        pick(item.id, file, "pytest", d, reaches, how)
+                for fx in tf.fixtures:
+                    if qual == fx.qual or qual.startswith(fx.qual + "."):
+                        key = (file, fx.qual)
+                        if key not in fixtures or d < fixtures[key][0]:
+                            fixtures[key] = (d, reaches, f"{how}; fixture '{fx.name}'")
+                for setup, cls in tf.class_setup.items():
+                    if qual == setup or qual.startswith(setup + "."):
+                        for item in tf.items:
+                            if item.cls == cls or (item.cls or "").startswith(cls + "."):
+                                pick(item.id, file, "pytest", d, reaches, f"{how}; {setup}")
+        if method_hit is not None:
+            self._typed_calls(method_hit, pick, fixtures)
+        self._fixtures(fixtures, pick)
+        for file, (hops, reaches, how) in whole_files.items():
+            if is_js_test_file(file):
+                pick(file, file, "js", hops, reaches, how)
+            elif is_conftest(file):
+                for item in self._items_under(file):
+                    pick(item.id, item.file, "pytest", hops, reaches, how)
+            elif is_python_test_file(file):
+                for item in self.scan(file).items:
+                    pick(item.id, file, "pytest", hops, reaches, how)
+        lines = {i.id: i.line for tf in self._scanned.values() for i in tf.items}
+        for t in best.values():
+            t["line"] = lines.get(t["id"], 1)
+        return sorted(best.values(), key=lambda t: t["id"])
+
+    def _typed_calls(self, method_hit, pick, fixtures: dict) -> None:
+        """Tests and fixtures calling a method on a fixture parameter whose class's method of
+        that name reaches the change: one hop more than that method."""
+        for f in self.py_tests + self.conftests:
+            tf = self.scan(f)
+            for holder in [*tf.items, *tf.fixtures]:
+                for param, methods in sorted(holder.attr_calls.items()):
+                    fx = self.fixture_for(param, f, holder.cls)
+                    if fx is None or fx.returns is None:
+                        continue
+                    for m in sorted(methods):
+                        hit = method_hit(fx, m)
+                        if hit is None:
+                            continue
+                        d, reaches, mq = hit
+                        how = f"calls {mq} ({d + 1} hop{'s' * (d > 0)}) on fixture '{param}'"
+                        if isinstance(holder, TestItem):
+                            pick(holder.id, f, "pytest", d + 1, reaches, how)
+                        else:
+                            key = (f, holder.qual)
+                            if key not in fixtures or d + 1 < fixtures[key][0]:
+                                fixtures[key] = (d + 1, reaches, f"{how}; fixture '{holder.name}'")
+
+    def fixture_for(self, name: str, file: str, cls: str | None) -> Fixture | None:
+        """The fixture a test or fixture of ``file`` (in class ``cls``) gets for parameter
+        ``name``: its class's, its module's, then the nearest ``conftest.py``'s."""
+        own = [fx for fx in self.scan(file).fixtures if fx.name == name]
+        for fx in own:
+            if fx.cls is not None and cls is not None and (cls == fx.cls or cls.startswith(fx.cls + ".")):
+                return fx
+        for fx in own:
+            if fx.cls is None:
+                return fx
+        for conf in sorted(self.conftests, key=lambda c: -c.count("/")):
+            if _under(file, conf.rpartition("/")[0]):
+                for fx in self.scan(conf).fixtures:
+                    if fx.name == name and fx.cls is None:
+                        return fx
+        return None
+
+    def _items_under(self, conftest: str) -> list[TestItem]:
+        d = conftest.rpartition("/")[0]
+        return [i for f in self.py_tests if _under(f, d) for i in self.scan(f).items]
+
+    def _visible(self, fx: Fixture) -> list[str]:
+        """The files whose tests and fixtures can request ``fx``."""
+        if is_conftest(fx.file):
+            d = fx.file.rpartition("/")[0]
+            return [f for f in self.py_tests + self.conftests if _under(f, d)]
+        return [fx.file]
+
+    def _fixtures(self, reached: dict[tuple[str, str], tuple[int, str | None, str]], pick) -> None:
+        """Spread reached fixtures to the fixtures and tests that request them (by name, within
+        the fixture's scope), until nothing new is reached."""
+        todo = sorted(reached.items(), key=lambda kv: kv[1][0])
+        done: dict[tuple[str, str], int] = {k: v[0] for k, v in reached.items()}
+        while todo:
+            (file, qual), (d, reaches, how) = todo.pop(0)
+            fx = next((f for f in self.scan(file).fixtures if f.qual == qual), None)
+            if fx is None:
+                continue
+            for vf in self._visible(fx):
+                tf = self.scan(vf)
+                in_scope = (lambda cls: fx.cls is None or cls == fx.cls or (cls or "").startswith(fx.cls + "."))
+                for item in tf.items:
+                    if in_scope(item.cls) and (fx.name in item.uses or fx.autouse):
+                        pick(item.id, vf, "pytest", d, reaches, how)
+                for other in tf.fixtures:
+                    key = (vf, other.qual)
+                    if in_scope(other.cls) and fx.name in other.uses and key not in done:
+                        done[key] = d
+                        todo.append((key, (d, reaches, f"{how} -> fixture '{other.name}'")))
+
+
+def commands(tests: list[dict]) -> dict:
+    """Runnable forms of a selection: {"pytest": command with node ids (or with files when
+    there are more than ``FILES_FORM_OVER``), "pytest_files": command with files, "files":
+    [test files], "js_files": [JS/TS test files]}."""
+    py = [t for t in tests if t["runner"] == "pytest"]
+    js = sorted({t["file"] for t in tests if t["runner"] == "js"})
+    files = sorted({t["file"] for t in py})
+    out = {"files": files, "js_files": js, "pytest": None, "pytest_files": None}
+    if py:
+        out["pytest_files"] = "pytest " + " ".join(shlex.quote(f) for f in files)
+        out["pytest"] = (out["pytest_files"] if len(py) > FILES_FORM_OVER
+                         else "pytest " + " ".join(shlex.quote(t["id"]) for t in py))
+    return out

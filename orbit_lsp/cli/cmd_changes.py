@@ -1,0 +1,108 @@
+"""``changes``: the impact of a change (working tree, staged, against a base ref, or a diff):
+changed symbols, their callers, dependent files, what may be affected through unbound calls, and
+the tests to run (issue 16). The work is ``orbit_lsp.changes``; this module only translates.
+
+Exit status: 0, 1 (error), 2 (usage), 3 when a ``--fail-on`` threshold is exceeded (the report
+is printed first)."""
+
+from __future__ import annotations
+
+import sys
+
+from orbit_lsp.cli.context import Ctx
+from orbit_lsp.cli.errors import CliError, UsageError
+from orbit_lsp.cli.output import emit_json
+from orbit_lsp.cli.parser import Parents, positive_int
+from orbit_lsp.cli.workspace import index_workspace, resolve_workspace
+
+FAIL_KEYS = {  # --fail-on KEY: what is counted (result["totals"] key)
+    "files": "files", "symbols": "symbols", "callers": "callers", "public": "public",
+    "dependents": "dependents", "may": "may_be_affected", "tests": "tests", "tests-may": "tests_may_be_affected",
+}
+EXIT_THRESHOLD = 3
+
+
+def _fail_on(text: str) -> tuple[str, int]:
+    import argparse
+
+    key, sep, value = text.partition("=")
+    if not sep or key not in FAIL_KEYS:
+        raise argparse.ArgumentTypeError(f"expected KEY=N with KEY one of {', '.join(FAIL_KEYS)}, got {text!r}")
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number after '{key}=', got {value!r}") from None
+    if n < 0:
+        raise argparse.ArgumentTypeError(f"{key}={n}: the threshold must be 0 or more")
+    return key, n
+
+
+def add_parsers(subs, parents: Parents) -> None:
+    p = subs.add_parser(
+        "changes", parents=[parents.common, parents.json, parents.workspace],
+        help="impact of a change: changed symbols, blast radius, tests to run",
+        description="The impact of the uncommitted changes (default: working tree and index vs HEAD, "
+                    "untracked files included), of the staged ones (--staged), of everything since the "
+                    "merge base with REF (--base REF: what a pull request changes), or of a unified diff "
+                    "(--diff FILE, - for stdin). The workspace is indexed first (only changed files are "
+                    "parsed).")
+    which = p.add_mutually_exclusive_group()
+    which.add_argument("--base", metavar="REF", help="compare the working tree with the merge base of REF and HEAD")
+    which.add_argument("--staged", action="store_true", help="only the staged changes (index vs HEAD)")
+    which.add_argument("--diff", metavar="FILE", help="a unified diff to analyse (- reads stdin); its new "
+                                                      "version is the working tree")
+    p.add_argument("--depth", type=positive_int, default=4, metavar="N",
+                   help="hops of the blast radius: callers and dependent files (default 4)")
+    p.add_argument("--tests", action="store_true", help="select the tests that reach the change")
+    p.add_argument("--test-depth", type=positive_int, default=8, metavar="N",
+                   help="hops a selected test may be from a changed symbol (default 8)")
+    p.add_argument("--format", choices=("text", "json", "markdown"), default=None,
+                   help="output form (default text; --json is --format json); markdown is made for a "
+                        "pull-request comment")
+    p.add_argument("--fail-on", type=_fail_on, action="append", default=[], metavar="KEY=N",
+                   help="exit with status 3 when a count exceeds N; KEY: " + ", ".join(FAIL_KEYS)
+                        + " (repeatable), e.g. --fail-on public=20")
+
+
+def cmd_changes(ctx: Ctx) -> int:
+    from orbit_lsp.changes import diff, impact, render
+
+    args = ctx.args
+    fmt = args.format or ("json" if ctx.json else "text")
+    if ctx.json and args.format not in (None, "json"):
+        raise UsageError("--json and --format " + args.format + " exclude each other")
+    if args.base is not None and (not args.base.strip() or args.base.startswith("-")):
+        raise UsageError(f"--base {args.base!r}: not a git ref")
+    root = resolve_workspace(ctx)
+    try:
+        if args.diff is not None:
+            if args.diff == "-":
+                text = sys.stdin.read()
+            else:
+                try:
+                    with open(args.diff, encoding="utf-8", errors="replace") as fh:
+                        text = fh.read()
+                except OSError as exc:
+                    raise UsageError(f"--diff {args.diff}: {exc.strerror}") from None
+            change = diff.from_text(root, text)
+        else:
+            change = diff.from_git(root, "staged" if args.staged else "base" if args.base else "worktree", args.base)
+    except diff.ChangeError as exc:
+        raise CliError(str(exc)) from None
+    ix, _rep = index_workspace(ctx, root)
+    opts = impact.Options(depth=args.depth, test_depth=args.test_depth, tests=args.tests)
+    result = impact.analyse(ix.graph, change, ix.root_package, opts)
+    if fmt == "json":
+        cypher = result.pop("cypher")
+        emit_json("changes", result, cypher, workspace=str(ix.root), graph=ix.graph.name)
+    elif fmt == "markdown":
+        sys.stdout.write(render.markdown(result))
+    else:
+        sys.stdout.write(render.text(result))
+    exceeded = [(k, n, result["totals"][FAIL_KEYS[k]]) for k, n in args.fail_on if result["totals"][FAIL_KEYS[k]] > n]
+    for k, n, got in exceeded:
+        ctx.note(f"--fail-on {k}={n}: {got} exceeds it")
+    return EXIT_THRESHOLD if exceeded else 0
+
+
+COMMANDS = {"changes": cmd_changes}

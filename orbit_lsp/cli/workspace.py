@@ -1,0 +1,169 @@
+"""Which workspace a command reads, and indexing it on demand (rules in the package docstring).
+
+The CLI records when it indexed which root in ``<data dir>/workspaces.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from pathlib import Path
+
+from orbit_lsp.cli.context import Ctx
+from orbit_lsp.cli.errors import UsageError
+
+log = logging.getLogger("orbit_lsp.cli")
+
+RECENT_FILE = "workspaces.json"  # under the data dir: roots indexed by the CLI, with times
+RECENT_MAX = 50
+
+
+def recent_path(ctx: Ctx) -> Path:
+    return Path(ctx.settings.data_dir) / RECENT_FILE
+
+
+def load_recent(ctx: Ctx) -> dict[str, float]:
+    try:
+        data = json.loads(recent_path(ctx).read_text())
+        return {str(k): float(v) for k, v in data.items()} if isinstance(data, dict) else {}
+    except (OSError, ValueError, TypeError, AttributeError):
+        return {}
+
+
+def record_indexed(ctx: Ctx, root: Path) -> None:
+    recent = load_recent(ctx)
+    recent[str(root)] = time.time()
+    keep = dict(sorted(recent.items(), key=lambda kv: kv[1], reverse=True)[:RECENT_MAX])
+    path = recent_path(ctx)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
+        tmp.write_text(json.dumps(keep, indent=1))
+        os.replace(tmp, path)
+    except OSError as exc:  # a convenience only: never fail the command for it
+        log.info("could not record indexed workspace: %s", exc)
+
+
+def is_within(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def resolve_workspace(ctx: Ctx, file_arg: str | None = None) -> Path:
+    """The workspace root whose graph answers (see the package docstring)."""
+    from orbit_lsp.graph.connection import code_graph_name
+
+    if getattr(ctx.args, "workspace", None):
+        root = Path(ctx.args.workspace).expanduser()
+        if not root.is_dir():
+            raise UsageError(f"--workspace {ctx.args.workspace}: not a directory")
+        return Path(os.path.realpath(root))
+
+    graphs = set(ctx.store.list_graphs())
+    cwd = Path(os.path.realpath(os.getcwd()))
+    recent = load_recent(ctx)
+
+    def indexed_ancestors(start: Path) -> list[Path]:
+        return [d for d in (start, *start.parents) if code_graph_name(d) in graphs]
+
+    def pick(cands: list[Path]) -> Path | None:
+        # the most recently indexed by this CLI; among the others, the deepest
+        return max(cands, key=lambda d: (recent.get(str(d), 0.0), len(d.parts)), default=None)
+
+    chosen: Path | None = None
+    if file_arg:
+        p = Path(file_arg).expanduser()
+        cand = p if p.is_absolute() else cwd / p
+        if cand.exists():
+            real = Path(os.path.realpath(cand))
+            chosen = pick(indexed_ancestors(real if real.is_dir() else real.parent))
+            if chosen is None:
+                if not is_within(real, cwd):
+                    raise UsageError(f"{file_arg} is outside the current directory and no indexed "
+                                     f"workspace contains it: pass --workspace")
+                chosen = cwd
+    if chosen is None:
+        below = [Path(r) for r in recent if is_within(Path(r), cwd) and code_graph_name(r) in graphs]
+        chosen = pick(indexed_ancestors(cwd) + below) or cwd
+    if chosen != cwd:
+        ctx.note(f"workspace {chosen}")
+    return chosen
+
+
+def index_workspace(ctx: Ctx, root: Path, progress=None, rebuild: bool = False):
+    """Index ``root`` (``rebuild``: from scratch, ignoring the cache); returns (indexer, report).
+    Says on stderr when another process is writing the graph and this one waits for it."""
+    from orbit_lsp.index.indexer import WorkspaceIndexer
+
+    indexer = WorkspaceIndexer(root, ctx.store, ctx.settings)
+    indexer.write_lock.on_wait = lambda: ctx.note(
+        f"another orbit process is indexing {indexer.root}; waiting for it to finish")
+    report = indexer.index_all(progress=progress, rebuild=rebuild)
+    record_indexed(ctx, indexer.root)
+    return indexer, report
+
+
+def interrupted_build(ctx: Ctx, graph_name: str) -> bool:
+    """Whether the last full build of ``graph_name`` stopped before it was complete: its
+    scratch graph is there and the graph itself is not (a build writes into the scratch graph
+    and renames it over the graph only when complete)."""
+    from orbit_lsp.index.indexer import build_graph_name
+
+    graphs = set(ctx.store.list_graphs())
+    return build_graph_name(graph_name) in graphs and graph_name not in graphs
+
+
+def workspace_graph(ctx: Ctx, file_arg: str | None = None):
+    """(root, graph) for a query; indexes the workspace first when it has no graph yet, with
+    progress on stderr, saying so before the work starts (and when the last index of it did not
+    finish)."""
+    from orbit_lsp.cli.progress import ProgressBar
+    from orbit_lsp.graph.connection import code_graph_name
+
+    root = resolve_workspace(ctx, file_arg)
+    graph = ctx.store.graph(code_graph_name(root))
+    if not graph.exists():
+        if interrupted_build(ctx, graph.name):
+            def start(total: int) -> None:  # inside the write lock: the build is really gone
+                if interrupted_build(ctx, graph.name):
+                    ctx.note(f"the last index of {root} did not finish; indexing it now ({total} files)")
+                else:
+                    ctx.note(f"indexing {root} ({total} files)")
+        else:
+            def start(total: int) -> None:
+                ctx.note(f"{root} is not indexed yet; indexing it first ({total} files)")
+        progress = ProgressBar(f"indexing {root.name or root}", on_start=start)
+        try:
+            _, rep = index_workspace(ctx, root, progress)
+        finally:
+            progress.finish()
+        ctx.note(f"indexed {rep.files} files, {rep.symbols} symbols in {rep.seconds:.2f} s")
+    elif getattr(ctx.args, "exclude", None):
+        ctx.note(f"--exclude applies when a workspace is indexed; {root} is indexed already "
+                 f"(to change its graph: orbit-lsp index {root} --exclude ...)")
+    return root, graph
+
+
+def rel_file(file_arg: str, root: Path) -> str:
+    """Workspace-relative path (``/`` separators) of FILE: relative to the workspace, relative
+    to the current directory, or absolute."""
+    p = Path(file_arg).expanduser()
+    cands = [p] if p.is_absolute() else [root / p, Path.cwd() / p]
+    for c in cands:
+        if not os.path.lexists(c):
+            continue
+        for form in (os.path.abspath(c), os.path.realpath(c)):
+            if is_within(Path(form), root) or is_within(Path(form), Path(os.path.realpath(root))):
+                base = root if is_within(Path(form), root) else Path(os.path.realpath(root))
+                rel = os.path.relpath(form, base).replace(os.sep, "/")
+                if rel == ".":
+                    raise UsageError(f"{file_arg} is the workspace itself, not a file")
+                return rel
+        raise UsageError(f"{file_arg} is outside the workspace {root}")
+    if p.is_absolute():
+        raise UsageError(f"no such file: {file_arg}")
+    rel = p.as_posix()
+    while rel.startswith("./"):
+        rel = rel[2:]
+    return rel  # not on disk: maybe a deleted file that the graph still holds

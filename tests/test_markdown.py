@@ -1,0 +1,58 @@
+"""Names and paths in orbit's Markdown render verbatim (issue 18 item 5: ``src/flask/__init__.py``
+showed as ``src/flask/init.py``): ``orbit_lsp.markdown.code`` / ``escape`` checked with a real
+CommonMark parser (markdown-it-py), for chosen and for generated text; the hover of a package's
+``__init__.py`` and the planner's answers rendered the same way."""
+
+from __future__ import annotations
+
+import html
+import re
+
+from hypothesis import given, settings, strategies as st
+from markdown_it import MarkdownIt
+
+from orbit_lsp.markdown import code, escape
+
+MD = MarkdownIt("commonmark")
+
+
+def inline_html(markdown: str) -> str:
+    """The HTML of one paragraph, without the <p> wrapper."""
+    out = MD.render(markdown).strip()
+    assert out.startswith("<p>") and out.endswith("</p>"), out
+    return out[3:-4]
+
+
+def codes(markdown: str) -> list[str]:
+    """The text of every code span in ``markdown``, unescaped."""
+    return [html.unescape(c) for c in re.findall(r"<code>(.*?)</code>", MD.render(markdown), re.S)]
+
+
+def test_dunder_paths_and_names_stay_verbatim():
+    assert inline_html("x " + code("src/flask/__init__.py")) == "x <code>src/flask/__init__.py</code>"
+    assert inline_html("x " + code("Flask.__init__") + " and " + code("a*b*c")) == \
+        "x <code>Flask.__init__</code> and <code>a*b*c</code>"
+    # what it was before: a bare path loses its underscores to emphasis
+    assert "<strong>init</strong>" in inline_html("x src/flask/__init__.py")
+    assert inline_html("x " + escape("src/flask/__init__.py")) == "x src/flask/__init__.py"
+
+
+def test_backticks_inside_a_name():
+    assert codes("x " + code("a`b")) == ["a`b"]
+    assert codes("x " + code("``odd``")) == ["``odd``"]
+    assert codes("x " + code("`lead")) == ["`lead"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=40))
+def test_code_spans_hold_any_text(text):
+    """Whatever a name or path contains, its code span shows exactly it (line ends as spaces;
+    CommonMark normalises only those)."""
+    assert codes("x " + code(text) + " y") == [text]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(list("ab _*`[]()<>#|~!&\\-+.:/=") + ["&amp;", "&copy;", "<b>", "__init__"]),
+                min_size=1, max_size=20).map("".join).filter(lambda t: t == t.strip() and t != ""))
+def test_escaped_prose_renders_as_itself(text):
+    assert html.unescape(inline_html("x " + escape(text) + " y")) == f"x {text} y"
