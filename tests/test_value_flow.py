@@ -514,3 +514,56 @@ def test_values_from_outside_stay_unbound_and_counted(index):
     # unknown), and an unknown (counted): the site is bound to local and still counted
     assert out_of(ix, "ext.run") == {"ext.local": "param"}
     assert unbound(ix, "ext.run") == ["cb@7"]
+
+
+# -- 7b. unbound sites are located: callers, chain ------------------------------------------------------
+def test_callers_list_the_unbound_sites_that_use_the_name(index):
+    from orbit_lsp.graph import queries
+
+    ix = index({"loc.py": '''
+        class Session:
+            def request(self):
+                pass
+
+        def direct():
+            Session().request()
+
+        def unknown(s):
+            s.request()
+
+        def subscript(items):
+            items[0].request()
+    '''})
+    ans = queries.callers(ix.graph, "Session.request")
+    (row,) = ans.rows
+    assert [c["qual"] for c in row["callers"]] == ["loc.direct"]
+    # two call sites could not be bound and use the name: counted and located, never guessed
+    assert row["unbound"] == {"total": 2, "sites": [{"file": "loc.py", "caller": "loc.unknown", "line": 9},
+                                                    {"file": "loc.py", "caller": "loc.subscript", "line": 12}]}
+    imp = queries.symbol_impact(ix.graph, "loc.py", "loc.Session.request")
+    assert imp.unbound["total"] == 2
+    assert any("loc.py:9" in n and "loc.py:12" in n for n in imp.notes)
+
+
+def test_chain_says_where_an_unbound_call_breaks_the_path(index):
+    from orbit_lsp.graph import queries
+
+    ix = index({"brk.py": '''
+        def target():
+            pass
+
+        def middle():
+            target()
+
+        def start(cb):
+            helper(cb)
+
+        def helper(cb):
+            cb.middle()
+    '''})
+    ans = queries.call_chain(ix.graph, "start", "target")
+    assert ans.rows == []
+    # start -> helper is bound; helper's ``cb.middle()`` is not (cb is unknown) and middle reaches target
+    assert [(b["caller"], b["file"], b["line"], b["name"], b["callee"], b["hops_from"], b["hops_to"])
+            for b in ans.breaks] == [("brk.helper", "brk.py", 11, "middle", "brk.middle", 1, 1)]
+    assert any("brk.py:11" in n for n in ans.notes)

@@ -277,6 +277,20 @@ def _ext(name: str, suffix: str) -> tuple:
     return ("ext", name + suffix)
 
 
+def _workspace_part(v):
+    """The workspace values of a parameter's value in one form (members in one order; the
+    unknown flag kept beside them), or None when it holds none."""
+    v = _canonical(v)
+    if v is None or v == EXT_ANY or v == BOTTOM:
+        return None
+    if v[0] == "union":
+        members = tuple(m for m in v[1] if m != EXT_ANY)
+        if not members:
+            return None
+        return members[0] if len(members) == 1 and not v[2] else ("union", members, v[2])
+    return v
+
+
 def _canonical(v):
     """A parameter value in one form: values from outside the workspace (which bind nothing)
     as one ``EXT_ANY``, a union's members in one order (equal however its flows were
@@ -472,7 +486,15 @@ class Resolver:
                         continue
                     got.setdefault(name, []).append(self.ev(flow[0], flow[1], r) if r != UNKNOWN else None)
             # what a parameter receives from outside the workspace binds nothing: one value for all
-            return {n: _canonical(self.combine(vs)) for n, vs in got.items()} or None, frozenset(self._deps)
+            # only workspace values are kept: a parameter that receives nothing but external
+            # values, literals or unknowns is no better known than one never called (``_param``
+            # then answers unknown, as without flows), and changes among those never propagate
+            kept = {}
+            for n, vs in got.items():
+                v = _workspace_part(self.combine(vs))
+                if v is not None:
+                    kept[n] = v
+            return kept or None, frozenset(self._deps)
         finally:
             self._deps = saved
 
