@@ -1164,12 +1164,14 @@ class Resolver:
         linearisation, as Python computes ``__mro__`` (``class D(B, C)`` with ``B(A)``, ``C(A)``:
         D, B, C, A). A hierarchy C3 rejects (Python raises TypeError) falls back to a depth-first
         order without repeats."""
-        memo: dict = {}
+        got = self._scc(("mro", rel, qual), self._mro, rel, qual)  # memoised with what it consulted
+        return list(got) if isinstance(got, tuple) and got != BOTTOM else []
+
+    def _mro(self, rel: str, qual: str) -> tuple:
         try:
-            out = self._c3(rel, qual, memo, set())
+            return tuple(self._c3(rel, qual, {}, set()))
         except _NoC3:
-            out = self._dfs_mro(rel, qual)
-        return out
+            return tuple(self._dfs_mro(rel, qual))
 
     def _c3(self, r: str, q: str, memo: dict, active: set) -> list[tuple[str, str]]:
         key = (r, q)
