@@ -88,6 +88,8 @@ STARS = "*"  # entity of a file's star imports
 HAS_FACTS = "<facts>"  # entity of whether a file has facts at all
 STORES = "#stores"  # entity of every container store in a file (``c[k] = v``, ``c.append(v)``)
 PVAL = "~param"  # entities ``(PVAL, file, qual)``: the values of a function's parameters
+MAX_PARAM_VALUES = 128  # a parameter receiving more workspace values than this is taken as unknown
+MAX_TARGETS = 64  # a call site whose callee may be more workspace symbols than this stays unbound
 MAX_FLOW_ROUNDS = 12  # a safety net for the value-flow fixpoint (real code converges in a few)
 _MAX_SCC_PASSES = 12  # passes over one component of mutually dependent evaluations (``_scc``)
 _DEBUG_FLOW = bool(__import__("os").environ.get("ORBIT_DEBUG_FLOW"))
@@ -285,8 +287,8 @@ def _workspace_part(v):
         return None
     if v[0] == "union":
         members = tuple(m for m in v[1] if m != EXT_ANY)
-        if not members:
-            return None
+        if not members or len(members) > MAX_PARAM_VALUES:
+            return None  # nothing from the workspace, or too many values to be of use: unknown
         return members[0] if len(members) == 1 and not v[2] else ("union", members, v[2])
     return v
 
@@ -928,7 +930,7 @@ class Resolver:
 
     @staticmethod
     def combine(values: list):
-        out = []
+        out: dict = {}  # members in first-seen order, deduplicated in linear time
         unknown = False
         bottom = False
         for v in values:
@@ -938,11 +940,11 @@ class Resolver:
                 bottom = True
             elif v[0] == "union":
                 for m in v[1]:
-                    if m not in out:
-                        out.append(m)
+                    out[m] = None
                 unknown = unknown or v[2]
-            elif v not in out:
-                out.append(v)
+            else:
+                out[v] = None
+        out = list(out)
         if not out:
             return BOTTOM if bottom and not unknown else None
         if len(out) == 1 and not unknown:
@@ -1406,11 +1408,18 @@ class Resolver:
                 return [(call[1], call[2], "instance")], False
             return [], True
         if t == "union":
-            out, unknown = [], v[2]
+            got: dict = {}
+            unknown = v[2]
             for m in v[1]:
                 o, u = self.call_targets(m, how)
-                out.extend(x for x in o if x not in out)
+                for x in o:
+                    got.setdefault(x, None)
                 unknown = unknown or u
+            out = list(got)
+            if len(out) > MAX_TARGETS:
+                # a value that may be any of hundreds of functions binds nothing honestly: the
+                # site is counted as unbound (and located), never fanned out to all of them
+                return [], True
             return out, unknown
         if t in ("ext", "builtin", "mod", "dmeth", "bottom"):
             return [], False  # outside the workspace (a builtin container's method included)
