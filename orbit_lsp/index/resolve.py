@@ -1482,7 +1482,9 @@ class Resolver:
 
     def resolve_file(self, rel: str) -> FileEdges:
         """Bind the imports, calls and bases of one file, and collect the flows of its call
-        sites into workspace functions (``FileEdges.flows``)."""
+        sites into workspace functions (``FileEdges.flows``). What each call site binds to is
+        memoised like any evaluation (``_site``), so resolving a file again after a change
+        elsewhere re-evaluates only the sites the change can affect."""
         facts = self.facts[rel]
         self._deps = set()
         out = FileEdges()
@@ -1493,28 +1495,14 @@ class Resolver:
             caller = sc.qual
             for site in sc.calls:
                 si = site.scope if site.scope >= 0 else own
-                v = self.ev(rel, si, site.ref)
-                targets, unknown = self.call_targets(v, "")
-                if site.implicit:
-                    # with/for/raise: bound when the receiver is a workspace value, never counted
-                    for dst_file, dst_qual, resolved in targets:
-                        out.add_call(caller, dst_file, dst_qual, "implicit", site)
-                    continue
-                if site.decorator and unknown and not targets:
-                    continue  # a decorator we cannot follow is not a call we failed to bind
-                for dst_file, dst_qual, resolved in targets:
-                    if not resolved:
-                        resolved = self._how(rel, si, site.ref, dst_file, dst_qual)
-                    out.add_call(caller, dst_file, dst_qual, "decorator" if site.decorator else resolved, site)
-                    if site.args or site.kwargs:
-                        self._flow(rel, si, site, v, dst_file, dst_qual, resolved, flows)
-                if unknown and site.name and not site.decorator:
+                targets, unbound, into = self._site(rel, si, site)
+                for dst_file, dst_qual, how in targets:
+                    out.add_call(caller, dst_file, dst_qual, how, site)
+                if unbound:
                     out.unresolved.setdefault(caller, []).append(site.name)
                     out.unresolved_lines.setdefault(caller, []).append(site.line)
-                if site.ref[0] == "a":
-                    self._property_reads(rel, si, site.ref[1], caller, site, out)
-                if v is not None and v[0] in ("builtin", "ext") and (site.args or site.kwargs):
-                    self._called_by_library(rel, si, site, v, caller, out, flows)
+                for dst_file, dst_qual, args, kwargs, skip in into:
+                    flows.setdefault((dst_file, dst_qual), set()).add((rel, si, args, kwargs, skip))
         for cls in facts.classes.values():
             for b in cls.bases:
                 v = self.ev(rel, cls.outer, b)
@@ -1528,18 +1516,49 @@ class Resolver:
         self._deps = set()
         return out
 
-    def _flow(self, rel: str, si: int, site, v, dst_file: str, dst_qual: str, resolved: str,
-              flows: dict) -> None:
-        """Record the flow of one bound call site's arguments into its target's parameters."""
+    def _site(self, rel: str, si: int, site) -> tuple:
+        """What one call site binds to, whatever its position: ``(targets [(file, qual,
+        resolved)], unbound: bool, flows [(file, qual, args, kwargs, skip)])``, memoised."""
+        key = ("site", rel, si, site.ref, site.args, site.kwargs, site.implicit, site.decorator, site.name)
+        return self._scc(key, self._site_compute, rel, si, site)
+
+    def _site_compute(self, rel: str, si: int, site) -> tuple:
+        v = self.ev(rel, si, site.ref)
+        targets, unknown = self.call_targets(v, "")
+        if site.implicit:
+            # with/for/raise: bound when the receiver is a workspace value, never counted
+            return tuple((f, q, "implicit") for f, q, _ in targets), False, ()
+        if site.decorator and unknown and not targets:
+            return (), False, ()  # a decorator we cannot follow is not a call we failed to bind
+        out, into = [], []
+        for dst_file, dst_qual, resolved in targets:
+            if not resolved:
+                resolved = self._how(rel, si, site.ref, dst_file, dst_qual)
+            out.append((dst_file, dst_qual, "decorator" if site.decorator else resolved))
+            if site.args or site.kwargs:
+                skip = self._flow_skip(rel, si, site, v, dst_file, dst_qual, resolved)
+                if skip is not None:
+                    into.append((dst_file, dst_qual, site.args, site.kwargs, skip))
+        if site.ref[0] == "a":
+            out += self._property_reads(rel, si, site.ref[1])
+        if v is not None and v[0] in ("builtin", "ext") and (site.args or site.kwargs):
+            called, items = self._called_by_library(rel, si, site, v)
+            out += called
+            into += items
+        return tuple(out), bool(unknown and site.name and not site.decorator), tuple(into)
+
+    def _flow_skip(self, rel: str, si: int, site, v, dst_file: str, dst_qual: str, resolved: str) -> int | None:
+        """How many leading parameters of a bound call site's target its arguments skip (``self``
+        of a bound method, ``cls`` of a classmethod), or None when nothing flows."""
         if resolved == "class" or resolved == "partial":
-            return  # the class itself takes no parameters (``init`` does); partial shifts them
+            return None  # the class itself takes no parameters (``init`` does); partial shifts them
         facts = self._facts(dst_file)
         fsi = facts.scope_of.get(dst_qual) if facts is not None else None
         if fsi is None:
-            return
+            return None
         target = facts.scopes[fsi]
         if not target.params:
-            return
+            return None
         skip = 0
         if resolved == "init":
             skip = 1
@@ -1553,25 +1572,26 @@ class Resolver:
                 skip = 1 if any(m is not None and m[0] in ("inst", "super") for m in members) else 0
             elif v is not None and v[0] not in ("sym",):
                 skip = 1
-        flows.setdefault((dst_file, dst_qual), set()).add((rel, si, site.args, site.kwargs, skip))
+        return skip
 
-    def _property_reads(self, rel: str, si: int, ref: tuple, caller: str, site, out: FileEdges) -> None:
-        """Edges to the ``@property`` getters read on the way to a callee (``self.console.print()``
-        runs the ``console`` getter)."""
+    def _property_reads(self, rel: str, si: int, ref: tuple) -> list[tuple]:
+        """``property`` targets: the ``@property`` getters read on the way to a callee
+        (``self.console.print()`` runs the ``console`` getter)."""
+        out = []
         while ref[0] == "a":
             getter = self.property_getter(self.ev(rel, si, ref[1]), ref[2])
             if getter is not None:
-                out.add_call(caller, getter[0], getter[1], "property", site)
+                out.append((getter[0], getter[1], "property"))
             ref = ref[1]
+        return out
 
-    def _called_by_library(self, rel: str, si: int, site, v, caller: str, out: FileEdges, flows: dict) -> None:
+    def _called_by_library(self, rel: str, si: int, site, v) -> tuple[list, list]:
         """A function handed to a builtin or library function that calls it (``map(f, xs)``,
-        ``sorted(xs, key=f)``, ``Thread(target=f)``): an ``implicit`` edge to it, and the items it
-        is called with flow into its first parameter."""
-        name = v[1] if v[0] == "ext" else v[1]
-        spec = _CALLERS_OF_ARGS.get(name)
+        ``sorted(xs, key=f)``, ``Thread(target=f)``): ``implicit`` targets, and the flows of the
+        items it is called with into its first parameter."""
+        spec = _CALLERS_OF_ARGS.get(v[1])
         if spec is None:
-            return
+            return [], []
         pos, kw, items_at = spec
         fref = None
         if pos is not None and pos < len(site.args) and site.args[pos][0] != "*":
@@ -1579,16 +1599,17 @@ class Resolver:
         if fref is None and kw is not None:
             fref = next((r for k, r in site.kwargs if k == kw), None)
         if fref is None or fref == UNKNOWN:
-            return
+            return [], []
         targets, _ = self.call_targets(self.ev(rel, si, fref), "implicit")
+        called, items = [], []
         for dst_file, dst_qual, _how in targets:
-            out.add_call(caller, dst_file, dst_qual, "implicit", site)
+            called.append((dst_file, dst_qual, "implicit"))
             if items_at is not None and items_at < len(site.args) and site.args[items_at][0] != "*":
                 facts = self._facts(dst_file)
                 fsi = facts.scope_of.get(dst_qual) if facts is not None else None
                 if fsi is not None and facts.scopes[fsi].params:
-                    flows.setdefault((dst_file, dst_qual), set()).add(
-                        (rel, si, (("it", site.args[items_at]),), (), 0))
+                    items.append((dst_file, dst_qual, (("it", site.args[items_at]),), (), 0))
+        return called, items
 
     def _import_edges(self, rel: str, imp, out: FileEdges) -> None:
         spec, names, line = imp.spec, imp.names, imp.line
