@@ -123,6 +123,17 @@ def test_moved_file_and_changed_import(repo, run):
     assert deps == {"tests/test_service.py": 1}
 
 
+def test_removed_module_still_imported(repo, run):
+    repo.git("rm", "-q", "app/util.py")  # app/service.py still imports it
+    r = run()
+    assert [(f["path"], f["status"]) for f in r["files"]] == [("app/util.py", "removed")]
+    assert changed(r) == [("app.util", "removed"), ("app.util.wrap", "removed")]
+    assert {d["path"]: d["hops"] for d in r["dependents"]} == {"app/service.py": 1, "tests/test_service.py": 2}
+    assert "app/service.py still imports app/util.py, which the change removes or moves" in r["notes"]
+    # test_service.py imports app.service, whose import now fails: its tests, whole
+    assert selected(r) == ["tests/test_service.py::test_serve", "tests/test_service.py::test_uses_old"]
+
+
 def test_changed_import_of_a_module_everyone_uses(repo, run):
     repo.edit("app/core.py", "import os\n", "import os.path\n")
     r = run()

@@ -19,7 +19,7 @@ from orbit_lsp.changes.symbols import symbol_changes
 from orbit_lsp.graph import queries
 from orbit_lsp.graph.connection import Graph
 from orbit_lsp.graph.imports import ImportGraph
-from orbit_lsp.index.resolve import full_qual
+from orbit_lsp.index.resolve import full_qual, module_name
 
 DEFAULT_DEPTH = 4
 DEFAULT_TEST_DEPTH = 8
@@ -112,6 +112,25 @@ def analyse(graph: Graph, change: Change, root_package: str = "", options: Optio
             if f["path"] in file_level and is_test_support(path):
                 if path not in test_imports or hops < test_imports[path][0]:
                     test_imports[path] = (hops, f["path"], f"imports {f['path']} ({hops} hop{'s' * (hops > 1)})")
+    # files that still import a module the change removed or moved away (now unresolved)
+    gone = {module_name(f["old_path"], root_package): f["old_path"] for f in sc.files
+            if f["status"] in ("removed", "renamed") and f["lang"] == "python" and f["old_path"]}
+    if gone:
+        rows = ans.run(graph, "MATCH (f:File) WHERE f.unresolved_imports IS NOT NULL "
+                              "RETURN f.path, f.unresolved_imports ORDER BY f.path")
+        for path, items in rows:
+            hit = next((gone[m] for item in items or () for m in gone
+                        if (mod := str(item).partition(":")[2]) == m or mod.startswith(m + ".")), None)
+            if hit is None:
+                continue
+            notes.append(f"{path} still imports {hit}, which the change removes or moves")
+            reach = {path: 0, **imports.dependents(path, far - 1)}
+            for dep, h in reach.items():
+                hops = h + 1
+                if hops <= opts.depth and (dep not in dep_hops or hops < dep_hops[dep][0]):
+                    dep_hops[dep] = (hops, hit)
+                if is_test_support(dep) and (dep not in test_imports or hops < test_imports[dep][0]):
+                    test_imports[dep] = (hops, hit, f"imports {hit}, removed or moved ({hops} hop{'s' * (hops > 1)})")
     changed_paths = {f["path"] for f in sc.files}
     dependents = sorted(({"path": p, "hops": h, "of": o} for p, (h, o) in dep_hops.items() if p not in changed_paths),
                         key=lambda r: (r["hops"], r["path"]))
