@@ -225,6 +225,17 @@ def test_unsaved_buffer_is_the_new_version(repo, run):
     assert selected(r) == ["tests/test_service.py::test_serve"]
 
 
+def test_syntax_error_reports_the_file_not_removed_symbols(repo, run):
+    repo.edit("app/util.py", "def wrap(x):", "def wrap(x:")
+    r = run()
+    assert r["symbols"] == []  # never "every symbol removed"
+    [f] = r["files"]
+    assert f["path"] == "app/util.py" and f["parse_error"]
+    assert any("app/util.py does not parse" in n for n in r["notes"])
+    # a file that does not parse is a change of the file: the tests importing it are selected
+    assert selected(r) == ["tests/test_service.py::test_serve", "tests/test_service.py::test_uses_old"]
+
+
 def test_errors_are_clear(repo, tmp_path):
     with pytest.raises(diff.ChangeError, match="unknown ref 'nope'"):
         diff.from_git(repo.root, "base", "nope")
