@@ -174,6 +174,20 @@ def test_class_change_reaches_setup_of_testcase(repo, run):
                            "tests/test_engine.py::test_run"]
 
 
+def test_property_and_special_methods_count_as_their_class(repo, run):
+    # a property is read as an attribute: no call reaches it in the graph; a change of it is a
+    # change of its class, whose instances are made by the engine fixture, setUp and test_dynamic
+    repo.edit("app/core.py", '    mode = "fast"\n', '    mode = "fast"\n\n    @property\n    def speed(self):\n        return 2\n')
+    r = run()
+    assert changed(r) == [("app.core.Engine.speed", "added")]
+    assert callers(r) == {"tests.conftest.engine": 1, "tests.test_engine.UnitEngine.setUp": 1,
+                          "tests.test_engine.test_dynamic": 1}
+    assert all(c["reaches"] == "app.core.Engine.speed" and c["via"] == "app.core.Engine" for c in r["callers"])
+    assert selected(r) == ["tests/test_engine.py::TestEngine::test_mode", "tests/test_engine.py::UnitEngine::test_unit_mode",
+                           "tests/test_engine.py::test_dynamic", "tests/test_engine.py::test_fast",
+                           "tests/test_engine.py::test_run"]
+
+
 def test_added_test_is_selected(repo, run):
     repo.write("tests/test_new.py", "from app.core import helper\n\n\ndef test_new():\n    assert helper(0) == 1\n")
     r = run()
