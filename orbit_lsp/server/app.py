@@ -75,6 +75,8 @@ class OrbitServer(LanguageServer):
         self.features: list[Any] = []
         self.heap = IdleCollector()  # full garbage collections while no message arrives
         self._announced: list[str] = []  # setting problems last shown to the user
+        self._spelling_key: tuple[str, ...] | None = None  # open documents' URIs (uri_speller)
+        self._spellings: dict[tuple[Path, str], str] = {}
 
     def on(self, method: str, fn: Callable[[Any], Any], options: Any = None) -> None:
         """Register feature method ``fn`` (a bound method taking the params) for ``method``.
@@ -184,6 +186,35 @@ class OrbitServer(LanguageServer):
         is reused), without building and re-encoding the whole path each time."""
         base = self._root_uri(os.fspath(root))
         return (base if base.endswith("/") else base + "/") + quote(rel)
+
+    def uri_speller(self, *sent: Any) -> Callable[[Path, str], str]:
+        """``spell(root, rel)``: the URI of workspace file ``rel`` under folder ``root`` as the
+        client spells it: one of the URIs ``sent`` in this request naming that file, else the
+        URI of the open document of that file, else the canonical ``rel_uri`` (answers echo
+        the client's percent-encoding and drive-letter case, so it matches them to its own
+        documents)."""
+        spelled = dict(self._open_spellings())
+        for uri in sent:
+            owner = self.locate(uri) if isinstance(uri, str) else None
+            if owner is not None:
+                spelled[(owner[0].root, owner[1])] = uri
+
+        def spell(root: Path, rel: str) -> str:
+            return spelled.get((root, rel)) or self.rel_uri(root, rel)
+        return spell
+
+    def _open_spellings(self) -> dict[tuple[Path, str], str]:
+        """(folder root, rel) -> URI of each open document, rebuilt when the open set changes."""
+        keys = tuple(self.workspace.text_documents)
+        if keys != self._spelling_key:
+            found: dict[tuple[Path, str], str] = {}
+            for doc in list(self.workspace.text_documents.values()):
+                uri = doc.uri  # as the client sent it (pygls keys documents by the unquoted URI)
+                owner = self.locate(uri)
+                if owner is not None:
+                    found.setdefault((owner[0].root, owner[1]), uri)
+            self._spelling_key, self._spellings = keys, found
+        return self._spellings
 
     def locate(self, uri: str) -> tuple[WorkspaceIndexer, str] | None:
         """(indexer, workspace-relative path) of a document, or None outside every folder."""
