@@ -342,3 +342,15 @@ def test_incremental_writes_reach_readers_all_at_once(graph):
         w.delete_files(["b.py"])
         raise RuntimeError("stop")
     assert sorted(graph.ro_query("MATCH (f:File) RETURN f.path").rows) == [["b.py"], ["c.py"]]
+
+
+def test_drop_removes_graph_marker_and_cache(tmp_path, store):
+    ws = make_workspace(tmp_path / "ws", 3)
+    ix = WorkspaceIndexer(ws, store)
+    ix.index_all()
+    assert writelock.read_marker(store, ix.graph.name) is not None and ix.cache_path.exists()
+    ix.drop()
+    assert not ix.graph.exists() and not ix.cache_path.exists()
+    assert writelock.read_marker(store, ix.graph.name) is None
+    assert WorkspaceIndexer(ws, store).index_all().mode == "full"
+    _drop(store, ws)
