@@ -437,6 +437,8 @@ async def test_falkordb_down_mid_session_then_back(tmp_path):
     s = await Session(stdio_params(root, tmp_path / "data", env={"ORBIT_FALKORDB_URL": fdb.url})).start()
     try:
         assert quals((await s.ok("callers", {"symbol": "helper"}))["result"]["targets"][0]["callers"]) == {"pkg.core.run": 1}
+        d = await s.ok("impact", {"target": "pkg/core.py"})  # the import graph is read (and kept)
+        assert {r["path"] for r in d["result"]["dependents"]} == {"pkg/__init__.py", "pkg/cli.py", "app.py"}
         fdb.kill()
         for _ in range(3):
             t = time.monotonic()
@@ -449,6 +451,10 @@ async def test_falkordb_down_mid_session_then_back(tmp_path):
         d = await until_ok(s, "callers", {"symbol": "helper"},
                            lambda d: "late.late" in quals(d["result"]["targets"][0]["callers"]))
         assert quals(d["result"]["targets"][0]["callers"]) == {"pkg.core.run": 1, "late.late": 1}
+        # the import graph was read again from the rebuilt graph
+        d = await s.ok("impact", {"target": "pkg/core.py"})
+        assert {r["path"]: r["hops"] for r in d["result"]["dependents"]} == {
+            "pkg/__init__.py": 1, "pkg/cli.py": 1, "late.py": 1, "app.py": 2}
     finally:
         await s.stop()
         fdb.kill()
