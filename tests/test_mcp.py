@@ -396,9 +396,20 @@ async def test_an_edit_is_seen_by_the_next_calls(mcp, ws):
         (ws / "extra.py").unlink()
         await until_ok(mcp, "impact", {"target": "pkg/core.py"},
                        lambda d: "extra.py" not in [r["path"] for r in d["result"]["dependents"]])
+        # a directory made elsewhere and moved in at once, then removed with its files
+        staging = ws.parent / "staging_sub"
+        (staging / "inner").mkdir(parents=True)
+        (staging / "inner" / "use.py").write_text("from pkg.core import run\n")
+        staging.rename(ws / "sub")
+        await until_ok(mcp, "impact", {"target": "pkg/core.py"},
+                       lambda d: "sub/inner/use.py" in [r["path"] for r in d["result"]["dependents"]])
+        shutil.rmtree(ws / "sub")
+        await until_ok(mcp, "cypher", {"query": "MATCH (f:File) WHERE f.path STARTS WITH 'sub/' RETURN count(f)"},
+                       lambda d: d["result"]["rows"] == [[0]])
     finally:
         core.write_text(original)
         (ws / "extra.py").unlink(missing_ok=True)
+        shutil.rmtree(ws / "sub", ignore_errors=True)
     await until_ok(mcp, "callers", {"symbol": "helper"},
                    lambda d: "pkg.core.added" not in quals(d["result"]["targets"][0]["callers"]))
 

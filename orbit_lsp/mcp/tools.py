@@ -22,7 +22,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from orbit_lsp.agent.tools import SCHEMA, Toolbox, ToolError, redacted
 from orbit_lsp.graph import queries
@@ -641,4 +641,3 @@ def select_tools(spec: str | None) -> list[str]:
     return [t for t in ALL_TOOLS if t in chosen]
 
 
-ToolRunner = Callable[[str, dict], Answer]
