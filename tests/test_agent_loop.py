@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from agent_harness import action, answer, content
+from agent_harness import action, answer, completion, content
 from conftest import CASES
 from orbit_lsp.agent.history import History
 from orbit_lsp.agent.model import Cancelled
@@ -199,6 +199,22 @@ def test_reply_cut_off_by_its_length_is_not_the_answer(make_asker, indexed, srv)
     srv.script("m", cut_off('{"answer": "draft"}'), cut_off('{"answer": "draft 2"}'))
     res = make_asker().ask("who calls hello?", ix.graph, ix.root)
     assert res.answer is None and "cut off" in res.error and "draft" not in res.markdown.replace(res.error, "")
+
+
+def test_unpaired_surrogates_from_the_model_do_not_break_the_question(make_asker, indexed, srv):
+    """A model's JSON may spell an unpaired surrogate (``\\ud800``), as an escape inside its
+    action or as a raw character of its content: it is replaced by U+FFFD, so the next request,
+    the history and the client can encode it (it was a UnicodeEncodeError traceback)."""
+    ix = indexed("005")
+    raw = completion({"content": ""})
+    raw["choices"][0]["message"]["content"] = '{"tool": "find_symbol", "args": {"name": "hello\ud800"}}'
+    srv.script("m", {"status": 200, "headers": {}, "body": raw},
+               content('{"answer": "plain.a calls hello \\udc80 (and others)"}'))
+    asker = make_asker()
+    res = asker.ask("who calls hello?", ix.graph, ix.root)
+    assert res.error is None and res.answer == "plain.a calls hello \ufffd (and others)"
+    assert res.steps[0].args == {"name": "hello\ufffd"} and len(srv.requests) == 2
+    assert asker.history.turns(res.conversation_id)[-1]["answer"] == res.answer
 
 
 # -- model-written Cypher (cases 026, 028) -------------------------------------------------------------

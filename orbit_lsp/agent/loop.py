@@ -19,7 +19,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from orbit_lsp.agent.model import Cancelled, ModelClient, ModelError, extract_action
+from orbit_lsp.agent.model import Cancelled, ModelClient, ModelError, extract_action, without_lone_surrogates
 from orbit_lsp.agent.redact import redact
 from orbit_lsp.agent.tools import SCHEMA, TOOLS, Toolbox, ToolError, redacted, tool_list
 
@@ -243,6 +243,7 @@ def drive(model: ModelClient, toolbox: Toolbox, messages: list[dict], result, *,
             result.notes.append(f"model {reply.model} sent only reasoning; its last JSON action was used")
         messages.append({"role": "assistant", "content": reply.text})
         action, problem = parse(reply.text)
+        action = without_lone_surrogates(action)  # JSON escapes may spell unpaired surrogates
         if action is None:
             invalid += 1
             if invalid > 1:

@@ -34,6 +34,7 @@ from __future__ import annotations
 import email.utils
 import json
 import logging
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -127,6 +128,22 @@ def _human(seconds: float) -> str:
     if seconds >= 90:
         return f"~{seconds / 60:.0f} min"
     return f"~{seconds:.0f} s"
+
+
+_LONE_SURROGATE = re.compile(r"[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]")
+
+
+def without_lone_surrogates(value: Any) -> Any:
+    """``value`` (a string, or lists/dicts of them) with every unpaired UTF-16 surrogate replaced
+    by U+FFFD: a model's JSON may escape one (``"\\ud800"``), and such text cannot be encoded
+    for the next request, SQLite or the client."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {without_lone_surrogates(k): without_lone_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [without_lone_surrogates(v) for v in value]
+    return value
 
 
 MAX_ACTION_SCAN_CHARS = 65_536  # an action is looked for in the last this many characters of a reply
@@ -335,6 +352,7 @@ class ModelClient:
                                  + (" (its reasoning holds no JSON action)" if reasoning else ""))
             content, from_reasoning = json.dumps(action), True
         self._audit_call(audit, model, 200, usage=usage, from_reasoning=from_reasoning)
+        content = without_lone_surrogates(content)  # it is sent back with the next request
         return ModelReply(text=content, model=model, from_reasoning=from_reasoning, usage=usage,
                           attempts=attempts)
 

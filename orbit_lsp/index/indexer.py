@@ -58,7 +58,7 @@ from orbit_lsp.index.parsing import (  # noqa: F401 (re-exported: imported from 
     parse_python,
 )
 from orbit_lsp.index.state import CACHE_VERSION, FileState, LazyFacts, StateCache  # noqa: F401 (re-exported)
-from orbit_lsp.index.walk import LANGS, WorkspaceFilter, classify_file, is_dotenv, walk_workspace
+from orbit_lsp.index.walk import LANGS, WorkspaceFilter, classify_file, is_dotenv, read_regular_file, walk_workspace
 
 log = logging.getLogger("orbit_lsp.index")
 
@@ -321,7 +321,7 @@ class WorkspaceIndexer:
             if size > self.settings.max_file_bytes:
                 self.skipped[rel] = f"larger than {self.settings.max_file_bytes} bytes"
                 return None
-            data = path.read_bytes()
+            data = read_regular_file(path)  # never blocks on a FIFO or device swapped in
         except OSError:
             return None
         reason = classify_file(path, data, self.settings.max_file_bytes)

@@ -16,11 +16,17 @@ walked under the link path. Links leaving the root, dangling links and loops are
 Symlinked files are listed only when their in-root target was not processed already.
 
 ``WorkspaceFilter`` applies the same rules to a single path (file watcher, re-index).
+
+Reading a file a client names (a hover or lens on its URI) goes through
+``read_workspace_file``: it refuses ``.env`` files, links to them and links leaving the root
+without opening anything, and opens only regular files, without blocking (a FIFO, device or
+socket named ``x.py`` is refused, not waited on).
 """
 
 from __future__ import annotations
 
 import codecs
+import errno
 import heapq
 import logging
 import os
@@ -74,6 +80,67 @@ def is_dotenv(path: str | Path) -> bool:
     """True if the basename is ``.env`` or starts with ``.env.`` (``.env.local``, ...)."""
     name = os.path.basename(os.fspath(path))
     return name == ".env" or name.startswith(".env.")
+
+
+class RefusedFile(OSError):
+    """A file that is never opened for a client: a ``.env*`` file or a link to one, a path
+    leaving the workspace, or not a regular file (FIFO, device, socket, directory)."""
+
+
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def read_regular_file(path: str | Path, limit: int | None = None) -> bytes:
+    """The bytes of ``path`` (at most ``limit``: a longer file raises ``RefusedFile``) if it is a
+    regular file. Never blocks on a FIFO or device: the type is checked before opening, the file
+    is opened non-blocking and checked again on the open descriptor (it may have been swapped
+    meanwhile). Raises ``RefusedFile`` (not a regular file, too large) or ``OSError``."""
+    p = os.fspath(path)
+    st = os.stat(p)
+    if not stat.S_ISREG(st.st_mode):
+        raise RefusedFile(errno.EINVAL, "not a regular file", p)
+    fd = os.open(p, _OPEN_FLAGS)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise RefusedFile(errno.EINVAL, "not a regular file", p)
+        if limit is not None and st.st_size > limit:
+            raise RefusedFile(errno.EFBIG, f"larger than {limit} bytes", p)
+        with os.fdopen(fd, "rb", closefd=True) as f:
+            fd = -1
+            data = f.read() if limit is None else f.read(limit + 1)
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    if limit is not None and len(data) > limit:
+        raise RefusedFile(errno.EFBIG, f"larger than {limit} bytes", p)
+    return data
+
+
+def workspace_file_refusal(root: str | Path, path: str | Path) -> str | None:
+    """Why ``path`` must not be opened for a client of workspace ``root``, or None: a ``.env*``
+    name (of the file or a directory on its way), a real location (links resolved) outside
+    ``root`` or named ``.env*``. Performs only ``realpath`` (lstat/readlink) calls."""
+    top = os.path.realpath(os.fspath(root))
+    p = os.path.abspath(os.fspath(path))
+    if any(is_dotenv(part) for part in Path(p).parts):
+        return "a .env file"
+    real = os.path.realpath(p)
+    if is_dotenv(real) or any(is_dotenv(part) for part in Path(real).parts):
+        return "a link to a .env file"
+    if not _inside(real, top):
+        return "outside the workspace"
+    return None
+
+
+def read_workspace_file(root: str | Path, path: str | Path, limit: int | None = None) -> bytes:
+    """The bytes of ``path`` for a client of workspace ``root``: ``workspace_file_refusal``
+    checked before anything is opened, then ``read_regular_file(real path, limit)``. Raises
+    ``RefusedFile`` or ``OSError``. Blocking file I/O: call it off the event loop."""
+    why = workspace_file_refusal(root, path)
+    if why is not None:
+        raise RefusedFile(errno.EACCES, why, os.fspath(path))
+    return read_regular_file(os.path.realpath(os.fspath(path)), limit)
 
 
 def read_text(data: bytes) -> str:
@@ -238,8 +305,8 @@ def walk_workspace(root: Path, max_file_bytes: int = 2_000_000, exclude: list[st
             reason = None
         else:
             try:
-                with open(abs_, "rb") as f:
-                    reason = classify_file(Path(abs_), f.read(max_file_bytes + 1), max_file_bytes)
+                data = read_regular_file(abs_)
+                reason = classify_file(Path(abs_), data, max_file_bytes)
             except OSError as e:
                 reason = f"unreadable: {e.strerror or e}"
         if reason is None:

@@ -34,6 +34,7 @@ from orbit_lsp.graph.cache import ANSWERS
 from orbit_lsp.graph.connection import GraphStore
 from orbit_lsp.graph.errors import FalkorDBOffline, GraphError
 from orbit_lsp.index.indexer import WorkspaceIndexer
+from orbit_lsp.index.walk import workspace_file_refusal
 from orbit_lsp.index.workspaces import WorkspaceSet
 from orbit_lsp.server.heap import IdleCollector
 from orbit_lsp.server.protocol import OrbitProtocol
@@ -64,6 +65,9 @@ class OrbitServer(LanguageServer):
         self.index_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="orbit-index")
         self.query_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="orbit-query")
         self._probe_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="orbit-probe")
+        # reads of workspace files a client names (never on the event loop, never waiting
+        # behind graph queries)
+        self.file_pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="orbit-file")
         self.offline: FalkorDBOffline | None = None
         self._relapsed = False  # FalkorDB failed again while recovering
         self._recovery: asyncio.Task | None = None
@@ -193,7 +197,14 @@ class OrbitServer(LanguageServer):
     def lines(self) -> LineCache:
         """Per-request lines of documents as the client sees them (see ``server.lines``), for
         converting graph positions (1-based line, UTF-8 byte column) into LSP ones and back."""
-        return LineCache(self.workspace.position_codec, self.open_text)
+        return LineCache(self.workspace.position_codec, self.open_text, self.may_read)
+
+    def may_read(self, path: Path) -> bool:
+        """True if the server may open ``path`` for a client: inside a served folder, not a
+        ``.env*`` file nor a link to one, not a link leaving its folder
+        (``walk.workspace_file_refusal``). Only lstat/readlink calls."""
+        owner = self.workspaces.owner(path)
+        return owner is not None and workspace_file_refusal(owner[0].root, path) is None
 
     def to_position(self, path: Path, line1: int, byte_col: int) -> types.Position:
         """LSP position (0-based, negotiated encoding) of a graph position (1-based line,

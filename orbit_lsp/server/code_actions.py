@@ -116,7 +116,7 @@ class Feature:
     async def code_action(self, params: types.CodeActionParams) -> list[types.CodeAction]:
         ls = self.server
         uri = params.text_document.uri
-        snap = Snapshot.take(ls, uri)
+        snap = await Snapshot.load(ls, uri)
         if snap is None or snap.ix.last_index_time is None:
             return []
         pos = params.range.start
@@ -157,7 +157,7 @@ class Feature:
         uri, version, qual = arg.get("uri"), arg.get("version"), arg.get("qual")
         if not isinstance(uri, str) or not isinstance(qual, str) or not (version is None or isinstance(version, int)):
             raise JsonRpcInvalidParams(f"{REMOVE_SYMBOL} needs [{{uri: string, version: integer | null, qual: string}}]")
-        snap = Snapshot.take(ls, uri)
+        snap = await Snapshot.load(ls, uri)
         if snap is None:
             raise JsonRpcInvalidParams(f"{uri} is not in an indexed workspace folder")
         doc = ls.workspace.text_documents.get(uri)

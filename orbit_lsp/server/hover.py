@@ -106,7 +106,7 @@ class Feature:
 
     async def hover(self, params: types.HoverParams) -> types.Hover | None:
         ls = self.server
-        snap = Snapshot.take(ls, params.text_document.uri)
+        snap = await Snapshot.load(ls, params.text_document.uri)
         if snap is None or snap.ix.last_index_time is None:
             return None
         rng = snap.word_range(params.position)

@@ -32,6 +32,7 @@ so that a lens never mixes two versions of a file that is being re-indexed.
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,8 +42,11 @@ from pygls.exceptions import JsonRpcInvalidParams
 
 from orbit_lsp.index.buffers import lens_counts, lens_work, targets_at
 from orbit_lsp.index.indexer import WorkspaceIndexer
+from orbit_lsp.index.walk import read_workspace_file
 from orbit_lsp.server.app import OrbitServer
 from orbit_lsp.server.lines import Lines
+
+log = logging.getLogger(__name__)
 
 SHOW_IMPACT = "orbit.showImpact"
 
@@ -63,22 +67,55 @@ class Snapshot:
     lines: Lines
 
     @classmethod
+    async def load(cls, ls: OrbitServer, uri: str) -> "Snapshot | None":
+        """The document of ``uri``: its open buffer, else the file on disk read in a worker
+        thread (never on the event loop) through ``walk.read_workspace_file``: ``.env*`` files,
+        links to them or out of the workspace, FIFOs, devices and sockets are never opened and
+        give None, as do files outside every workspace folder and unreadable ones."""
+        found = cls._buffer(ls, uri)
+        if found is None or isinstance(found, cls):
+            return found
+        ix, rel, path = found
+        try:
+            data = await asyncio.get_running_loop().run_in_executor(
+                ls.file_pool, read_workspace_file, ix.root, path, ls.settings.max_file_bytes)
+        except OSError as exc:
+            log.info("not reading %s: %s", path, exc)
+            return None
+        return cls._of_bytes(ls, uri, ix, rel, path, data)
+
+    @classmethod
     def take(cls, ls: OrbitServer, uri: str) -> "Snapshot | None":
+        """``load`` reading the file (if not open) on the calling thread."""
+        found = cls._buffer(ls, uri)
+        if found is None or isinstance(found, cls):
+            return found
+        ix, rel, path = found
+        try:
+            data = read_workspace_file(ix.root, path, ls.settings.max_file_bytes)
+        except OSError:
+            return None
+        return cls._of_bytes(ls, uri, ix, rel, path, data)
+
+    @classmethod
+    def _buffer(cls, ls: OrbitServer, uri: str) -> "Snapshot | tuple[WorkspaceIndexer, str, Path] | None":
+        """The snapshot of the open buffer; else (indexer, rel, path) to read; None outside the
+        workspace folders."""
         owner = ls.locate(uri)
         if owner is None:
             return None
         ix, rel = owner
         path = ix.root / rel
         doc = ls.workspace.text_documents.get(uri) or ls.workspace.text_documents.get(ls.uri_of(path))
-        if doc is not None:
-            text = doc.source
-            data = text.encode("utf-8", errors="surrogatepass")
-        else:
-            try:
-                data = path.read_bytes()
-            except OSError:
-                return None
-            text = data.decode("utf-8", errors="replace")
+        if doc is None:
+            return ix, rel, path
+        text = doc.source
+        data = text.encode("utf-8", errors="surrogatepass")
+        return cls(uri, path, ix, rel, text, data, Lines.of(text, ls.workspace.position_codec))
+
+    @classmethod
+    def _of_bytes(cls, ls: OrbitServer, uri: str, ix: WorkspaceIndexer, rel: str, path: Path, data: bytes) -> "Snapshot":
+        text = data.decode("utf-8", errors="replace")
         return cls(uri, path, ix, rel, text, data, Lines.of(text, ls.workspace.position_codec))
 
     @property
@@ -135,7 +172,7 @@ class Feature:
         rest of the request."""
         ls = self.server
         uri = params.text_document.uri
-        snap = Snapshot.take(ls, uri)
+        snap = await Snapshot.load(ls, uri)
         if snap is None or snap.ix.last_index_time is None:
             return []  # not in a served folder, or the initial index has not finished
         res = await ls.query(lens_work, snap.ix, snap.rel, snap.data)
@@ -228,7 +265,7 @@ class Feature:
         at = None
         lookup: list[dict] = []
         if pos is not None:
-            snap = Snapshot.take(ls, uri)
+            snap = await Snapshot.load(ls, uri)
             if snap is not None and snap.ix.last_index_time is not None:
                 line1, col = snap.graph_position(pos)
                 found = await ls.query(targets_at, snap.ix, snap.rel, snap.data, line1, col)

@@ -26,6 +26,8 @@ from typing import Any, Callable
 
 from lsprotocol import types
 
+from orbit_lsp.index.walk import read_regular_file
+
 LINE_BREAK = re.compile(r"\r\n|\r|\n")
 _LINE_END = re.compile(r"(?<=\r\n)|(?<=\r)(?!\n)|(?<=\n)")
 
@@ -160,8 +162,7 @@ class FileLines:
                 self._entries.move_to_end(key)
                 return got[1]
         try:
-            with open(key, "rb") as fh:
-                text = fh.read().decode("utf-8", errors="replace")
+            text = read_regular_file(key).decode("utf-8", errors="replace")  # never a FIFO or device
         except OSError:
             return []
         texts = line_texts(text)
@@ -221,9 +222,11 @@ class LineCache:
     document's text, or None) first, else the file on disk. Each file is looked up once per
     request, so one answer is converted against one version of each file."""
 
-    def __init__(self, codec: Any, open_text: Callable[[Path], str | None]):
+    def __init__(self, codec: Any, open_text: Callable[[Path], str | None],
+                 may_read: Callable[[Path], bool] | None = None):
         self.codec = codec
         self.open_text = open_text
+        self.may_read = may_read  # False: the file is never opened (no lines), e.g. a .env file
         self.files: dict[Path, Lines] = {}
         self.partial: dict[Path, AsciiLines] = {}  # files not read (``of(path, nonascii)``)
 
@@ -243,12 +246,17 @@ class LineCache:
                     return ASCII_LINES
                 part = self.partial.get(path)
                 if part is None:
-                    part = self.partial[path] = AsciiLines(nonascii, lambda: Lines(FILE_LINES.get(path), self.codec))
+                    part = self.partial[path] = AsciiLines(nonascii, lambda: Lines(self._disk(path), self.codec))
                 return part
             else:
-                got = Lines(FILE_LINES.get(path), self.codec)
+                got = Lines(self._disk(path), self.codec)
             self.files[path] = got
         return got
+
+    def _disk(self, path: Path) -> list[str]:
+        if self.may_read is not None and not self.may_read(path):
+            return []
+        return FILE_LINES.get(path)
 
     # shorthands taking the path first
     def position(self, path: Path, line1: int, byte_col: int) -> types.Position:

@@ -251,7 +251,7 @@ class Feature:
     async def propose(self, uri: str, rng: types.Range | None, pos: types.Position | None, version: int | None,
                       instruction: str) -> dict:
         ls = self.server
-        snap = Snapshot.take(ls, uri)
+        snap = await Snapshot.load(ls, uri)
         if snap is None:
             raise JsonRpcInvalidParams(f"{uri} is not in an indexed workspace folder")
         root, rel, text = str(snap.ix.root), snap.rel, snap.text

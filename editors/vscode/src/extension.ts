@@ -11,10 +11,13 @@ import {
   TransportKind,
 } from "vscode-languageclient/node";
 import {
+  ChangesResult,
   ImpactResult,
   OPEN_IMPACT,
   TreeNode,
   askMarkdown,
+  changesLabel,
+  changesTree,
   impactTree,
   rewriteCommand,
   statusMarkdown,
@@ -55,9 +58,13 @@ class ImpactView implements vscode.TreeDataProvider<TreeNode> {
   view?: vscode.TreeView<TreeNode>;
 
   set(result: ImpactResult): void {
-    this.nodes = impactTree(result);
+    this.setTree(impactTree(result), targetLabel(result.target));
+  }
+
+  setTree(nodes: TreeNode[], description: string): void {
+    this.nodes = nodes;
     this.changed.fire(undefined);
-    if (this.view) this.view.description = targetLabel(result.target);
+    if (this.view) this.view.description = description;
   }
 
   getChildren(node?: TreeNode): TreeNode[] {
@@ -221,6 +228,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   context.subscriptions.push(
     vscode.commands.registerCommand("orbitLsp.showImpact", guard("orbit/impact", () => showImpact())),
     vscode.commands.registerCommand(OPEN_IMPACT, guard("orbit/impact", (uri?: string, pos?: { line: number; character: number }) => showImpact(uri, pos))),
+    vscode.commands.registerCommand("orbitLsp.showChanges", guard("orbit/changes", async () => {
+      // the change as the editor shows it: unsaved buffers count (the server reads them)
+      const doc = cursorParams().textDocument;
+      const result = await request<ChangesResult>("orbit/changes", doc ? { textDocument: doc } : {}, "Orbit: impact of my changes");
+      impact.setTree(changesTree(result), changesLabel(result));
+      await vscode.commands.executeCommand("orbitLsp.impact.focus");
+    })),
     vscode.commands.registerCommand("orbitLsp.ask", guard("orbit/ask", async () => {
       const question = await vscode.window.showInputBox({ title: "Orbit: Ask", prompt: "A question about this workspace's code",
         placeHolder: "What breaks if I change parse_config?" });

@@ -141,3 +141,75 @@ export function statusMarkdown(s: Status): string {
   if (!s.workspaces.length) lines.push("| (no folder served) | | | | | | |");
   return lines.join("\n") + "\n";
 }
+
+// -- orbit/changes ("Orbit: Impact of my changes", issue 16) ---------------------------------------
+export interface ChangedSymbol {
+  qual: string; kind: string; file: string; uri?: string; line: number | null; status: string;
+  old_qual?: string; old_line?: number;
+}
+export interface ChangeCaller { qual: string; file: string; uri?: string; line: number; depth: number; reaches: string }
+export interface SelectedTest { id: string; file: string; uri?: string; line: number; reason: string }
+export interface ChangesResult {
+  change: { description: string };
+  symbols: ChangedSymbol[];
+  callers: ChangeCaller[];
+  dependents: { path: string; uri?: string; hops: number }[];
+  may_be_affected: ChangeCaller[];
+  tests: { selected: SelectedTest[]; may_be_affected: SelectedTest[]; removed: string[];
+           commands: { pytest: string | null; js_files: string[] }; total: number | null };
+  totals: { files: number; symbols: number; callers: number; tests: number };
+  notes: string[];
+  cypher: Cypher[];
+  unsaved?: string[];
+}
+
+/** One line saying what an orbit/changes result covers. */
+export function changesLabel(r: ChangesResult): string {
+  return `${r.change.description}: ${plural(r.totals.symbols, "changed symbol")}, ${plural(r.totals.callers, "caller")}, `
+    + `${plural(r.totals.tests, "test")} to run`;
+}
+
+/** The impact view's tree for orbit/changes: changed symbols, tests to run (with the command
+ * line), callers by depth, dependents, what may be affected through unbound calls, notes, Cypher. */
+export function changesTree(r: ChangesResult): TreeNode[] {
+  const out: TreeNode[] = [];
+  out.push({
+    label: `Changed symbols (${r.symbols.length})`,
+    description: r.change.description,
+    children: r.symbols.map((s) => ({
+      label: s.qual,
+      description: `${s.status}${s.old_qual && s.old_qual !== s.qual ? ` (was ${s.old_qual})` : ""} · ${s.file}:${s.line ?? s.old_line}`,
+      uri: s.status === "removed" ? undefined : s.uri, line: s.line ?? undefined,
+    })),
+  });
+  const tests = r.tests;
+  const run: TreeNode[] = tests.commands.pytest ? [{ label: tests.commands.pytest, description: "run these" }] : [];
+  out.push({
+    label: `Tests to run (${tests.selected.length})`,
+    description: tests.total !== null ? `of ${tests.total}` : undefined,
+    children: [...run, ...tests.selected.map((t) => ({ label: t.id, description: t.reason, uri: t.uri, line: t.line }))],
+  });
+  out.push({
+    label: `Callers (${r.callers.length})`,
+    children: r.callers.map((c) => ({ label: c.qual, description: `${c.file}:${c.line} · depth ${c.depth} → ${c.reaches}`,
+      uri: c.uri, line: c.line })),
+  });
+  out.push({
+    label: `Dependent files (${r.dependents.length})`,
+    children: r.dependents.map((d) => ({ label: d.path, description: plural(d.hops, "hop"), uri: d.uri })),
+  });
+  if (r.may_be_affected.length || tests.may_be_affected.length) {
+    out.push({
+      label: `May be affected, unbound calls (${r.may_be_affected.length} symbols, ${tests.may_be_affected.length} tests)`,
+      children: [
+        ...tests.may_be_affected.map((t) => ({ label: t.id, description: "test", uri: t.uri, line: t.line })),
+        ...r.may_be_affected.map((c) => ({ label: c.qual, description: `${c.file}:${c.line}`, uri: c.uri, line: c.line })),
+      ],
+    });
+  }
+  if (r.notes?.length) out.push({ label: `Notes (${r.notes.length})`, children: r.notes.map((n) => ({ label: n })) });
+  if (r.cypher?.length) {
+    out.push({ label: `Cypher (${r.cypher.length})`, children: r.cypher.map((c) => ({ label: c.query.replace(/\s+/g, " ") })) });
+  }
+  return out;
+}
