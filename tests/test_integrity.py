@@ -323,3 +323,22 @@ def test_reads_after_a_restart_from_an_older_snapshot_say_so(tmp_path, private_s
     assert rep.mode == "full"
     assert any("restored from an older snapshot" in n for n in rep.notes), rep.notes
     assert counts(ix.graph) == expected(8, extra_symbols=1, extra_calls=1)
+
+
+def test_incremental_writes_reach_readers_all_at_once(graph):
+    """Inside ``GraphWriter.transaction`` nothing is visible to another reader; at its end,
+    everything is (one MULTI/EXEC); an exception in the block sends nothing."""
+    from orbit_lsp.graph.writer import GraphWriter
+
+    w = GraphWriter(graph)
+    w.create_files([["a.py", "python", 1, "h", None, None]])
+    with w.transaction():
+        w.create_files([["b.py", "python", 1, "h", None, None], ["c.py", "python", 1, "h", None, None]])
+        w.create_imports([["b.py", "a.py", 1]])
+        w.delete_files(["a.py"])
+        assert graph.ro_query("MATCH (f:File) RETURN f.path").rows == [["a.py"]]
+    assert sorted(graph.ro_query("MATCH (f:File) RETURN f.path").rows) == [["b.py"], ["c.py"]]
+    with pytest.raises(RuntimeError), w.transaction():
+        w.delete_files(["b.py"])
+        raise RuntimeError("stop")
+    assert sorted(graph.ro_query("MATCH (f:File) RETURN f.path").rows) == [["b.py"], ["c.py"]]

@@ -219,3 +219,51 @@ def test_fuzz_every_request_is_answered_and_the_server_stays_healthy(lsp, ws):
             assert len(lsp.responses(expect)) == 1  # exactly one answer each
     assert len(_popups(lsp)) == before, _popups(lsp)[before:]
     _assert_healthy(lsp, ws)
+
+
+# -- input at fault: clear InvalidParams, never an internal error (issue 20 item 16) ----------------
+def test_unusable_uris_and_out_of_range_integers_are_invalid_params(lsp, ws):
+    app = from_fs_path(str(ws / "app.py"))
+    pos = {"line": 0, "character": 4}
+    cases = [
+        ("textDocument/hover", {"textDocument": {"uri": app + "\x00"}, "position": pos}, "params.textDocument.uri"),
+        ("textDocument/hover", {"textDocument": {"uri": app[:-3] + "\ud800.py"}, "position": pos},
+         "params.textDocument.uri"),
+        ("orbit/impact", {"textDocument": {"uri": "file:///\x00"}}, "params.textDocument.uri"),
+        ("orbit/impact", {"textDocument": {"uri": app}, "position": {"line": 2 ** 31, "character": 0}},
+         "params.position.line"),
+        ("orbit/impact", {"textDocument": {"uri": app}, "position": {"line": 0, "character": 2 ** 70}},
+         "params.position.character"),
+        ("orbit/ask", {"question": "who calls helper?", "conversationId": 2 ** 70}, "params.conversationId"),
+        ("orbit/ask", {"question": "who calls \udc00 helper?"}, "params.question"),
+        ("workspace/executeCommand", {"command": "orbit.showImpact", "arguments": [app, {"line": 2 ** 31, "character": 0}]},
+         "line"),
+    ]
+    for method, params, named in cases:
+        got = lsp.request(method, params, timeout=ANSWER_BOUND_S)
+        assert got.get("error", {}).get("code") == INVALID_PARAMS, (method, params, got)
+        assert named in got["error"]["message"], got
+    # a percent-encoded NUL decodes to no file: an empty answer, not an internal error
+    got = lsp.request("textDocument/hover", {"textDocument": {"uri": app[:-3] + "%00.py"}, "position": pos},
+                      timeout=ANSWER_BOUND_S)
+    assert got == {**got, "result": None}, got
+    _assert_healthy(lsp, ws)
+
+
+def test_an_invalid_falkordb_url_is_named_and_the_default_used(ws):
+    client = RawLsp().start()
+    try:
+        from pygls.uris import from_fs_path as uri_of
+
+        root = uri_of(str(ws))
+        client.request("initialize", {"processId": None, "rootUri": root, "capabilities": {},
+                                      "initializationOptions": {"falkordbUrl": "not a url"},
+                                      "workspaceFolders": [{"uri": root, "name": "ws"}]}, timeout=60)
+        client.notify("initialized", {})
+        status = client.request("orbit/status", {}, timeout=ANSWER_BOUND_S)
+        assert status["result"]["falkordb"]["mode"] == "embedded" and status["result"]["falkordb"]["online"]
+        shown = [m["params"]["message"] for m in client.notifications("window/showMessage")]
+        assert any("orbit.falkordbUrl" in m and "using the default" in m for m in shown), shown
+        assert not any("not a url" in m for m in shown)  # the value itself (it may hold a password) is not echoed
+    finally:
+        client.stop()

@@ -27,6 +27,7 @@ def run_nvim(base: Path, root: Path, name: str, mode: str = "full") -> dict:
     out = base / f"{name}.json"
     env = {**os.environ, "ORBIT_NVIM_OUT": str(out), "ORBIT_NVIM_ROOT": str(root),
            "ORBIT_NVIM_PYTHON": sys.executable, "ORBIT_NVIM_MODE": mode,
+           "ORBIT_MEMORY_GRAPH": f"orbit_memory_nvim_{base.name}",  # this test's memories only
            "XDG_STATE_HOME": str(base / "state"), "XDG_DATA_HOME": str(base / "data"),
            "XDG_CONFIG_HOME": str(base / "config")}
     proc = subprocess.run(
@@ -161,3 +162,26 @@ def test_dunder_paths_stay_verbatim_in_the_float(session):
     assert imp.get("err") is None, imp
     assert imp["lines"][0] == "# Impact of `pkg/core.py`"
     assert "- `pkg/__init__.py` (1 hop)" in imp["lines"]
+
+
+def test_memories_list_confirm_forget(session):
+    """Issue 18 item 7: answers told users to run "Orbit: confirm memory", which existed in no
+    editor. The proposed memory, then :OrbitMemories, :OrbitConfirmMemory (picked), and
+    :OrbitForgetMemory (asked first)."""
+    st = session["steps"]
+    text = "\n".join(st["ask_remember"]["lines"])
+    mid = int(st["confirm_choices"]["items"][0].split()[0][1:])
+    assert f"memory #{mid} “we deploy with gunicorn” is saved **unconfirmed**" in text
+    assert f"`:OrbitConfirmMemory {mid}`" in text
+    assert st["memories_before"]["lines"][0] == "# Orbit memories (1)"
+    assert (f"- memory #{mid}, **unconfirmed** (not recalled until confirmed): “we deploy with gunicorn”"
+            in "\n".join(st["memories_before"]["lines"]))
+    assert st["confirm_choices"] == {"prompt": "Orbit: confirm which memory?",
+                                     "items": [f"#{mid} (unconfirmed) we deploy with gunicorn"]}
+    assert st["confirmed"]["lines"] == [f"Confirmed memory #{mid} (recalled from now on):", "",
+                                        "> we deploy with gunicorn"]
+    assert any(line.startswith(f"- memory #{mid}, confirmed: “we deploy with gunicorn”")
+               for line in st["memories_confirmed"]["lines"])
+    assert st["forget_prompt"].startswith(f"Forget memory #{mid}?")
+    assert st["forgotten"]["lines"] == [f"Forgot memory #{mid}:", "", "> we deploy with gunicorn"]
+    assert st["memories_after"]["lines"][0] == "# Orbit memories (0)"

@@ -30,7 +30,8 @@ def render(result: AskResult) -> str:
     if result.proposed_memory is not None:
         p = result.proposed_memory
         out.append(f"### Proposed memory\n\nmemory #{p.id} “{p.text}” is saved **unconfirmed**: it is not "
-                   f"recalled until you confirm it (Orbit: confirm memory / `orbit-lsp memory confirm {p.id}`).")
+                   f"recalled until you confirm it (VS Code: *Orbit: Confirm memory*; Neovim: "
+                   f"`:OrbitConfirmMemory {p.id}`; terminal: `orbit-lsp memory confirm {p.id}`).")
     if result.steps:
         out.append(f"### Steps ({len(result.steps)})")
         for s in result.steps:

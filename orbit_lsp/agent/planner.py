@@ -9,7 +9,9 @@ Recognised questions (case-insensitive, trailing ``?`` optional, names may be in
 - "who calls X" / "what calls X" / "callers of X" → ``find_symbol``;
 - "how does A reach B" / "how does A call B" / "call chain from A to B" / "path from A to B"
   → ``call_chain``;
-- "which files use P" / "who uses package P" / "users of package P" → ``package_users``.
+- "which files use P" / "who uses package P" / "users of package P" → ``package_users``;
+- "what does my change break" / "impact of my changes" / "which tests should I run" →
+  ``change_impact`` (the uncommitted changes).
 
 Anything else is answered from the user's memories recalled for the question (quoted, with their
 ids: the planner does not reason about them) when there are any, else with what the planner can
@@ -29,11 +31,14 @@ NO_MODEL = ("No model is configured (set ORBIT_MODEL / OPENAI_BASE_URL / OPENAI_
             "agent settings): this answer comes from orbit's built-in planner, no model was used.")
 
 HELP = ("The built-in planner understands: *what depends on FILE*, *who calls SYMBOL*, "
-        "*how does A reach B*, *which files use package P*.")
+        "*how does A reach B*, *which files use package P*, *what does my change break*.")
 
 _NAME = r"[`'\"]?(?P<{g}>[^\s`'\"?]+?)[`'\"]?(?:\(\))?"
 
 _PATTERNS: list[tuple[str, re.Pattern]] = [
+    ("changes", re.compile(r"\bwhat\s+(?:does|do|can|could|will|might)\s+my\s+(?:changes?|diff|edits?)\s+break\b", re.I)),
+    ("changes", re.compile(r"\b(?:impact|blast\s+radius)\s+of\s+my\s+(?:changes?|diff|edits?)\b", re.I)),
+    ("changes", re.compile(r"\bwhich\s+tests\s+(?:should|do|must)\s+I\s+run\b", re.I)),
     # "what depends on X and who calls it" (the "ask about this symbol" code action): before "who calls"
     ("depends", re.compile(r"\b(?:what|which\s+files?|who)\s+(?:depends?|relies|rely)\s+on\s+" + _NAME.format(g="x")
                            + r"\s+and\s+(?:who|what)\s+calls\s+it\s*[?.!]*$", re.I)),
@@ -182,6 +187,33 @@ def _package_text(run: _Run, p: str) -> str:
     return "\n".join(lines)
 
 
+def _changes_text(run: _Run) -> str:
+    res = run.tool("change_impact", {})
+    if res is None:
+        return f"Could not compute the impact of your changes: {run.steps[-1].error}"
+    d = res.data
+    if not d["changed"]["count"]:
+        return f"No changed function, method, class or module in the {d['change']} (nothing to break)."
+    lines = [f"**Your changes** ({d['change']}) touch {d['changed']['count']} symbol(s):"]
+    lines += [f"- {s['status']} {_where(s)}" + (f" (was {code(s['was'])})" if s.get("was") else "")
+              for s in d["changed"]["items"]]
+    callers = d["callers"]
+    lines.append(f"\n**{callers['count']} caller(s)** may break (through calls, nearest first):")
+    lines += [f"- {_where(c)} — {c['depth']} hop(s) from {code(c['reaches'])}" for c in callers["items"][:20]]
+    if callers["count"] > 20:
+        lines.append(f"- … and {callers['count'] - 20} more")
+    tests = d["tests_to_run"]
+    lines.append(f"\n**Tests to run: {tests['count']}**" + (":" if tests["count"] else "."))
+    lines += [f"- {code(t['id'])} — {t['reason']}" for t in tests["items"][:20]]
+    if d["run"]:
+        lines.append(f"\n```sh\n{d['run']}\n```")
+    may = d["may_be_affected"]["count"]
+    tmay = d["tests_that_may_be_affected"]["count"]
+    if may or tmay:
+        lines.append(f"\n{may} symbol(s) and {tmay} test(s) *may* be affected through calls the graph could not bind.")
+    return "\n".join(lines)
+
+
 def _memories_text(memories: list) -> str:
     lines = ["**From your memories** (what you asked orbit to remember that bears on this question):"]
     for m in memories:
@@ -213,6 +245,8 @@ def run_planner(question: str, toolbox: Toolbox, progress: Callable[[str], None]
             text = _callers_text(sym.data) if sym else f"Could not look up `{names['x']}`: {run.steps[-1].error}"
         elif kind == "chain":
             text = _chain_text(run, names["a"], names["b"])
+        elif kind == "changes":
+            text = _changes_text(run)
         else:
             text = _package_text(run, names["p"])
         if memories:

@@ -37,7 +37,9 @@ What is hidden:
 
 - a word mixing letters and digits after "password"/"secret"/"token"/"api key" + is/was/:/= in
   prose ("password is hunter2");
-- any other quoted string of 20+ characters without spaces that mixes letters and digits;
+- any other quoted string of 20+ characters without spaces or brackets that mixes letters and
+  digits within one piece of 8+ characters between ``-_/.:@`` (generated keys, not file paths or
+  ``005-py-imports``);
 - elsewhere in the same text, any word containing a distinctive piece (8+ letters/digits) of a
   value hidden above (a fragment of a secret is a leak too).
 

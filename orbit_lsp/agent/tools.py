@@ -20,7 +20,11 @@ Tools (``TOOLS`` describes their arguments for the model):
 - ``read_file {path, start_line?, end_line?}``: lines of a workspace file that a previous step
   returned, never ``.env*`` (nor a link to one), after the user's consent, redacted;
 - ``recall {query}``: the user's confirmed memories sharing concepts with ``query``
-  (``orbit_lsp.memory``), best first; the ones returned are listed with the answer.
+  (``orbit_lsp.memory``), best first; the ones returned are listed with the answer;
+- ``change_impact {base?, staged?, depth?}``: what the uncommitted changes (or the staged ones,
+  or a branch since its merge base with ``base``) can break: changed symbols, their callers,
+  dependent files, the tests to run and what may be affected through unbound calls
+  (``orbit_lsp.changes``; the graph is read as indexed).
 """
 
 from __future__ import annotations
@@ -78,6 +82,9 @@ TOOLS: dict[str, dict] = {
                   "doc": f"read up to {MAX_READ_LINES} lines of a source file (asks the user; secrets are redacted)"},
     "recall": {"args": {"query": "words about what you need (e.g. deploy project)"},
                "doc": "the user's saved memories (notes, preferences, decisions) matching the words"},
+    "change_impact": {"args": {"base": "optional git ref: the branch's changes since its merge base with it",
+                               "staged": "optional true: only the staged changes", "depth": "optional, 1-6 (default 4)"},
+                      "doc": "what the uncommitted changes can break: changed symbols, callers, tests to run"},
 }
 
 
@@ -296,6 +303,36 @@ class Toolbox:
         # strings in the rows that name files (read_file still checks that the graph has them)
         cells = {v for row in data["rows"] for v in row if isinstance(v, str) and ("/" in v or "." in v)}
         return ToolResult(data, [{"query": res.executed, "params": params or {}}], len(res.rows), cells)
+
+    def t_change_impact(self, args: dict) -> ToolResult:
+        from orbit_lsp.changes import diff, impact
+
+        base = _str_arg(args, "base", required=False)
+        staged = args.get("staged", False)
+        if not isinstance(staged, bool):
+            raise ToolError("argument 'staged' must be true or false")
+        if base is not None and (staged or base.startswith("-") or not base.strip()):
+            raise ToolError("give either 'base' (a git ref) or 'staged', not both; a ref never starts with '-'")
+        depth = _int_arg(args, "depth", impact.DEFAULT_DEPTH, 1, 6)
+        try:
+            change = diff.from_git(self.root, "staged" if staged else "base" if base else "worktree", base)
+        except diff.ChangeError as exc:
+            raise ToolError(str(exc)) from None
+        root_package = self.root.name if (self.root / "__init__.py").is_file() and self.root.name.isidentifier() else ""
+        r = impact.analyse(self.graph, change, root_package, impact.Options(depth=depth))
+        brief = lambda c: {"qual": c["qual"], "file": c["file"], "line": c["line"]}  # noqa: E731
+        tests = r["tests"]
+        data = {"change": r["change"]["description"], "totals": r["totals"],
+                "changed": self._list([{**brief(s), "status": s["status"], **({"was": s["old_qual"]} if s["status"] == "renamed" else {})}
+                                       for s in r["symbols"]]),
+                "callers": self._list([{**brief(c), "depth": c["depth"], "reaches": c["reaches"]} for c in r["callers"]]),
+                "dependents": self._list(r["dependents"]),
+                "may_be_affected": self._list([{**brief(c), "names": c.get("names", [])} for c in r["may_be_affected"]]),
+                "tests_to_run": self._list([{"id": t["id"], "reason": t["reason"]} for t in tests["selected"]]),
+                "run": tests["commands"]["pytest"], "js_test_files": tests["commands"]["js_files"],
+                "tests_that_may_be_affected": self._list([t["id"] for t in tests["may_be_affected"]]),
+                "removed_tests": tests["removed"], "notes": r["notes"]}
+        return ToolResult(data, r["cypher"], len(r["symbols"]))
 
     def t_recall(self, args: dict) -> ToolResult:
         query = _str_arg(args, "query")

@@ -307,15 +307,20 @@ class Graph:
             fg = self._fg = (db, db.select_graph(self.name))
         return fg[1]
 
+    @staticmethod
+    def _text(cypher: str, params: dict | None) -> str:
+        """The query text sent: the parameters header, then ``cypher``."""
+        header = params_header(params) if params else None
+        if header is None and params:
+            header = _falkordb_params_header(params)
+        return (header or "") + cypher
+
     def _run(self, cypher: str, params: dict | None, timeout_ms: int | None, read_only: bool,
              _again: bool = True) -> QueryResult:
         db = self.store.connect()
         timeout = int(timeout_ms or self.store.settings.query_timeout_ms)
         g = self._handle(db)
-        header = params_header(params) if params else None
-        if header is None and params:
-            header = _falkordb_params_header(params)
-        text = (header or "") + cypher
+        text = self._text(cypher, params)
         # the reply is a large acyclic tree: cyclic GC passes over it while it is being built
         # would only add time (half of it for a 10,000-row answer)
         gc_was = gc.isenabled()
@@ -353,6 +358,16 @@ class Graph:
     def query(self, cypher: str, params: dict | None = None, timeout_ms: int | None = None) -> QueryResult:
         """Run a (possibly writing) product query with ``GRAPH.QUERY``."""
         return self._run(cypher, params, timeout_ms, read_only=False)
+
+    def query_all(self, queries: list[tuple[str, dict | None]], timeout_ms: int | None = None) -> None:
+        """Run writing queries ``[(cypher, params)]`` in order in one ``MULTI``/``EXEC``: other
+        clients see the graph before all of them or after all of them. Their results are not
+        returned. Raises ``FalkorDBOffline``, or ``QueryRejected`` for the first refused query
+        (the queries before it stay applied: redis transactions do not roll back)."""
+        timeout = int(timeout_ms or self.store.settings.query_timeout_ms)
+        if queries:
+            self.store.atomically(*[("GRAPH.QUERY", self.name, self._text(c, p), "--compact", "timeout", timeout)
+                                    for c, p in queries])
 
     def ro_query(self, cypher: str, params: dict | None = None, timeout_ms: int | None = None) -> QueryResult:
         """Run a query with ``GRAPH.RO_QUERY`` (the server refuses writes)."""

@@ -338,11 +338,11 @@ def check_readonly_text(cypher: str) -> None:
     sig = _significant(_lex(cypher))
     if not [t for t in sig if t.text != ";"]:
         raise QueryRejected("empty query: nothing to run", cypher)
-    for k, t in enumerate(sig):
-        if t.kind == _PUNCT and t.text == ";" and any(u.text != ";" for u in sig[k + 1:]):
-            raise QueryRejected(
-                "more than one statement: send one query at a time (a ';' is followed by more text)",
-                cypher)
+    last_code = max(k for k, t in enumerate(sig) if t.text != ";")
+    if any(t.kind == _PUNCT and t.text == ";" for t in sig[:last_code]):
+        raise QueryRejected(
+            "more than one statement: send one query at a time (a ';' is followed by more text)",
+            cypher)
     depth = nesting_depth(cypher)
     if depth > MAX_NESTING:
         raise QueryRejected(

@@ -124,7 +124,7 @@ class GraphWriteLock:
     def _waiting(self) -> None:
         if not self.waited:
             self.waited = True
-            log.warning("another orbit process is writing graph %s; waiting for it", self.graph_name)
+            log.info("another orbit process is writing graph %s; waiting for it", self.graph_name)
             if self.on_wait is not None:
                 self.on_wait()
 

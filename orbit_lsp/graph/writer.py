@@ -17,7 +17,8 @@ Two ways to name an endpoint:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import contextlib
+from collections.abc import Iterable, Iterator, Sequence
 
 from orbit_lsp.graph.connection import WRITE_TIMEOUT_MS, Graph
 
@@ -54,9 +55,29 @@ class GraphWriter:
         self.graph = graph
         self.timeout_ms = timeout_ms
         self.queries = 0
+        self._queued: list[tuple[str, dict]] | None = None
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Queue the writes made in the block and send them in one ``MULTI``/``EXEC`` when it
+        ends (``Graph.query_all``): readers in other processes never see them half applied.
+        Inside, writes return nothing (``create_*`` return no node ids); an exception in the
+        block sends nothing."""
+        self._queued = []
+        try:
+            yield
+            queued, self._queued = self._queued, None
+            self.graph.query_all(queued, timeout_ms=self.timeout_ms)
+        finally:
+            self._queued = None
 
     def _run(self, cypher: str, rows: Sequence, key: str = "rows") -> list[list]:
         out: list[list] = []
+        if self._queued is not None:
+            for chunk in _batched(list(rows)):
+                self._queued.append((cypher, {key: list(chunk)}))
+                self.queries += 1
+            return out
         for chunk in _batched(list(rows)):
             out += self.graph.query(cypher, {key: list(chunk)}, timeout_ms=self.timeout_ms).rows
             self.queries += 1
@@ -67,6 +88,9 @@ class GraphWriter:
         aligned with ``rows`` (None where nothing was created)."""
         rows = list(rows)
         ids: list[int | None] = [None] * len(rows)
+        if self._queued is not None:  # ids are not known inside a transaction
+            self._run(cypher, [[*r, i] for i, r in enumerate(rows)])
+            return ids
         for start in range(0, len(rows), BATCH):
             chunk = [[*r, start + i] for i, r in enumerate(rows[start : start + BATCH])]
             for i, nid in self.graph.query(cypher, {"rows": chunk}, timeout_ms=self.timeout_ms).rows:

@@ -21,8 +21,8 @@ Writers of one graph are serialised across processes (``graph.writelock.GraphWri
 every write is checked against the graph's generation marker: a writer whose state is older
 than the graph (another process wrote since, or FalkorDB came back from an older snapshot)
 re-syncs from the cache and the disk before writing. A full build is written into a scratch
-graph and renamed over the workspace's graph in one step, so readers see the old graph or the
-new one, never a half-written one. On open, a graph that disagrees with the cache (marker,
+graph and renamed over the workspace's graph in one step, and an incremental update is sent in
+one MULTI/EXEC, so readers see the old graph or the new one, never a half-written one. On open, a graph that disagrees with the cache (marker,
 file hashes, duplicate File paths, more Symbol nodes than the files have symbols) is rebuilt.
 """
 
@@ -769,36 +769,38 @@ class WorkspaceIndexer:
         token = self._begin_write()
         w = GraphWriter(self.graph)
         ensure_indexes(self.graph)
-        if removed:
-            w.delete_files(sorted(removed))
-        # symbols of changed or re-bound files: delete vanished, create new, update those whose
-        # properties differ (lines, unresolved calls)
-        gone_rows, new_rows, keep_rows = [], [], []
-        for rel in sorted((changed | rebind) - added):
-            old_rows = {row[1]: row for row in self._symbol_rows(rel, old_state[rel])}
-            rows = self._symbol_rows(rel)
-            new_quals = {row[1] for row in rows}
-            gone_rows.extend([rel, q] for q in sorted(old_rows.keys() - new_quals))
-            for row in rows:
-                old_row = old_rows.get(row[1])
-                if old_row is None:
-                    new_rows.append(row)
-                elif old_row != row:
-                    keep_rows.append(row)
-        w.delete_symbol_rows(gone_rows)
-        w.delete_outgoing(sorted(r for r in rebind if r not in added))
-        w.create_files([self._file_row(r) for r in sorted(added)])
-        w.update_files([row for row in (self._file_row(r) for r in sorted((rebind | changed) - added))
-                        if row != self._file_row(row[0], state=old_state[row[0]])])
-        w.create_symbols(new_rows + [row for r in sorted(added) for row in self._symbol_rows(r)])
-        w.update_symbols(keep_rows)
-        self._write_edges(w, sorted(rebind))
-        # packages that may have lost their last user
-        dropped = {n for r in rebind | removed if r in old_state and old_state[r].edges is not None
-                   for n in old_state[r].edges.packages}
-        dropped -= {n for r in rebind if self.state[r].edges is not None for n in self.state[r].edges.packages}
-        if dropped:
-            w.delete_unused_packages(sorted(package_info(n)[0] for n in dropped))
+        # one MULTI/EXEC: readers in other processes see the graph before or after the update
+        with w.transaction():
+            if removed:
+                w.delete_files(sorted(removed))
+            # symbols of changed or re-bound files: delete vanished, create new, update those whose
+            # properties differ (lines, unresolved calls)
+            gone_rows, new_rows, keep_rows = [], [], []
+            for rel in sorted((changed | rebind) - added):
+                old_rows = {row[1]: row for row in self._symbol_rows(rel, old_state[rel])}
+                rows = self._symbol_rows(rel)
+                new_quals = {row[1] for row in rows}
+                gone_rows.extend([rel, q] for q in sorted(old_rows.keys() - new_quals))
+                for row in rows:
+                    old_row = old_rows.get(row[1])
+                    if old_row is None:
+                        new_rows.append(row)
+                    elif old_row != row:
+                        keep_rows.append(row)
+            w.delete_symbol_rows(gone_rows)
+            w.delete_outgoing(sorted(r for r in rebind if r not in added))
+            w.create_files([self._file_row(r) for r in sorted(added)])
+            w.update_files([row for row in (self._file_row(r) for r in sorted((rebind | changed) - added))
+                            if row != self._file_row(row[0], state=old_state[row[0]])])
+            w.create_symbols(new_rows + [row for r in sorted(added) for row in self._symbol_rows(r)])
+            w.update_symbols(keep_rows)
+            self._write_edges(w, sorted(rebind))
+            # packages that may have lost their last user
+            dropped = {n for r in rebind | removed if r in old_state and old_state[r].edges is not None
+                       for n in old_state[r].edges.packages}
+            dropped -= {n for r in rebind if self.state[r].edges is not None for n in self.state[r].edges.packages}
+            if dropped:
+                w.delete_unused_packages(sorted(package_info(n)[0] for n in dropped))
         rep.written_files = len(rebind | changed)
         if removed or any((old_state[r].edges.imports if r in old_state and old_state[r].edges is not None else {})
                           != (self.state[r].edges.imports if self.state[r].edges is not None else {})

@@ -150,7 +150,8 @@ class OrbitServer(LanguageServer):
     # -- paths and positions --------------------------------------------------------------
     @staticmethod
     def path_of(uri: str) -> Path | None:
-        """Absolute, normalised filesystem path of a ``file:`` URI, else None.
+        """Absolute, normalised filesystem path of a ``file:`` URI, else None (also for a URI
+        whose path holds a NUL or a lone surrogate).
 
         Percent-encoding is decoded (``my%20dir/a%20b.py`` and ``my dir/a b.py`` are one file),
         ``file://localhost/...`` is local, Windows drive letters are handled by pygls, and
@@ -164,8 +165,8 @@ class OrbitServer(LanguageServer):
             p = to_fs_path(uri)
         except Exception:  # noqa: BLE001 - a malformed URI is the client's: answer "no file"
             return None
-        if not p or not os.path.isabs(p):
-            return None
+        if not p or not os.path.isabs(p) or not usable_text(p):
+            return None  # a NUL or a lone surrogate names no file (os calls would raise)
         return Path(os.path.normpath(p))
 
     @staticmethod
@@ -354,6 +355,43 @@ def use_lsp_lines(workspace) -> None:
         return doc
 
     workspace._create_text_document = create
+
+
+LSP_UINTEGER_MAX = 2 ** 31 - 1  # LSP's ``uinteger`` (positions): 0 .. 2^31 - 1
+ID_MAX = 2 ** 63 - 1  # ids stored by orbit (SQLite integers)
+
+
+def usable_text(value: str) -> bool:
+    """False for a string holding a NUL or a lone surrogate (which no file name, UTF-8 text or
+    database string can hold)."""
+    if "\x00" in value:
+        return False
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def uinteger(value: Any, what: str, upper: int = LSP_UINTEGER_MAX) -> int:
+    """``value`` if it is an integer in 0 .. ``upper`` (not a bool), else InvalidParams naming
+    ``what`` and the range."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= upper:
+        return value
+    raise JsonRpcInvalidParams(f"{what} must be an integer from 0 to {upper}")
+
+
+def lsp_position(value: Any, what: str) -> types.Position:
+    """An LSP position from JSON data ``{line, character}`` (a namedtuple from pygls is
+    accepted): both ``uinteger`` (0 .. 2^31 - 1), else InvalidParams naming ``what``."""
+    if hasattr(value, "_asdict"):
+        value = value._asdict()
+    if isinstance(value, types.Position):
+        return value
+    if not isinstance(value, dict):
+        raise JsonRpcInvalidParams(f"{what} must be a position {{line, character}}")
+    return types.Position(uinteger(value.get("line"), f"{what}.line"),
+                          uinteger(value.get("character"), f"{what}.character"))
 
 
 def raw_params(params: Any) -> dict:

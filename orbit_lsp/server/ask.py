@@ -39,7 +39,7 @@ from orbit_lsp.agent.model import Cancelled
 from orbit_lsp.agent.service import Asker, InvalidQuestion, UnknownConversation
 from orbit_lsp.graph import queries
 from orbit_lsp.graph.errors import FalkorDBOffline, GraphError
-from orbit_lsp.server.app import REQUEST_FAILED, OrbitServer, raw_params
+from orbit_lsp.server.app import ID_MAX, REQUEST_FAILED, OrbitServer, raw_params
 from orbit_lsp.server.requests import _position, _text_document_uri
 
 log = logging.getLogger("orbit_lsp.server.ask")
@@ -62,8 +62,8 @@ def _params(params: Any) -> dict:
     elif p.get("position") is not None:
         raise JsonRpcInvalidParams("params.position needs params.textDocument")
     conv = p.get("conversationId")
-    if conv is not None and (not isinstance(conv, int) or isinstance(conv, bool) or conv < 1):
-        raise JsonRpcInvalidParams("params.conversationId must be a positive integer")
+    if conv is not None and (not isinstance(conv, int) or isinstance(conv, bool) or not 1 <= conv <= ID_MAX):
+        raise JsonRpcInvalidParams(f"params.conversationId must be an integer from 1 to {ID_MAX}")
     out["conversation"] = conv
     token = p.get("workDoneToken")
     if token is not None and not isinstance(token, (str, int)):

@@ -43,7 +43,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 from orbit_lsp.index.buffers import lens_counts, lens_work, targets_at
 from orbit_lsp.index.indexer import WorkspaceIndexer
 from orbit_lsp.index.walk import read_workspace_file
-from orbit_lsp.server.app import OrbitServer
+from orbit_lsp.server.app import OrbitServer, lsp_position
 from orbit_lsp.server.lines import Lines
 
 log = logging.getLogger(__name__)
@@ -285,11 +285,7 @@ def _position_arg(value: Any) -> types.Position | None:
         value = value._asdict()
     if isinstance(value, types.Position):
         return value
-    if isinstance(value, dict):
-        line, ch = value.get("line"), value.get("character")
-        if isinstance(line, int) and isinstance(ch, int) and not isinstance(line, bool) and line >= 0 and ch >= 0:
-            return types.Position(line, ch)
-    raise JsonRpcInvalidParams(f"{SHOW_IMPACT}: the second argument must be a position {{line, character}}")
+    return lsp_position(value, f"{SHOW_IMPACT}: the second argument")
 
 
 def impact_message(result: dict) -> str:

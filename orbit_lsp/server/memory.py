@@ -33,14 +33,14 @@ from pygls.exceptions import JsonRpcInvalidParams
 from orbit_lsp.agent.history import History
 from orbit_lsp.memory.anchors import AnchorError, anchor_at
 from orbit_lsp.memory.store import InvalidMemory, Memory, MemoryStore, UnknownMemory
-from orbit_lsp.server.app import OrbitServer, raw_params
+from orbit_lsp.server.app import ID_MAX, OrbitServer, raw_params
 from orbit_lsp.server.requests import _position, _text_document_uri
 
 
 def _id(p: dict) -> int:
     mid = p.get("id")
-    if not isinstance(mid, int) or isinstance(mid, bool) or mid < 1:
-        raise JsonRpcInvalidParams("params.id (a positive integer) is required")
+    if not isinstance(mid, int) or isinstance(mid, bool) or not 1 <= mid <= ID_MAX:
+        raise JsonRpcInvalidParams(f"params.id (an integer from 1 to {ID_MAX}) is required")
     return mid
 
 

@@ -55,7 +55,7 @@ from orbit_lsp.agent.tools import Toolbox
 from orbit_lsp.graph import queries
 from orbit_lsp.graph.errors import FalkorDBOffline, GraphError
 from orbit_lsp.index.indexer import content_hash
-from orbit_lsp.server.app import REQUEST_FAILED, OrbitServer, raw_params
+from orbit_lsp.server.app import REQUEST_FAILED, OrbitServer, lsp_position, raw_params
 from orbit_lsp.server.approval import Approvals, Change
 from orbit_lsp.index.buffers import index_lock
 from orbit_lsp.server.lenses import Snapshot
@@ -154,12 +154,7 @@ def actions(ls: OrbitServer, snap: Snapshot, rng: types.Range, target: dict | No
 
 # -- argument checking -----------------------------------------------------------------------
 def _pos(v: Any, what: str) -> types.Position:
-    if isinstance(v, dict):
-        line, ch = v.get("line"), v.get("character")
-        if isinstance(line, int) and isinstance(ch, int) and not isinstance(line, bool) \
-                and not isinstance(ch, bool) and line >= 0 and ch >= 0:
-            return types.Position(line, ch)
-    raise JsonRpcInvalidParams(f"{what} must be a position {{line, character}} of non-negative integers")
+    return lsp_position(v, what)
 
 
 def _range(v: Any, what: str) -> types.Range:
@@ -179,8 +174,8 @@ def _instruction(v: Any, what: str) -> str:
 
 
 def _version(v: Any, what: str) -> int | None:
-    if v is not None and (not isinstance(v, int) or isinstance(v, bool)):
-        raise JsonRpcInvalidParams(f"{what} must be an integer or null")
+    if v is not None and (not isinstance(v, int) or isinstance(v, bool) or not -2 ** 31 <= v <= 2 ** 31 - 1):
+        raise JsonRpcInvalidParams(f"{what} must be an integer (-2^31 .. 2^31 - 1) or null")
     return v
 
 

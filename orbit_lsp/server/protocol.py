@@ -11,7 +11,9 @@ so the client's request never completes):
   the request's id when it has a usable one, else null;
 - a request whose params the method's lsprotocol type refuses (a negative or >= 2^31 line, a
   missing ``position``, a wrong type…): InvalidParams (-32602) naming the offending fields;
-- a request after ``shutdown``: InvalidRequest.
+- a request after ``shutdown``: InvalidRequest;
+- a string holding a lone surrogate, or a URI holding a NUL, anywhere in params:
+  InvalidParams naming where (``params.textDocument.uri``).
 
 A request without a ``params`` member is given ``params: null`` (JSON-RPC allows omitting it):
 custom requests then reach their handler, which validates them (``app.raw_params``).
@@ -61,6 +63,35 @@ def _is_response(cls: type) -> bool:
 
 def _usable_id(msg_id: Any) -> bool:
     return isinstance(msg_id, str) or (isinstance(msg_id, int) and not isinstance(msg_id, bool))
+
+
+MAX_SCAN_NODES = 200_000  # JSON values of one message's params checked by ``_unusable_text``
+
+
+def _unusable_text(value: Any, where: str = "params") -> str | None:
+    """Where in ``value`` (JSON data) a string holds a lone surrogate (ill-formed Unicode: no
+    file, text or database can hold it), or a URI (a member named ``uri``/``…Uri``) holds a
+    NUL, e.g. ``"params.textDocument.uri"``; None when every string is usable."""
+    stack: list[tuple[Any, str, bool]] = [(value, where, False)]
+    seen = 0
+    while stack and seen < MAX_SCAN_NODES:
+        v, path, is_uri = stack.pop()
+        seen += 1
+        if isinstance(v, str):
+            if is_uri and "\x00" in v:
+                return path
+            if not v.isascii():
+                try:
+                    v.encode("utf-8")
+                except UnicodeEncodeError:
+                    return path
+        elif isinstance(v, dict):
+            for k, x in v.items():
+                key = str(k)
+                stack.append((x, f"{path}.{key}", key.lower().endswith("uri")))
+        elif isinstance(v, list):
+            stack.extend((x, f"{path}[{i}]", is_uri) for i, x in enumerate(v))
+    return None
 
 
 def _describe(exc: BaseException, type_: Any) -> str:
@@ -144,6 +175,14 @@ class OrbitProtocol(LanguageServerProtocol):
             return
         if "method" in data and "params" not in data:
             data = {**data, "params": None}
+        bad = _unusable_text(data.get("params")) if "method" in data else None
+        if bad is not None:
+            why = f"{bad} holds a NUL character or a lone surrogate (ill-formed Unicode)"
+            if is_request:
+                self.reply_error(msg_id, INVALID_PARAMS, f"invalid params for {method}: {why}")
+            else:
+                log.warning("dropped %s: %s", method, why)
+            return
         try:
             message = self._structure(data, method)
         except Exception as exc:  # noqa: BLE001 - pygls raises its own errors; the cause is below

@@ -11,7 +11,9 @@ Result: ``{"target": {...}, "dependents": [{"path", "uri", "hops"}], "callers": 
 ``path``, ``uri``, ``qual``, ``line``, ``depth``).
 
 ``orbit/status`` params: none. Result: ``{"falkordb": {"where", "mode", "online", "error"},
-"workspaces": [{"root", "graph", "files", "symbols", "calls", "imports", "last_index"}]}``.
+"workspaces": [{"root", "graph", "files", "symbols", "calls", "imports", "last_index"}],
+"agent": {"model", "endpoint", "apiKey"}}`` (``endpoint``: where model requests, with the API key
+when one is set, are sent; ``apiKey``: whether one is set).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
 from orbit_lsp.graph import queries
 from orbit_lsp.index.buffers import file_impact
-from orbit_lsp.server.app import REQUEST_FAILED, OrbitServer, raw_params
+from orbit_lsp.server.app import REQUEST_FAILED, OrbitServer, lsp_position, raw_params
 
 
 def _text_document_uri(params: dict) -> str:
@@ -37,12 +39,18 @@ def _position(params: dict) -> tuple[int, int] | None:
     pos = params.get("position")
     if pos is None:
         return None
-    if not isinstance(pos, dict):
-        raise JsonRpcInvalidParams("params.position must be an object {line, character}")
-    line, ch = pos.get("line"), pos.get("character")
-    if not (isinstance(line, int) and isinstance(ch, int)) or isinstance(line, bool) or line < 0 or ch < 0:
-        raise JsonRpcInvalidParams("params.position.line and .character must be non-negative integers")
-    return line, ch
+    p = lsp_position(pos, "params.position")
+    return p.line, p.character
+
+
+OPENAI_DEFAULT_ENDPOINT = "https://api.openai.com/v1"  # the openai package's default base URL
+
+
+def agent_status(settings) -> dict:
+    """Where model requests go, so the user sees which endpoint receives the API key:
+    ``{"model": str | None, "endpoint": str, "apiKey": bool}`` (the key itself never)."""
+    return {"model": settings.agent_model, "endpoint": settings.agent_base_url or OPENAI_DEFAULT_ENDPOINT,
+            "apiKey": settings.agent_api_key is not None and bool(settings.agent_api_key.get_secret_value())}
 
 
 class Feature:
@@ -118,7 +126,7 @@ class Feature:
         online = ls.offline is None and await self._healthy()
         out = {"falkordb": {"where": ls.store.where, "mode": "embedded" if ls.store.embedded else "external",
                             "online": online, "error": str(ls.offline) if ls.offline else None},
-               "workspaces": []}
+               "workspaces": [], "agent": agent_status(ls.settings)}
         for ix in ls.workspaces.all():
             entry: dict[str, Any] = {"root": str(ix.root), "graph": ix.graph.name,
                                      "last_index": ix.last_index_time, "skipped": len(ix.skipped)}

@@ -214,6 +214,37 @@ local function run()
   step("status", float_after(nil, function() vim.cmd("OrbitStatus") end))
   vim.cmd("fclose!")
 
+  -- memories: an answer proposes one (unconfirmed) and says how to confirm it; list, confirm
+  -- (picked from the unconfirmed ones), forget (asked first)
+  step("ask_remember", float_after(nil, function()
+    vim.cmd("OrbitAsk Remember that we deploy with gunicorn. Who calls used?")
+  end))
+  vim.cmd("fclose!")
+  step("memories_before", float_after(nil, function() vim.cmd("OrbitMemories") end))
+  vim.cmd("fclose!")
+  local select = vim.ui.select
+  vim.ui.select = function(items, opts, on_choice)
+    local shown = {}
+    for _, it in ipairs(items) do
+      table.insert(shown, opts.format_item(it))
+    end
+    step("confirm_choices", { prompt = opts.prompt, items = shown })
+    on_choice(items[1])
+  end
+  step("confirmed", float_after(nil, function() vim.cmd("OrbitConfirmMemory") end))
+  vim.ui.select = select
+  vim.cmd("fclose!")
+  step("memories_confirmed", float_after(nil, function() vim.cmd("OrbitMemories") end))
+  vim.cmd("fclose!")
+  local n = #out.prompts
+  answers = { 1 }
+  local id = out.steps.confirm_choices and out.steps.confirm_choices.items[1]:match("^#(%d+)")
+  step("forgotten", float_after(nil, function() vim.cmd("OrbitForgetMemory " .. tostring(id)) end))
+  step("forget_prompt", out.prompts[n + 1])
+  vim.cmd("fclose!")
+  step("memories_after", float_after(nil, function() vim.cmd("OrbitMemories") end))
+  vim.cmd("fclose!")
+
   -- names and paths in the float are code spans: a dependent `pkg/__init__.py` keeps its dunders
   vim.cmd.edit(root .. "/pkg/core.py")
   wait("the client on pkg/core.py", function() return vim.lsp.get_clients({ name = "orbit", bufnr = 0 })[1] ~= nil end)

@@ -1,4 +1,5 @@
--- :OrbitAsk, :OrbitImpact, :OrbitChanges, :OrbitRemember, :OrbitStatus. The server starts once
+-- :OrbitAsk, :OrbitImpact, :OrbitChanges, :OrbitRemember, :OrbitMemories, :OrbitConfirmMemory,
+-- :OrbitForgetMemory, :OrbitStatus. The server starts once
 -- require("orbit").setup({...}) has been called (see editors/nvim in the orbit-lsp README).
 if vim.g.loaded_orbit then
   return
@@ -17,6 +18,15 @@ end, { nargs = "?", desc = "Orbit: impact of my changes (unsaved included; optio
 vim.api.nvim_create_user_command("OrbitRemember", function(o)
   require("orbit").remember(o.args)
 end, { nargs = "*", desc = "Orbit: remember something for later answers" })
+vim.api.nvim_create_user_command("OrbitMemories", function()
+  require("orbit").memories()
+end, { desc = "Orbit: list the memories (confirmed or not, stale, answers that used them)" })
+vim.api.nvim_create_user_command("OrbitConfirmMemory", function(o)
+  require("orbit").confirm_memory(o.args)
+end, { nargs = "?", desc = "Orbit: confirm a memory (by id, or pick one): it is recalled from then on" })
+vim.api.nvim_create_user_command("OrbitForgetMemory", function(o)
+  require("orbit").forget_memory(o.args)
+end, { nargs = "?", desc = "Orbit: forget a memory (by id, or pick one)" })
 vim.api.nvim_create_user_command("OrbitStatus", function()
   require("orbit").status()
 end, { desc = "Orbit: FalkorDB and index status" })

@@ -13,12 +13,15 @@ import {
 import {
   ChangesResult,
   ImpactResult,
+  Memory,
   OPEN_IMPACT,
   TreeNode,
   askMarkdown,
   changesLabel,
   changesTree,
   impactTree,
+  memoriesMarkdown,
+  memoryLabel,
   rewriteCommand,
   statusMarkdown,
   targetLabel,
@@ -30,6 +33,7 @@ const LANGUAGES = ["python", "javascript", "javascriptreact", "typescript", "typ
 
 let client: LanguageClient | undefined;
 let output: vscode.LogOutputChannel;
+let answers: Answers | undefined;
 
 // -- answers shown as Markdown (virtual documents + the built-in Markdown preview) ------------
 class Answers implements vscode.TextDocumentContentProvider {
@@ -140,6 +144,14 @@ async function startClient(context: vscode.ExtensionContext): Promise<void> {
       },
       // "Orbit: propose a change…" carries [{uri, range, version}]: the user says what to change
       executeCommand: async (command, args, next) => {
+        // "Orbit: ask about this symbol": the whole answer in a Markdown preview (the server then
+        // sends no message with its first lines)
+        if (command === "orbit.askAboutSymbol" && args.length === 1 && args[0] && typeof args[0] === "object") {
+          const result = await next(command, [{ ...args[0], clientShowsAnswer: true }]);
+          const question = (result as { question?: string })?.question ?? "Orbit: ask about this symbol";
+          await answers?.show(question, askMarkdown(question, result));
+          return result;
+        }
         if (command === "orbit.proposeChange" && args.length === 1) {
           const instruction = await vscode.window.showInputBox({
             title: "Orbit: propose a change", prompt: "What should change in the selection?", ignoreFocusOut: true,
@@ -196,14 +208,26 @@ function cursorParams(): { textDocument?: { uri: string }; position?: { line: nu
            position: { line: ed.selection.active.line, character: ed.selection.active.character } };
 }
 
+/** The id of the memory the user picks among those `keep` accepts (undefined: none, or cancelled). */
+async function pickMemory(title: string, keep: (m: Memory) => boolean): Promise<number | undefined> {
+  const { memories } = await request<{ memories: Memory[] }>("orbit/memories", {}, "Orbit: memories");
+  const items = memories.filter(keep).map((m) => ({ label: memoryLabel(m), id: m.id }));
+  if (!items.length) {
+    void vscode.window.showInformationMessage("Orbit: no memory to choose from.");
+    return undefined;
+  }
+  return (await vscode.window.showQuickPick(items, { title: `Orbit: ${title}`, matchOnDescription: true }))?.id;
+}
+
 // -- activation -------------------------------------------------------------------------------------
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   output = vscode.window.createOutputChannel("Orbit", { log: true });
-  const answers = new Answers();
+  answers = new Answers();
+  const shown = answers;
   const impact = new ImpactView();
   impact.view = vscode.window.createTreeView("orbitLsp.impact", { treeDataProvider: impact, showCollapseAll: true });
   context.subscriptions.push(output, impact.view,
-    vscode.workspace.registerTextDocumentContentProvider(ANSWER_SCHEME, answers));
+    vscode.workspace.registerTextDocumentContentProvider(ANSWER_SCHEME, shown));
 
   const showImpact = async (uri?: string, position?: { line: number; character: number }) => {
     const params: Record<string, unknown> = uri ? { textDocument: { uri } } : cursorParams();
@@ -240,7 +264,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
         placeHolder: "What breaks if I change parse_config?" });
       if (!question) return;
       const result = await request<unknown>("orbit/ask", { question, ...cursorParams() }, "Orbit: thinking…");
-      await answers.show(question, askMarkdown(question, result));
+      await shown.show(question, askMarkdown(question, result));
     })),
     vscode.commands.registerCommand("orbitLsp.remember", guard("orbit/remember", async () => {
       const sel = vscode.window.activeTextEditor?.document.getText(vscode.window.activeTextEditor.selection);
@@ -250,9 +274,28 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       const id = (result as { id?: unknown })?.id;
       void vscode.window.showInformationMessage(`Orbit: remembered${id !== undefined ? ` (memory ${id})` : ""}.`);
     })),
+    vscode.commands.registerCommand("orbitLsp.memories", guard("orbit/memories", async () => {
+      const result = await request<{ memories: Memory[] }>("orbit/memories", {}, "Orbit: memories");
+      await shown.show("memories", memoriesMarkdown(result));
+    })),
+    vscode.commands.registerCommand("orbitLsp.confirmMemory", guard("orbit/confirm", async (id?: number) => {
+      const mid = typeof id === "number" ? id : await pickMemory("Confirm which memory? (it is recalled from then on)", (m) => !m.confirmed);
+      if (mid === undefined) return;
+      const m = await request<Memory>("orbit/confirm", { id: mid }, "Orbit: confirming…");
+      void vscode.window.showInformationMessage(`Orbit: memory #${m.id} confirmed: it is recalled from now on.`);
+    })),
+    vscode.commands.registerCommand("orbitLsp.forgetMemory", guard("orbit/forget", async (id?: number) => {
+      const mid = typeof id === "number" ? id : await pickMemory("Forget which memory?", () => true);
+      if (mid === undefined) return;
+      const sure = await vscode.window.showWarningMessage(`Forget memory #${mid}?`, { modal: true,
+        detail: "It is removed from the memory graph; the audit log keeps a record." }, "Forget");
+      if (sure !== "Forget") return;
+      await request<unknown>("orbit/forget", { id: mid }, "Orbit: forgetting…");
+      void vscode.window.showInformationMessage(`Orbit: memory #${mid} forgotten.`);
+    })),
     vscode.commands.registerCommand("orbitLsp.showStatus", guard("orbit/status", async () => {
       const result = await request<Parameters<typeof statusMarkdown>[0]>("orbit/status", {}, "Orbit: status");
-      await answers.show("status", statusMarkdown(result));
+      await shown.show("status", statusMarkdown(result));
     })),
     vscode.commands.registerCommand("orbitLsp.setApiKey", guard("", async () => {
       const key = await vscode.window.showInputBox({ title: "Orbit: model API key", password: true, ignoreFocusOut: true,

@@ -121,6 +121,7 @@ export function askMarkdown(question: string, result: unknown): string {
 
 interface Status {
   falkordb: { where: string; mode: string; online: boolean; error: string | null };
+  agent?: { model: string | null; endpoint: string; apiKey: boolean };
   workspaces: { root: string; graph: string; files?: number; symbols?: number; calls?: number; imports?: number; last_index: number | null; skipped?: number }[];
 }
 
@@ -133,12 +134,44 @@ function cell(s: unknown): string {
 export function statusMarkdown(s: Status): string {
   const f = s.falkordb;
   const lines = ["# Orbit status", "", `FalkorDB (${f.mode}): ${code(f.where)} — ${f.online ? "online" : `**offline**${f.error ? `: ${f.error}` : ""}`}`, ""];
+  if (s.agent) {
+    const model = s.agent.model ? code(s.agent.model) : "none (the built-in planner answers)";
+    lines.push(`Model: ${model} — requests go to ${code(s.agent.endpoint)} (API key ${s.agent.apiKey ? "set: it is sent there" : "not set"})`, "");
+  }
   lines.push("| workspace | graph | files | symbols | calls | imports | indexed |", "|---|---|---|---|---|---|---|");
   for (const w of s.workspaces) {
     const when = w.last_index ? new Date(w.last_index * 1000).toISOString().replace("T", " ").slice(0, 19) : "not yet";
     lines.push(`| ${cell(w.root)} | ${cell(w.graph)} | ${w.files ?? "?"} | ${w.symbols ?? "?"} | ${w.calls ?? "?"} | ${w.imports ?? "?"} | ${when} |`);
   }
   if (!s.workspaces.length) lines.push("| (no folder served) | | | | | | |");
+  return lines.join("\n") + "\n";
+}
+
+/** One memory as `orbit/memories` / `orbit/confirm` return it. */
+export interface Memory {
+  id: number; text: string; confirmed: boolean; stale?: boolean; staleReason?: string | null;
+  projects?: { id: string; root: string }[]; uses?: unknown[];
+}
+
+/** One line for a quick pick: `#3 (unconfirmed) we deploy with gunicorn`. */
+export function memoryLabel(m: Memory): string {
+  return `#${m.id} ${m.confirmed ? "" : "(unconfirmed) "}${m.text}`;
+}
+
+/** Markdown of an `orbit/memories` result (the *Orbit: List memories* preview). */
+export function memoriesMarkdown(r: { memories: Memory[] }): string {
+  const mems = r.memories ?? [];
+  const lines = [`# Orbit memories (${mems.length})`, ""];
+  for (const m of mems) {
+    let line = `- memory #${m.id}, ${m.confirmed ? "confirmed" : "**unconfirmed** (not recalled until confirmed)"}: “${m.text}”`;
+    const about = (m.projects ?? []).map((p) => code(p.root));
+    if (about.length) line += ` — about ${about.join(", ")}`;
+    if (m.stale) line += ` — *possibly stale*: ${m.staleReason ?? ""}`;
+    if (m.uses?.length) line += ` — used by ${plural(m.uses.length, "answer")}`;
+    lines.push(line);
+  }
+  if (!mems.length) lines.push("No memories yet: *Orbit: Remember* saves one.");
+  lines.push("", "*Orbit: Confirm memory* makes one recallable, *Orbit: Forget memory* removes it.");
   return lines.join("\n") + "\n";
 }
 

@@ -30,3 +30,21 @@ test("settings read by the extension are declared, and no API key setting exists
   assert.ok(!props.some((p) => /key|secret|token|password/i.test(p)), "a secret must never be a setting");
   assert.ok(pkg.dependencies["vscode-languageclient"].startsWith("^11"));
 });
+
+test("settings that choose the server, the database or the model endpoint are not workspace settings", () => {
+  // a repository's .vscode/settings.json must not send the user's API key elsewhere, nor point
+  // orbit at another database or program (issue 20 item 14)
+  const props = pkg.contributes.configuration.properties;
+  for (const key of ["orbit.agent.baseUrl", "orbit.falkordbUrl", "orbit.server.command", "orbit.server.args"]) {
+    assert.ok(["machine", "application"].includes(props[key].scope), `${key}: scope ${props[key].scope}`);
+  }
+});
+
+test("every Orbit command an answer tells the user to run exists", () => {
+  const answer = readFileSync(join(here, "..", "..", "..", "orbit_lsp", "agent", "answer.py"), "utf8");
+  const named = [...answer.matchAll(/\*Orbit: ([A-Z][^*]+)\*/g)].map((m) => m[1]);
+  assert.ok(named.includes("Confirm memory"), named.join(", "));
+  const titles = pkg.contributes.commands.filter((c) => c.category === "Orbit").map((c) => c.title);
+  for (const t of named) assert.ok(titles.includes(t), `"Orbit: ${t}" is not a command`);
+  for (const t of ["List memories", "Confirm memory", "Forget memory"]) assert.ok(titles.includes(t), t);
+});

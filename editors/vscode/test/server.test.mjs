@@ -38,6 +38,9 @@ const uriOf = (rel) => pathToFileURL(join(root, rel)).href;
 let proc, conn;
 const applyAnswers = []; // what the "user" answers to the next workspace/applyEdit
 const applyRequests = [];
+const refreshes = []; // times the server asked for workspace/codeLens/refresh
+const progressEnds = []; // times and messages of the server's $/progress "end"
+const shownMessages = []; // window/showMessage texts
 const buffers = new Map(); // uri -> { text, version }
 
 function applyEdits(text, edits) {
@@ -71,12 +74,15 @@ function openDoc(rel) {
 before(async () => {
   cpSync(fixture, root, { recursive: true });
   const [cmd, args] = serverCommand();
-  proc = spawn(cmd, args, { env: { ...process.env, ORBIT_DATA_DIR: dataDir, ORBIT_FALKORDB_URL: "" }, stdio: ["pipe", "pipe", "inherit"] });
+  proc = spawn(cmd, args, { env: { ...process.env, ORBIT_DATA_DIR: dataDir, ORBIT_FALKORDB_URL: "",
+    OPENAI_API_KEY: "", OPENAI_BASE_URL: "", ORBIT_MODEL: "" }, stdio: ["pipe", "pipe", "inherit"] });
   conn = rpc.createProtocolConnection(new rpc.StreamMessageReader(proc.stdout), new rpc.StreamMessageWriter(proc.stdin));
   conn.onRequest("workspace/configuration", (p) => p.items.map(() => ({})));
   conn.onRequest("client/registerCapability", () => null);
   conn.onRequest("window/workDoneProgress/create", () => null);
-  conn.onRequest("workspace/codeLens/refresh", () => null);
+  conn.onRequest("workspace/codeLens/refresh", () => { refreshes.push(Date.now()); return null; });
+  conn.onNotification("$/progress", (p) => { if (p.value?.kind === "end") progressEnds.push({ at: Date.now(), message: p.value.message }); });
+  conn.onNotification("window/showMessage", (p) => { shownMessages.push(p.message); });
   conn.onNotification(() => {});
   conn.onRequest("workspace/applyEdit", (params) => {
     applyRequests.push(params);
@@ -103,7 +109,7 @@ before(async () => {
         workspaceEdit: { documentChanges: true, changeAnnotationSupport: { groupsOnLabel: true } },
         codeLens: { refreshSupport: true }, executeCommand: { dynamicRegistration: false } },
       textDocument: { codeLens: { dynamicRegistration: false, resolveSupport: { properties: ["command"] } },
-        codeAction: { codeActionLiteralSupport: { codeActionKind: { valueSet: ["", "quickfix", "refactor", "refactor.rewrite", "source"] } } },
+        codeAction: { disabledSupport: true, codeActionLiteralSupport: { codeActionKind: { valueSet: ["", "quickfix", "refactor", "refactor.rewrite", "source"] } } },
         synchronization: { didSave: true } },
       window: { workDoneProgress: true },
       general: { positionEncodings: ["utf-16"] },
@@ -113,8 +119,13 @@ before(async () => {
   assert.ok(init.capabilities.codeLensProvider && init.capabilities.codeActionProvider);
   assert.ok(init.capabilities.executeCommandProvider.commands.includes("orbit.removeSymbol"));
   conn.sendNotification("initialized", {});
+  // as VS Code does: the file is open from the start, its lenses asked for while the server is
+  // still indexing (an empty answer), and asked again when the server says to refresh them
+  const uri = openDoc("util.py");
+  earlyLenses = await conn.sendRequest("textDocument/codeLens", { textDocument: { uri } });
   await waitIndexed();
 });
+let earlyLenses;
 
 after(async () => {
   if (conn) {
@@ -199,4 +210,70 @@ test("a rejected workspace/applyEdit leaves the file as it was", async () => {
   assert.equal(res.status, "rejected");
   assert.equal(res.reason, "rejected by the user");
   assert.equal(readFileSync(join(root, "util.py"), "utf8"), before);
+});
+
+test("lenses after a cold index: the server asks the editor to refresh them once it has indexed", async () => {
+  for (let i = 0; i < 100 && !refreshes.length; i++) await new Promise((r) => setTimeout(r, 50));
+  assert.ok(progressEnds.some((e) => e.message.endsWith("(full)")), JSON.stringify(progressEnds));
+  const indexed = progressEnds.find((e) => e.message.endsWith("(full)")).at;
+  assert.ok(refreshes.some((t) => t >= indexed), "a workspace/codeLens/refresh after the index ended");
+  assert.ok(Array.isArray(earlyLenses)); // asked while indexing: answered (possibly empty)
+  // what vscode-languageclient does on that refresh: ask again, and resolve what is on screen
+  const lenses = await conn.sendRequest("textDocument/codeLens", { textDocument: { uri: uriOf("util.py") } });
+  const resolved = await Promise.all(lenses.map((l) => conn.sendRequest("codeLens/resolve", l)));
+  assert.equal(resolved.find((l) => l.range.start.line === 0).command.title, "2 dependents, 2 hops");
+});
+
+test("names and paths in Markdown are code spans (no __init__ read as bold)", () => {
+  assert.equal(render.code("src/flask/__init__.py"), "`src/flask/__init__.py`");
+  assert.equal(render.code("a`b"), "``a`b``");
+  const md = render.impactMarkdown({ target: { type: "file", path: "pkg/core.py" }, callers: null, notes: [], cypher: [],
+    dependents: [{ path: "pkg/__init__.py", uri: "file:///x", hops: 1 }] });
+  assert.ok(md.startsWith("# Impact of `pkg/core.py`\n") && md.includes("- `pkg/__init__.py` (1 hop)"), md);
+});
+
+test("status names the model endpoint that would receive the API key", async () => {
+  const st = await conn.sendRequest("orbit/status", {});
+  assert.deepEqual(st.agent, { model: null, endpoint: "https://api.openai.com/v1", apiKey: false });
+  assert.ok(render.statusMarkdown(st).includes(
+    "Model: none (the built-in planner answers) — requests go to `https://api.openai.com/v1` (API key not set)"));
+});
+
+test("without a model, 'propose a change' is offered disabled with its reason", async () => {
+  const uri = uriOf("util.py");
+  const line = buffers.get(uri).text.split("\n").indexOf("def used(x):");
+  const actions = await conn.sendRequest("textDocument/codeAction", { textDocument: { uri },
+    range: { start: { line: line + 1, character: 4 }, end: { line: line + 1, character: 4 } }, context: { diagnostics: [] } });
+  const propose = actions.find((a) => a.title === "Orbit: propose a change…");
+  assert.ok(propose && propose.disabled && propose.disabled.reason.includes("needs a model"), JSON.stringify(actions));
+});
+
+test("ask about this symbol, shown by the extension: no message repeats it", async () => {
+  const uri = uriOf("util.py");
+  const line = buffers.get(uri).text.split("\n").indexOf("def used(x):");
+  const actions = await conn.sendRequest("textDocument/codeAction", { textDocument: { uri },
+    range: { start: { line, character: 5 }, end: { line, character: 5 } }, context: { diagnostics: [] } });
+  const ask = actions.find((a) => a.title === "Orbit: ask about this symbol");
+  const before = shownMessages.length;
+  // what the extension's executeCommand middleware sends
+  const res = await conn.sendRequest("workspace/executeCommand", { command: ask.command.command,
+    arguments: [{ ...ask.command.arguments[0], clientShowsAnswer: true }] });
+  assert.equal(res.question, "What depends on `util.used` and who calls it?");
+  assert.ok(render.askMarkdown(res.question, res).includes("**`util.used` (`util.py:8`)** has 1 direct caller"));
+  await new Promise((r) => setTimeout(r, 200));
+  assert.deepEqual(shownMessages.slice(before), []);
+});
+
+test("memories: list, confirm, forget (the requests behind the Orbit memory commands)", async () => {
+  const saved = await conn.sendRequest("orbit/remember", { text: "we deploy with gunicorn", confirmed: false });
+  let { memories } = await conn.sendRequest("orbit/memories", {});
+  assert.deepEqual(memories.map(render.memoryLabel), [`#${saved.id} (unconfirmed) we deploy with gunicorn`]);
+  assert.ok(render.memoriesMarkdown({ memories }).includes(
+    `- memory #${saved.id}, **unconfirmed** (not recalled until confirmed): “we deploy with gunicorn”`));
+  const confirmed = await conn.sendRequest("orbit/confirm", { id: saved.id });
+  assert.equal(confirmed.confirmed, true);
+  const gone = await conn.sendRequest("orbit/forget", { id: saved.id });
+  assert.equal(gone.forgotten.id, saved.id);
+  ({ memories } = await conn.sendRequest("orbit/memories", {}));
+  assert.deepEqual(memories, []);
 });

@@ -7,7 +7,8 @@
 ---
 --- Starts the server for Python/JavaScript/TypeScript buffers (root: pyproject.toml,
 --- package.json or .git), refreshes code lenses on attach, BufWritePost and InsertLeave, adds
---- :OrbitAsk, :OrbitImpact, :OrbitRemember, :OrbitStatus (answers in a floating Markdown window),
+--- :OrbitAsk, :OrbitImpact, :OrbitRemember, :OrbitMemories, :OrbitConfirmMemory, :OrbitForgetMemory,
+--- :OrbitStatus (answers in a floating Markdown window),
 --- prompts for the instruction of "Orbit: propose a change…" (vim.ui.input), and asks before
 --- applying any workspace/applyEdit the server sends.
 local M = {}
@@ -169,6 +170,13 @@ function M.status_markdown(s)
     ("FalkorDB (%s): %s — %s"):format(f.mode, code(f.where), f.online and "online" or ("**offline** " .. tostring(f.error))),
     "",
   }
+  local a = s.agent
+  if type(a) == "table" then
+    local model = (a.model and a.model ~= vim.NIL) and code(a.model) or "none (the built-in planner answers)"
+    table.insert(out, ("Model: %s — requests go to %s (API key %s)"):format(model, code(a.endpoint),
+      a.apiKey and "set: it is sent there" or "not set"))
+    table.insert(out, "")
+  end
   for _, w in ipairs(s.workspaces or {}) do
     table.insert(out, ("- %s: %s files, %s symbols, %s calls, %s imports (%s)"):format(
       code(w.root), tostring(w.files or "?"), tostring(w.symbols or "?"), tostring(w.calls or "?"),
@@ -282,6 +290,101 @@ function M.remember(text)
   else
     vim.ui.input({ prompt = "Orbit: remember> " }, go)
   end
+end
+
+-- -- memories ------------------------------------------------------------------------------------
+local function memory_line(m)
+  local state = m.confirmed and "confirmed" or "**unconfirmed** (not recalled until confirmed)"
+  local about = {}
+  for _, pr in ipairs(m.projects or {}) do
+    table.insert(about, code(pr.root))
+  end
+  local out = ("- memory #%d, %s: “%s”"):format(m.id, state, m.text)
+  if #about > 0 then
+    out = out .. " — about " .. table.concat(about, ", ")
+  end
+  if m.stale then
+    out = out .. " — *possibly stale*: " .. tostring(m.staleReason)
+  end
+  if m.uses and #m.uses > 0 then
+    out = out .. (" — used by %s"):format(plural(#m.uses, "answer"))
+  end
+  return out
+end
+
+function M.memories_markdown(r)
+  local mems = type(r) == "table" and r.memories or {}
+  local out = { ("# Orbit memories (%d)"):format(#mems), "" }
+  for _, m in ipairs(mems) do
+    table.insert(out, memory_line(m))
+  end
+  if #mems == 0 then
+    table.insert(out, "No memories yet: `:OrbitRemember {text}` saves one.")
+  end
+  table.insert(out, "")
+  table.insert(out, "`:OrbitConfirmMemory {id}` makes one recallable, `:OrbitForgetMemory {id}` removes it.")
+  return table.concat(out, "\n")
+end
+
+function M.memories()
+  M.call("orbit/memories", vim.empty_dict(), M.memories_markdown)
+end
+
+--- Run `fn(id)` with the memory id given, else with the one the user picks among the memories
+--- `filter` keeps (vim.ui.select).
+local function with_memory(id, what, filter, fn)
+  local n = tonumber(id)
+  if n then
+    return fn(math.floor(n))
+  end
+  local client = client_for(0)
+  if not client then
+    vim.notify("orbit: no orbit-lsp client for this buffer", vim.log.levels.WARN)
+    return
+  end
+  request(client, "orbit/memories", vim.empty_dict(), function(err, r)
+    vim.schedule(function()
+      if err then
+        M.show(error_text("orbit/memories", err), "orbit/memories", err, nil)
+        return
+      end
+      local choices = vim.tbl_filter(filter, (r or {}).memories or {})
+      if #choices == 0 then
+        vim.notify(("orbit: no memory to %s"):format(what), vim.log.levels.INFO)
+        return
+      end
+      vim.ui.select(choices, {
+        prompt = ("Orbit: %s which memory?"):format(what),
+        format_item = function(m)
+          return ("#%d %s%s"):format(m.id, m.confirmed and "" or "(unconfirmed) ", m.text)
+        end,
+      }, function(m)
+        if m then
+          fn(m.id)
+        end
+      end)
+    end)
+  end, 0)
+end
+
+function M.confirm_memory(id)
+  with_memory(id, "confirm", function(m) return not m.confirmed end, function(mid)
+    M.call("orbit/confirm", { id = mid }, function(m)
+      return ("Confirmed memory #%d (recalled from now on):\n\n> %s"):format(m.id, m.text)
+    end)
+  end)
+end
+
+function M.forget_memory(id)
+  with_memory(id, "forget", function() return true end, function(mid)
+    if vim.fn.confirm(("Forget memory #%d? It is removed from the memory graph (the audit log keeps a record)."):format(mid),
+        "&Forget\n&Keep", 2, "Question") ~= 1 then
+      return
+    end
+    M.call("orbit/forget", { id = mid }, function(r)
+      return ("Forgot memory #%d:\n\n> %s"):format(r.forgotten.id, r.forgotten.text)
+    end)
+  end)
 end
 
 function M.status()
