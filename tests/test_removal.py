@@ -63,3 +63,52 @@ def test_removable(ix):
 def test_scan_out_of_time_is_unknown(ix):
     r = check(ix, "util.py", "util.unused_helper", scan_budget_s=0)
     assert not r.ok and "whether it is used is unknown" in r.reason
+
+
+# -- blank lines left behind (issue 18 item 13) ------------------------------------------------
+
+BLANKS = {
+    # the last function of the file: the file ends with the code before it, no blank line
+    "tail.py": ("def keep():\n    return 1\n\n\ndef unused_tail():\n    return 2\n",
+                "tail.unused_tail", "def keep():\n    return 1\n"),
+    # the same, with stray blank lines at the end of the file
+    "tail2.py": ("def keep():\n    return 1\n\n\ndef unused_tail2():\n    return 2\n\n\n",
+                 "tail2.unused_tail2", "def keep():\n    return 1\n"),
+    # the first statement of the file
+    "head.py": ("def unused_head():\n    return 2\n\n\ndef keep():\n    return 1\n",
+                "head.unused_head", "def keep():\n    return 1\n"),
+    # the last method of a class followed by a top-level def: two blank lines stay (PEP 8 E302)
+    "klass.py": ("class K:\n    def a(self):\n        return 1\n\n    def unused_m(self):\n        return 2\n\n\n"
+                 "def keep(k):\n    return k.a()\n",
+                 "klass.K.unused_m",
+                 "class K:\n    def a(self):\n        return 1\n\n\ndef keep(k):\n    return k.a()\n"),
+    # between two methods: one blank line stays
+    "methods.py": ("class M:\n    def a(self):\n        return 1\n\n    def unused_mid(self):\n        return 2\n\n"
+                   "    def b(self):\n        return self.a()\n",
+                   "methods.M.unused_mid",
+                   "class M:\n    def a(self):\n        return 1\n\n    def b(self):\n        return self.a()\n"),
+}
+
+
+@pytest.fixture(scope="module")
+def blanks(store, tmp_path_factory):
+    root = tmp_path_factory.mktemp("blanks") / "ws"
+    root.mkdir()
+    for name, (text, _, _) in BLANKS.items():
+        (root / name).write_text(text)
+    ix = WorkspaceIndexer(root, store)
+    ix.index_all()
+    yield ix
+    ix.graph.delete()
+    ix.cache_path.unlink(missing_ok=True)
+
+
+@pytest.mark.parametrize("rel", sorted(BLANKS))
+def test_removal_leaves_pep8_blank_lines(blanks, rel):
+    text, qual, expected = BLANKS[rel]
+    r = removal(blanks.graph, blanks.root, rel, text, qual)
+    assert r.ok, r.reason
+    assert r.new_text == expected
+    # the line range says the same as the text
+    lines = text.splitlines(keepends=True)
+    assert "".join(lines[:r.start] + lines[r.end:]) == expected

@@ -10,6 +10,13 @@ Recognised questions (case-insensitive, trailing ``?`` optional, names may be in
 - "how does A reach B" / "how does A call B" / "call chain from A to B" / "path from A to B"
   → ``call_chain``;
 - "which files use P" / "who uses package P" / "users of package P" → ``package_users``;
+- "who uses X" / "where is X used" / "usages of X" (X a file: its dependents; a symbol: its
+  callers; else a package: its users);
+- "how is A connected to B" / "does A call B" / "path between A and B" → ``call_chain``;
+- "which functions are never called" / "unused functions" / "dead code" / "what can I remove"
+  → the functions and methods the graph proves unused with the checks of the "remove unused"
+  code action (``orbit_lsp.edits.removal.unused_functions``), and those without callers it cannot
+  prove unused, each with the reason.
 - "what does my change break" / "impact of my changes" / "which tests should I run" →
   ``change_impact`` (the uncommitted changes).
 
@@ -30,46 +37,96 @@ from orbit_lsp.markdown import code
 NO_MODEL = ("No model is configured (set ORBIT_MODEL / OPENAI_BASE_URL / OPENAI_API_KEY or the "
             "agent settings): this answer comes from orbit's built-in planner, no model was used.")
 
-HELP = ("The built-in planner understands: *what depends on FILE*, *who calls SYMBOL*, "
-        "*how does A reach B*, *which files use package P*, *what does my change break*.")
+HELP = ("The built-in planner understands: *what depends on FILE*, *who calls SYMBOL* (or *who uses X*), "
+        "*how does A reach B* (or *how is A connected to B*), *which files use package P*, "
+        "*which functions are never called*, *what does my change break*.")
+# the start of the planner's answer to a question it does not understand (front ends may test it)
+NOT_UNDERSTOOD = "The built-in planner does not understand this question."
 
-_NAME = r"[`'\"]?(?P<{g}>[^\s`'\"?]+?)[`'\"]?(?:\(\))?"
+_NAME = r"[`'\"]?(?P<{g}>[^\s`'\"?]+?)(?:\(\))?[`'\"]?(?:\(\))?"
+_KIND = r"(?:\s+(?:class|function|method|module|file|symbol))?"  # "the Session class"
+_END = r"\s*[?.!]*$"
+_THE = r"(?:the\s+)?"
+
+
+def _n(g: str) -> str:
+    """A name (group ``g``), optionally after "the" and before "class"/"function"/…"""
+    return _THE + _NAME.format(g=g) + _KIND
+
 
 _PATTERNS: list[tuple[str, re.Pattern]] = [
     ("changes", re.compile(r"\bwhat\s+(?:does|do|can|could|will|might)\s+my\s+(?:changes?|diff|edits?)\s+break\b", re.I)),
     ("changes", re.compile(r"\b(?:impact|blast\s+radius)\s+of\s+my\s+(?:changes?|diff|edits?)\b", re.I)),
     ("changes", re.compile(r"\bwhich\s+tests\s+(?:should|do|must)\s+I\s+run\b", re.I)),
     # "what depends on X and who calls it" (the "ask about this symbol" code action): before "who calls"
-    ("depends", re.compile(r"\b(?:what|which\s+files?|who)\s+(?:depends?|relies|rely)\s+on\s+" + _NAME.format(g="x")
-                           + r"\s+and\s+(?:who|what)\s+calls\s+it\s*[?.!]*$", re.I)),
-    ("chain", re.compile(r"\bhow\s+(?:does|do|can|is)\s+" + _NAME.format(g="a") +
+    ("depends", re.compile(r"\b(?:what|which\s+files?|who)\s+(?:depends?|relies|rely)\s+on\s+" + _n("x")
+                           + r"\s+and\s+(?:who|what)\s+calls\s+it" + _END, re.I)),
+    # unused functions: answered with what the graph proves (the "remove unused" checks)
+    ("unused", re.compile(r"\b(?:which|what)\s+(?:functions?|methods?|code|symbols?)\s+(?:are|is)\s+(?:never|not)\s+"
+                          r"(?:called|used|referenced)(?:\s+anywhere)?" + _END, re.I)),
+    ("unused", re.compile(r"\b(?:which|what)\s+(?:functions?|methods?|code|symbols?)\s+(?:are|is)\s+"
+                          r"(?:unused|dead|uncalled|unreferenced)" + _END, re.I)),
+    ("unused", re.compile(r"^(?:(?:list|find|show)(?:\s+me)?\s+|(?:are\s+there|any)\s+)?(?:the\s+|all\s+)?"
+                          r"(?:unused|dead|uncalled|never[\s-]called|unreferenced)\s+(?:functions?|methods?|code)"
+                          r"(?:\s+in\s+(?:this|the)\s+(?:workspace|project|repo(?:sitory)?|code(?:base)?))?" + _END, re.I)),
+    ("unused", re.compile(r"\b(?:functions?|methods?)\s+(?:with\s+no|without(?:\s+any)?)\s+callers" + _END, re.I)),
+    ("unused", re.compile(r"\bwhat\s+(?:functions?\s+|code\s+)?can\s+I\s+(?:safely\s+)?(?:remove|delete)" + _END, re.I)),
+    # A -> B
+    ("chain", re.compile(r"\bhow\s+(?:does|do|can|is)\s+" + _n("a") +
                          r"\s+(?:reach|reached|call|calls|get\s+to|lead\s+to|end\s+up\s+in|invoke)\s+"
-                         + _NAME.format(g="b") + r"\s*[?.!]*$", re.I)),
-    ("chain", re.compile(r"\b(?:call\s+)?(?:chain|path)\s+from\s+" + _NAME.format(g="a") + r"\s+to\s+"
-                         + _NAME.format(g="b") + r"\s*[?.!]*$", re.I)),
-    ("callers", re.compile(r"\b(?:who|what|which\s+functions?)\s+calls?\s+" + _NAME.format(g="x") + r"\s*[?.!]*$", re.I)),
-    ("callers", re.compile(r"\bcallers\s+of\s+" + _NAME.format(g="x") + r"\s*[?.!]*$", re.I)),
-    ("package", re.compile(r"\b(?:which|what)\s+files?\s+(?:use|uses|import|imports)\s+(?:the\s+)?(?:package\s+)?"
-                           + _NAME.format(g="p") + r"(?:\s+package)?\s*[?.!]*$", re.I)),
-    ("package", re.compile(r"\b(?:who\s+uses|users\s+of)\s+(?:the\s+)?package\s+" + _NAME.format(g="p") + r"\s*[?.!]*$", re.I)),
-    ("depends", re.compile(r"\b(?:what|which\s+files?|who)\s+(?:depends?|relies|rely)\s+on\s+" + _NAME.format(g="x")
-                           + r"\s*[?.!]*$", re.I)),
-    ("depends", re.compile(r"\b(?:who|what|which\s+files?)\s+imports?\s+" + _NAME.format(g="x") + r"\s*[?.!]*$", re.I)),
-    ("depends", re.compile(r"\bwhat\s+breaks\s+if\s+I\s+(?:change|edit|modify|delete)\s+" + _NAME.format(g="x")
-                           + r"\s*[?.!]*$", re.I)),
-    ("depends", re.compile(r"\b(?:impact|dependents)\s+of\s+" + _NAME.format(g="x") + r"\s*[?.!]*$", re.I)),
+                         + _n("b") + _END, re.I)),
+    ("chain", re.compile(r"\bhow\s+(?:is|are)\s+" + _n("a") + r"\s+(?:connected|linked|related)\s+(?:to|with)\s+"
+                         + _n("b") + _END, re.I)),
+    ("chain", re.compile(r"\bhow\s+(?:is|are)\s+" + _n("a") + r"\s+and\s+" + _n("b")
+                         + r"\s+(?:connected|linked|related)" + _END, re.I)),
+    ("chain", re.compile(r"\b(?:what\s+connects|connection\s+between)\s+" + _n("a") + r"\s+(?:to|and|with)\s+"
+                         + _n("b") + _END, re.I)),
+    ("chain", re.compile(r"\b(?:does|can|could|will)\s+" + _n("a") + r"\s+(?:ever\s+)?(?:call|reach|invoke|lead\s+to)\s+"
+                         + _n("b") + r"(?:\s+(?:directly\s+or\s+)?(?:indirectly|transitively))?" + _END, re.I)),
+    ("chain", re.compile(r"\bhow\s+do\s+(?:I|we|you)\s+get\s+from\s+" + _n("a") + r"\s+to\s+" + _n("b") + _END, re.I)),
+    ("chain", re.compile(r"\b(?:call\s+)?(?:chain|path|route)\s+(?:from|between)\s+" + _n("a") + r"\s+(?:to|and)\s+"
+                         + _n("b") + _END, re.I)),
+    # callers of X
+    ("callers", re.compile(r"\b(?:who|what|which\s+(?:functions?|methods?|code))\s+(?:calls?|invokes?)\s+" + _n("x")
+                           + _END, re.I)),
+    ("callers", re.compile(r"\b(?:callers|invokers)\s+(?:of|for)\s+" + _n("x") + _END, re.I)),
+    ("callers", re.compile(r"\bwhere\s+(?:is|are)\s+" + _n("x") + r"\s+(?:called|invoked)(?:\s+from)?" + _END, re.I)),
+    # packages
+    ("package", re.compile(r"\b(?:which|what)\s+files?\s+(?:use|uses|import|imports)\s+(?:the\s+)?package\s+"
+                           + _NAME.format(g="p") + _END, re.I)),
+    ("package", re.compile(r"\b(?:which|what)\s+files?\s+(?:use|uses|import|imports)\s+(?:the\s+)?"
+                           + _NAME.format(g="p") + r"\s+package" + _END, re.I)),
+    ("package", re.compile(r"\b(?:who\s+uses|users\s+of|who\s+imports|where\s+is)\s+(?:the\s+)?package\s+"
+                           + _NAME.format(g="p") + r"(?:\s+used|\s+imported)?" + _END, re.I)),
+    # X used by whom: a file -> its dependents, a symbol -> its callers, else a package's users
+    ("uses", re.compile(r"\b(?:who|what|which\s+(?:files?|functions?|methods?|code))\s+(?:uses?|references?)\s+"
+                        + _n("x") + _END, re.I)),
+    ("uses", re.compile(r"\bwhere\s+(?:is|are)\s+" + _n("x") + r"\s+(?:used|referenced|imported)" + _END, re.I)),
+    ("uses", re.compile(r"\b(?:usages?|uses|references|users)\s+(?:of|to)\s+" + _n("x") + _END, re.I)),
+    # dependents of a file
+    ("depends", re.compile(r"\b(?:what|which\s+files?|who)\s+(?:depends?|relies|rely)\s+on\s+" + _n("x") + _END, re.I)),
+    ("depends", re.compile(r"\b(?:who|what|which\s+files?)\s+imports?\s+" + _n("x") + _END, re.I)),
+    ("depends", re.compile(r"\bwhat\s+(?:breaks|(?:would|will|could|might)\s+break)\s+if\s+(?:I|we|you)\s+"
+                           r"(?:change|changed|edit|edited|modify|modified|delete|deleted|remove|removed)\s+"
+                           + _n("x") + _END, re.I)),
+    ("depends", re.compile(r"\b(?:what|which\s+files?|who)\s+(?:is|are|would\s+be|gets?)\s+affected\s+(?:by|if\s+I\s+change)\s+"
+                           r"(?:changing\s+|a\s+change\s+(?:to|in)\s+)?" + _n("x") + _END, re.I)),
+    ("depends", re.compile(r"\b(?:impact|dependents|reverse\s+dependencies|blast\s+radius)\s+of\s+"
+                           r"(?:changing\s+)?" + _n("x") + _END, re.I)),
 ]
 
 _FILE_LIKE = re.compile(r"/|\.(?:py|pyi|js|jsx|ts|tsx|mjs|cjs)$")
 
 
 def match(question: str) -> tuple[str, dict] | None:
-    """(kind, names) of a question the planner understands, else None."""
+    """(kind, names) of a question the planner understands, else None. Kinds: ``depends``
+    (``x``), ``callers`` (``x``), ``chain`` (``a``, ``b``), ``package`` (``p``), ``uses`` (``x``:
+    a file, symbol or package) and ``unused`` (no names)."""
     q = " ".join(question.strip().split())
     for kind, pat in _PATTERNS:
         m = pat.search(q)
         if m:
-            return kind, {k: v.strip("`'\".,") for k, v in m.groupdict().items()}
+            return kind, {k: v.strip("`'\".,") for k, v in m.groupdict().items() if v is not None}
     return None
 
 
@@ -120,8 +177,65 @@ def _depends(run: _Run, x: str) -> str:
     if path is None:
         if cands:
             return f"`{x}` matches several files: " + ", ".join(f"`{c}`" for c in cands) + ". Ask with the full path."
+        if not _FILE_LIKE.search(x):
+            users = _package_text(run, x, missing=None)
+            if users is not None:
+                return users
         return f"`{x}` is not a file or symbol in the code graph (not indexed, skipped, or misspelt)."
     return _impact_text(run, path)
+
+
+def _uses(run: _Run, x: str) -> str:
+    """Who uses X: a file's dependents, a symbol's callers, else a package's users."""
+    if _FILE_LIKE.search(x):
+        return _depends(run, x)
+    sym = run.tool("find_symbol", {"name": x})
+    if sym and sym.data["candidates"]:
+        return _callers_text(sym.data)
+    users = _package_text(run, x, missing=None)
+    if users is not None:
+        return users
+    return _depends(run, x)  # a file named without its directory, or "not in the graph"
+
+
+def _unused(run: _Run) -> str:
+    """Functions and methods the graph proves unused, with the checks of the "remove unused"
+    code action (``orbit_lsp.edits.removal``), and those without callers it cannot prove unused."""
+    from orbit_lsp.edits.removal import unused_functions
+
+    tb = run.toolbox
+    step = Step(index=len(run.steps) + 1, tool="unused_functions", args={})
+    run.steps.append(step)
+    if run.progress:
+        run.progress(f"step {step.index}: unused_functions")
+    rep = unused_functions(tb.graph, tb.root)
+    step.cypher, step.rows = rep.cypher, len(rep.proven)
+    step.note = (f"{rep.candidates} functions/methods without a CALLS edge into them; {rep.checked} checked "
+                 "with the 'remove unused' proof")
+    if not rep.candidates:
+        return "Every function and method in the graph has at least one caller."
+    shown = 30
+    out = []
+    if rep.proven:
+        n = len(rep.proven)
+        out.append(f"**{n} function{'s are' if n != 1 else ' is'} proven unused** — no callers, no call that "
+                   "could not be bound uses the name, not mentioned anywhere else in the workspace (the checks "
+                   "of the \"Remove unused\" code action):")
+        out += [f"- {_where(r.symbol)}" for r in rep.proven[:shown]]
+        if n > shown:
+            out.append(f"- … and {n - shown} more")
+    else:
+        out.append("**No function is proven unused.**")
+    if rep.unproven:
+        n = len(rep.unproven)
+        out.append(f"\n{n} more ha{'ve' if n != 1 else 's'} no caller in the graph but may still be used "
+                   "(not listed as unused):")
+        out += [f"- {_where(r.symbol)}: {r.reason}" for r in rep.unproven[:shown]]
+        if n > shown:
+            out.append(f"- … and {n - shown} more")
+    if rep.note:
+        out.append(f"\n{rep.note}")
+    return "\n".join(out)
 
 
 def _impact_text(run: _Run, path: str) -> str:
@@ -174,12 +288,19 @@ def _chain_text(run: _Run, a: str, b: str) -> str:
     return "\n".join(out)
 
 
-def _package_text(run: _Run, p: str) -> str:
+_MISSING = object()
+
+
+def _package_text(run: _Run, p: str, missing=_MISSING) -> str | None:
+    """The files using package ``p``; ``missing`` (when given) is returned instead of saying that
+    no file uses it."""
     res = run.tool("package_users", {"name": p})
     if res is None:
         return f"Could not list the users of `{p}`: {run.steps[-1].error}"
     files = res.data["files"]
     if not files["count"]:
+        if missing is not _MISSING:
+            return missing
         return f"No file in the workspace uses a package named `{p}`."
     kind = f" ({'; '.join(res.data['notes'])})" if res.data["notes"] else ""
     lines = [f"**{files['count']} file{'s' if files['count'] != 1 else ''} use `{p}`**{kind}:"]
@@ -235,7 +356,7 @@ def run_planner(question: str, toolbox: Toolbox, progress: Callable[[str], None]
     if m is None and memories:
         text = _memories_text(memories)
     elif m is None:
-        text = f"The built-in planner does not understand this question. {HELP}"
+        text = f"{NOT_UNDERSTOOD} {HELP}"
     else:
         kind, names = m
         if kind == "depends":
@@ -245,6 +366,10 @@ def run_planner(question: str, toolbox: Toolbox, progress: Callable[[str], None]
             text = _callers_text(sym.data) if sym else f"Could not look up `{names['x']}`: {run.steps[-1].error}"
         elif kind == "chain":
             text = _chain_text(run, names["a"], names["b"])
+        elif kind == "uses":
+            text = _uses(run, names["x"])
+        elif kind == "unused":
+            text = _unused(run)
         elif kind == "changes":
             text = _changes_text(run)
         else:

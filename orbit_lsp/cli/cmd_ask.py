@@ -43,6 +43,7 @@ def _terminal_consent(mode: str):
 
 
 def cmd_ask(ctx: Ctx) -> int:
+    from orbit_lsp.agent.planner import NOT_UNDERSTOOD
     from orbit_lsp.agent.service import Asker, InvalidQuestion, UnknownConversation
 
     question = ctx.args.question.strip()
@@ -60,13 +61,20 @@ def cmd_ask(ctx: Ctx) -> int:
         raise UsageError(f"QUESTION: {exc}") from None
     finally:
         asker.close()
+    failure = None
+    if res.error:
+        failure = CliError(res.error)
+    elif res.planner and (res.answer or "").startswith(NOT_UNDERSTOOD):
+        failure = CliError("the built-in planner did not understand the question (no model is configured; "
+                           "see the answer for what it understands)", kind="not_understood")
     if ctx.json:
         cypher = [c for s in res.steps for c in s.cypher]
-        emit_json("ask", res.to_dict(), cypher, workspace=str(root), graph=graph.name)
-    else:
-        print(res.markdown, end="")
-    if res.error:
-        raise CliError(res.error)
+        extra = {} if failure is None else {"error": str(failure), "kind": failure.kind, "exit_status": 1}
+        emit_json("ask", res.to_dict(), cypher, workspace=str(root), graph=graph.name, **extra)
+        return 0 if failure is None else 1  # one JSON object: the answer and the error
+    print(res.markdown, end="")
+    if failure is not None:
+        raise failure
     return 0
 
 

@@ -102,6 +102,104 @@ def _in_all(tree: ast.Module, name: str) -> bool:
     return False
 
 
+def _read_text(root: Path, path: str, texts: dict[str, str | None] | None) -> str | None:
+    if texts is not None and path in texts:
+        return texts[path]
+    try:
+        text = (root / path).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        text = None
+    if texts is not None:
+        texts[path] = text
+    return text
+
+
+@dataclass
+class UnusedReport:
+    """``unused_functions``' answer. ``proven``: removals that hold (``Removal.symbol`` the
+    function, ``reason`` the proof); ``unproven``: functions without a ``CALLS`` edge into them
+    that a check keeps (``reason`` why); ``candidates``: how many functions and methods have no
+    ``CALLS`` edge into them; ``checked``: how many of them were checked; ``note``: why some were
+    not; ``cypher``: the distinct queries run (first parameters of each)."""
+
+    proven: list[Removal] = field(default_factory=list)
+    unproven: list[Removal] = field(default_factory=list)
+    candidates: int = 0
+    checked: int = 0
+    note: str | None = None
+    cypher: list[dict] = field(default_factory=list)
+
+
+CANDIDATES = ("MATCH (s:Symbol) WHERE s.kind IN ['function', 'method'] AND NOT (:Symbol)-[:CALLS]->(s) "
+              f"RETURN {queries.SYMBOL_FIELDS} ORDER BY file, line")
+
+
+def unused_functions(graph: Graph, root: Path, limit: int = 300, budget_s: float = 30.0) -> UnusedReport:
+    """Functions and methods of the graph proven unused, by the checks of ``removal`` (the
+    "remove unused" code action): the symbols without a ``CALLS`` edge into them, each checked
+    against its file's text on disk, which must be the indexed text (``File.hash``; else it is
+    "unknown"). At most ``limit`` are checked, within ``budget_s`` seconds (the rest are
+    counted in ``note``). Files are read only to look for names. Raises what the graph layer
+    raises (``FalkorDBOffline``, ``QueryTimeout``)."""
+    from orbit_lsp.index.parsing import content_hash
+
+    root = Path(root)
+    rep = UnusedReport()
+    ans = Answer()
+    cands = [queries._sym(r) for r in ans.run(graph, CANDIDATES)]
+    hashes = dict(ans.run(graph, "MATCH (f:File) RETURN f.path, f.hash"))
+    cypher = list(ans.cypher)
+    rep.candidates = len(cands)
+    texts: dict[str, str | None] = {}  # every file as read, for the name search
+    indexed: dict[str, str | None] = {}  # candidates' files, when they are the indexed text
+    deadline = time.monotonic() + budget_s
+    for sym in cands:
+        if rep.checked >= limit or time.monotonic() > deadline:
+            rep.note = (f"{rep.candidates - rep.checked} more functions without callers were not checked "
+                        f"({'the limit of ' + str(limit) if rep.checked >= limit else f'the {budget_s:g} s time limit'}): "
+                        "whether they are used is unknown.")
+            break
+        rel = sym["file"]
+        rep.checked += 1
+        if rel not in indexed:
+            try:
+                data = (root / rel).read_bytes()
+            except OSError:
+                data = None
+            indexed[rel] = (data.decode("utf-8", errors="surrogatepass")
+                            if data is not None and content_hash(data) == hashes.get(rel) else None)
+        text = indexed[rel]
+        if text is None:
+            rep.unproven.append(Removal(False, f"{rel} differs from the indexed text (index it again)", symbol=sym))
+            continue
+        r = check(graph, root, rel, text, sym, texts=texts,
+                  scan_budget_s=max(0.0, min(SCAN_BUDGET_S, deadline - time.monotonic())))
+        cypher += r.cypher
+        (rep.proven if r.ok else rep.unproven).append(r)
+    seen: set[str] = set()
+    rep.cypher = [c for c in cypher if not (c["query"] in seen or seen.add(c["query"]))]
+    return rep
+
+
+def blank_lines_around(lines: list[str], start: int, end: int) -> tuple[int, int]:
+    """The range to delete for the definition on lines ``[start, end)`` (0-based, ``end``
+    exclusive) so that the blank lines left where it was follow PEP 8 as they did around it:
+    between the code before and after it, as many as the larger of the two gaps it had (two
+    before a top-level ``def`` that followed a class's last method, one between methods); none
+    at the start of the file and none at its end (the file ends with the code before it)."""
+    before = 0
+    while start - before > 0 and not lines[start - before - 1].strip():
+        before += 1
+    after = 0
+    while end + after < len(lines) and not lines[end + after].strip():
+        after += 1
+    at_start, at_end = start - before == 0, end + after == len(lines)
+    keep = 0 if at_start or at_end else max(before, after)
+    drop_after = min(after, before + after - keep)
+    drop_before = before + after - keep - drop_after
+    return start - drop_before, end + drop_after
+
+
 def removal(graph: Graph, root: Path, rel: str, text: str, qual: str, max_hops: int = ALL_HOPS,
             scan_budget_s: float = SCAN_BUDGET_S) -> Removal:
     """See the module docstring. ``qual`` is the graph's qualified name (``pkg.mod.f``)."""
@@ -113,10 +211,12 @@ def removal(graph: Graph, root: Path, rel: str, text: str, qual: str, max_hops: 
 
 
 def check(graph: Graph, root: Path, rel: str, text: str, sym: dict, max_hops: int = ALL_HOPS,
-          cypher: list[dict] | None = None, scan_budget_s: float = SCAN_BUDGET_S) -> Removal:
+          cypher: list[dict] | None = None, scan_budget_s: float = SCAN_BUDGET_S,
+          texts: dict[str, str | None] | None = None) -> Removal:
     """``removal`` for a symbol dict already read from the graph. Reading the workspace's files
     stops after ``scan_budget_s`` seconds (then not removable: unknown), which keeps a code-action
-    request well inside the server's answer timeout."""
+    request well inside the server's answer timeout. ``texts``: a cache of the workspace's file
+    texts by path (None: unreadable), filled as files are read, for checking many symbols."""
     cypher = list(cypher or [])
     name, kind = sym["name"], sym["kind"]
 
@@ -179,19 +279,15 @@ def check(graph: Graph, root: Path, rel: str, text: str, sym: dict, max_hops: in
         if time.monotonic() > deadline:
             return no(f"reading the workspace's {len(paths)} files for '{name}' took over {scan_budget_s:g} s: "
                       "whether it is used is unknown")
-        try:
-            other = (Path(root) / path).read_text(encoding="utf-8", errors="replace")
-        except OSError:
+        other = _read_text(Path(root), path, texts)
+        if other is None:
             continue
         if word.search(other):
             return no(f"{name} is mentioned in {path}")
         if path in importers and DYNAMIC.search(other):
             return no(f"{path} imports {rel} and looks names up dynamically (getattr, globals, ...): "
                       f"whether {name} is used is unknown")
-    # also remove the blank lines after it when it is preceded by a blank line (or starts the file)
-    if start == 0 or not lines[start - 1].strip():
-        while end < len(lines) and not lines[end].strip():
-            end += 1
+    start, end = blank_lines_around(lines, start, end)
     new_text = "".join(lines[:start] + lines[end:])
     why = (f"no callers, no unbound calls named '{name}', not mentioned elsewhere in the {len(paths)} "
            f"file(s) of the workspace ({len(importers)} of them importing {rel})")

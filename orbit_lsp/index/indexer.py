@@ -182,6 +182,21 @@ class WorkspaceIndexer:
                 raise FalkorDBOffline(self.store.where, "the server restarted while orbit was writing the "
                                       "graph; the next index brings it up to date")
 
+    def drop(self) -> None:
+        """Remove this workspace's graph, the scratch graph of an interrupted build, the graph's
+        generation marker and its cache file (after a writer in another process finished).
+        The lock file stays (removing it could split a waiting writer from the next). Raises
+        ``FalkorDBOffline``."""
+        with self._writing():
+            self.graph.delete()
+            self.store.graph(build_graph_name(self.graph.name)).delete()
+            writelock.forget_marker(self.store, self.graph.name)
+            self.cache_path.unlink(missing_ok=True)
+            self.state = {}
+            self._live = None
+            self._token = None
+            self._touched, self._touched_all, self._meta_dirty = set(), False, False
+
     def _begin_write(self) -> str:
         """Mark the graph as being written (``dirty:<token>``); returns the new token."""
         token = writelock.new_token()

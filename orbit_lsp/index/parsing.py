@@ -64,9 +64,12 @@ def nonascii_lines(data: bytes) -> frozenset[int]:
 
 
 def count_lines(data: bytes) -> int:
+    """Lines of ``data`` as LSP and Python's tokenizer count them: ends are ``\\r\\n``, ``\\r``
+    and ``\\n`` (a CR-only file has as many lines as CRs); a last line without an end counts."""
     if not data:
         return 0
-    return data.count(b"\n") + (0 if data.endswith(b"\n") else 1)
+    breaks = data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
+    return breaks + (0 if data.endswith((b"\n", b"\r")) else 1)
 
 
 def pickle_facts(facts: pyx.PyFacts) -> bytes:

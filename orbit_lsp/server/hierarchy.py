@@ -19,7 +19,8 @@ item named after the file.
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from pathlib import Path
+from typing import Any, Callable
 
 from lsprotocol import types
 
@@ -76,9 +77,11 @@ class Feature:
         ls.on(types.WORKSPACE_SYMBOL, self.workspace_symbol, types.WorkspaceSymbolOptions(resolve_provider=False))
 
     # -- items -------------------------------------------------------------------------------
-    def item(self, ix: WorkspaceIndexer, s: dict, lines: Lines | AsciiLines) -> dict:
+    def item(self, ix: WorkspaceIndexer, s: dict, lines: Lines | AsciiLines,
+             spell: Callable[[Path, str], str] | None = None) -> dict:
         """A ``CallHierarchyItem`` (as plain JSON) for graph symbol dict ``s``
-        (``queries.SYMBOL_FIELDS`` shape); ``lines``: its file's (``self.lines_of``)."""
+        (``queries.SYMBOL_FIELDS`` shape); ``lines``: its file's (``self.lines_of``); ``spell``:
+        the client's spelling of file URIs (``OrbitServer.uri_speller``), else canonical URIs."""
         line = s["line"] or 1
         # whole lines, their ends included: up to the start of the line after the last one
         end = (max(line, s["end_line"] or line), 0)
@@ -91,7 +94,7 @@ class Feature:
             sel_start, sel_end = (line - 1, c), (line - 1, c + lines.units(name))
             start = (line - 1, 0)
         return {"name": name, "kind": KINDS.get(s["kind"], types.SymbolKind.Function).value,
-                "uri": self.server.rel_uri(ix.root, s["file"]), "range": _range(start, end),
+                "uri": (spell or self.server.rel_uri)(ix.root, s["file"]), "range": _range(start, end),
                 "selectionRange": _range(sel_start, sel_end), "detail": s["qual"],
                 "data": {"file": s["file"], "qual": s["qual"]}}
 
@@ -130,7 +133,8 @@ class Feature:
         syms = [r["symbol"] for r in at.rows if r["type"] == "symbol" and r["symbol"]["kind"] != "module"]
         if not syms:
             return None
-        return [self.item(ix, syms[0], self.lines_of(ix, syms[0]["file"], lines))]
+        return [self.item(ix, syms[0], self.lines_of(ix, syms[0]["file"], lines),
+                          ls.uri_speller(params.text_document.uri))]
 
     async def incoming(self, params: types.CallHierarchyIncomingCallsParams) -> list[dict] | None:
         target = await self._target(params.item)
@@ -148,10 +152,11 @@ class Feature:
                 message=f"Orbit: {params.item.name} has {ans.total} callers; the call hierarchy shows {shown} "
                         f"(setting orbit.maxCallers)"))
         lines = self.server.lines()
+        spell = ls.uri_speller(params.item.uri)
         out = []
         for row in ans.rows:
             caller = self.lines_of(ix, row["file"], lines)
-            out.append({"from": self.item(ix, row, caller), "fromRanges": _sites(caller, row)})
+            out.append({"from": self.item(ix, row, caller, spell), "fromRanges": _sites(caller, row)})
         return out
 
     async def outgoing(self, params: types.CallHierarchyOutgoingCallsParams) -> list[dict] | None:
@@ -166,12 +171,14 @@ class Feature:
                    for r in rows if r["resolved"] == "class"}
         lines = self.server.lines()
         own = self.lines_of(ix, rel, lines)
+        spell = self.server.uri_speller(params.item.uri)
         out = []
         for row in rows:
             if row["resolved"] == "init" and (row["file"], row["qual"].rpartition(".")[0], tuple(row["lines"] or []),
                                               tuple(row["cols"] or [])) in classes:
                 continue
-            out.append({"to": self.item(ix, row, self.lines_of(ix, row["file"], lines)), "fromRanges": _sites(own, row)})
+            out.append({"to": self.item(ix, row, self.lines_of(ix, row["file"], lines), spell),
+                        "fromRanges": _sites(own, row)})
         return out
 
     async def workspace_symbol(self, params: types.WorkspaceSymbolParams) -> list[types.WorkspaceSymbol]:
@@ -187,12 +194,13 @@ class Feature:
                 found.append((r["rank"], r["name"], str(ix.root), r["file"], r["line"] or 0, ix, r))
         found.sort(key=lambda t: t[:5])
         lines = ls.lines()
+        spell = ls.uri_speller()
         out = []
         for *_, ix, r in found[:WORKSPACE_SYMBOL_LIMIT]:
             path = ix.root / r["file"]
             out.append(types.WorkspaceSymbol(
                 name=r["name"], kind=KINDS.get(r["kind"], types.SymbolKind.Variable),
-                location=types.Location(uri=ls.uri_of(path),
+                location=types.Location(uri=spell(ix.root, r["file"]),
                                         range=lines.name_range(path, r["line"] or 1, r["col"] or 0, r["name"])),
                 container_name=r["qual"].rpartition(".")[0] or None))
         return out

@@ -78,6 +78,7 @@ class Feature:
             raise JsonRpcException(f"{uri} is not in an indexed workspace folder", code=REQUEST_FAILED)
         ix, rel = owner
         path = ix.root / rel
+        spell = ls.uri_speller(uri)
         target: dict | None = None
         cypher: list[dict] = []
         notes: list[str] = []
@@ -93,7 +94,7 @@ class Feature:
         if target is None or target["type"] == "file":
             file_rel = target["path"] if target else rel
             ans = await ls.query(file_impact, ix, file_rel, ls.settings.max_hops)
-            target = {"type": "file", "path": file_rel, "uri": ls.rel_uri(ix.root, file_rel)}
+            target = {"type": "file", "path": file_rel, "uri": spell(ix.root, file_rel)}
         elif target["type"] == "package":
             ans = await ls.answer(ix, queries.package_users, target["name"])
             target = {"type": "package", "name": target["name"]}
@@ -106,16 +107,16 @@ class Feature:
             notes += walk.notes
             callers_total = {"all": walk.total, "byDepth": walk.by_depth}
             callers = [{"qual": c["qual"], "name": c["name"], "kind": c["kind"], "path": c["file"],
-                        "uri": ls.rel_uri(ix.root, c["file"]), "line": c["line"], "depth": c["depth"]}
+                        "uri": spell(ix.root, c["file"]), "line": c["line"], "depth": c["depth"]}
                        for c in walk.rows]
             target = {"type": "symbol", "qual": s["qual"], "name": s["name"], "kind": s["kind"],
-                      "path": s["file"], "uri": ls.rel_uri(ix.root, s["file"]), "line": s["line"]}
+                      "path": s["file"], "uri": spell(ix.root, s["file"]), "line": s["line"]}
         cypher += ans.cypher
         notes += ans.notes
         if target["type"] == "package":
-            dependents = [{"path": r["path"], "uri": ls.rel_uri(ix.root, r["path"]), "hops": 1} for r in ans.rows]
+            dependents = [{"path": r["path"], "uri": spell(ix.root, r["path"]), "hops": 1} for r in ans.rows]
         else:
-            dependents = [{"path": r["path"], "uri": ls.rel_uri(ix.root, r["path"]), "hops": r["hops"]}
+            dependents = [{"path": r["path"], "uri": spell(ix.root, r["path"]), "hops": r["hops"]}
                           for r in ans.rows]
         return {"target": target, "dependents": dependents, "callers": callers, "callersTotal": callers_total,
                 "cypher": cypher, "notes": notes}
