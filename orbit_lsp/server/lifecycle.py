@@ -44,7 +44,7 @@ from orbit_lsp.index.indexer import IndexReport, WorkspaceIndexer
 from orbit_lsp.index.isolated import index_all_isolated
 from orbit_lsp.index.roots import ROOT_MARKERS, in_project, too_broad
 from orbit_lsp.index.watcher import (DELETE_GRACE_S, WATCH_DEBOUNCE_S, WATCH_MAX_DELAY_S, Changes, apply_changes,
-                                     classify, event_paths)
+                                     classify, event_paths, linked_sources)
 from orbit_lsp.server.app import OrbitServer, use_lsp_lines
 
 log = logging.getLogger("orbit_lsp.server")
@@ -416,8 +416,14 @@ class Feature:
             return
         ix, rel = owner
         kind = classify(ix, rel, path, is_dir)  # the checks the MCP server's watcher shares
-        if kind is None:
-            return
+        if not is_dir:
+            # an event names a symlink's target, never the link: re-index the links too
+            for link in linked_sources(ix, path):
+                self._queue(link, "file")
+        if kind is not None:
+            self._queue(path, kind)
+
+    def _queue(self, path: Path, kind: str) -> None:
         now = time.monotonic()
         p = self.pending.get(path)
         if p is None:
