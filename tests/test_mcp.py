@@ -396,9 +396,20 @@ async def test_an_edit_is_seen_by_the_next_calls(mcp, ws):
         (ws / "extra.py").unlink()
         await until_ok(mcp, "impact", {"target": "pkg/core.py"},
                        lambda d: "extra.py" not in [r["path"] for r in d["result"]["dependents"]])
+        # a directory made elsewhere and moved in at once, then removed with its files
+        staging = ws.parent / "staging_sub"
+        (staging / "inner").mkdir(parents=True)
+        (staging / "inner" / "use.py").write_text("from pkg.core import run\n")
+        staging.rename(ws / "sub")
+        await until_ok(mcp, "impact", {"target": "pkg/core.py"},
+                       lambda d: "sub/inner/use.py" in [r["path"] for r in d["result"]["dependents"]])
+        shutil.rmtree(ws / "sub")
+        await until_ok(mcp, "cypher", {"query": "MATCH (f:File) WHERE f.path STARTS WITH 'sub/' RETURN count(f)"},
+                       lambda d: d["result"]["rows"] == [[0]])
     finally:
         core.write_text(original)
         (ws / "extra.py").unlink(missing_ok=True)
+        shutil.rmtree(ws / "sub", ignore_errors=True)
     await until_ok(mcp, "callers", {"symbol": "helper"},
                    lambda d: "pkg.core.added" not in quals(d["result"]["targets"][0]["callers"]))
 
@@ -437,6 +448,8 @@ async def test_falkordb_down_mid_session_then_back(tmp_path):
     s = await Session(stdio_params(root, tmp_path / "data", env={"ORBIT_FALKORDB_URL": fdb.url})).start()
     try:
         assert quals((await s.ok("callers", {"symbol": "helper"}))["result"]["targets"][0]["callers"]) == {"pkg.core.run": 1}
+        d = await s.ok("impact", {"target": "pkg/core.py"})  # the import graph is read (and kept)
+        assert {r["path"] for r in d["result"]["dependents"]} == {"pkg/__init__.py", "pkg/cli.py", "app.py"}
         fdb.kill()
         for _ in range(3):
             t = time.monotonic()
@@ -449,6 +462,10 @@ async def test_falkordb_down_mid_session_then_back(tmp_path):
         d = await until_ok(s, "callers", {"symbol": "helper"},
                            lambda d: "late.late" in quals(d["result"]["targets"][0]["callers"]))
         assert quals(d["result"]["targets"][0]["callers"]) == {"pkg.core.run": 1, "late.late": 1}
+        # the import graph was read again from the rebuilt graph
+        d = await s.ok("impact", {"target": "pkg/core.py"})
+        assert {r["path"]: r["hops"] for r in d["result"]["dependents"]} == {
+            "pkg/__init__.py": 1, "pkg/cli.py": 1, "late.py": 1, "app.py": 2}
     finally:
         await s.stop()
         fdb.kill()
