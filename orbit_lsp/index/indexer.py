@@ -550,6 +550,7 @@ class WorkspaceIndexer:
         target = self.store.graph(build_graph_name(self.graph.name))
         target.delete()  # a build that stopped half-way (we hold the graph's write lock)
         ensure_indexes(target)
+        server = self.store.server_id
         w = GraphWriter(target)
         rels = sorted(self.state)
         decoded = dict(fresh or {})
@@ -599,6 +600,10 @@ class WorkspaceIndexer:
             for i, job in enumerate(jobs, 1):
                 job.result()
                 report_progress(progress, i, len(jobs), "", "write")
+            if self.store.server_id != server:
+                # FalkorDB restarted during the build: the scratch graph lost its first writes
+                raise FalkorDBOffline(self.store.where, "the server restarted while orbit was writing the "
+                                      "graph; the next index brings it up to date")
             self._swap_in(target)
             self._cache_blobs = blobs  # saved by _persist, only once every write succeeded
         finally:
