@@ -211,6 +211,7 @@ async def test_impact_of_file_and_symbol(mcp):
     assert any("may call it" in n for n in d["notes"])  # the unbound obj.helper(), apart
     capped = await mcp.ok("impact", {"target": "helper", "limit": 1})
     assert capped["total"] == 3 and capped["shown"] == 1 and capped["truncated"] is True
+    assert "listed 1 of 3" in capped["text"]
     assert len(capped["result"]["targets"][0]["callers"]) == 1
 
 
@@ -314,6 +315,9 @@ async def test_read_file_only_what_the_graph_returned_redacted(mcp, ws):
     d = await mcp.ok("read_file", {"path": "fresh.py"})
     assert SECRET not in d["text"] and "[REDACTED]" in d["text"] and "def fresh():" in d["text"]
     assert d["result"]["redactions"] >= 1
+    part = await mcp.ok("read_file", {"path": "fresh.py", "start_line": 4, "end_line": 5})
+    assert part["result"]["text"] == "4: def fresh():\n5:     return KEY"
+    assert part["total"] == 5 and part["shown"] == 2 and "listed 2 of 5: ask for other lines" in part["text"]
     assert ".env" in await mcp.error("read_file", {"path": ".env"})
     assert "outside" in await mcp.error("read_file", {"path": "/etc/passwd"})
     (ws / "fresh.py").unlink()

@@ -49,6 +49,7 @@ class Answer:
     lines: list[str]  # the text form, without notes, freshness and Cypher
     cypher: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    rest: str = f"pass a higher limit (at most {MAX_LIMIT}) or a narrower target for the rest"
 
     @property
     def truncated(self) -> bool:
@@ -60,6 +61,8 @@ class Answer:
 
     def text(self, freshness: str) -> str:
         out = list(self.lines)
+        if self.total is not None and self.shown < self.total:
+            out.append(f"listed {self.shown} of {self.total}: {self.rest}")
         out += [f"note: {n}" for n in self.notes]
         out.append(freshness)
         out.append(cypher_text(self.cypher))
@@ -497,7 +500,8 @@ class Tools:
         n = max(0, d["end_line"] - d["start_line"] + 1)
         lines = [f"{d['path']} lines {d['start_line']}-{d['end_line']} of {d['total_lines']}"
                  + (f" ({d['redactions']} secret(s) redacted)" if d["redactions"] else ""), d["text"]]
-        return Answer(d, d["total_lines"], min(n, d["total_lines"]), lines, res.cypher)
+        return Answer(d, d["total_lines"], min(n, d["total_lines"]), lines, res.cypher,
+                      rest="ask for other lines with start_line and end_line (at most 200 at once)")
 
     # -- helpers -------------------------------------------------------------------------------------
     def _rel(self, path: str) -> str:
