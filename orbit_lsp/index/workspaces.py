@@ -27,6 +27,7 @@ from pathlib import Path
 from orbit_lsp.config import Settings
 from orbit_lsp.graph.connection import GraphStore
 from orbit_lsp.index.indexer import WorkspaceIndexer
+from orbit_lsp.index.roots import SHALLOW_EXCLUDE
 from orbit_lsp.index.walk import WorkspaceFilter
 
 log = logging.getLogger("orbit_lsp.index")
@@ -162,14 +163,18 @@ class WorkspaceSet:
         self._folders: dict[Path, WorkspaceIndexer] = {}
         self._lock = threading.Lock()
         self._dirty: set[Path] = set()
+        self._shallow: set[Path] = set()  # folders served without their subdirectories
 
     # -- folders ------------------------------------------------------------------------------
-    def add(self, folder: Path | str) -> WorkspaceIndexer:
-        """Serve ``folder`` (idempotent). Indexing is the caller's to start."""
+    def add(self, folder: Path | str, shallow: bool = False) -> WorkspaceIndexer:
+        """Serve ``folder`` (idempotent). Indexing is the caller's to start. ``shallow``: only
+        the folder's own files, none of its subdirectories (``roots.SHALLOW_EXCLUDE``)."""
         root = real(folder)
         with self._lock:
             ix = self._folders.get(root)
             if ix is None:
+                if shallow:
+                    self._shallow.add(root)
                 ix = self._folders[root] = WorkspaceIndexer(root, self.store, self._settings_for(root))
                 self._reconcile_locked(changed=root)
                 WorkspaceRegistry(self.settings.data_dir).record(root, graph=ix.graph.name)
@@ -182,6 +187,7 @@ class WorkspaceSet:
             ix = self._folders.pop(root, None)
             if ix is not None:
                 self._dirty.discard(root)
+                self._shallow.discard(root)
                 self._reconcile_locked(changed=root)
             return ix
 
@@ -215,12 +221,17 @@ class WorkspaceSet:
         return sorted(os.path.relpath(other, root).replace(os.sep, "/")
                       for other in self._folders if other != root and root in other.parents)
 
+    def is_shallow(self, folder: Path | str) -> bool:
+        """Whether ``folder`` is served without its subdirectories."""
+        with self._lock:
+            return real(folder) in self._shallow
+
     def _settings_for(self, root: Path) -> Settings:
         nested = self._nested(root)
-        if not nested:
+        extra = [_anchored_dir_pattern(r) for r in nested] + ([SHALLOW_EXCLUDE] if root in self._shallow else [])
+        if not extra:
             return self.settings
-        return self.settings.model_copy(update={
-            "exclude": list(self.settings.exclude) + [_anchored_dir_pattern(r) for r in nested]})
+        return self.settings.model_copy(update={"exclude": list(self.settings.exclude) + extra})
 
     @staticmethod
     def _apply_locked(ix: WorkspaceIndexer, settings: Settings) -> bool:
