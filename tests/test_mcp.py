@@ -550,3 +550,17 @@ async def test_usage_errors(cmd, argv, expect, data_dir):
     p = await asyncio.to_thread(subprocess.run, [*cmd, *argv], capture_output=True, text=True, timeout=60,
                                 env={**os.environ, "ORBIT_DATA_DIR": str(data_dir)}, stdin=subprocess.DEVNULL)
     assert p.returncode == 2 and expect in p.stderr and "error" in p.stderr and p.stdout == ""
+
+
+async def test_answers_wait_for_the_first_index_then_say_how_far(tmp_path, settings):
+    """Before the first index ends, a call waits for it, then is refused with the progress (a
+    LiveWorkspace that was never started never ends its first index)."""
+    from orbit_lsp.mcp.live import LiveWorkspace, NotReady
+
+    live = LiveWorkspace(write_workspace(tmp_path / "ws"), settings)
+    t = time.monotonic()
+    with pytest.raises(NotReady) as ei:
+        live.before_answer(0.2)
+    assert time.monotonic() - t >= 0.2
+    assert "still being indexed (0/0 files)" in str(ei.value)
+    live.store.close()
