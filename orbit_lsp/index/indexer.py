@@ -78,6 +78,8 @@ def report_progress(progress, done: int, total: int, rel: str, phase: str = "rea
         progress(done, total, rel, phase)
     elif phase == "read":
         progress(done, total, rel)
+
+
 _GENERATIONS = itertools.count(1)
 BUILD_GRAPH_PREFIX = "orbit_build_"  # scratch graph of a full build: orbit_build_<code graph name>
 
