@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Literal
 from urllib.parse import urlsplit
 
 import platformdirs
@@ -56,6 +57,12 @@ class Settings(BaseModel):
       seconds; ``agent_max_wait_s``: longest wait for a rate limit to pass when every model is
       limited (a longer ``Retry-After`` is an error at once).
     - ``memory_graph``: name of the memory graph (default ``orbit_memory``) in the same FalkorDB.
+    - ``index_home_or_root``: the language server indexes a workspace folder that is the home
+      directory or the filesystem root only when this is true (default: refused, with a message).
+    - ``loose_folders``: how the language server indexes a workspace folder with no project marker
+      in it or above it (``index.roots``): ``"recursive"`` (default: the whole tree) or
+      ``"shallow"`` (its own files only: what an editor that opened a lone file wants; the
+      Neovim plugin sends it).
     """
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
@@ -78,6 +85,8 @@ class Settings(BaseModel):
     agent_request_timeout_s: float = Field(default=60.0, gt=0, le=600)
     agent_max_wait_s: float = Field(default=30.0, ge=0, le=600)
     memory_graph: str = Field(default="orbit_memory", pattern=r"^[A-Za-z0-9_\-]{1,100}$")
+    index_home_or_root: bool = False
+    loose_folders: Literal["recursive", "shallow"] = "recursive"
 
     @field_validator("agent_fallback_models", mode="before")
     @classmethod

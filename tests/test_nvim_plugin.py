@@ -67,6 +67,8 @@ def test_client_attaches(session):
     a = session["steps"]["attached"]
     assert a["name"] == "orbit" and Path(a["root"]) == session["root"]  # root found by pyproject.toml
     assert a["encoding"] == "utf-8"  # Neovim offers UTF-8 first
+    # the minimal setup sends an object: a loose file's folder is indexed without its subfolders
+    assert a["init_options"] == {"looseFolders": "shallow"}
 
 
 def test_lens_text(session):

@@ -17,7 +17,8 @@ contain FILE (``impact``) or, for the other queries, that contain the current di
 below it, the one most recently indexed by ``orbit-lsp index`` (then the deepest); with none, the
 current directory, which is then indexed first. So ``orbit-lsp index src`` followed by
 ``orbit-lsp callers main`` reads ``src``. A workspace counts as indexed when its graph exists on
-the server; the CLI records when it indexed which root in ``<data dir>/workspaces.json``.
+the server; the registry of workspaces (``<data dir>/workspaces.json``) records when the CLI
+indexed which root.
 
 Layout (one module per responsibility):
 
@@ -26,7 +27,7 @@ Layout (one module per responsibility):
 - ``registry``: which ``cmd_*`` module adds which subcommand (**add a subcommand there**; its
   docstring says how);
 - ``cmd_index``, ``cmd_queries`` (impact, callers, chain, cypher, export), ``cmd_ask``,
-  ``cmd_memory``, ``cmd_db``: one module per command family;
+  ``cmd_memory``, ``cmd_workspaces``, ``cmd_db``, ...: one module per command family;
 - ``context`` (``Ctx``: arguments, settings, store), ``workspace`` (which graph a command reads,
   indexing on demand), ``output`` (JSON and Cypher printing), ``progress``, ``errors``.
 """

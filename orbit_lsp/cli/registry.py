@@ -12,9 +12,10 @@ then list the module in ``COMMAND_MODULES`` below (the order is the order of ``-
 
 from __future__ import annotations
 
-from orbit_lsp.cli import cmd_ask, cmd_changes, cmd_db, cmd_index, cmd_mcp, cmd_memory, cmd_queries
+from orbit_lsp.cli import (cmd_ask, cmd_changes, cmd_db, cmd_index, cmd_mcp, cmd_memory, cmd_queries,
+                           cmd_workspaces)
 
-COMMAND_MODULES = (cmd_index, cmd_queries, cmd_changes, cmd_ask, cmd_memory, cmd_mcp, cmd_db)
+COMMAND_MODULES = (cmd_index, cmd_queries, cmd_changes, cmd_ask, cmd_memory, cmd_mcp, cmd_workspaces, cmd_db)
 
 # command name -> handler; ``_main`` dispatches through this dict
 COMMANDS = {name: handler for module in COMMAND_MODULES for name, handler in module.COMMANDS.items()}

@@ -1,14 +1,14 @@
 """Which workspace a command reads, and indexing it on demand (rules in the package docstring).
 
-The CLI records when it indexed which root in ``<data dir>/workspaces.json``.
+The registry of workspaces (``orbit_lsp.index.workspaces.WorkspaceRegistry``, in
+``<data dir>/workspaces.json``) records when the command line indexed which root, and when a
+command last used it.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 import os
-import time
 from pathlib import Path
 
 from orbit_lsp.cli.context import Ctx
@@ -16,34 +16,20 @@ from orbit_lsp.cli.errors import UsageError
 
 log = logging.getLogger("orbit_lsp.cli")
 
-RECENT_FILE = "workspaces.json"  # under the data dir: roots indexed by the CLI, with times
-RECENT_MAX = 50
 
+def registry(ctx: Ctx):
+    from orbit_lsp.index.workspaces import WorkspaceRegistry
 
-def recent_path(ctx: Ctx) -> Path:
-    return Path(ctx.settings.data_dir) / RECENT_FILE
+    return WorkspaceRegistry(ctx.settings.data_dir)
 
 
 def load_recent(ctx: Ctx) -> dict[str, float]:
-    try:
-        data = json.loads(recent_path(ctx).read_text())
-        return {str(k): float(v) for k, v in data.items()} if isinstance(data, dict) else {}
-    except (OSError, ValueError, TypeError, AttributeError):
-        return {}
+    """Root -> when ``orbit-lsp`` last indexed it."""
+    return {root: rec.indexed for root, rec in registry(ctx).load().items() if rec.indexed is not None}
 
 
 def record_indexed(ctx: Ctx, root: Path) -> None:
-    recent = load_recent(ctx)
-    recent[str(root)] = time.time()
-    keep = dict(sorted(recent.items(), key=lambda kv: kv[1], reverse=True)[:RECENT_MAX])
-    path = recent_path(ctx)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{path.name}.tmp{os.getpid()}")
-        tmp.write_text(json.dumps(keep, indent=1))
-        os.replace(tmp, path)
-    except OSError as exc:  # a convenience only: never fail the command for it
-        log.info("could not record indexed workspace: %s", exc)
+    registry(ctx).record(root, indexed=True)
 
 
 def is_within(path: Path, root: Path) -> bool:
@@ -139,9 +125,11 @@ def workspace_graph(ctx: Ctx, file_arg: str | None = None):
         finally:
             progress.finish()
         ctx.note(f"indexed {rep.files} files, {rep.symbols} symbols in {rep.seconds:.2f} s")
-    elif getattr(ctx.args, "exclude", None):
-        ctx.note(f"--exclude applies when a workspace is indexed; {root} is indexed already "
-                 f"(to change its graph: orbit-lsp index {root} --exclude ...)")
+    else:
+        registry(ctx).record(root, graph=graph.name)  # its last use
+        if getattr(ctx.args, "exclude", None):
+            ctx.note(f"--exclude applies when a workspace is indexed; {root} is indexed already "
+                     f"(to change its graph: orbit-lsp index {root} --exclude ...)")
     return root, graph
 
 

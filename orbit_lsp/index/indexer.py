@@ -78,6 +78,8 @@ def report_progress(progress, done: int, total: int, rel: str, phase: str = "rea
         progress(done, total, rel, phase)
     elif phase == "read":
         progress(done, total, rel)
+
+
 _GENERATIONS = itertools.count(1)
 BUILD_GRAPH_PREFIX = "orbit_build_"  # scratch graph of a full build: orbit_build_<code graph name>
 
@@ -192,6 +194,21 @@ class WorkspaceIndexer:
                 self._token = None
                 raise FalkorDBOffline(self.store.where, "the server restarted while orbit was writing the "
                                       "graph; the next index brings it up to date")
+
+    def drop(self) -> None:
+        """Remove this workspace's graph, the scratch graph of an interrupted build, the graph's
+        generation marker and its cache file (after a writer in another process finished).
+        The lock file stays (removing it could split a waiting writer from the next). Raises
+        ``FalkorDBOffline``."""
+        with self._writing():
+            self.graph.delete()
+            self.store.graph(build_graph_name(self.graph.name)).delete()
+            writelock.forget_marker(self.store, self.graph.name)
+            self.cache_path.unlink(missing_ok=True)
+            self.state = {}
+            self._live = None
+            self._token = None
+            self._touched, self._touched_all, self._meta_dirty = set(), False, False
 
     def _begin_write(self) -> str:
         """Mark the graph as being written (``dirty:<token>``); returns the new token."""
@@ -547,6 +564,7 @@ class WorkspaceIndexer:
         target = self.store.graph(build_graph_name(self.graph.name))
         target.delete()  # a build that stopped half-way (we hold the graph's write lock)
         ensure_indexes(target)
+        server = self.store.server_id
         w = GraphWriter(target)
         rels = sorted(self.state)
         decoded = dict(fresh or {})
@@ -603,6 +621,10 @@ class WorkspaceIndexer:
             for i, job in enumerate(jobs, 1):
                 job.result()
                 report_progress(progress, i, len(jobs), "", "write")
+            if self.store.server_id != server:
+                # FalkorDB restarted during the build: the scratch graph lost its first writes
+                raise FalkorDBOffline(self.store.where, "the server restarted while orbit was writing the "
+                                      "graph; the next index brings it up to date")
             self._swap_in(target)
             self._cache_blobs = blobs  # saved by _persist, only once every write succeeded
         finally:

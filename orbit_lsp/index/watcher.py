@@ -8,6 +8,9 @@ The pieces the language server (``orbit_lsp.server.lifecycle``) and the MCP serv
   ``"rescan"`` (a ``.gitignore`` or JS/TS config changed: bring the whole folder up to date) or
   None (ignored: the root itself, ``.git``/``node_modules``/caches, ignored directories,
   temporaries, ``.env`` files, non-source files).
+- ``linked_sources(ix, path)``: the indexed files that are symlinks (or lie under a symlinked
+  directory) whose real target is ``path``: an event names the target (``bin/tool``), never
+  the link (``tests/tool.py -> ../bin/tool``), so the link's path is queued as well.
 - ``Changes`` and ``apply_changes(ix, changes)``: apply one folder's queued changes with the
   indexer's content-hash check (a file whose bytes the graph already has costs a read and a
   hash), in the caller's index thread.
@@ -22,6 +25,7 @@ import logging
 import os
 import threading
 import time
+import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable
@@ -59,6 +63,51 @@ def classify(ix: "WorkspaceIndexer", rel: str, path: Path, is_dir: bool) -> str 
     if os.path.splitext(path.name)[1].lower() in LANGS and ix.filter.accepts(path):
         return "file"
     return None  # temporaries (mod.py~, .swp, 4913), .env files, non-source files
+
+
+_LINKS: "weakref.WeakKeyDictionary[WorkspaceIndexer, tuple[int, dict[str, list[str]]]]" = weakref.WeakKeyDictionary()
+_LINKS_LOCK = threading.Lock()
+
+
+def _link_map(ix: "WorkspaceIndexer") -> dict[str, list[str]]:
+    """Real path -> rels of the indexed files reached through a symlink (the file itself or a
+    directory on its way), rebuilt when the graph's generation changes: one ``lstat`` per file
+    and one ``realpath`` per directory."""
+    gen = ix.generation
+    with _LINKS_LOCK:
+        cached = _LINKS.get(ix)
+    if cached is not None and cached[0] == gen:
+        return cached[1]
+    root = os.fspath(ix.root)
+    real_root = os.path.realpath(root)
+    real_dirs: dict[str, str] = {}
+    found: dict[str, list[str]] = {}
+    for rel in list(ix.state):
+        d, _, name = rel.rpartition("/")
+        real_dir = real_dirs.get(d)
+        if real_dir is None:
+            lexical_dir = os.path.join(root, *d.split("/")) if d else root
+            real_dir = real_dirs[d] = os.path.realpath(lexical_dir)
+        lexical = os.path.join(real_dir, name)
+        try:
+            real = os.path.realpath(lexical) if os.path.islink(lexical) else lexical
+        except OSError:
+            continue
+        if real != os.path.join(real_root, *rel.split("/")):
+            found.setdefault(real, []).append(rel)
+    with _LINKS_LOCK:
+        _LINKS[ix] = (gen, found)
+    return found
+
+
+def linked_sources(ix: "WorkspaceIndexer", path: Path) -> list[Path]:
+    """Paths (under ``ix.root``) of the indexed files that are links, or lie under linked
+    directories, whose real file is ``path`` (see the module docstring); usually none."""
+    links = _link_map(ix)
+    if not links:
+        return []
+    rels = links.get(os.path.realpath(os.fspath(path)), ())
+    return [ix.root / r for r in rels]
 
 
 @dataclass
@@ -164,6 +213,9 @@ class FolderWatcher(FileSystemEventHandler):
         if rel is None:
             return
         kind = classify(self.ix, rel, path, is_dir)
+        if not is_dir:
+            for link in linked_sources(self.ix, path):
+                self.queue(link, False)
         if kind is None:
             return
         with self._cond:

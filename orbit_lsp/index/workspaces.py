@@ -1,21 +1,39 @@
-"""The workspace folders one process serves, each with its own indexer and graph.
+"""The workspace folders one process serves, each with its own indexer and graph, and the
+registry of every workspace orbit has indexed or served.
 
 ``WorkspaceSet`` maps a file path to the folder that owns it: the deepest folder containing it.
 A folder nested inside another served folder is excluded from the outer folder's walk, so a
 file of a multi-root workspace is indexed once, into exactly one graph. It knows nothing of
 LSP: callers hand it filesystem paths.
+
+``WorkspaceRegistry`` (``<data dir>/workspaces.json``) remembers, for each workspace root, its
+graph name, when the command line last indexed it and when any orbit process last used it
+(``orbit-lsp workspaces list|drop|prune`` reads it). Graph names are hashes of the root, so
+this file is the only way back from a graph to its folder.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import json
+import logging
 import os
 import threading
+import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from orbit_lsp.config import Settings
 from orbit_lsp.graph.connection import GraphStore
 from orbit_lsp.index.indexer import WorkspaceIndexer
+from orbit_lsp.index.roots import SHALLOW_EXCLUDE
 from orbit_lsp.index.walk import WorkspaceFilter
+
+log = logging.getLogger("orbit_lsp.index")
+
+REGISTRY_FILE = "workspaces.json"
+REGISTRY_MAX = 1000  # most workspaces remembered (the least recently used are forgotten)
 
 
 def real(path: Path | str) -> Path:
@@ -30,6 +48,104 @@ def _anchored_dir_pattern(rel: str) -> str:
     if escaped.endswith(" "):
         escaped = escaped[:-1] + "\\ "
     return "/" + escaped + "/"
+
+
+@dataclass
+class WorkspaceRecord:
+    """One registered workspace: ``root`` (real path), ``graph`` (its code graph name),
+    ``indexed`` (when ``orbit-lsp`` last indexed it, ``time.time()``; None: never by the command
+    line), ``used`` (when any orbit process last indexed, served or queried it)."""
+
+    root: str
+    graph: str
+    indexed: float | None = None
+    used: float | None = None
+
+    def to_dict(self) -> dict:
+        return {"root": self.root, "graph": self.graph, "indexed": self.indexed, "used": self.used}
+
+
+class WorkspaceRegistry:
+    """``<data_dir>/workspaces.json``: ``{"version": 2, "workspaces": {root: {"graph", "indexed",
+    "used"}}}`` (the first format, ``{root: indexed time}``, is read too). Updates are serialised
+    across processes with a ``flock`` on ``workspaces.json.lock`` and written atomically. A
+    convenience: failing to read or write it is logged, never raised."""
+
+    def __init__(self, data_dir: Path | str):
+        self.path = Path(data_dir).expanduser() / REGISTRY_FILE
+
+    def load(self) -> dict[str, WorkspaceRecord]:
+        """Root -> record; empty when the file is missing or unreadable."""
+        from orbit_lsp.graph.connection import code_graph_name
+
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        out: dict[str, WorkspaceRecord] = {}
+        if not isinstance(data, dict):
+            return out
+        items = data.get("workspaces") if data.get("version") == 2 else data
+        for root, v in (items or {}).items() if isinstance(items, dict) else ():
+            try:
+                if isinstance(v, dict):
+                    out[str(root)] = WorkspaceRecord(
+                        str(root), str(v.get("graph") or code_graph_name(root)),
+                        None if v.get("indexed") is None else float(v["indexed"]),
+                        None if v.get("used") is None else float(v["used"]))
+                else:  # first format: root -> when the command line indexed it
+                    out[str(root)] = WorkspaceRecord(str(root), code_graph_name(root), float(v), float(v))
+            except (TypeError, ValueError):
+                continue
+        return out
+
+    @contextlib.contextmanager
+    def _locked(self):
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path.with_name(self.path.name + ".lock"), os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)
+
+    def _save(self, records: dict[str, WorkspaceRecord]) -> None:
+        keep = sorted(records.values(), key=lambda r: r.used or r.indexed or 0.0, reverse=True)[:REGISTRY_MAX]
+        doc = {"version": 2, "workspaces": {r.root: {"graph": r.graph, "indexed": r.indexed, "used": r.used}
+                                            for r in sorted(keep, key=lambda r: r.root)}}
+        tmp = self.path.with_name(f"{self.path.name}.tmp{os.getpid()}.{threading.get_ident()}")
+        tmp.write_text(json.dumps(doc, indent=1), encoding="utf-8")
+        os.replace(tmp, self.path)
+
+    def record(self, root: Path | str, indexed: bool = False, graph: str | None = None) -> None:
+        """Note that ``root`` was used now (``indexed``: indexed by the command line now)."""
+        from orbit_lsp.graph.connection import code_graph_name
+
+        key = str(real(root))
+        now = time.time()
+        try:
+            with self._locked():
+                records = self.load()
+                rec = records.get(key) or WorkspaceRecord(key, graph or code_graph_name(key))
+                rec.used = now
+                if indexed:
+                    rec.indexed = now
+                records[key] = rec
+                self._save(records)
+        except OSError as exc:
+            log.info("could not record workspace %s in %s: %s", key, self.path, exc)
+
+    def forget(self, roots: list[str]) -> None:
+        """Remove ``roots`` (as registered) from the registry."""
+        try:
+            with self._locked():
+                records = self.load()
+                if any(r in records for r in roots):
+                    for r in roots:
+                        records.pop(r, None)
+                    self._save(records)
+        except OSError as exc:
+            log.info("could not update %s: %s", self.path, exc)
 
 
 class WorkspaceSet:
@@ -47,16 +163,21 @@ class WorkspaceSet:
         self._folders: dict[Path, WorkspaceIndexer] = {}
         self._lock = threading.Lock()
         self._dirty: set[Path] = set()
+        self._shallow: set[Path] = set()  # folders served without their subdirectories
 
     # -- folders ------------------------------------------------------------------------------
-    def add(self, folder: Path | str) -> WorkspaceIndexer:
-        """Serve ``folder`` (idempotent). Indexing is the caller's to start."""
+    def add(self, folder: Path | str, shallow: bool = False) -> WorkspaceIndexer:
+        """Serve ``folder`` (idempotent). Indexing is the caller's to start. ``shallow``: only
+        the folder's own files, none of its subdirectories (``roots.SHALLOW_EXCLUDE``)."""
         root = real(folder)
         with self._lock:
             ix = self._folders.get(root)
             if ix is None:
+                if shallow:
+                    self._shallow.add(root)
                 ix = self._folders[root] = WorkspaceIndexer(root, self.store, self._settings_for(root))
                 self._reconcile_locked(changed=root)
+                WorkspaceRegistry(self.settings.data_dir).record(root, graph=ix.graph.name)
             return ix
 
     def remove(self, folder: Path | str) -> WorkspaceIndexer | None:
@@ -66,6 +187,7 @@ class WorkspaceSet:
             ix = self._folders.pop(root, None)
             if ix is not None:
                 self._dirty.discard(root)
+                self._shallow.discard(root)
                 self._reconcile_locked(changed=root)
             return ix
 
@@ -99,12 +221,17 @@ class WorkspaceSet:
         return sorted(os.path.relpath(other, root).replace(os.sep, "/")
                       for other in self._folders if other != root and root in other.parents)
 
+    def is_shallow(self, folder: Path | str) -> bool:
+        """Whether ``folder`` is served without its subdirectories."""
+        with self._lock:
+            return real(folder) in self._shallow
+
     def _settings_for(self, root: Path) -> Settings:
         nested = self._nested(root)
-        if not nested:
+        extra = [_anchored_dir_pattern(r) for r in nested] + ([SHALLOW_EXCLUDE] if root in self._shallow else [])
+        if not extra:
             return self.settings
-        return self.settings.model_copy(update={
-            "exclude": list(self.settings.exclude) + [_anchored_dir_pattern(r) for r in nested]})
+        return self.settings.model_copy(update={"exclude": list(self.settings.exclude) + extra})
 
     @staticmethod
     def _apply_locked(ix: WorkspaceIndexer, settings: Settings) -> bool:
@@ -138,3 +265,78 @@ class WorkspaceSet:
                 if rel is not None:
                     return best, rel
         return None
+
+
+# -- sizes and dropping (``orbit-lsp workspaces``) ----------------------------------------------
+
+@dataclass
+class GraphSize:
+    """``nodes``/``edges``: counts (None when the graph could not be read); ``memory_mb``:
+    FalkorDB's ``GRAPH.MEMORY USAGE`` total in MB (None when the server lacks the command);
+    ``cache_bytes``: size of the graph's cache files under ``<data dir>/cache``."""
+
+    nodes: int | None = None
+    edges: int | None = None
+    memory_mb: float | None = None
+    cache_bytes: int = 0
+
+    def to_dict(self) -> dict:
+        return {"nodes": self.nodes, "edges": self.edges, "memory_mb": self.memory_mb,
+                "cache_bytes": self.cache_bytes}
+
+
+NODE_COUNT = "MATCH (n) RETURN count(n)"
+EDGE_COUNT = "MATCH ()-[r]->() RETURN count(r)"
+
+
+def cache_files(data_dir: Path | str, graph_name: str) -> list[Path]:
+    """The cache files of ``graph_name`` (``<data dir>/cache/<graph>.sqlite`` and its journal)."""
+    folder = Path(data_dir).expanduser() / "cache"
+    return sorted(p for p in folder.glob(f"{graph_name}.sqlite*") if p.is_file())
+
+
+def graph_size(store: GraphStore, graph_name: str, timeout_ms: int | None = None) -> GraphSize:
+    """Sizes of one graph (see ``GraphSize``). Raises ``FalkorDBOffline``."""
+    from orbit_lsp.graph.errors import QueryRejected, QueryTimeout
+
+    size = GraphSize(cache_bytes=sum(p.stat().st_size for p in cache_files(store.settings.data_dir, graph_name)))
+    g = store.graph(graph_name)
+    try:
+        size.nodes = int(g.ro_query(NODE_COUNT, timeout_ms=timeout_ms).rows[0][0])
+        size.edges = int(g.ro_query(EDGE_COUNT, timeout_ms=timeout_ms).rows[0][0])
+    except (QueryRejected, QueryTimeout) as exc:
+        log.info("could not count graph %s: %s", graph_name, exc)
+    try:
+        reply = store.execute("GRAPH.MEMORY", "USAGE", graph_name)
+        fields = dict(zip(reply[0::2], reply[1::2])) if isinstance(reply, list) else {}
+        total = fields.get("total_graph_sz_mb", fields.get(b"total_graph_sz_mb"))
+        size.memory_mb = float(total) if total is not None else None
+    except (QueryRejected, TypeError, ValueError) as exc:  # an older FalkorDB without the command
+        log.info("GRAPH.MEMORY USAGE %s: %s", graph_name, exc)
+    return size
+
+
+def drop_graph(store: GraphStore, graph_name: str) -> int:
+    """Delete code graph ``graph_name``, the scratch graph of an unfinished build of it, its
+    generation marker and its cache files, holding its write lock (waits for a writer to
+    finish). Returns the cache bytes freed. Refuses anything but a code graph (``ValueError``).
+    Raises ``FalkorDBOffline``."""
+    from orbit_lsp.graph import writelock
+    from orbit_lsp.graph.connection import CODE_GRAPH_PREFIX
+    from orbit_lsp.index.indexer import build_graph_name
+
+    if not graph_name.startswith(CODE_GRAPH_PREFIX):
+        raise ValueError(f"{graph_name} is not a code graph")
+    freed = 0
+    with writelock.GraphWriteLock(store, graph_name):
+        store.graph(graph_name).delete()
+        store.graph(build_graph_name(graph_name)).delete()
+        writelock.forget_marker(store, graph_name)
+        for p in cache_files(store.settings.data_dir, graph_name):
+            try:
+                n = p.stat().st_size
+                p.unlink()
+                freed += n
+            except OSError as exc:
+                log.warning("could not remove %s: %s", p, exc)
+    return freed

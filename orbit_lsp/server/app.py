@@ -17,6 +17,7 @@ import inspect
 import logging
 import os
 import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, TypeVar
@@ -77,6 +78,7 @@ class OrbitServer(LanguageServer):
         self._announced: list[str] = []  # setting problems last shown to the user
         self._spelling_key: tuple[str, ...] | None = None  # open documents' URIs (uri_speller)
         self._spellings: dict[tuple[Path, str], str] = {}
+        self._graph_gates: dict[Path, threading.Lock] = {}  # graph_gate
 
     def on(self, method: str, fn: Callable[[Any], Any], options: Any = None) -> None:
         """Register feature method ``fn`` (a bound method taking the params) for ``method``.
@@ -281,14 +283,28 @@ class OrbitServer(LanguageServer):
         ``graph.cache``)."""
         return await self.query(ANSWERS.get, ix.graph, ix.generation, fn, *args)
 
+    def graph_gate(self, ix: WorkspaceIndexer) -> threading.Lock:
+        """The lock the index thread holds while it works on ``ix``'s graph and the agent's
+        reads hold while they run (``server.ask.AgentGraph``): a re-index then waits here for a
+        model-written read, not in FalkorDB, where a waiting writer also holds up every read
+        (hover, lens) that arrives after it."""
+        gate = self._graph_gates.get(ix.root)
+        if gate is None:
+            gate = self._graph_gates.setdefault(ix.root, threading.Lock())
+        return gate
+
     async def index(self, fn: Callable[..., T], *args, **kwargs) -> T | None:
         """Run indexing work in the (single) index thread; None when FalkorDB is offline (the
         work is redone after recovery by a full incremental re-open). Other graph errors
         (a query timeout, a rejected write) are logged and also give None: indexing is
         background work, no request is waiting for its error."""
         loop = asyncio.get_running_loop()
+        ix = next((a for a in args if isinstance(a, WorkspaceIndexer)), None)
+        work = functools.partial(fn, *args, **kwargs)
+        if ix is not None:
+            work = functools.partial(self._gated, self.graph_gate(ix), work)
         try:
-            return await loop.run_in_executor(self.index_pool, functools.partial(fn, *args, **kwargs))
+            return await loop.run_in_executor(self.index_pool, work)
         except FalkorDBOffline as exc:
             self.went_offline(exc)
             return None
@@ -297,6 +313,11 @@ class OrbitServer(LanguageServer):
             self.window_log_message(types.LogMessageParams(types.MessageType.Error,
                                                            f"orbit-lsp: indexing failed: {type(exc).__name__}: {exc}"))
             return None
+
+    @staticmethod
+    def _gated(gate: threading.Lock, work: Callable[[], T]) -> T:
+        with gate:
+            return work()
 
     # -- FalkorDB offline ---------------------------------------------------------------------
     def went_offline(self, exc: FalkorDBOffline) -> None:

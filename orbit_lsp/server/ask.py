@@ -44,6 +44,8 @@ from orbit_lsp.server.requests import _position, _text_document_uri
 
 log = logging.getLogger("orbit_lsp.server.ask")
 
+AGENT_READ_TIMEOUT_MS = 2000  # cap on the timeout of each graph read of the agent (ms)
+AGENT_GATE_WAIT_S = 30.0  # longest wait of an agent read for re-indexing to finish, then it runs anyway
 CONSENT_TIMEOUT_S = 300.0
 PROGRESS_CREATE_TIMEOUT_S = 5.0
 ALLOW_ONCE, ALLOW_ALWAYS, DENY = "Allow once", "Always for this workspace", "Deny"
@@ -70,6 +72,48 @@ def _params(params: Any) -> dict:
         raise JsonRpcInvalidParams("params.workDoneToken must be a string or an integer")
     out["token"] = token
     return out
+
+
+class AgentGraph:
+    """The code graph as ``orbit/ask``'s agent reads it in the language server, so editor
+    traffic never waits behind the agent (issue 20 item 5).
+
+    FalkorDB makes a write wait for the reads running on its graph, and every read that
+    arrives meanwhile wait behind that write: one long model-written read held a ``didSave``
+    re-index, and every hover after it, for its whole duration. Here each read of the agent
+    holds the folder's graph gate (``OrbitServer.graph_gate``), which the server's indexing
+    also holds, so a re-index waits in this process instead of as a FalkorDB writer (hovers,
+    lenses and other editor reads run meanwhile), and the agent's reads wait while the
+    indexer writes (at most ``AGENT_GATE_WAIT_S``). Each read's timeout is capped at
+    ``cap_ms``, which bounds how long a re-index can wait. Everything else is the graph's."""
+
+    def __init__(self, graph: Any, gate: threading.Lock, cap_ms: int = AGENT_READ_TIMEOUT_MS,
+                 gate_wait_s: float = AGENT_GATE_WAIT_S):
+        self._graph = graph
+        self._gate = gate
+        self._cap_ms = cap_ms
+        self._gate_wait_s = gate_wait_s
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._graph, name)
+
+    def _timeout(self, timeout_ms: int | None) -> int:
+        asked = timeout_ms or self._graph.store.settings.query_timeout_ms
+        return max(1, min(int(asked), self._cap_ms))
+
+    def _read(self, run: Any, cypher: str, params: dict | None, timeout_ms: int | None) -> Any:
+        got = self._gate.acquire(timeout=self._gate_wait_s)
+        try:
+            return run(cypher, params, timeout_ms=self._timeout(timeout_ms))
+        finally:
+            if got:
+                self._gate.release()
+
+    def ro_query(self, cypher: str, params: dict | None = None, timeout_ms: int | None = None) -> Any:
+        return self._read(self._graph.ro_query, cypher, params, timeout_ms)
+
+    def query(self, cypher: str, params: dict | None = None, timeout_ms: int | None = None) -> Any:
+        return self._read(self._graph.query, cypher, params, timeout_ms)
 
 
 class Feature:
@@ -106,7 +150,7 @@ class Feature:
 
         asker = self._asker()
         work = loop.run_in_executor(self.pool, lambda: asker.ask(
-            p["question"], ix.graph, ix.root, context=context, conversation_id=p["conversation"],
+            p["question"], AgentGraph(ix.graph, ls.graph_gate(ix)), ix.root, context=context, conversation_id=p["conversation"],
             consent=consent, progress=progress, cancel=cancel))
         done_msg = "cancelled"
         try:

@@ -42,12 +42,14 @@ from watchdog.observers import Observer
 
 from orbit_lsp.index.indexer import IndexReport, WorkspaceIndexer
 from orbit_lsp.index.isolated import index_all_isolated
+from orbit_lsp.index.roots import ROOT_MARKERS, in_project, too_broad
 from orbit_lsp.index.watcher import (DELETE_GRACE_S, WATCH_DEBOUNCE_S, WATCH_MAX_DELAY_S, Changes, apply_changes,
-                                     classify, event_paths)
+                                     classify, event_paths, linked_sources)
 from orbit_lsp.server.app import OrbitServer, use_lsp_lines
 
 log = logging.getLogger("orbit_lsp.server")
 CLIENT_TIMEOUT_S = 10.0   # longest wait for the client's answer to a server request
+LOADING_NOTICE_S = 3.0    # FalkorDB not answering after this long at start: say it is loading data
 
 
 def _settings_object(value: Any) -> Any:
@@ -99,6 +101,7 @@ class Feature:
         self.loop: asyncio.AbstractEventLoop | None = None
         self.initial_index_done = asyncio.Event()
         self.cancels: set[threading.Event] = set()  # running index_all runs (set on shutdown)
+        self._connected_store = None  # the GraphStore last connected to before indexing
         self.stopping = False
 
     def register(self) -> None:
@@ -129,13 +132,13 @@ class Feature:
         folders = [ls.path_of(f.uri) for f in (ls.workspace.folders or {}).values()]
         if not folders and ls.workspace.root_uri:
             folders = [ls.path_of(ls.workspace.root_uri)]
+        await self._pull_configuration()  # settings (e.g. indexHomeOrRoot) before folders are served
         for folder in folders:
             if folder is not None and folder.is_dir():
-                ls.workspaces.add(folder)  # served at once (requests find their folder), indexed below
+                self.serve(folder)  # served at once (requests find their folder), indexed below
             elif folder is not None:
                 self._warn(f"orbit-lsp: workspace folder {folder} is not a directory; not indexed")
         ls.workspaces.take_dirty()  # nothing indexed yet
-        await self._pull_configuration()  # settings reach the folders' indexers before indexing
         await self._register_configuration_change()
         try:
             for ix in ls.workspaces.all():
@@ -144,6 +147,26 @@ class Feature:
                 await self.index_folder(ix)
         finally:
             self.initial_index_done.set()
+
+    def serve(self, folder: Path) -> WorkspaceIndexer | None:
+        """Serve ``folder`` unless it is too broad (home directory, filesystem root) while the
+        ``indexHomeOrRoot`` setting is off: then say so and serve nothing. With ``looseFolders:
+        "shallow"`` (the Neovim plugin's default), a folder that is not in a project (no root
+        marker in it or in a parent below the home directory: the editor opened a loose file
+        there) is served shallow: its own files only, watched without its subdirectories
+        (issue 18 item 4: a loose file used to index its whole tree in silence)."""
+        ls = self.server
+        why = too_broad(folder)
+        if why is not None and not ls.settings.index_home_or_root:
+            self._warn(f"orbit-lsp: not indexing {folder}: it is {why}. Open a project folder (one with "
+                       f".git, pyproject.toml or package.json), or set orbit.indexHomeOrRoot to true.")
+            return None
+        shallow = why is None and ls.settings.loose_folders == "shallow" and not in_project(folder)
+        ix = ls.workspaces.add(folder, shallow=shallow)
+        if shallow:
+            self._log(f"orbit: {folder} has no project marker ({', '.join(ROOT_MARKERS[:4])}, …): indexing "
+                      f"its own files only, not its subfolders")
+        return ix
 
     def _warn(self, message: str) -> None:
         self.server.window_show_message(types.ShowMessageParams(types.MessageType.Warning, message))
@@ -234,9 +257,15 @@ class Feature:
             fut = ls.work_done_progress.tokens.get(token)
             if fut is not None:
                 fut.add_done_callback(lambda f: cancel.set() if f.cancelled() else None)
+            shallow = " (no project marker: its own files only)" if ls.workspaces.is_shallow(ix.root) else ""
             ls.work_done_progress.begin(token, types.WorkDoneProgressBegin(
-                title=f"orbit: indexing {ix.root.name}", message=str(ix.root), cancellable=True, percentage=0))
+                title=f"orbit: indexing {ix.root.name}", message=f"{ix.root}{shallow}", cancellable=True, percentage=0))
         loop = asyncio.get_running_loop()
+        if self._connected_store is not ls.store and not await self._connect(progress):
+            if progress:
+                ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message="FalkorDB offline"))
+                ls.work_done_progress.tokens.pop(token, None)
+            return None
         last = [0.0]
 
         def report(done: int, total: int, rel: str) -> None:  # index thread
@@ -277,6 +306,36 @@ class Feature:
             if self.pending:
                 self._schedule(WATCH_DEBOUNCE_S)  # changes seen while the folder was indexed
         return rep
+
+    async def _connect(self, progress: str | None) -> bool:
+        """Connect to FalkorDB (starting the embedded server) in the index thread, saying so in
+        the progress ``progress``: "starting FalkorDB", then, while it takes longer than
+        ``LOADING_NOTICE_S``, that it is loading its data (a large snapshot takes seconds).
+        False when it is offline (the server then says so and recovers by itself)."""
+        ls = self.server
+        store = ls.store
+        what = "starting FalkorDB" if store.embedded else f"connecting to FalkorDB at {store.where}"
+        ticker = None
+        if progress:
+            ls.work_done_progress.report(progress, types.WorkDoneProgressReport(message=f"{what}…"))
+            started = time.monotonic()
+
+            async def tick() -> None:
+                await asyncio.sleep(LOADING_NOTICE_S)
+                while True:
+                    ls.work_done_progress.report(progress, types.WorkDoneProgressReport(
+                        message=f"{what}: FalkorDB is loading its data ({time.monotonic() - started:.0f} s)…"))
+                    await asyncio.sleep(1.0)
+
+            ticker = asyncio.ensure_future(tick())
+        try:
+            ok = await ls.index(store.connect) is not None
+        finally:
+            if ticker is not None:
+                ticker.cancel()
+        if ok:
+            self._connected_store = store
+        return ok
 
     async def reopen_all(self) -> None:
         for ix in self.server.workspaces.all():
@@ -331,7 +390,9 @@ class Feature:
             path = ls.path_of(f.uri)
             if path is not None and path.is_dir():
                 if ls.workspaces.get(path) is None:
-                    added.append(ls.workspaces.add(path))
+                    ix = self.serve(path)
+                    if ix is not None:
+                        added.append(ix)
             elif path is not None:
                 self._warn(f"orbit-lsp: workspace folder {path} is not a directory; not indexed")
         for ix in added:
@@ -355,8 +416,14 @@ class Feature:
             return
         ix, rel = owner
         kind = classify(ix, rel, path, is_dir)  # the checks the MCP server's watcher shares
-        if kind is None:
-            return
+        if not is_dir:
+            # an event names a symlink's target, never the link: re-index the links too
+            for link in linked_sources(ix, path):
+                self._queue(link, "file")
+        if kind is not None:
+            self._queue(path, kind)
+
+    def _queue(self, path: Path, kind: str) -> None:
         now = time.monotonic()
         p = self.pending.get(path)
         if p is None:
@@ -443,7 +510,8 @@ class Feature:
             return
         try:
             observer = Observer()
-            observer.schedule(_Events(self, self.loop), str(ix.root), recursive=True)
+            observer.schedule(_Events(self, self.loop), str(ix.root),
+                              recursive=not self.server.workspaces.is_shallow(ix.root))
             observer.daemon = True
             observer.start()
             self.observers[ix.root] = observer

@@ -118,7 +118,8 @@ local function run()
   if os.getenv("ORBIT_NVIM_MODE") == "reopen" then
     return
   end
-  step("attached", { name = client.name, root = client.root_dir, encoding = client.offset_encoding })
+  step("attached", { name = client.name, root = client.root_dir, encoding = client.offset_encoding,
+    init_options = client.config.init_options })
   local indexed, status = false, nil
   for _ = 1, 600 do
     local r, e = client:request_sync("orbit/status", vim.empty_dict(), 5000, 0)

@@ -97,6 +97,7 @@ function serverSettings(): Record<string, unknown> {
   const out: Record<string, unknown> = {
     maxHops: c.get("maxHops"),
     exclude: c.get("exclude"),
+    indexHomeOrRoot: c.get("indexHomeOrRoot") ?? false,
     agent: { baseUrl: c.get("agent.baseUrl") || null, model: c.get("agent.model") || null,
              fallbackModels: c.get("agent.fallbackModels") ?? [] },
   };

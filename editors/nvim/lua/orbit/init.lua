@@ -18,7 +18,10 @@ M.defaults = {
   cmd_env = nil, -- e.g. { OPENAI_API_KEY = os.getenv("MY_KEY") }: the API key is never a setting
   filetypes = { "python", "javascript", "javascriptreact", "typescript", "typescriptreact" },
   root_markers = { "pyproject.toml", "package.json", ".git" },
-  settings = { orbit = {} }, -- falkordbUrl, maxHops, exclude, agent = { baseUrl, model, fallbackModels }
+  -- falkordbUrl, maxHops, exclude, agent = { baseUrl, model, fallbackModels }, indexHomeOrRoot;
+  -- looseFolders = "shallow": a file outside any project (no root marker) gets its folder's own
+  -- files indexed, not the whole tree below it ("recursive" to index it all)
+  settings = { orbit = { looseFolders = "shallow" } },
   lens_events = { "BufWritePost", "InsertLeave" },
   float = { border = "rounded", max_width = 100, max_height = 40 },
   -- the server's indexing progress: "echo" (one line, not kept in :messages), "notify"
