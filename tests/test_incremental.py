@@ -154,7 +154,7 @@ def call_expr(draw, in_method: bool) -> str:
                # values flowing between files: functions, classes and instances as arguments,
                # containers of them, results of calls
                f"{n}({n2})", f"{n}(cb={n2})", f"{m}.{n}({n2}())", f"{n}([{n2}])", f"REG.append({n2})",
-               f"{n}()()", f"REG[0]()", f"{n}(v)"]
+               f"{n}()()", "REG[0]()", f"{n}(v)"]
     if in_method:
         choices += [f"self.{meth}()", f"super().{meth}()", "self.x.m()", f"type(self).{meth}()"]
     return draw(st.sampled_from(choices))
