@@ -297,6 +297,7 @@ def impact(graph: Graph, path: str, max_hops: int = MAX_HOPS, paths: bool = True
     q = "UNWIND $frontier AS i MATCH (f) WHERE id(f) = i MATCH (d)-[:IMPORTS]->(f) RETURN collect(DISTINCT id(d))"
     seen = {start[0][0]}
     hops: dict[int, int] = {}
+    frontier: list[int] = []
     for hop in range(1, max_hops + 1):
         found = start[0][1] if hop == 1 else ans.run(graph, q, {"frontier": frontier})[0][0]
         found = sorted(set(found) - seen)
