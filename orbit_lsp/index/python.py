@@ -370,7 +370,7 @@ class _Extractor:
     # -- binding targets ------------------------------------------------------------------
     def bind_target(self, target: ast.AST, value: tuple) -> None:
         if isinstance(target, ast.Name):
-            self._bind(target.id, value)
+            self._bind(target.id, _named(value, target.id))
         elif isinstance(target, (ast.Tuple, ast.List)):
             starred = any(isinstance(e, ast.Starred) for e in target.elts)
             for i, elt in enumerate(target.elts):
@@ -389,7 +389,8 @@ class _Extractor:
             sc = self.scope
             if (sc.self_kind == "instance" and isinstance(target.value, ast.Name)
                     and target.value.id == sc.self_name and sc.class_qual in self.classes):
-                self.classes[sc.class_qual].attrs.setdefault(target.attr, []).append((self.cur, value))
+                self.classes[sc.class_qual].attrs.setdefault(target.attr, []).append(
+                    (self.cur, _named(value, target.attr)))
             self.visit(target.value)
         else:
             self.visit(target)
@@ -803,6 +804,17 @@ _STORE_METHODS = frozenset({"append", "add", "appendleft", "insert", "extend", "
 _TRANSPARENT_DECORATORS = frozenset({"staticmethod", "classmethod", "abstractmethod", "override", "overload",
                                      "final", "wraps"})
 _PROPERTY_DECORATORS = frozenset({"property", "cached_property", "setter", "getter", "deleter"})
+
+
+def _named(value: tuple, name: str) -> tuple:
+    """A container literal bound to ``name`` (``handlers = []``, ``self.handlers = []``) carries
+    that name: stores into it are looked for among stores through that name (``handlers[k] =
+    v``, ``self.handlers.append(v)``)."""
+    if value[0] == "d" and len(value) == 3:
+        return value + (name,)
+    if value[0] == "l" and len(value) == 4:
+        return value + (name,)
+    return value
 
 
 def _const_key(node: ast.AST):

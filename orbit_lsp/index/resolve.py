@@ -647,21 +647,30 @@ class Resolver:
         return self.combine(vals) if vals else None
 
     # -- containers -------------------------------------------------------------------------
-    def _file_stores(self, rel: str) -> list:
+    def _file_stores(self, rel: str) -> dict:
+        """The container stores of a file by the last name of their container expression
+        (``handlers`` for ``handlers[k] = v`` and ``self.handlers.append(v)``)."""
         got = self._stores.get(rel)
         if got is None:
             facts = self.facts.get(rel)
-            got = self._stores[rel] = [] if facts is None else [
-                (si, st) for si, sc in enumerate(facts.scopes) for st in sc.stores]
+            got = self._stores[rel] = {}
+            for si, sc in enumerate(facts.scopes if facts is not None else ()):
+                for st in sc.stores:
+                    cref = st[0]
+                    name = cref[1] if cref[0] == "n" else cref[2] if cref[0] == "a" else None
+                    if name is not None:
+                        got.setdefault(name, []).append((si, st))
         return got
 
-    def _stored(self, cont, key, many_ok: bool = True) -> list:
-        """Values stored into container value ``cont`` anywhere in its file (``c[k] = v``,
-        ``c.append(v)``…): for ``key`` (None: every key)."""
-        rel = cont[1]
+    def _stored(self, cont, key) -> list:
+        """Values stored into container value ``cont`` in its file (``c[k] = v``, ``c.append(v)``…)
+        through the name the literal was bound to: for ``key`` (None: every key)."""
+        rel, name = cont[1], cont[-1]
         self._deps.add((rel, STORES))
+        if name is None:
+            return []
         out = []
-        for si, (cref, k, vref, many) in self._file_stores(rel):
+        for si, (cref, k, vref, many) in self._file_stores(rel).get(name, ()):
             c = self.ev(rel, si, cref)
             if c is None or not (c == cont or (c[0] == "union" and cont in c[1])):
                 continue
@@ -967,9 +976,9 @@ class Resolver:
             return self.items(base, key=k if isinstance(k, str) else None,
                               index=k if isinstance(k, int) else ("?" if k is None else None))
         if t == "d":
-            return ("dict", rel, si, ref[1], ref[2] if len(ref) > 2 else None)
+            return ("dict", rel, si, ref[1], ref[2] if len(ref) > 2 else None, ref[3] if len(ref) > 3 else None)
         if t == "l":
-            return ("seq", rel, si, ref[1], ref[2], ref[3])
+            return ("seq", rel, si, ref[1], ref[2], ref[3], ref[4] if len(ref) > 4 else None)
         if t == "p":
             return self._param(rel, si, ref)
         if t == "it":
