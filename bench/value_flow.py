@@ -31,21 +31,21 @@ DEFAULT_BASE = "9bcc54a"  # the last commit before the value-flow layer
 
 _WORKER = r'''
 import json, os, sys, time
+from pathlib import Path
+from orbit_lsp.config import Settings
 from orbit_lsp.index.python import extract
 from orbit_lsp.index.resolve import Resolver
+from orbit_lsp.index.walk import walk_workspace
 root = sys.argv[1]
 files = {}
+walk = walk_workspace(Path(root), Settings().max_file_bytes, [], classify=False)  # the files orbit indexes
 t = time.perf_counter()
-for dp, dirs, fs in os.walk(root):
-    dirs.sort()
-    for f in sorted(fs):
-        if f.endswith(".py"):
-            p = os.path.join(dp, f)
-            r = os.path.relpath(p, root).replace(os.sep, "/")
-            try:
-                files[r] = extract(r, open(p, "rb").read())
-            except (SyntaxError, ValueError, RecursionError):
-                pass
+for sf in walk.files:
+    if sf.rel.endswith(".py"):
+        try:
+            files[sf.rel] = extract(sf.rel, (Path(root) / sf.rel).read_bytes())
+        except (SyntaxError, ValueError, RecursionError, OSError):
+            pass
 parse_s = time.perf_counter() - t
 res = Resolver(files, set(files))
 t = time.perf_counter()
@@ -64,9 +64,10 @@ print(json.dumps({"files": len(files), "bound": bound, "unbound": unbound, "pars
 
 def corpus_dir(spec: str, cache: Path) -> tuple[Path, str]:
     if spec == "stdlib":
-        import sysconfig
+        sys.path.insert(0, str(HERE))
+        from bench.run import prepare_corpus
 
-        return Path(sysconfig.get_paths()["stdlib"]), "stdlib"
+        return prepare_corpus("stdlib", cache.parent)  # the copy the other benchmarks index
     if spec.startswith("pypi:"):
         req = spec[5:]
         dest = cache / "pypi" / req.replace("==", "-")

@@ -100,8 +100,17 @@ class WorkspaceResolver:
         ``previous(rel)``: a file's edges before (whose flows the resolver holds); ``everyone``:
         every file with facts; ``removed``: files gone since ``previous`` (their flows leave);
         ``progress(done, total, rel)``: called every 200 files of the first resolution."""
-        out = {rel: self.js.resolve_file(rel) for rel in sorted(rels) if is_js(rel)}
+        total = len(rels)
+        out = {}
+        for rel in sorted(r for r in rels if is_js(r)):
+            out[rel] = self.js.resolve_file(rel)
+            if progress is not None and (len(out) % 200 == 0 or len(out) == total):
+                progress(len(out), total, rel)
         py = {rel for rel in rels if not is_js(rel)}
+        done_js = len(out)
+        if progress is not None:
+            inner = progress
+            progress = lambda i, n, rel: inner(done_js + i, total, rel)  # noqa: E731 - counts after the JS files
         for rel in removed:
             e = previous(rel)
             if e is not None and e.flows and not is_js(rel):
