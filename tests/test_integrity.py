@@ -354,3 +354,68 @@ def test_drop_removes_graph_marker_and_cache(tmp_path, store):
     assert writelock.read_marker(store, ix.graph.name) is None
     assert WorkspaceIndexer(ws, store).index_all().mode == "full"
     _drop(store, ws)
+
+
+# -- an external FalkorDB shared by processes with different data dirs ("machines") -------------
+
+
+@pytest.fixture
+def external(tmp_path):
+    from lsp_harness import ExternalFalkorDB
+
+    fdb = ExternalFalkorDB(tmp_path / "fdb").start()
+    try:
+        yield fdb
+    finally:
+        fdb.kill()
+
+
+def test_external_server_serialises_writers_with_separate_data_dirs(tmp_path, external):
+    ws = make_workspace(tmp_path / "ws", 300)
+    envs = [dict(os.environ, ORBIT_FALKORDB_URL=external.url, ORBIT_DATA_DIR=str(tmp_path / f"machine{i}"))
+            for i in range(2)]
+    a, b = Worker(ws, envs[0]), Worker(ws, envs[1])
+    store = GraphStore(Settings(data_dir=tmp_path / "machine0", falkordb_url=external.url))
+    try:
+        a.send("index")
+        b.send("index")
+        ra, rb = a.answer(), b.answer()
+        assert "error" not in ra and "error" not in rb, (ra, rb)
+        ix = WorkspaceIndexer(ws, store)
+        assert counts(ix.graph) == expected(300)
+        # A's view is older than the graph B wrote last (or the reverse): the next edit re-syncs
+        (ws / "m1.py").write_text(module_text(1, 300, "\n\ndef h1():\n    return g1()\n"))
+        assert "error" not in a.ask("reindex m1.py")
+        assert "error" not in b.ask("reindex m1.py")
+        assert counts(ix.graph) == expected(300, extra_symbols=1, extra_calls=1)
+        assert store.execute("EXISTS", writelock.lock_key(ix.graph.name)) == 0  # released
+    finally:
+        a.close()
+        b.close()
+        store.close()
+
+
+def test_external_lock_key_expires_unless_renewed(tmp_path, external, monkeypatch):
+    monkeypatch.setattr(writelock, "LOCK_TTL_MS", 600)
+    store = GraphStore(Settings(data_dir=tmp_path / "m", falkordb_url=external.url))
+    other = GraphStore(Settings(data_dir=tmp_path / "n", falkordb_url=external.url))
+    key = writelock.lock_key("orbit_code_x")
+    try:
+        with writelock.GraphWriteLock(store, "orbit_code_x"):
+            time.sleep(1.5)  # more than the TTL: kept by renewal
+            assert 0 < store.execute("PTTL", key) <= 600
+            waited = []
+            lock2 = writelock.GraphWriteLock(other, "orbit_code_x", on_wait=lambda: waited.append(True))
+            import threading
+
+            t = threading.Thread(target=lambda: lock2.__enter__())
+            t.start()
+            time.sleep(0.5)
+            assert waited and t.is_alive()  # the other "machine" waits
+        t.join(10)
+        assert not t.is_alive()
+        lock2.__exit__(None, None, None)
+        assert store.execute("EXISTS", key) == 0
+    finally:
+        store.close()
+        other.close()
