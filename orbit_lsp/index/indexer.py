@@ -584,6 +584,7 @@ class WorkspaceIndexer:
             t_res = time.perf_counter()
             resolver = self._resolver(decoded)
             n_files = len(self.state)
+            report_progress(progress, 0, n_files, "", "resolve")
             for i, (rel, st) in enumerate(self.state.items(), 1):
                 st.edges = resolver.resolve_file(rel) if rel in decoded else None
                 if i % 200 == 0 or i == n_files:
@@ -599,9 +600,12 @@ class WorkspaceIndexer:
             t_cache = time.perf_counter()
             blobs = self._pickle_states(self.state)
             rep.timings["cache"] = time.perf_counter() - t_cache
+            done_before = sum(j.done() for j in jobs)  # one writer thread: a prefix of the jobs
+            report_progress(progress, done_before, len(jobs), "", "write")
             for i, job in enumerate(jobs, 1):
                 job.result()
-                report_progress(progress, i, len(jobs), "", "write")
+                if i > done_before:
+                    report_progress(progress, i, len(jobs), "", "write")
             if self.store.server_id != server:
                 # FalkorDB restarted during the build: the scratch graph lost its first writes
                 raise FalkorDBOffline(self.store.where, "the server restarted while orbit was writing the "
