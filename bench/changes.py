@@ -28,13 +28,16 @@ from __future__ import annotations
 
 import ast
 import os
+import queue
 import random
 import re
 import shutil
 import statistics
 import subprocess
 import sys
+import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from bench.run import Report, Table, log, open_store, pct
@@ -62,6 +65,9 @@ def add_parser(sub, common) -> None:
     p.add_argument("--python", default=None, help="run the suites with this interpreter (no venv is made)")
     p.add_argument("--deps", default=None, help="comma-separated test dependencies (default: TEST_DEPS)")
     p.add_argument("--tests-dir", default=None, help="what pytest runs (default: tests/ when present, else .)")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="suites run at once, each in its own work copy (suites that mostly wait on sockets "
+                        "and timers finish sooner); the `changes` analyses are timed one at a time")
 
 
 # -- preparation --------------------------------------------------------------------------------
@@ -95,8 +101,15 @@ def make_venv(venv: Path, project: Path, deps: list[str]) -> str:
 def collect(python: str, root: Path, target: str, timeout: float) -> list[str]:
     res = subprocess.run([python, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
                           "--continue-on-collection-errors", target],
-                         cwd=root, capture_output=True, text=True, timeout=timeout)
+                         cwd=root, capture_output=True, text=True, timeout=timeout, env=source_env(root))
     return [line.strip() for line in res.stdout.splitlines() if "::" in line and not line.startswith(("ERROR", "FAILED"))]
+
+
+def source_env(root: Path) -> dict:
+    """The environment that makes a work copy's own package imported first (``src/`` layouts
+    too), whichever copy the venv's editable install points at."""
+    paths = [str(root / "src")] if (root / "src").is_dir() else []
+    return {**os.environ, "PYTHONPATH": os.pathsep.join(paths + [str(root)])}
 
 
 def run_suite(python: str, root: Path, target: str, timeout: float) -> tuple[set[str], float, bool]:
@@ -104,7 +117,8 @@ def run_suite(python: str, root: Path, target: str, timeout: float) -> tuple[set
     t = time.perf_counter()
     try:
         res = subprocess.run([python, "-m", "pytest", "-q", "-rfE", "--tb=no", "-p", "no:cacheprovider",
-                              "--continue-on-collection-errors", target], cwd=root, capture_output=True, text=True, timeout=timeout)
+                              "--continue-on-collection-errors", target], cwd=root, capture_output=True, text=True,
+                             timeout=timeout, env=source_env(root))
         out, done = res.stdout, True
     except subprocess.TimeoutExpired as exc:
         out, done = (exc.stdout or b"").decode("utf-8", "replace") if isinstance(exc.stdout, bytes) else (exc.stdout or ""), False
@@ -221,8 +235,13 @@ def _one(name: str, src: Path, args, settings, store, cache: Path, report: Repor
     if baseline:
         report.notes.append(f"{name}: {len(baseline)} tests fail before any edit and are left out: "
                             + ", ".join(sorted(baseline)[:10]) + (" …" if len(baseline) > 10 else ""))
-    ix = WorkspaceIndexer(root, store, settings)
-    ix.index_all()
+    jobs = max(1, args.jobs)
+    roots = [root] + [work_copy(src, cache / "changes" / f"{name}-job{j}") for j in range(2, jobs + 1)]
+    indexers = []
+    for r in roots:
+        ix = WorkspaceIndexer(r, store, settings)
+        ix.index_all()
+        indexers.append(ix)
     per_fn = {}
     for i in items:
         per_fn[function_id(i)] = per_fn.get(function_id(i), 0) + 1
@@ -230,42 +249,69 @@ def _one(name: str, src: Path, args, settings, store, cache: Path, report: Repor
     rng = random.Random(args.seed)
     chosen = rng.sample(cands, min(args.n, len(cands)))
     times, shares, may_shares, suite_s = [], [], [], []
-    failing_total = hit = edits_failing = 0
+    counts = {"failing": 0, "hit": 0, "edits_failing": 0}
     misses = []
-    for k, (rel, qual, line, indent) in enumerate(chosen, 1):
-        log(f"{name}: edit {k}/{len(chosen)}: {rel}:{qual}")
-        original = apply_edit(root, rel, line, indent)
+    free: queue.Queue = queue.Queue()
+    for ix in indexers:
+        free.put(ix)
+    timing = threading.Lock()  # one analysis at a time: its time is not shared with another
+    done_lock = threading.Lock()
+
+    def one_edit(k: int, rel: str, qual: str, line: int, indent: int) -> None:
+        ix = free.get()
+        wroot = ix.root
         try:
-            t = time.perf_counter()
-            impact.refresh(ix)
-            result = impact.analyse(ix.graph, diff.from_git(root, "worktree"), ix.root_package)
-            times.append(time.perf_counter() - t)
-            failing, secs, done = run_suite(python, root, target, args.suite_timeout)
-            suite_s.append(secs)
-            failing = {function_id(f) for f in failing - baseline} - {function_id(b) for b in baseline}
-            sel = {t["id"] for t in result["tests"]["selected"]}
-            may = {t["id"] for t in result["tests"]["may_be_affected"]}
-            shares.append(sum(n for f, n in per_fn.items() if f in sel) / max(1, len(items)))
-            may_shares.append(sum(n for f, n in per_fn.items() if f in may) / max(1, len(items)))
-            if failing:
-                edits_failing += 1
-            failing_total += len(failing)
-            missed = sorted(failing - sel)
-            hit += len(failing) - len(missed)
-            if missed:
-                deep = impact.analyse(ix.graph, diff.from_git(root, "worktree"), ix.root_package,
-                                      impact.Options(test_depth=30))
-                deep_sel = {t["id"] for t in deep["tests"]["selected"]}
-                for m in missed:
-                    kind = ("may be affected (listed apart)" if m in may else
-                            "deeper than the test depth" if m in deep_sel else
-                            "collection error" if m.endswith("::<collection>") else
-                            "no CALLS path (dynamic dispatch, callbacks, third-party code)")
-                    misses.append([name, f"{rel}:{qual}", m, kind])
-            if not done:
-                report.notes.append(f"{name}: the suite ran out of time after editing {rel}:{qual}")
+            log(f"{name}: edit {k}/{len(chosen)}: {rel}:{qual}")
+            original = apply_edit(wroot, rel, line, indent)
+            try:
+                with timing:
+                    t = time.perf_counter()
+                    impact.refresh(ix)
+                    result = impact.analyse(ix.graph, diff.from_git(wroot, "worktree"), ix.root_package)
+                    took = time.perf_counter() - t
+                failing, secs, finished = run_suite(python, wroot, target, args.suite_timeout)
+                failing = {function_id(f) for f in failing - baseline} - {function_id(b) for b in baseline}
+                sel = {t["id"] for t in result["tests"]["selected"]}
+                may = {t["id"] for t in result["tests"]["may_be_affected"]}
+                missed = sorted(failing - sel)
+                rows = []
+                if missed:
+                    with timing:
+                        deep = impact.analyse(ix.graph, diff.from_git(wroot, "worktree"), ix.root_package,
+                                              impact.Options(test_depth=30))
+                    deep_sel = {t["id"] for t in deep["tests"]["selected"]}
+                    for m in missed:
+                        kind = ("may be affected (listed apart)" if m in may else
+                                "deeper than the test depth" if m in deep_sel else
+                                "collection error" if m.endswith("::<collection>") else
+                                "no CALLS path (dynamic dispatch, callbacks, third-party code)")
+                        rows.append([name, f"{rel}:{qual}", m, kind])
+                with done_lock:
+                    times.append(took)
+                    suite_s.append(secs)
+                    shares.append(sum(n for f, n in per_fn.items() if f in sel) / max(1, len(items)))
+                    may_shares.append(sum(n for f, n in per_fn.items() if f in may) / max(1, len(items)))
+                    counts["edits_failing"] += bool(failing)
+                    counts["failing"] += len(failing)
+                    counts["hit"] += len(failing) - len(missed)
+                    misses.extend(rows)
+                    if not finished:
+                        report.notes.append(f"{name}: the suite ran out of time after editing {rel}:{qual}")
+            finally:
+                (wroot / rel).write_bytes(original)
         finally:
-            (root / rel).write_bytes(original)
+            free.put(ix)
+
+    with ThreadPoolExecutor(max_workers=jobs) as pool:
+        for fut in [pool.submit(one_edit, k, *c) for k, c in enumerate(chosen, 1)]:
+            fut.result()
+    misses.sort(key=lambda r: (r[1], r[2]))
+    failing_total, hit, edits_failing = counts["failing"], counts["hit"], counts["edits_failing"]
+    if jobs > 1:
+        report.notes.append(f"{name}: {jobs} suites ran at once, each in its own work copy")
+    for ix in indexers[1:]:
+        ix.graph.delete()
+    ix = indexers[0]
     impact.refresh(ix)
     recall = hit / failing_total if failing_total else None
     summary.rows.append([name, len(items), len(chosen), edits_failing, failing_total,

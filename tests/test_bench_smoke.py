@@ -213,13 +213,15 @@ def test_bench_changes_on_tiny_project(tmp_path, settings, store):
         p.write_text(textwrap.dedent(text).lstrip("\n"))
     cache, results = tmp_path / "bench-cache", tmp_path / "RESULTS.md"
     try:
-        assert bench.main(["changes", "--corpus", str(src), "--n", "3", "--python", sys.executable,
+        assert bench.main(["changes", "--corpus", str(src), "--n", "3", "--jobs", "2", "--python", sys.executable,
                            "--cache-dir", str(cache), "--results", str(results), "--suite-timeout", "120"],
                           settings=settings) == 0
     finally:
-        store.graph(bench.code_graph_name(cache / "changes" / "tinyproj")).delete()
+        for copy in ("tinyproj", "tinyproj-job2"):
+            store.graph(bench.code_graph_name(cache / "changes" / copy)).delete()
     text = results.read_text()
     assert "· changes ·" in text and "`python -m bench.run changes " in text
+    assert "tinyproj: 2 suites ran at once, each in its own work copy" in text
     assert "| tinyproj | 10 | 3 |" in text  # 10 tests collected, 3 edits
     row = next(line for line in text.splitlines() if line.startswith("| tinyproj | 10 | 3 |")).split("|")
     failing, recall, misses = int(row[5]), row[6].strip(), int(row[7])

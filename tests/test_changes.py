@@ -123,6 +123,17 @@ def test_moved_file_and_changed_import(repo, run):
     assert deps == {"tests/test_service.py": 1}
 
 
+def test_removed_module_still_imported(repo, run):
+    repo.git("rm", "-q", "app/util.py")  # app/service.py still imports it
+    r = run()
+    assert [(f["path"], f["status"]) for f in r["files"]] == [("app/util.py", "removed")]
+    assert changed(r) == [("app.util", "removed"), ("app.util.wrap", "removed")]
+    assert {d["path"]: d["hops"] for d in r["dependents"]} == {"app/service.py": 1, "tests/test_service.py": 2}
+    assert "app/service.py still imports app/util.py, which the change removes or moves" in r["notes"]
+    # test_service.py imports app.service, whose import now fails: its tests, whole
+    assert selected(r) == ["tests/test_service.py::test_serve", "tests/test_service.py::test_uses_old"]
+
+
 def test_changed_import_of_a_module_everyone_uses(repo, run):
     repo.edit("app/core.py", "import os\n", "import os.path\n")
     r = run()
@@ -158,6 +169,20 @@ def test_class_change_reaches_setup_of_testcase(repo, run):
     # the class), test_dynamic (in its parametrize decorator)
     assert callers(r) == {"tests.conftest.engine": 1, "tests.test_engine.UnitEngine.setUp": 1,
                           "tests.test_engine.test_dynamic": 1}
+    assert selected(r) == ["tests/test_engine.py::TestEngine::test_mode", "tests/test_engine.py::UnitEngine::test_unit_mode",
+                           "tests/test_engine.py::test_dynamic", "tests/test_engine.py::test_fast",
+                           "tests/test_engine.py::test_run"]
+
+
+def test_property_and_special_methods_count_as_their_class(repo, run):
+    # a property is read as an attribute: no call reaches it in the graph; a change of it is a
+    # change of its class, whose instances are made by the engine fixture, setUp and test_dynamic
+    repo.edit("app/core.py", '    mode = "fast"\n', '    mode = "fast"\n\n    @property\n    def speed(self):\n        return 2\n')
+    r = run()
+    assert changed(r) == [("app.core.Engine.speed", "added")]
+    assert callers(r) == {"tests.conftest.engine": 1, "tests.test_engine.UnitEngine.setUp": 1,
+                          "tests.test_engine.test_dynamic": 1}
+    assert all(c["reaches"] == "app.core.Engine.speed" and c["via"] == "app.core.Engine" for c in r["callers"])
     assert selected(r) == ["tests/test_engine.py::TestEngine::test_mode", "tests/test_engine.py::UnitEngine::test_unit_mode",
                            "tests/test_engine.py::test_dynamic", "tests/test_engine.py::test_fast",
                            "tests/test_engine.py::test_run"]
@@ -212,6 +237,17 @@ def test_unsaved_buffer_is_the_new_version(repo, run):
     r = run(buffers={"app/util.py": data.encode()})
     assert changed(r) == [("app.util.wrap", "modified")]
     assert selected(r) == ["tests/test_service.py::test_serve"]
+
+
+def test_syntax_error_reports_the_file_not_removed_symbols(repo, run):
+    repo.edit("app/util.py", "def wrap(x):", "def wrap(x:")
+    r = run()
+    assert r["symbols"] == []  # never "every symbol removed"
+    [f] = r["files"]
+    assert f["path"] == "app/util.py" and f["parse_error"]
+    assert any("app/util.py does not parse" in n for n in r["notes"])
+    # a file that does not parse is a change of the file: the tests importing it are selected
+    assert selected(r) == ["tests/test_service.py::test_serve", "tests/test_service.py::test_uses_old"]
 
 
 def test_errors_are_clear(repo, tmp_path):

@@ -10,6 +10,7 @@ layer.
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass
 
@@ -19,7 +20,7 @@ from orbit_lsp.changes.symbols import symbol_changes
 from orbit_lsp.graph import queries
 from orbit_lsp.graph.connection import Graph
 from orbit_lsp.graph.imports import ImportGraph
-from orbit_lsp.index.resolve import full_qual
+from orbit_lsp.index.resolve import full_qual, module_name
 
 DEFAULT_DEPTH = 4
 DEFAULT_TEST_DEPTH = 8
@@ -91,6 +92,7 @@ def analyse(graph: Graph, change: Change, root_package: str = "", options: Optio
     for r in walk:  # rows come by depth: a row's via was reached before it
         r["reaches"] = origin.get(r["via"], r["via"])
         origin.setdefault(r["qual"], r["reaches"])
+    walk = _through_implicit_calls(graph, ans, change, live, walk, far)
     bound = {(r["file"], r["qual"]) for r in walk} | {(t["file"], t["qual"]) for t in targets}
     callers = [r for r in walk if r["depth"] <= opts.depth]
 
@@ -112,6 +114,25 @@ def analyse(graph: Graph, change: Change, root_package: str = "", options: Optio
             if f["path"] in file_level and is_test_support(path):
                 if path not in test_imports or hops < test_imports[path][0]:
                     test_imports[path] = (hops, f["path"], f"imports {f['path']} ({hops} hop{'s' * (hops > 1)})")
+    # files that still import a module the change removed or moved away (now unresolved)
+    gone = {module_name(f["old_path"], root_package): f["old_path"] for f in sc.files
+            if f["status"] in ("removed", "renamed") and f["lang"] == "python" and f["old_path"]}
+    if gone:
+        rows = ans.run(graph, "MATCH (f:File) WHERE f.unresolved_imports IS NOT NULL "
+                              "RETURN f.path, f.unresolved_imports ORDER BY f.path")
+        for path, items in rows:
+            hit = next((gone[m] for item in items or () for m in gone
+                        if (mod := str(item).partition(":")[2]) == m or mod.startswith(m + ".")), None)
+            if hit is None:
+                continue
+            notes.append(f"{path} still imports {hit}, which the change removes or moves")
+            reach = {path: 0, **imports.dependents(path, far - 1)}
+            for dep, h in reach.items():
+                hops = h + 1
+                if hops <= opts.depth and (dep not in dep_hops or hops < dep_hops[dep][0]):
+                    dep_hops[dep] = (hops, hit)
+                if is_test_support(dep) and (dep not in test_imports or hops < test_imports[dep][0]):
+                    test_imports[dep] = (hops, hit, f"imports {hit}, removed or moved ({hops} hop{'s' * (hops > 1)})")
     changed_paths = {f["path"] for f in sc.files}
     dependents = sorted(({"path": p, "hops": h, "of": o} for p, (h, o) in dep_hops.items() if p not in changed_paths),
                         key=lambda r: (r["hops"], r["path"]))
@@ -154,6 +175,84 @@ def analyse(graph: Graph, change: Change, root_package: str = "", options: Optio
             "callers": callers, "dependents": dependents, "may_be_affected": may_affected,
             "tests": tests, "totals": totals, "notes": notes + ans.notes, "cypher": ans.cypher,
             "seconds": round(time.perf_counter() - t0, 3)}
+
+
+IMPLICIT_ROUNDS = 3
+PROPERTY_DECORATORS = re.compile(r"^\s*@(?:[\w.]*\.)?(?:property|cached_property|setter|getter|deleter)\b")
+
+
+def _is_special(name: str) -> bool:
+    return name.startswith("__") and name.endswith("__") and len(name) > 4
+
+
+def _is_property(change: Change, file: str, line: int | None, cache: dict) -> bool:
+    """Whether the definition at ``line`` of ``file`` (new version) is decorated as a property."""
+    if not line:
+        return False
+    if file not in cache:
+        data = change.new_bytes(file)
+        cache[file] = data.decode("utf-8", "replace").splitlines() if data is not None else []
+    lines = cache[file]
+    k = line - 1  # the first decorator (a changed symbol's span starts there) or the def line
+    if not (0 <= k < len(lines) and lines[k].lstrip().startswith("@")):
+        k -= 1
+    while 0 <= k < len(lines) and lines[k].lstrip().startswith("@"):
+        if PROPERTY_DECORATORS.match(lines[k]):
+            return True
+        k -= 1
+    return False
+
+
+def _through_implicit_calls(graph: Graph, ans: queries.Answer, change: Change, live: list[dict],
+                            walk: list[dict], far: int) -> list[dict]:
+    """The walk continued past methods the language calls without a call expression the graph
+    could bind: special methods (``__init__`` on ``C()``, ``__enter__``/``__exit__`` on
+    ``with``, ``__call__``, ``__iter__``…) and properties (read as attributes). A changed or
+    reached one counts as a change of its class and of the class's subclasses (INHERITS): the
+    places that make instances of them (CALLS to the class) are walked from there, at the
+    method's depth (the class stands for the method). Rows get "via" the class and "reaches"
+    what the method reaches."""
+    lines_cache: dict = {}
+    known = {(r["file"], r["qual"]): r for r in walk}
+    seen_classes: set[tuple[str, str]] = set()
+    frontier = [(s["file"], s["qual"], s["name"], s["kind"], s.get("line"), 0, s["qual"]) for s in live]
+    frontier += [(r["file"], r["qual"], r["name"], r["kind"], r["line"], r["depth"], r["reaches"]) for r in walk]
+    for _ in range(IMPLICIT_ROUNDS):
+        starts: dict[tuple[str, str], tuple[int, str]] = {}
+        for file, qual, name, kind, line, depth, reaches in frontier:
+            if kind != "method" or depth >= far:
+                continue
+            if not (_is_special(name) or _is_property(change, file, line, lines_cache)):
+                continue
+            cls = (file, qual.rpartition(".")[0])
+            if cls not in seen_classes and (cls not in starts or depth < starts[cls][0]):
+                starts[cls] = (depth, reaches)
+        if not starts:
+            break
+        seen_classes.update(starts)
+        rows = ans.run(graph, f"UNWIND $c AS c MATCH (k:Symbol {{qual: c[1]}}) WHERE k.file = c[0] AND k.kind = 'class' "
+                              f"OPTIONAL MATCH (s:Symbol)-[:INHERITS*1..8]->(k) "
+                              f"RETURN c[0], c[1], collect(DISTINCT [s.file, s.qual])",
+                       {"c": sorted([f, q] for f, q in starts)})
+        frontier = []
+        by_depth: dict[int, list[dict]] = {}
+        for cfile, cqual, subs in rows:
+            depth, reaches = starts[(cfile, cqual)]
+            for f, q in [(cfile, cqual)] + [(x[0], x[1]) for x in subs if x and x[0] is not None]:
+                by_depth.setdefault(depth, []).append({"file": f, "qual": q, "reaches": reaches})
+        for depth, classes in sorted(by_depth.items()):
+            reach_of = {c["qual"]: c["reaches"] for c in classes}
+            found = queries.callers_of_all(graph, classes, far - depth, ans).rows
+            origin = dict(reach_of)
+            for r in found:
+                r["depth"] += depth  # the class stands for the method: no hop between them
+                r["reaches"] = origin.get(r["via"], r["via"])
+                origin.setdefault(r["qual"], r["reaches"])
+                key = (r["file"], r["qual"])
+                if key not in known or r["depth"] < known[key]["depth"]:
+                    known[key] = r
+                    frontier.append((r["file"], r["qual"], r["name"], r["kind"], r["line"], r["depth"], r["reaches"]))
+    return sorted(known.values(), key=lambda r: (r["depth"], r["file"], r["line"] or 0, r["qual"]))
 
 
 def _fixture_classes(graph: Graph, ans: queries.Answer, fx, root_package: str) -> list[tuple[str, str]]:

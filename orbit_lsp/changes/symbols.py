@@ -138,8 +138,8 @@ def symbol_changes(change: Change, root_package: str = "") -> tuple[SymbolChange
         if new is not None and new.error and lang:
             out.notes.append(f"{fd.path} has a syntax error ({new.error}); its symbols are the parse's best effort"
                              if new.symbols else f"{fd.path} does not parse ({new.error}); only its file is reported")
-        if lang is None:
-            continue
+        if lang is None or any(v is not None and v.symbols is None for v in (old, new)):
+            continue  # not parsed, or a version that does not parse: the file alone is reported
         _file_symbols(fd, old, new, out, seen)
     out.symbols.sort(key=lambda s: (s["file"], s["line"] or 0, s["qual"]))
     return out, new_versions
