@@ -134,3 +134,17 @@ def test_stale_pid_file_never_signals_another_process(data_dir_own, workspace):
     finally:
         sleeper.kill()
         sleeper.wait()
+
+
+def test_db_stop_stops_a_paused_server(data_dir_own, workspace):
+    paths = embedded.EmbeddedPaths.for_data_dir(data_dir_own)
+    assert orbit(data_dir_own, "index", str(workspace)).returncode == 0
+    pid = embedded.status(data_dir_own)["pid"]
+    os.kill(pid, signal.SIGSTOP)
+    t = time.monotonic()
+    r = orbit(data_dir_own, "db", "stop")
+    assert r.returncode == 0 and "stopped" in r.stdout, r.stdout + r.stderr
+    assert time.monotonic() - t < 20
+    assert not embedded.is_our_server(pid, paths) and not embedded.server_lock_held(paths)
+    r = orbit(data_dir_own, "index", str(workspace))  # a new server, with the data saved on stop
+    assert r.returncode == 0 and "unchanged" in r.stdout, r.stdout + r.stderr

@@ -419,3 +419,31 @@ def test_external_lock_key_expires_unless_renewed(tmp_path, external, monkeypatc
     finally:
         store.close()
         other.close()
+
+
+def test_kill9_in_the_middle_of_a_build_never_swaps_in_a_partial_graph(tmp_path, private_store, monkeypatch):
+    from orbit_lsp.graph.writer import GraphWriter
+
+    store = private_store
+    ws = make_workspace(tmp_path / "ws", 30)
+    ix = WorkspaceIndexer(ws, store)
+    ix.index_all()
+    store.execute("SAVE")
+    real = GraphWriter.create_calls_by_id
+    killed = []
+
+    def kill_then_write(self, rows):  # nodes are written, edges not yet
+        if not killed:
+            killed.append(True)
+            _kill9(store)
+        return real(self, rows)
+
+    monkeypatch.setattr(GraphWriter, "create_calls_by_id", kill_then_write)
+    with pytest.raises(FalkorDBOffline) as exc:
+        ix.index_all(rebuild=True)
+    assert str(exc.value).startswith("FalkorDB offline") and "empty key" not in str(exc.value)
+    monkeypatch.setattr(GraphWriter, "create_calls_by_id", real)
+    # the graph is the last complete one (from the snapshot), never the half-written build
+    assert _retry_once(lambda: counts(ix.graph)) == expected(30)
+    rep = ix.index_all()
+    assert counts(ix.graph) == expected(30) and rep.mode in ("full", "unchanged")

@@ -211,6 +211,7 @@ async def test_impact_of_file_and_symbol(mcp):
     assert any("may call it" in n for n in d["notes"])  # the unbound obj.helper(), apart
     capped = await mcp.ok("impact", {"target": "helper", "limit": 1})
     assert capped["total"] == 3 and capped["shown"] == 1 and capped["truncated"] is True
+    assert "listed 1 of 3" in capped["text"]
     assert len(capped["result"]["targets"][0]["callers"]) == 1
 
 
@@ -314,6 +315,9 @@ async def test_read_file_only_what_the_graph_returned_redacted(mcp, ws):
     d = await mcp.ok("read_file", {"path": "fresh.py"})
     assert SECRET not in d["text"] and "[REDACTED]" in d["text"] and "def fresh():" in d["text"]
     assert d["result"]["redactions"] >= 1
+    part = await mcp.ok("read_file", {"path": "fresh.py", "start_line": 4, "end_line": 5})
+    assert part["result"]["text"] == "4: def fresh():\n5:     return KEY"
+    assert part["total"] == 5 and part["shown"] == 2 and "listed 2 of 5: ask for other lines" in part["text"]
     assert ".env" in await mcp.error("read_file", {"path": ".env"})
     assert "outside" in await mcp.error("read_file", {"path": "/etc/passwd"})
     (ws / "fresh.py").unlink()
@@ -396,9 +400,20 @@ async def test_an_edit_is_seen_by_the_next_calls(mcp, ws):
         (ws / "extra.py").unlink()
         await until_ok(mcp, "impact", {"target": "pkg/core.py"},
                        lambda d: "extra.py" not in [r["path"] for r in d["result"]["dependents"]])
+        # a directory made elsewhere and moved in at once, then removed with its files
+        staging = ws.parent / "staging_sub"
+        (staging / "inner").mkdir(parents=True)
+        (staging / "inner" / "use.py").write_text("from pkg.core import run\n")
+        staging.rename(ws / "sub")
+        await until_ok(mcp, "impact", {"target": "pkg/core.py"},
+                       lambda d: "sub/inner/use.py" in [r["path"] for r in d["result"]["dependents"]])
+        shutil.rmtree(ws / "sub")
+        await until_ok(mcp, "cypher", {"query": "MATCH (f:File) WHERE f.path STARTS WITH 'sub/' RETURN count(f)"},
+                       lambda d: d["result"]["rows"] == [[0]])
     finally:
         core.write_text(original)
         (ws / "extra.py").unlink(missing_ok=True)
+        shutil.rmtree(ws / "sub", ignore_errors=True)
     await until_ok(mcp, "callers", {"symbol": "helper"},
                    lambda d: "pkg.core.added" not in quals(d["result"]["targets"][0]["callers"]))
 
@@ -437,6 +452,8 @@ async def test_falkordb_down_mid_session_then_back(tmp_path):
     s = await Session(stdio_params(root, tmp_path / "data", env={"ORBIT_FALKORDB_URL": fdb.url})).start()
     try:
         assert quals((await s.ok("callers", {"symbol": "helper"}))["result"]["targets"][0]["callers"]) == {"pkg.core.run": 1}
+        d = await s.ok("impact", {"target": "pkg/core.py"})  # the import graph is read (and kept)
+        assert {r["path"] for r in d["result"]["dependents"]} == {"pkg/__init__.py", "pkg/cli.py", "app.py"}
         fdb.kill()
         for _ in range(3):
             t = time.monotonic()
@@ -449,6 +466,10 @@ async def test_falkordb_down_mid_session_then_back(tmp_path):
         d = await until_ok(s, "callers", {"symbol": "helper"},
                            lambda d: "late.late" in quals(d["result"]["targets"][0]["callers"]))
         assert quals(d["result"]["targets"][0]["callers"]) == {"pkg.core.run": 1, "late.late": 1}
+        # the import graph was read again from the rebuilt graph
+        d = await s.ok("impact", {"target": "pkg/core.py"})
+        assert {r["path"]: r["hops"] for r in d["result"]["dependents"]} == {
+            "pkg/__init__.py": 1, "pkg/cli.py": 1, "late.py": 1, "app.py": 2}
     finally:
         await s.stop()
         fdb.kill()
@@ -529,3 +550,17 @@ async def test_usage_errors(cmd, argv, expect, data_dir):
     p = await asyncio.to_thread(subprocess.run, [*cmd, *argv], capture_output=True, text=True, timeout=60,
                                 env={**os.environ, "ORBIT_DATA_DIR": str(data_dir)}, stdin=subprocess.DEVNULL)
     assert p.returncode == 2 and expect in p.stderr and "error" in p.stderr and p.stdout == ""
+
+
+async def test_answers_wait_for_the_first_index_then_say_how_far(tmp_path, settings):
+    """Before the first index ends, a call waits for it, then is refused with the progress (a
+    LiveWorkspace that was never started never ends its first index)."""
+    from orbit_lsp.mcp.live import LiveWorkspace, NotReady
+
+    live = LiveWorkspace(write_workspace(tmp_path / "ws"), settings)
+    t = time.monotonic()
+    with pytest.raises(NotReady) as ei:
+        live.before_answer(0.2)
+    assert time.monotonic() - t >= 0.2
+    assert "still being indexed (0/0 files)" in str(ei.value)
+    live.store.close()

@@ -317,8 +317,11 @@ def stop(data_dir: Path, timeout: float = 30.0) -> bool:
         finally:
             client.close()
     elif ours:
+        # alive but not answering (paused, busy): TERM it, and CONT it in case it was stopped,
+        # so it saves its data and exits as for a shutdown
         try:
             os.kill(pid, signal.SIGTERM)
+            os.kill(pid, signal.SIGCONT)
         except ProcessLookupError:
             pass
         was_running = True

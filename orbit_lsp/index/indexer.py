@@ -78,6 +78,8 @@ def report_progress(progress, done: int, total: int, rel: str, phase: str = "rea
         progress(done, total, rel, phase)
     elif phase == "read":
         progress(done, total, rel)
+
+
 _GENERATIONS = itertools.count(1)
 BUILD_GRAPH_PREFIX = "orbit_build_"  # scratch graph of a full build: orbit_build_<code graph name>
 
@@ -550,6 +552,7 @@ class WorkspaceIndexer:
         target = self.store.graph(build_graph_name(self.graph.name))
         target.delete()  # a build that stopped half-way (we hold the graph's write lock)
         ensure_indexes(target)
+        server = self.store.server_id
         w = GraphWriter(target)
         rels = sorted(self.state)
         decoded = dict(fresh or {})
@@ -581,6 +584,7 @@ class WorkspaceIndexer:
             t_res = time.perf_counter()
             resolver = self._resolver(decoded)
             n_files = len(self.state)
+            report_progress(progress, 0, n_files, "", "resolve")
             for i, (rel, st) in enumerate(self.state.items(), 1):
                 st.edges = resolver.resolve_file(rel) if rel in decoded else None
                 if i % 200 == 0 or i == n_files:
@@ -596,9 +600,16 @@ class WorkspaceIndexer:
             t_cache = time.perf_counter()
             blobs = self._pickle_states(self.state)
             rep.timings["cache"] = time.perf_counter() - t_cache
+            done_before = sum(j.done() for j in jobs)  # one writer thread: a prefix of the jobs
+            report_progress(progress, done_before, len(jobs), "", "write")
             for i, job in enumerate(jobs, 1):
                 job.result()
-                report_progress(progress, i, len(jobs), "", "write")
+                if i > done_before:
+                    report_progress(progress, i, len(jobs), "", "write")
+            if self.store.server_id != server:
+                # FalkorDB restarted during the build: the scratch graph lost its first writes
+                raise FalkorDBOffline(self.store.where, "the server restarted while orbit was writing the "
+                                      "graph; the next index brings it up to date")
             self._swap_in(target)
             self._cache_blobs = blobs  # saved by _persist, only once every write succeeded
         finally:

@@ -28,6 +28,7 @@ from pathlib import Path
 from orbit_lsp.config import Settings
 from orbit_lsp.graph.connection import GraphStore
 from orbit_lsp.graph.errors import FalkorDBOffline, GraphError
+from orbit_lsp.graph.imports import ImportGraph
 from orbit_lsp.index.indexer import WorkspaceIndexer
 from orbit_lsp.index.isolated import index_all_isolated
 from orbit_lsp.index.watcher import Changes, FolderWatcher, apply_changes
@@ -85,10 +86,22 @@ class LiveWorkspace:
         self._recovery: threading.Thread | None = None
         self._stopping = threading.Event()
         self.watcher = FolderWatcher(self.ix, self._apply)
+        self._imports: tuple[int, ImportGraph] | None = None
+        self._imports_lock = threading.Lock()
 
     @property
     def graph(self):
         return self.ix.graph
+
+    def imports(self) -> ImportGraph:
+        """The graph's IMPORTS edges in memory (``graph.imports``), read again whenever the
+        indexer changed them (``imports_generation``): impact walks then cost no query per hop.
+        Raises what ``ImportGraph.load`` raises."""
+        with self._imports_lock:
+            gen = self.ix.imports_generation
+            if self._imports is None or self._imports[0] != gen:
+                self._imports = (gen, ImportGraph.load(self.graph))
+            return self._imports[1]
 
     # -- start and stop ----------------------------------------------------------------------
     def start(self) -> None:

@@ -111,7 +111,8 @@ def open_workspace(root: Path, settings: Settings, names: list[str]) -> tuple[Li
         memory = MemoryStore(live.store, settings.memory_graph, history=history)
     box = Toolbox(live.graph, live.root, settings, consent=lambda path: "once", history=history, memory=memory)
     live.start()
-    return live, Tools(box, memory=memory, history=history, root_package=lambda: live.ix.root_package)
+    return live, Tools(box, memory=memory, history=history, root_package=lambda: live.ix.root_package,
+                       imports=live.imports)
 
 
 async def serve_stdio(server: Server) -> None:

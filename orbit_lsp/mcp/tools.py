@@ -22,7 +22,7 @@ import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from orbit_lsp.agent.tools import SCHEMA, Toolbox, ToolError, redacted
 from orbit_lsp.graph import queries
@@ -49,6 +49,7 @@ class Answer:
     lines: list[str]  # the text form, without notes, freshness and Cypher
     cypher: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    rest: str = f"pass a higher limit (at most {MAX_LIMIT}) or a narrower target for the rest"
 
     @property
     def truncated(self) -> bool:
@@ -60,6 +61,8 @@ class Answer:
 
     def text(self, freshness: str) -> str:
         out = list(self.lines)
+        if self.total is not None and self.shown < self.total:
+            out.append(f"listed {self.shown} of {self.total}: {self.rest}")
         out += [f"note: {n}" for n in self.notes]
         out.append(freshness)
         out.append(cypher_text(self.cypher))
@@ -168,10 +171,13 @@ class Tools:
     graph (its ``readable`` set is the files answers returned, the only ones ``read_file``
     serves); ``memory``: a ``MemoryStore`` or None; ``history``: an ``agent.history.History``
     recording each ``recall`` as a turn of one conversation (provenance), or None;
-    ``root_package()``: the workspace's root package as the indexer names it (``change_impact``)."""
+    ``root_package()``: the workspace's root package as the indexer names it (``change_impact``);
+    ``imports()``: the graph's IMPORTS edges in memory (``graph.imports.ImportGraph``) or None."""
 
-    def __init__(self, toolbox: Toolbox, memory=None, history=None, client_name: str = "mcp", root_package=None):
+    def __init__(self, toolbox: Toolbox, memory=None, history=None, client_name: str = "mcp", root_package=None,
+                 imports=None):
         self.root_package = root_package or (lambda: "")  # the indexer's, for change_impact
+        self.imports = imports or (lambda: None)  # an ImportGraph kept current, or None: frontier queries
         self.toolbox = toolbox
         self.graph = toolbox.graph
         self.root = toolbox.root
@@ -298,7 +304,7 @@ class Tools:
         path = self._rel(target)
         rec = queries.file_record(self.graph, path)
         if rec.found:
-            ans = queries.impact(self.graph, path, hops)
+            ans = queries.impact(self.graph, path, hops, imports=self.imports())
             ans.cypher = rec.cypher + ans.cypher
             deps = ans.rows[:lim]
             lines = [f"files depending on {path} (≤ {hops} hops): {ans.total}"
@@ -319,7 +325,7 @@ class Tools:
             notes += walk.notes
             callers = [{"qual": c["qual"], "kind": c["kind"], "file": c["file"], "line": c["line"], "hops": c["depth"]}
                        for c in walk.rows]
-            files = queries.impact(self.graph, s["file"], hops, paths=False)
+            files = queries.impact(self.graph, s["file"], hops, paths=False, imports=self.imports())
             cypher += files.cypher
             total += walk.total or 0
             shown += len(callers)
@@ -355,12 +361,14 @@ class Tools:
     # -- files and packages ------------------------------------------------------------------------
     def t_file_context(self, a: dict) -> Answer:
         path = self._rel(a["path"])
-        res = self._box("file_context", {"path": path})
-        d = res.data
         lim = a["limit"]
-        if not d.get("found"):
+        ctx = queries.file_context(self.graph, path)
+        if not ctx.found:
             raise ToolError(f"file_context: {path} is not in the code graph (not indexed, skipped or misspelled); "
                             "paths are workspace-relative, e.g. pkg/mod.py")
+        imp = queries.impact(self.graph, path, min(4, self.settings.max_hops), imports=self.imports())
+        d = {**ctx.rows[0], "dependents": {"count": imp.total or 0, "items": imp.rows}}
+        cypher, notes = ctx.cypher + imp.cypher, ctx.notes + imp.notes
         deps = d["dependents"]
         result = {"file": path, "lang": d.get("lang"), "lines": d.get("lines"), "symbols": d.get("symbols"),
                   "parse_error": d.get("parse_error"), "unresolved_imports": d.get("unresolved_imports") or [],
@@ -379,7 +387,7 @@ class Tools:
         if result["unresolved_imports"]:
             lines.append(f"unresolved imports: {', '.join(result['unresolved_imports'])}")
         shown = min(lim, deps["count"])
-        return Answer(result, deps["count"], shown, lines, res.cypher, list(d.get("notes") or []))
+        return Answer(result, deps["count"], shown, lines, cypher, notes)
 
     def t_package_users(self, a: dict) -> Answer:
         res = self._box("package_users", {"name": a["name"]})
@@ -492,7 +500,8 @@ class Tools:
         n = max(0, d["end_line"] - d["start_line"] + 1)
         lines = [f"{d['path']} lines {d['start_line']}-{d['end_line']} of {d['total_lines']}"
                  + (f" ({d['redactions']} secret(s) redacted)" if d["redactions"] else ""), d["text"]]
-        return Answer(d, d["total_lines"], min(n, d["total_lines"]), lines, res.cypher)
+        return Answer(d, d["total_lines"], min(n, d["total_lines"]), lines, res.cypher,
+                      rest="ask for other lines with start_line and end_line (at most 200 at once)")
 
     # -- helpers -------------------------------------------------------------------------------------
     def _rel(self, path: str) -> str:
@@ -636,4 +645,3 @@ def select_tools(spec: str | None) -> list[str]:
     return [t for t in ALL_TOOLS if t in chosen]
 
 
-ToolRunner = Callable[[str, dict], Answer]

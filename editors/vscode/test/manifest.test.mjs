@@ -48,3 +48,11 @@ test("every Orbit command an answer tells the user to run exists", () => {
   for (const t of named) assert.ok(titles.includes(t), `"Orbit: ${t}" is not a command`);
   for (const t of ["List memories", "Confirm memory", "Forget memory"]) assert.ok(titles.includes(t), t);
 });
+
+test("the bundled language client declares codeLens refresh support and re-asks lenses on refresh", () => {
+  // the server sends workspace/codeLens/refresh after each index (tested in server.test.mjs):
+  // lenses then appear by themselves after a cold index only if the client handles it
+  const src = readFileSync(join(here, "..", "node_modules", "vscode-languageclient", "lib", "common", "codeLens.js"), "utf8");
+  assert.match(src, /'codeLens'\)\.refreshSupport = true/);
+  assert.match(src, /CodeLensRefreshRequest\.type[\s\S]{0,200}onDidChangeCodeLensEmitter\.fire\(\)/);
+});
