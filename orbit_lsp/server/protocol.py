@@ -121,6 +121,19 @@ class OrbitProtocol(LanguageServerProtocol):
         self._send_data({"jsonrpc": "2.0", "id": msg_id if _usable_id(msg_id) else None,
                          "error": {"code": code, "message": message}})
 
+    def _send_handler_result(self, future: Any, *, msg_id: Any) -> None:
+        """pygls's, except that a handler refusing its params (InvalidParams) is answered
+        without logging a traceback: the input was at fault, not the server, and a client
+        sending many such requests would fill its log."""
+        if future.done() and not future.cancelled():
+            exc = future.exception()
+            if isinstance(exc, JsonRpcException) and exc.code == INVALID_PARAMS:
+                self._request_futures.pop(msg_id, None)
+                log.info("request %s: %s", msg_id, exc.message)
+                self._send_response(msg_id, error=exc.to_response_error())
+                return
+        super()._send_handler_result(future, msg_id=msg_id)
+
     def _structure(self, data: dict, method: Any) -> Any:
         """The message object for ``data``: pygls's structuring for LSP methods and responses;
         a request or notification of a method without an lsprotocol type (``orbit/*``) keeps
