@@ -239,6 +239,7 @@ def test_unusable_uris_and_out_of_range_integers_are_invalid_params(lsp, ws):
          "params.position.character"),
         ("orbit/ask", {"question": "who calls helper?", "conversationId": 2 ** 70}, "params.conversationId"),
         ("orbit/ask", {"question": "who calls \udc00 helper?"}, "params.question"),
+        ("workspace/symbol", {"query": "help\x00er"}, "params.query"),  # a NUL would end the Cypher text
         ("workspace/executeCommand", {"command": "orbit.showImpact", "arguments": [app, {"line": 2 ** 31, "character": 0}]},
          "line"),
     ]

@@ -68,17 +68,20 @@ def _usable_id(msg_id: Any) -> bool:
 MAX_SCAN_NODES = 200_000  # JSON values of one message's params checked by ``_unusable_text``
 
 
-def _unusable_text(value: Any, where: str = "params") -> str | None:
+def _unusable_text(value: Any, where: str = "params", nul_anywhere: bool = False) -> str | None:
     """Where in ``value`` (JSON data) a string holds a lone surrogate (ill-formed Unicode: no
-    file, text or database can hold it), or a URI (a member named ``uri``/``…Uri``) holds a
-    NUL, e.g. ``"params.textDocument.uri"``; None when every string is usable."""
+    file, text or database can hold it), or a NUL: in a URI (a member named ``uri``/``…Uri``)
+    always, in any string with ``nul_anywhere`` (requests: a NUL ends a Cypher text at
+    FalkorDB, so a query holding one is refused there with a parser error); e.g.
+    ``"params.textDocument.uri"``. None when every string is usable. Notifications keep NULs
+    in document text (a file may hold them)."""
     stack: list[tuple[Any, str, bool]] = [(value, where, False)]
     seen = 0
     while stack and seen < MAX_SCAN_NODES:
         v, path, is_uri = stack.pop()
         seen += 1
         if isinstance(v, str):
-            if is_uri and "\x00" in v:
+            if (is_uri or nul_anywhere) and "\x00" in v:
                 return path
             if not v.isascii():
                 try:
@@ -188,7 +191,7 @@ class OrbitProtocol(LanguageServerProtocol):
             return
         if "method" in data and "params" not in data:
             data = {**data, "params": None}
-        bad = _unusable_text(data.get("params")) if "method" in data else None
+        bad = _unusable_text(data.get("params"), nul_anywhere=is_request) if "method" in data else None
         if bad is not None:
             why = f"{bad} holds a NUL character or a lone surrogate (ill-formed Unicode)"
             if is_request:
