@@ -67,6 +67,8 @@ def test_indexer_reports_every_phase_with_its_own_count(tmp_path, store):
             assert done[-1] == by_phase[p][-1][1], p          # and reach the phase's total
             assert len(done) >= 2, p                          # something between start and end
         assert by_phase["write"][-1][1] >= 2                   # nodes, then edge batches
+        # parse and resolve are shown as soon as they start, before their first file is done
+        assert by_phase["parse"][0][0] == 0 and by_phase["resolve"][0][0] == 0
 
         # a callback without ``phases`` is called as before: the read phase only, 3 arguments
         (ws / "m0.py").write_text("def f0():\n    return 1\n")

@@ -597,6 +597,7 @@ class WorkspaceIndexer:
             t_res = time.perf_counter()
             resolver = self._resolver(decoded)
             have = [r for r in rels if r in decoded]
+            report_progress(progress, 0, len(have), "", "resolve")
             resolved = resolver.resolve_many(
                 have, lambda r: None, have,
                 progress=lambda i, n, rel: report_progress(progress, i, n, rel, "resolve"))
@@ -618,9 +619,12 @@ class WorkspaceIndexer:
             t_cache = time.perf_counter()
             blobs = self._pickle_states(self.state)
             rep.timings["cache"] = time.perf_counter() - t_cache
+            done_before = sum(j.done() for j in jobs)  # one writer thread: a prefix of the jobs
+            report_progress(progress, done_before, len(jobs), "", "write")
             for i, job in enumerate(jobs, 1):
                 job.result()
-                report_progress(progress, i, len(jobs), "", "write")
+                if i > done_before:
+                    report_progress(progress, i, len(jobs), "", "write")
             if self.store.server_id != server:
                 # FalkorDB restarted during the build: the scratch graph lost its first writes
                 raise FalkorDBOffline(self.store.where, "the server restarted while orbit was writing the "
