@@ -16,7 +16,7 @@ from pygls.uris import from_fs_path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `bench` is not an installed package
 
-from bench.raw_lsp import RawLsp, frame  # noqa: E402
+from bench.raw_lsp import RawLsp  # noqa: E402
 
 PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
 ANSWER_BOUND_S = 10.0  # generous: 2 shared cores; a hang is what is caught
