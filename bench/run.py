@@ -67,7 +67,7 @@ from orbit_lsp.index.walk import walk_workspace
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS = BENCH_DIR / "RESULTS.md"
 DEFAULT_CACHE = Path(os.environ.get("ORBIT_BENCH_CACHE") or (Path.home() / ".cache" / "orbit-bench"))
-PHASES = ("walk", "parse", "resolve", "write", "cache")
+PHASES = ("walk", "parse", "resolve", "flow", "write", "cache")  # flow: value-flow rounds after the first
 
 # Targets of the graph-foundation issue ("Speed").
 TARGET_COLD_RATIO = 2.0
@@ -441,6 +441,10 @@ def run_index(corpus: Path, label: str, settings: Settings, command: str, repeat
         ["package uses (USES_PACKAGE edges)", graph_counts["uses_package"]] + blank,
         ["packages", first.packages] + blank,
         ["unresolved calls", first.unresolved_calls] + blank,
+        ["bound call sites", first.call_sites] + blank,
+        ["unbound share of call sites", f"{first.unresolved_calls / max(1, first.unresolved_calls + first.call_sites):.1%}"]
+        + blank,
+        ["value-flow rounds (files resolved again)", f"{first.flow_rounds} ({first.flow_files})"] + blank,
         ["parse errors (indexer / baseline)", f"{len(first.parse_errors)} / {runs[0]['parse_errors_baseline']}"] + blank,
         ["skipped files", len(first.skipped)] + blank,
         ["baseline read+ast.parse, GC on (s)"] + col(lambda x: x["baseline_gc_on"]),

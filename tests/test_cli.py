@@ -211,10 +211,13 @@ def test_callers_reports_unresolved_call_sites(capsys, tmp_path, store):
         rc, out, err = run(capsys, "callers", "helper", "--workspace", str(ws))
         assert rc == 0, err
         assert "  0 callers" in out
-        assert "1 unresolved call site uses this name" in out
+        # the unbound site is counted and located (file:line, caller)
+        assert "1 unbound call site uses this name (may call it; not counted above):" in out
+        assert "    b.py:2  in b.go" in out
         doc = run_json(capsys, "callers", "helper", "--workspace", str(ws))
         assert doc["result"]["rows"][0]["callers"] == []
         assert doc["result"]["rows"][0]["unresolved_elsewhere"] == 1
+        assert doc["result"]["rows"][0]["unbound"] == {"total": 1, "sites": [{"file": "b.py", "caller": "b.go", "line": 2}]}
     finally:
         store.graph(code_graph_name(ws)).delete()
 

@@ -172,3 +172,22 @@ def test_index_help_names_every_language(data_dir):
     text = " ".join(proc.stdout.split())
     assert "Python, JavaScript, TypeScript" in text and "the Python files" not in text
     assert "--exclude PATTERN" in text
+
+
+# -- issue 18 item 4: say when FalkorDB is starting ------------------------------------------------
+
+def test_starting_the_embedded_server_is_said(tmp_path):
+    own = tmp_path / "data"  # a data dir of its own: its embedded server is not running yet
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "a.py").write_text("def f():\n    return 1\n")
+    try:
+        proc = cli(own, "db", "status")
+        assert proc.returncode == 0 and "not running" in proc.stdout and proc.stderr == ""
+        proc = cli(own, "index", str(ws))
+        assert proc.returncode == 0, proc.stderr
+        assert proc.stderr.splitlines()[0] == "orbit-lsp: starting the embedded FalkorDB"
+        proc = cli(own, "callers", "f", "--workspace", str(ws))
+        assert proc.returncode == 0 and "starting" not in proc.stderr
+    finally:
+        assert cli(own, "db", "stop").returncode == 0

@@ -11,7 +11,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
 
 from orbit_lsp.graph import writelock
 from orbit_lsp.graph.connection import code_graph_name

@@ -147,9 +147,14 @@ def call_expr(draw, in_method: bool) -> str:
     m = draw(st.sampled_from(MODS))
     n = draw(st.sampled_from(NAMES))
     meth = draw(st.sampled_from(METHODS))
+    n2 = draw(st.sampled_from(NAMES))
     choices = [f"{n}()", f"{n}{n}()", f"{m.upper()}.{n}()", f"{m}.{n}()", f"pkg.{m}.{n}()", f"E.{n}()",
                f"e.{n}()", f"{n}().{meth}()", "missing()", "os.path.join('x')", f"v.{meth}()",
-               f"K.{meth}(v)"]
+               f"K.{meth}(v)",
+               # values flowing between files: functions, classes and instances as arguments,
+               # containers of them, results of calls
+               f"{n}({n2})", f"{n}(cb={n2})", f"{m}.{n}({n2}())", f"{n}([{n2}])", f"REG.append({n2})",
+               f"{n}()()", "REG[0]()", f"{n}(v)"]
     if in_method:
         choices += [f"self.{meth}()", f"super().{meth}()", "self.x.m()", f"type(self).{meth}()"]
     return draw(st.sampled_from(choices))
@@ -168,6 +173,12 @@ def body(draw, indent: str, in_method: bool) -> list[str]:
 def function_def(draw) -> list[str]:
     name = draw(st.sampled_from(FUNCS))
     deco = draw(st.sampled_from([[], [], ["@f"], [f"@{draw(st.sampled_from(MODS))}.g"]]))
+    if draw(st.booleans()):
+        # a parameter: what it holds comes from call sites in any file
+        meth = draw(st.sampled_from(METHODS))
+        uses = draw(st.lists(st.sampled_from(["cb()", f"cb.{meth}()", "cb()()", "for h in cb:\n        h()",
+                                              "REG.append(cb)", "return cb"]), min_size=1, max_size=2))
+        return deco + [f"def {name}(cb=None):"] + ["    " + u for u in uses]
     return deco + [f"def {name}():"] + draw(body("    ", False))
 
 
@@ -197,6 +208,8 @@ def module_source(draw, rel: str) -> str:
         call_expr(False).map(lambda s: [s]),
         st.sampled_from(CLASSES).map(lambda c: [f"v = {c}()"]),
         st.sampled_from(NAMES).map(lambda n: [f"{n}{n} = {n}"]),
+        st.sampled_from(NAMES).map(lambda n: [f"REG = [{n}]"]),
+        st.just(["for h in REG:", "    h()"]),
     ), min_size=0, max_size=6))
     text = "\n".join(line for item in items for line in item) + "\n"
     if draw(st.integers(0, 9)) == 0:  # occasionally a syntax error

@@ -35,6 +35,10 @@ def copy_cases(base) -> dict:
     for key, name in NAMES.items():
         out[key] = base / f"ws{key}"
         shutil.copytree(CASES / name / "workspace", out[key], symlinks=True)
+    unb = out["unbound"] = base / "wsunbound"  # a call that cannot be bound: counted and located
+    unb.mkdir()
+    (unb / "shapes.py").write_text("class Circle:\n    def area(self):\n        return 1\n\n\ndef direct():\n"
+                                   "    return Circle().area()\n\n\ndef unknown(shape):\n    return shape.area()\n")
     many = out["many"] = base / "wsmany"  # a function with more callers than a hover lists
     many.mkdir()
     (many / "lib.py").write_text("def f(x):\n    return f(x - 1) if x else 0\n")
@@ -150,14 +154,18 @@ async def test_lenses_case001_recursive_flatten(client, roots):
 
 async def test_lenses_case006_unresolved_note(client, roots):
     got = titles(await lenses(client, roots["006"] / "widgets.py"))
-    note = " · unresolved calls to 'render' in 1 function may add more"  # `item.render()` in _draw_one
-    assert got[(4, 8)] == "1 caller" + note  # Widget.render: show() calls it
+    # Widget.render: show() calls it, and Panel._draw_one through its parameter ``item``, which
+    # holds the items of ``self.items = [Widget("a")]`` (value flow): nothing stays unbound
+    assert got[(4, 8)] == "2 callers"
     assert got[(0, 6)] == "2 callers"  # class Widget: instantiated by make_widget and Panel.__init__
     assert got[(14, 4)] == "0 callers"  # show
     assert got[(0, 0)] == "0 dependents"
     assert (9, 4) not in got  # `factory = Widget` is a local variable, no lens
     decoy = titles(await lenses(client, roots["006"] / "decoy.py"))
-    assert decoy[(1, 8)] == "1 caller" + note  # Gadget.render: only decoy.unrelated, never widgets.show
+    assert decoy[(1, 8)] == "1 caller"  # Gadget.render: only decoy.unrelated, never widgets.show
+    # an unbound call using the name adds the note
+    shapes = titles(await lenses(client, roots["unbound"] / "shapes.py"))
+    assert shapes[(1, 8)] == "1 caller · unresolved calls to 'area' in 1 function may add more"
 
 
 async def test_lens_command_runs_show_impact(client, roots):
@@ -259,10 +267,14 @@ async def test_hover_same_name_never_mixed(client, roots):
     text = (await hover(client, roots["006"] / "decoy.py", 1, 9)).contents.value
     assert "`decoy.Gadget.render`" in text and "`decoy.unrelated`" in text
     assert "widgets" not in text
-    assert "could not be bound" in text  # `item.render()` in widgets.py may call it
     text = (await hover(client, roots["006"] / "widgets.py", 4, 9)).contents.value
     assert "`widgets.Widget.render`" in text and "`widgets.show` · `widgets.py:17`" in text
+    assert "`widgets.Panel._draw_one` · `widgets.py:28`" in text
     assert "decoy" not in text
+    # a call that could not be bound is said, and located
+    text = (await hover(client, roots["unbound"] / "shapes.py", 1, 9)).contents.value
+    assert "could not be bound" in text
+    assert "Unbound calls to this name: `shapes.py:11` (in `shapes.unknown`)" in text
 
 
 async def test_hover_on_call_site_case005(client, roots):
@@ -471,6 +483,7 @@ async def test_unresolved_counts_same_with_and_without_an_index(store, tmp_path)
 
     ws = tmp_path / "ws006"
     shutil.copytree(CASES / NAMES["006"] / "workspace", ws)
+    (ws / "unknown.py").write_text("def draw(item):\n    return item.render()\n")  # never bound: no callers
     ix = WorkspaceIndexer(ws, store)
     ix.index_all()
     try:

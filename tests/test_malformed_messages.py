@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import random
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from pygls.uris import from_fs_path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `bench` is not an installed package
 
-from bench.raw_lsp import RawLsp, frame  # noqa: E402
+from bench.raw_lsp import RawLsp  # noqa: E402
 
 PARSE_ERROR, INVALID_REQUEST, INVALID_PARAMS = -32700, -32600, -32602
 ANSWER_BOUND_S = 10.0  # generous: 2 shared cores; a hang is what is caught
@@ -78,6 +79,8 @@ def test_orbit_requests_without_params_member_are_answered(lsp, ws):
         got = lsp.request(method, timeout=ANSWER_BOUND_S)
         assert got["error"]["code"] == INVALID_PARAMS, (method, got)
     _assert_healthy(lsp, ws)
+    time.sleep(0.2)  # stderr is read by a thread
+    assert "Traceback" not in "".join(lsp.stderr_lines)  # the input was at fault: no traceback logged
 
 
 @pytest.mark.parametrize("bytewise", [False, True], ids=["one-write", "byte-by-byte"])
@@ -236,6 +239,7 @@ def test_unusable_uris_and_out_of_range_integers_are_invalid_params(lsp, ws):
          "params.position.character"),
         ("orbit/ask", {"question": "who calls helper?", "conversationId": 2 ** 70}, "params.conversationId"),
         ("orbit/ask", {"question": "who calls \udc00 helper?"}, "params.question"),
+        ("workspace/symbol", {"query": "help\x00er"}, "params.query"),  # a NUL would end the Cypher text
         ("workspace/executeCommand", {"command": "orbit.showImpact", "arguments": [app, {"line": 2 ** 31, "character": 0}]},
          "line"),
     ]

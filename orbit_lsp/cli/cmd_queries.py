@@ -89,7 +89,10 @@ def cmd_impact(ctx: Ctx) -> int:
 
 def _answer(ans) -> dict:
     """An ``Answer`` without its Cypher (that goes in the top-level ``cypher``)."""
-    return {"rows": ans.rows, "notes": ans.notes}
+    out = {"rows": ans.rows, "notes": ans.notes}
+    if ans.breaks:
+        out["breaks"] = ans.breaks  # call_chain: unbound calls that may close a missing path
+    return out
 
 
 def _where(sym: dict) -> str:
@@ -124,9 +127,15 @@ def cmd_callers(ctx: Ctx) -> int:
                 via = f", calls {c['via']}" if c["depth"] > 1 else ""
                 depth = f"[{c['depth']}] " if ctx.args.depth > 1 else ""
                 print(f"    {depth}{c['qual']:<{wq}}  {_where(c)}  (line {lines}, {c['resolved']}{via})")
+        unbound = entry.get("unbound") or {"total": 0, "sites": []}
         if unresolved:
-            print(f"  {unresolved} unresolved call site{'s' if unresolved != 1 else ''} "
-                  f"use{'s' if unresolved == 1 else ''} this name (may call it; not counted above)")
+            total = unbound["total"] or unresolved
+            print(f"  {total} unbound call site{'s' if total != 1 else ''} "
+                  f"use{'s' if total == 1 else ''} this name (may call it; not counted above):")
+            for x in unbound["sites"]:
+                print(f"    {x['file']}:{x['line'] if x['line'] is not None else '?'}  in {x['caller']}")
+            if total > len(unbound["sites"]):
+                print(f"    … and {total - len(unbound['sites'])} more")
     print_cypher(ans.cypher)
     return 0
 
@@ -146,7 +155,8 @@ def cmd_chain(ctx: Ctx) -> int:
     for note in ans.notes:
         print(f"note: {note}")
     if not ans.rows:
-        print(f"no call path from {ctx.args.source} to {ctx.args.target}")
+        print(f"no call path from {ctx.args.source} to {ctx.args.target}"
+              + (" through bound calls (see the notes: an unbound call may close it)" if ans.breaks else ""))
     for i, row in enumerate(ans.rows):
         if i or ans.notes:
             print()

@@ -52,7 +52,27 @@ class Ctx:
         if self._store is None:
             from orbit_lsp.graph.connection import GraphStore
             self._store = GraphStore(self.settings)
+            if self._store.embedded and self.args.command != "db":  # db status/stop never start it
+                self._say_if_starting()
         return self._store
+
+    def _say_if_starting(self) -> None:
+        """A note on stderr when the embedded FalkorDB is not answering yet: it is about to be
+        started (or is starting, or loading its saved graphs), which can take seconds."""
+        from orbit_lsp.graph import embedded
+
+        paths = embedded.EmbeddedPaths.for_data_dir(Path(self.settings.data_dir))
+        if embedded.ping(paths.socket):
+            return
+        try:
+            saved = (paths.dir / "orbit.rdb").stat().st_size
+        except OSError:
+            saved = 0
+        data = f" and loading its saved graphs ({saved / (1 << 20):.0f} MB)" if saved >= (1 << 20) else ""
+        if embedded.server_lock_held(paths):
+            self.note(f"the embedded FalkorDB is starting{data or ' or loading its data'}; waiting for it")
+        else:
+            self.note(f"starting the embedded FalkorDB{data}")
 
     def close(self) -> None:
         if self._store is not None:

@@ -29,6 +29,8 @@ class Answer:
     found: bool = True
     total: int | None = None  # rows there were before a limit cut them (None: all are here)
     by_depth: list[int] | None = None  # traversals: how many were found at depth 1, 2, …
+    unbound: dict | None = None  # unbound call sites using a symbol's name (``unbound_sites``)
+    breaks: list | None = None  # call_chain without a path: unbound calls that may close it
 
     def run(self, graph: Graph, query: str, params: dict | None = None, timeout_ms: int | None = None) -> list[list]:
         """Run a read query, record it, return its raw rows."""
@@ -118,8 +120,9 @@ def callers(graph: Graph, symbol: str, depth: int = 1) -> Answer:
 
     One answer per candidate when the name is ambiguous: ``rows`` = [{"target": symbol dict,
     "callers": [symbol dict + depth, via, lines, resolved], "unresolved_elsewhere": int}];
-    ``unresolved_elsewhere`` counts call sites in the workspace whose target could not be
-    bound and that use the same name (they *may* call it: the count is then a lower bound).
+    ``unresolved_elsewhere`` counts the symbols with call sites whose target could not be
+    bound and that use the same name (they *may* call it: the count is then a lower bound);
+    ``unbound`` lists those sites (``unbound_sites``: total, and the first with file and line).
     """
     ans = find_symbols(graph, symbol)
     targets = ans.rows
@@ -131,7 +134,8 @@ def callers(graph: Graph, symbol: str, depth: int = 1) -> Answer:
     for t in targets:
         found = _walk_calls(graph, t, depth, True, ans)
         unresolved = _unresolved_named(graph, [t["name"]], ans).get(t["name"], 0)
-        ans.rows.append({"target": t, "callers": found, "unresolved_elsewhere": unresolved})
+        unbound = unbound_sites(graph, t["name"], ans) if unresolved else {"total": 0, "sites": []}
+        ans.rows.append({"target": t, "callers": found, "unresolved_elsewhere": unresolved, "unbound": unbound})
     return ans
 
 
@@ -197,10 +201,71 @@ def call_chain(graph: Graph, source: str, target: str, max_len: int = 10) -> Ans
                 rows.append({"from": s["qual"], "to": t["qual"],
                              "path": [{"qual": n[0], "file": n[1], "line": n[2]} for n in r[0]]})
     rows.sort(key=lambda r: (len(r["path"]), r["from"], r["to"]))
+    ans.breaks = []
     if srcs and dsts and not rows:
         ans.notes.append(f"no CALLS path of at most {max_len} hops")
+        ans.breaks = chain_breaks(graph, srcs, dsts, max_len, ans)
+        for b in ans.breaks[:3]:
+            ans.notes.append(f"the path may be broken by an unbound call: '{b['name']}' at {b['file']}:{b['line']} "
+                             f"(in {b['caller']}, reached from {b['from']} in {b['hops_from']} hops) may call "
+                             f"{b['callee']}, which reaches {b['to']} in {b['hops_to']} hops")
+        if len(ans.breaks) > 3:
+            ans.notes.append(f"{len(ans.breaks) - 3} more unbound calls may close the path")
     ans.rows = rows
     return ans
+
+
+def _reach(graph: Graph, starts: list[dict], max_len: int, forward: bool, ans: Answer) -> dict[int, int]:
+    """Node ids reachable from ``starts`` over CALLS (forward, or backward) within ``max_len``
+    hops, each with its minimal hop count (the starts at 0); a plain breadth-first walk."""
+    ids = [r[0] for s in starts for r in ans.run(graph, "MATCH (t:Symbol {qual: $q}) WHERE t.file = $p RETURN id(t)",
+                                                {"q": s["qual"], "p": s["file"]})]
+    hops = {i: 0 for i in ids}
+    step = ("UNWIND $f AS i MATCH (t) WHERE id(t) = i MATCH (t)-[:CALLS]->(n:Symbol) RETURN collect(DISTINCT id(n))"
+            if forward else
+            "UNWIND $f AS i MATCH (t) WHERE id(t) = i MATCH (n:Symbol)-[:CALLS]->(t) RETURN collect(DISTINCT id(n))")
+    frontier = ids
+    for d in range(1, max_len + 1):
+        if not frontier:
+            break
+        found = [i for i in ans.run(graph, step, {"f": frontier})[0][0] if i not in hops]
+        for i in found:
+            hops[i] = d
+        frontier = found
+    return hops
+
+
+def chain_breaks(graph: Graph, srcs: list[dict], dsts: list[dict], max_len: int, ans: Answer) -> list[dict]:
+    """Where a missing call path may be broken: unbound call sites in symbols the sources reach
+    whose name is the name of a symbol that reaches a target (within ``max_len`` hops in all).
+    ``[{"from", "to", "caller", "file", "line", "name", "callee", "hops_from", "hops_to"}]``,
+    shortest first."""
+    ahead = _reach(graph, srcs, max_len, True, ans)
+    behind = _reach(graph, dsts, max_len, False, ans)
+    if not ahead or not behind:
+        return []
+    rows = ans.run(graph, "UNWIND $ids AS i MATCH (c) WHERE id(c) = i AND c.unresolved_calls > 0 "
+                          "RETURN id(c), c.qual, c.file, c.unresolved_names, c.unresolved_sites",
+                   {"ids": sorted(ahead)})
+    names = sorted({n for r in rows for n in (r[3] or [])})
+    if not names:
+        return []
+    near = ans.run(graph, "UNWIND $ids AS i MATCH (s) WHERE id(s) = i AND s.name IN $names "
+                          "RETURN id(s), s.name, s.qual", {"ids": sorted(behind), "names": names})
+    callee_of: dict[str, list] = {}
+    for i, name, qual in near:
+        callee_of.setdefault(name, []).append((behind[i], qual))
+    src, dst = srcs[0]["qual"], dsts[0]["qual"]
+    out = []
+    for cid, cqual, cfile, cnames, csites in rows:
+        for site in csites or [f"{n}@" for n in cnames or []]:
+            name, _, line = site.rpartition("@")
+            for hops_to, callee in sorted(callee_of.get(name, ())):
+                out.append({"from": src, "to": dst, "caller": cqual, "file": cfile,
+                            "line": int(line) if line else None, "name": name, "callee": callee,
+                            "hops_from": ahead[cid], "hops_to": hops_to})
+    out.sort(key=lambda b: (b["hops_from"] + 1 + b["hops_to"], b["file"], b["line"] or 0, b["callee"]))
+    return out
 
 
 # -- files --------------------------------------------------------------------------------------
@@ -232,6 +297,7 @@ def impact(graph: Graph, path: str, max_hops: int = MAX_HOPS, paths: bool = True
     q = "UNWIND $frontier AS i MATCH (f) WHERE id(f) = i MATCH (d)-[:IMPORTS]->(f) RETURN collect(DISTINCT id(d))"
     seen = {start[0][0]}
     hops: dict[int, int] = {}
+    frontier: list[int] = []
     for hop in range(1, max_hops + 1):
         found = start[0][1] if hop == 1 else ans.run(graph, q, {"frontier": frontier})[0][0]
         found = sorted(set(found) - seen)
@@ -508,10 +574,12 @@ def symbol_impact(graph: Graph, path: str, qual: str, max_hops: int = MAX_HOPS, 
                  if unsorted else f"the first {len(ans.rows)}")
         ans.notes.append(f"{qual} has {ans.total} callers within {max_hops} hops; showing {which}")
     name = qual.rpartition(".")[2]
-    unresolved = _unresolved_named(graph, [name], ans).get(name, 0)
-    if unresolved:
-        ans.notes.append(f"{unresolved} call sites that could not be bound use the name '{name}': "
-                         "they may call it too")
+    ans.unbound = unbound_sites(graph, name, ans)
+    if ans.unbound["total"]:
+        first = ", ".join(f"{x['file']}:{x['line']}" for x in ans.unbound["sites"][:3])
+        more = f" (and {ans.unbound['total'] - 3} more)" if ans.unbound["total"] > 3 else ""
+        ans.notes.append(f"{ans.unbound['total']} call sites that could not be bound use the name '{name}': "
+                         f"they may call it too: {first}{more}")
     return ans
 
 
@@ -733,6 +801,25 @@ def _unresolved_query(indexed: bool, source: str) -> str:
             "UNWIND c.unresolved_names AS n WITH n, names WHERE n IN names RETURN n, count(*)")
 
 
+MAX_UNBOUND_SITES = 10  # unbound call sites listed by an answer (the total is always given)
+
+
+def unbound_sites(graph: Graph, name: str, ans: Answer, limit: int = MAX_UNBOUND_SITES) -> dict:
+    """The call sites that could not be bound and use ``name`` (they may call any symbol of that
+    name): ``{"total": int, "sites": [{"file", "caller", "line"}]}``, the first ``limit`` by
+    file and line. Read from ``Symbol.unresolved_sites`` (``"name@line"``); graphs written
+    before it existed give the callers without a line (``line`` None)."""
+    rows = ans.run(graph, "MATCH (c:Symbol) WHERE $n IN c.unresolved_names "
+                          "RETURN c.file, c.qual, c.line, c.unresolved_sites", {"n": name})
+    sites = []
+    for file, caller, cline, raw in rows:
+        lines = [int(x.rpartition("@")[2]) for x in (raw or []) if x.rpartition("@")[0] == name]
+        for ln in lines or [None]:
+            sites.append({"file": file, "caller": caller, "line": ln if ln is not None else cline})
+    sites.sort(key=lambda x: (x["file"], x["line"] or 0, x["caller"]))
+    return {"total": len(sites), "sites": sites[:max(0, int(limit))]}
+
+
 def _unresolved_named(graph: Graph, names: list[str], ans: Answer) -> dict[str, int]:
     """For each name: how many symbols have a call that could not be bound using that name."""
     if not names:
@@ -844,6 +931,7 @@ def symbol_summary(graph: Graph, path: str, qual: str, max_hops: int = MAX_HOPS,
                     {**params, "limit": max(0, int(limit))})
     first = sorted(first, key=lambda r: (r[3], r[4] or 0, r[0]))
     unresolved = _unresolved_named(graph, [sym["name"]], ans).get(sym["name"], 0)
+    unbound = unbound_sites(graph, sym["name"], ans, limit=5) if unresolved else {"total": 0, "sites": []}
     # calls in decorator expressions are attributed to the decorated function and sit on the
     # lines above its name (``@trace("hot")`` binds to the factory ``trace``)
     decorators = [r[0] for r in ans.run(graph, "MATCH (s:Symbol {qual: $q})-[e:CALLS]->(d:Symbol) "
@@ -855,7 +943,8 @@ def symbol_summary(graph: Graph, path: str, qual: str, max_hops: int = MAX_HOPS,
     pk = file_packages(graph, path, ans).rows
     ans.rows = [{"symbol": sym, "callers_total": total - (1 if own else 0),
                  "callers": [{**_sym(r[:8]), "lines": r[8]} for r in first],
-                 "recursive": bool(own), "unresolved_elsewhere": unresolved, "decorators": decorators,
+                 "recursive": bool(own), "unresolved_elsewhere": unresolved, "unbound": unbound,
+                 "decorators": decorators,
                  "dependents": imp.rows, "packages": pk}]
     return ans
 

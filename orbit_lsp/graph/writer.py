@@ -25,7 +25,8 @@ from orbit_lsp.graph.connection import WRITE_TIMEOUT_MS, Graph
 BATCH = 5000
 
 FILE_FIELDS = ("path", "lang", "lines", "hash", "parse_error", "unresolved_imports")
-SYMBOL_FIELDS = ("file", "qual", "name", "kind", "line", "end_line", "col", "unresolved_calls", "unresolved_names")
+SYMBOL_FIELDS = ("file", "qual", "name", "kind", "line", "end_line", "col", "unresolved_calls", "unresolved_names",
+                 "unresolved_sites")  # unresolved_sites: "name@line" of each unbound call site, by line
 # CALLS rows by property: src_file, src, dst_file, dst, then CALL_PROPS; by id: src_id, dst_id, then CALL_PROPS
 CALL_PROPS = ("line", "lines", "cols", "end_cols", "resolved")
 

@@ -80,8 +80,9 @@ def analyse_buffer(ix: WorkspaceIndexer, rel: str, data: bytes, h: str, edges: b
     if edges:
         state = dict(ix.state)
         table = LazyFacts(lambda: state, {rel: facts})
-        bound = WorkspaceResolver(table, set(state) | {rel}, dict(ix.aliases), ix.root_package,
-                                  ix.root).resolve_file(rel)
+        resolver = WorkspaceResolver(table, set(state) | {rel}, dict(ix.aliases), ix.root_package, ix.root)
+        resolver.seed(state.items())  # what parameters receive
+        bound = resolver.resolve_file(rel)
     BUFFERS.put(key, (facts, bound))
     return facts, bound
 

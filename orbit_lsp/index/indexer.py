@@ -103,6 +103,9 @@ class IndexReport:
     packages: int = 0
     inherits: int = 0
     unresolved_calls: int = 0
+    call_sites: int = 0  # bound call sites (the lines of every CALLS edge)
+    flow_rounds: int = 0  # resolution rounds until value flows settled (full build)
+    flow_files: int = 0  # files resolved again in those rounds after the first
     written_files: int = 0
     removed_files: int = 0
     skipped: list[tuple[str, str]] = field(default_factory=list)
@@ -111,6 +114,14 @@ class IndexReport:
     seconds: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # re-syncs and rebuilds and why
+
+
+def unresolved_sites(names: list[str], lines: list[int] | None) -> list[str] | None:
+    """``Symbol.unresolved_sites``: ``"name@line"`` of each unbound call site of a caller, ordered
+    by line (None when the lines are not known: edges resolved by an older version)."""
+    if not lines or len(lines) != len(names):
+        return None
+    return [f"{n}@{ln}" for ln, n in sorted(zip(lines, names))]
 
 
 class WorkspaceIndexer:
@@ -523,7 +534,7 @@ class WorkspaceIndexer:
             return rep
 
     def _count(self, rep: IndexReport) -> None:
-        rep.symbols = rep.imports = rep.calls = rep.inherits = rep.unresolved_calls = 0
+        rep.symbols = rep.imports = rep.calls = rep.inherits = rep.unresolved_calls = rep.call_sites = 0
         pk = set()
         for st in self.state.values():
             rep.symbols += st.symbols
@@ -532,6 +543,7 @@ class WorkspaceIndexer:
                 rep.calls += len(st.edges.calls)
                 rep.inherits += len(st.edges.inherits)
                 rep.unresolved_calls += sum(len(v) for v in st.edges.unresolved.values())
+                rep.call_sites += sum(len(c.lines) for c in st.edges.calls.values())
                 pk.update(st.edges.packages)
         rep.packages = len(pk)
 
@@ -572,7 +584,8 @@ class WorkspaceIndexer:
                     continue
                 for sy in facts.symbols:
                     sym_keys.append((r, sy.qual))
-                    sym_rows.append([r, full_qual(r, sy.qual, rp), sy.name, sy.kind, sy.line, sy.end_line, sy.col, 0, []])
+                    sym_rows.append([r, full_qual(r, sy.qual, rp), sy.name, sy.kind, sy.line, sy.end_line, sy.col, 0, [],
+                                     None])
 
             def nodes() -> tuple[dict[str, int], dict[tuple[str, str], int]]:
                 file_ids = {r: i for r, i in zip(rels, w.create_files(file_rows)) if i is not None}
@@ -583,13 +596,19 @@ class WorkspaceIndexer:
             jobs.append(node_job)
             t_res = time.perf_counter()
             resolver = self._resolver(decoded)
-            n_files = len(self.state)
-            report_progress(progress, 0, n_files, "", "resolve")
-            for i, (rel, st) in enumerate(self.state.items(), 1):
-                st.edges = resolver.resolve_file(rel) if rel in decoded else None
-                if i % 200 == 0 or i == n_files:
-                    report_progress(progress, i, n_files, rel, "resolve")
-            rep.timings["resolve"] = time.perf_counter() - t_res
+            have = [r for r in rels if r in decoded]
+            report_progress(progress, 0, len(have), "", "resolve")
+            resolved = resolver.resolve_many(
+                have, lambda r: None, have,
+                progress=lambda i, n, rel: report_progress(progress, i, n, rel, "resolve"))
+            for rel, st in self.state.items():
+                st.edges = resolved.get(rel)
+                st.pvals = None
+            self._store_param_values(resolver, None)
+            flow = resolver.python.flow_stats
+            rep.timings["flow"] = flow["more_s"]  # value-flow rounds after the first resolution
+            rep.flow_rounds, rep.flow_files = flow["rounds"], flow["again"]
+            rep.timings["resolve"] = time.perf_counter() - t_res - flow["more_s"]
             # the first edit builds a resolver over LazyFacts: keeping this one would keep every
             # file's facts decoded and the whole workspace's memo (hundreds of MB on the stdlib)
             del resolver
@@ -619,7 +638,8 @@ class WorkspaceIndexer:
         self.imports_generation = next(_GENERATIONS)
         self._touched_all = True
         self._written_root_package = rp
-        rep.timings["write"] = time.perf_counter() - t - rep.timings["resolve"] - rep.timings["cache"]
+        rep.timings["write"] = (time.perf_counter() - t - rep.timings["resolve"] - rep.timings["flow"]
+                                - rep.timings["cache"])
 
     def _swap_in(self, built) -> None:
         """Replace the workspace's graph by the fully written ``built`` graph and set a new
@@ -650,7 +670,8 @@ class WorkspaceIndexer:
             for qual, names in e.unresolved.items():
                 sid = sym_ids.get((rel, qual))
                 if sid is not None and names:
-                    sym_unres.append([sid, len(names), sorted(set(names))])
+                    sym_unres.append([sid, len(names), sorted(set(names)),
+                                      unresolved_sites(names, e.unresolved_lines.get(qual))])
             if fid is not None:
                 for dst, line in sorted(e.imports.items()):
                     did = file_ids.get(dst)
@@ -672,10 +693,24 @@ class WorkspaceIndexer:
                     inherits.append([a, b])
         submit(w.create_calls_by_id, calls)
         submit(w.update_files_by_id, file_unres, ("unresolved_imports",))
-        submit(w.update_symbols_by_id, sym_unres, ("unresolved_calls", "unresolved_names"))
+        submit(w.update_symbols_by_id, sym_unres, ("unresolved_calls", "unresolved_names", "unresolved_sites"))
         submit(w.create_imports_by_id, imports)
         submit(w.create_package_uses, pkgs, file_ids)
         submit(w.create_inherits_by_id, inherits)
+
+    def _store_param_values(self, resolver, rels: set[str] | None) -> None:
+        """Keep the resolver's parameter values of the functions of ``rels`` (None: every file)
+        in their files' states (``FileState.pvals``), for a later resolver to start from."""
+        py = resolver.python
+        py.pval_changed = set()
+        by_file: dict[str, dict] = {}
+        for (rel, qual), val in py.pval.items():
+            if rels is None or rel in rels:
+                by_file.setdefault(rel, {})[qual] = (val, py.pdeps.get((rel, qual), frozenset()))
+        for rel in (self.state if rels is None else rels):
+            st = self.state.get(rel)
+            if st is not None:
+                st.pvals = by_file.get(rel) or None
 
     # -- rows ---------------------------------------------------------------------------------
     def _file_row(self, rel: str, resolved: bool = True, state: FileState | None = None) -> list:
@@ -691,12 +726,13 @@ class WorkspaceIndexer:
         if st.facts is None:
             return []
         unresolved = st.edges.unresolved if st.edges is not None else {}
+        lines = st.edges.unresolved_lines if st.edges is not None else {}
         rp = self.root_package
         rows = []
         for s in st.facts.symbols:
             names = unresolved.get(s.qual, [])
             rows.append([rel, full_qual(rel, s.qual, rp), s.name, s.kind, s.line, s.end_line, s.col,
-                         len(names), sorted(set(names))])
+                         len(names), sorted(set(names)), unresolved_sites(names, lines.get(s.qual)) if names else None])
         return rows
 
     def _write_edges(self, w: GraphWriter, rels: list[str]) -> None:
@@ -766,6 +802,11 @@ class WorkspaceIndexer:
             resolver.invalidate(iface_changed | moved)
         else:
             resolver = self._resolver()
+            # the value flows of the graph as it stands (see resolve.resolve_fixpoint)
+            resolver.seed((r, st) for r, st in old_state.items() if r in self.state)
+            resolver.invalidate(iface_changed | moved)
+        if set(old_state) != set(self.state):
+            resolver.python.recompute_params()
         self._live = (table, resolver)
         if set(old_state) != set(self.state):
             candidates = set(self.state)
@@ -777,19 +818,30 @@ class WorkspaceIndexer:
                         candidates.add(rel)
         rebind: set[str] = set()
         redeps: set[str] = set()  # same edges, other files consulted: only the cache changes
+        with_facts = [r for r, st in self.state.items() if st.facts_blob is not None]
+        resolved = resolver.resolve_many(
+            [r for r in candidates if self.state[r].facts_blob is not None],
+            lambda r: old_state[r].edges if r in old_state else None, with_facts, removed)
+        candidates |= set(resolved)  # reached through value flows
+        pval_files = {k[0] for k in resolver.python.pval_changed} | changed
         for rel in sorted(candidates):
             st = self.state[rel]
-            new_edges = resolver.resolve_file(rel) if st.facts_blob is not None else None
+            new_edges = resolved.get(rel) if st.facts_blob is not None else None
             old_edges = old_state[rel].edges if rel in old_state else None
             if rel in changed or old_edges is None or new_edges is None or old_edges.key() != new_edges.key():
                 rebind.add(rel)
-            elif new_edges.deps != old_edges.deps:
+            elif new_edges.deps != old_edges.deps or new_edges.flows != old_edges.flows:
                 redeps.add(rel)
             else:
                 continue
             if st is old_state.get(rel):  # a new object: old_state keeps the old edges
                 st = self.state[rel] = dataclasses.replace(st, edges=new_edges)
             st.edges = new_edges
+        for rel in sorted(pval_files & set(self.state)):
+            if self.state[rel] is old_state.get(rel):
+                self.state[rel] = dataclasses.replace(self.state[rel])
+        self._store_param_values(resolver, pval_files)
+        redeps |= pval_files & set(self.state)  # the cache keeps parameter values per file
         rep.timings["resolve"] = time.perf_counter() - t
         t = time.perf_counter()
         token = self._begin_write()
@@ -882,7 +934,7 @@ class WorkspaceIndexer:
                     rep.parse_errors[rel] = new.parse_error
                 if old is not None and new.parse_error and new.facts_blob is old.facts_blob:
                     # keep the last good graph; only record the error
-                    new.edges = old.edges
+                    new.edges, new.pvals = old.edges, old.pvals
                     self.state[rel] = new
                     self._touched.add(rel)
                     token = self._begin_write()

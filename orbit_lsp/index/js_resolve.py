@@ -367,6 +367,7 @@ class JsResolver:
                     out.add_call(caller, dst_file, dst_qual, "decorator" if site.decorator else how, site)
                 if unknown and site.name and not site.decorator:
                     out.unresolved.setdefault(caller, []).append(site.name)
+                    out.unresolved_lines.setdefault(caller, []).append(site.line)
         for cls in facts.classes.values():
             if cls.heritage is None:
                 continue

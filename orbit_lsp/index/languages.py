@@ -80,5 +80,40 @@ class WorkspaceResolver:
     def resolve_file(self, rel: str) -> FileEdges:
         return (self.js if is_js(rel) else self.python).resolve_file(rel)
 
-    def __getattr__(self, name: str):
-        return getattr(self.python, name)
+    def seed(self, states) -> None:
+        """Tell a new resolver the value flows of the graph as it stands: ``(rel, FileState)``
+        pairs, whose edges' flows and whose parameter values (``FileState.pvals``) were computed
+        by an earlier resolver. Without them a resolver starting from a kept graph would bind
+        calls through parameters differently from the build that made the graph."""
+        py = self.python
+        for rel, st in states:
+            if st is None or is_js(rel):
+                continue
+            if st.edges is not None and st.edges.flows:
+                py.apply_flows(None, st.edges.flows, pending=False)
+            if st.pvals:
+                py.seed_params(((rel, q), vd) for q, vd in st.pvals.items())
+
+    def resolve_many(self, rels, previous, everyone, removed=(), progress=None) -> dict[str, FileEdges]:
+        """Resolve ``rels`` (any language) and, for Python, follow value flows to a fixpoint
+        (``Resolver.resolve_fixpoint``): returns the new edges of every file resolved.
+        ``previous(rel)``: a file's edges before (whose flows the resolver holds); ``everyone``:
+        every file with facts; ``removed``: files gone since ``previous`` (their flows leave);
+        ``progress(done, total, rel)``: called every 200 files of the first resolution."""
+        total = len(rels)
+        out = {}
+        for rel in sorted(r for r in rels if is_js(r)):
+            out[rel] = self.js.resolve_file(rel)
+            if progress is not None and (len(out) % 200 == 0 or len(out) == total):
+                progress(len(out), total, rel)
+        py = {rel for rel in rels if not is_js(rel)}
+        done_js = len(out)
+        if progress is not None:
+            inner = progress
+            progress = lambda i, n, rel: inner(done_js + i, total, rel)  # noqa: E731 - counts after the JS files
+        for rel in removed:
+            e = previous(rel)
+            if e is not None and e.flows and not is_js(rel):
+                self.python.apply_flows(e.flows, None)
+        out.update(self.python.resolve_fixpoint(py, previous, [r for r in everyone if not is_js(r)], progress))
+        return out

@@ -8,11 +8,18 @@ No literal values, docstrings or default arguments are ever stored.
 Value references (hashable tuples, evaluated later in the scope they were found in):
 ``("n", name)`` a name; ``("a", base, attr)`` an attribute; ``("c", func, arg0)`` the result of a
 call (``arg0`` is the first positional argument's ref, kept for ``functools.partial``);
-``("s", base, key)`` a subscript (``key`` a constant or None); ``("d", ((key, ref), ...))`` a dict literal;
-``("lit", type)`` a literal of a builtin type; ``("u", (ref, ...))`` one of several values (``or``, conditional expression); ``("def", qual)`` a
-function or class defined in this file; ``("imod", spec)`` a module bound by ``import``;
-``("ifrom", spec, name)`` a name bound by ``from … import``; ``("ann", ref)`` an instance of an
-annotated type; ``("?",)`` unknown. A module ``spec`` is ``(base_dir, dotted)``: ``base_dir`` is
+``("s", base, key)`` a subscript (``key`` a constant or None); ``("d", ((key, ref), ...), pos)`` a
+dict literal and ``("l", (ref, ...), kind, pos)`` a list/tuple/set literal (``pos`` = (line, col) of
+the literal: a container's identity, so stores into it elsewhere in the file find it);
+``("lit", type)`` a literal of a builtin type; ``("u", (ref, ...))`` one of several values (``or``,
+conditional expression); ``("def", qual)`` a function, lambda or class defined in this file;
+``("dec", (decorator ref, ...), ("def", qual))`` a decorated function or class;
+``("prop", qual)`` a ``@property`` getter; ``("p", func_qual, name, ann, default)`` a parameter
+(what call sites pass, its default, its annotation); ``("it", ref)`` an item of iterating ``ref``;
+``("ix", ref, i)`` the ``i``-th item of unpacking ``ref``; ``("anv", value, ann)`` an annotated
+assignment (the annotation wins where the value is unknown or external); ``("imod", spec)`` a
+module bound by ``import``; ``("ifrom", spec, name)`` a name bound by ``from … import``;
+``("ann", ref)`` an instance of an annotated type; ``("?",)`` unknown. A module ``spec`` is ``(base_dir, dotted)``: ``base_dir`` is
 ``None`` for absolute imports, else the workspace-relative directory a relative import starts from.
 """
 
@@ -72,6 +79,9 @@ class CallSite:
     name: str
     decorator: bool = False
     scope: int = -1  # scope to evaluate ``ref`` in when not the owning one (decorators)
+    args: tuple = ()  # refs of the positional arguments (a ``*x`` argument: ``("*", ref)``)
+    kwargs: tuple = ()  # (name, ref) of the keyword arguments (``**x``: ``(None, ref)``)
+    implicit: str = ""  # a call the code makes without call syntax: with | iter | raise | read
 
 
 @compact_pickle
@@ -90,13 +100,19 @@ class Scope:
     self_kind: str | None = None  # "instance" (self) or "class" (cls)
     class_qual: str | None = None  # for methods: the class they belong to
     globals: set[str] = field(default_factory=set)
+    params: tuple = ()  # (name, kind) in order, kind pos|kwonly|var|kw (functions and lambdas)
+    yields: list = field(default_factory=list)  # refs of yielded values (generators)
+    stores: list = field(default_factory=list)  # (container ref, key or None, value ref, many):
+    #   ``c[k] = v``, ``c.append(v)``, ``c.update(d)`` (``many``: ``v`` holds several items)
+    decos: tuple = ()  # last identifiers of the decorators of a function or class
 
     def bind(self, name: str, ref: tuple) -> None:
         self.names.setdefault(name, []).append(ref)
 
     def interface(self) -> tuple:
         return (self.qual, self.kind, self.parent, tuple(sorted((k, tuple(v)) for k, v in self.names.items())),
-                tuple(self.returns), self.self_name, self.self_kind, self.class_qual, tuple(sorted(self.globals)))
+                tuple(self.returns), self.self_name, self.self_kind, self.class_qual, tuple(sorted(self.globals)),
+                self.params, tuple(self.yields), tuple(self.stores), self.decos)
 
 
 @compact_pickle
@@ -215,6 +231,7 @@ class _Extractor:
         self.scope_of: dict[str, int] = {"": 0}
         self.cur = 0
         self.eval_scope = -1  # set while visiting decorators: they are evaluated outside the def
+        self.lambda_quals: dict[int, str] = {}  # id of a Lambda node -> its symbol's qual
         self.declared_global: dict[int, set[str]] = {}  # scope index -> names it declares global
 
     # -- helpers --------------------------------------------------------------------------
@@ -263,6 +280,11 @@ class _Extractor:
         if isinstance(node, ast.Attribute):
             return ("a", self.ref(node.value), node.attr)
         if isinstance(node, ast.Call):
+            if (isinstance(node.func, ast.Name) and node.func.id in _EMPTY_CONTAINERS and not node.args
+                    and not node.keywords):
+                kind = node.func.id
+                return ("d", (), (node.lineno, node.col_offset)) if kind == "dict" else \
+                    ("l", (), kind, (node.lineno, node.col_offset))
             arg0 = self.ref(node.args[0]) if node.args and not isinstance(node.args[0], ast.Starred) else UNKNOWN
             return ("c", self.ref(node.func), arg0)
         if isinstance(node, ast.Subscript):
@@ -275,7 +297,13 @@ class _Extractor:
             for k, v in zip(node.keys, node.values):
                 if isinstance(k, ast.Constant) and isinstance(k.value, (str, int)) and not isinstance(k.value, bool):
                     items.append((k.value, self.ref(v)))
-            return ("d", tuple(items))
+            return ("d", tuple(items), (node.lineno, node.col_offset))
+        if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            kind = "list" if isinstance(node, ast.List) else "tuple" if isinstance(node, ast.Tuple) else "set"
+            return ("l", tuple(("*", self.ref(e.value)) if isinstance(e, ast.Starred) else self.ref(e)
+                               for e in node.elts), kind, (node.lineno, node.col_offset))
+        if isinstance(node, ast.Lambda):
+            return ("def", self._lambda_qual(node))
         if isinstance(node, ast.BoolOp):
             return ("u", tuple(self.ref(v) for v in node.values))
         if isinstance(node, ast.IfExp):
@@ -322,27 +350,47 @@ class _Extractor:
         return UNKNOWN
 
     def _call_name(self, func: ast.AST) -> str:
+        """The name a call site is reported by: the called name (``f``, ``obj.m`` -> ``m``), or
+        for a callee without one the name it is reached through (``handlers[0]()`` ->
+        ``handlers[]``, ``make()()`` -> ``make()``, ``(lambda: 0)()`` -> ``<lambda>``)."""
         if isinstance(func, ast.Name):
             return func.id
         if isinstance(func, ast.Attribute):
             return func.attr
-        return ""
+        if isinstance(func, ast.Subscript):
+            return self._call_name(func.value) + "[]"
+        if isinstance(func, ast.Call):
+            return self._call_name(func.func) + "()"
+        if isinstance(func, ast.Lambda):
+            return "<lambda>"
+        if isinstance(func, ast.Await):
+            return self._call_name(func.value)
+        return "<expr>"
 
     # -- binding targets ------------------------------------------------------------------
     def bind_target(self, target: ast.AST, value: tuple) -> None:
         if isinstance(target, ast.Name):
-            self._bind(target.id, value)
+            self._bind(target.id, _named(value, target.id))
         elif isinstance(target, (ast.Tuple, ast.List)):
-            for elt in target.elts:
-                self.bind_target(elt, UNKNOWN)
+            starred = any(isinstance(e, ast.Starred) for e in target.elts)
+            for i, elt in enumerate(target.elts):
+                # ``a, b = pair``: the i-th item; after a starred target positions are unknown
+                known = value is not UNKNOWN and not starred and not isinstance(elt, ast.Starred)
+                self.bind_target(elt, ("ix", value, i) if known else UNKNOWN)
         elif isinstance(target, ast.Starred):
             self.bind_target(target.value, UNKNOWN)
+        elif isinstance(target, ast.Subscript):
+            # c[k] = v: a store into the container c (flow-insensitive: every value c may hold)
+            if value is not UNKNOWN and value[0] != "lit":
+                self.scope.stores.append((self.ref(target.value), _const_key(target.slice), value, False))
+            self.visit(target)
         elif isinstance(target, ast.Attribute):
             # self.x = value inside a method: an instance attribute of the class
             sc = self.scope
             if (sc.self_kind == "instance" and isinstance(target.value, ast.Name)
                     and target.value.id == sc.self_name and sc.class_qual in self.classes):
-                self.classes[sc.class_qual].attrs.setdefault(target.attr, []).append((self.cur, value))
+                self.classes[sc.class_qual].attrs.setdefault(target.attr, []).append(
+                    (self.cur, _named(value, target.attr)))
             self.visit(target.value)
         else:
             self.visit(target)
@@ -373,14 +421,15 @@ class _Extractor:
                     and len(t.elts) == len(node.value.elts)
                     and not any(isinstance(e, ast.Starred) for e in t.elts + node.value.elts)):
                 for te, ve in zip(t.elts, node.value.elts):  # a, b = x, y
-                    self.bind_target(te, self.ref(ve) if isinstance(te, (ast.Name, ast.Attribute)) else UNKNOWN)
+                    self.bind_target(te, self.ref(ve))
                 continue
-            self.bind_target(t, value if isinstance(t, (ast.Name, ast.Attribute)) else UNKNOWN)
+            self.bind_target(t, value)
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         if node.value is not None:
             self.visit(node.value)
-            value = self.ref(node.value)
+            # ``current_app: Flask = LocalProxy(...)``: the declared type where the value is unknown
+            value = ("anv", self.ref(node.value), self.ann_ref(node.annotation))
         else:
             value = self.ann_ref(node.annotation)
         if isinstance(node.target, ast.Name) and node.value is not None:
@@ -401,19 +450,37 @@ class _Extractor:
         self.visit(node.value)
         self._bind(node.target.id, self.ref(node.value))
 
+    def _implicit(self, node: ast.AST, ref: tuple, name: str, kind: str) -> None:
+        """A call the code makes without call syntax (``with``, ``for``, ``raise``): bound
+        when its receiver is known, never counted as unbound."""
+        self.scope.calls.append(CallSite(node.lineno, node.col_offset, node.end_col_offset or node.col_offset,
+                                         ref, name, False, self.eval_scope, implicit=kind))
+
     def visit_For(self, node: ast.For | ast.AsyncFor) -> None:
         self.visit(node.iter)
-        self.bind_target(node.target, UNKNOWN)
+        it = self.ref(node.iter)
+        if it[0] in ("n", "a", "c", "s"):
+            # iter(x) then next() on what it returns, until it stops
+            dunder, step = ("__aiter__", "__anext__") if isinstance(node, ast.AsyncFor) else ("__iter__", "__next__")
+            self._implicit(node.iter, ("a", it, dunder), dunder, "iter")
+            self._implicit(node.iter, ("a", ("c", ("a", it, dunder), UNKNOWN), step), step, "iter")
+        self.bind_target(node.target, ("it", it))
         for stmt in node.body + node.orelse:
             self.visit(stmt)
 
     visit_AsyncFor = visit_For
 
     def visit_With(self, node: ast.With | ast.AsyncWith) -> None:
+        enter, exit_ = ("__aenter__", "__aexit__") if isinstance(node, ast.AsyncWith) else ("__enter__", "__exit__")
         for item in node.items:
             self.visit(item.context_expr)
+            ctx = self.ref(item.context_expr)
+            if ctx[0] in ("n", "a", "c", "s"):
+                self._implicit(item.context_expr, ("a", ctx, enter), enter, "with")
+                self._implicit(item.context_expr, ("a", ctx, exit_), exit_, "with")
             if item.optional_vars is not None:
-                self.bind_target(item.optional_vars, UNKNOWN)
+                # ``with X() as v``: v is what ``__enter__`` returns
+                self.bind_target(item.optional_vars, ("c", ("a", ctx, enter), UNKNOWN))
         for stmt in node.body:
             self.visit(stmt)
 
@@ -453,6 +520,21 @@ class _Extractor:
             self.visit(node.value)
             self.scope.returns.append(self.ref(node.value))
 
+    def visit_Yield(self, node: ast.Yield) -> None:
+        if node.value is not None:
+            self.visit(node.value)
+            self.scope.yields.append(self.ref(node.value))
+
+    def visit_YieldFrom(self, node: ast.YieldFrom) -> None:
+        self.visit(node.value)
+        self.scope.yields.append(("it", self.ref(node.value)))
+
+    def visit_Raise(self, node: ast.Raise) -> None:
+        # ``raise Cls``: Python instantiates the class
+        if isinstance(node.exc, (ast.Name, ast.Attribute)):
+            self._implicit(node.exc, self.ref(node.exc), self._call_name(node.exc), "raise")
+        self.generic_visit(node)
+
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
             spec = (None, alias.name)
@@ -481,23 +563,67 @@ class _Extractor:
                 continue
             self._bind(alias.asname or alias.name, ("ifrom", spec, alias.name))
 
-    def _decorators(self, node, outer: int) -> None:
+    def _decorators(self, node, outer: int, qual: str) -> None:
         """Calls in decorators are attributed to the decorated definition (the current scope) but
-        evaluated in the enclosing one; a bare ``@name`` counts as a call of ``name``."""
+        evaluated in the enclosing one. Applying a decorator is a call of it with the definition
+        as its argument: a bare ``@name`` counts as a call of ``name``; ``@factory(...)`` is the
+        call of ``factory`` plus the call of what it returns (both ``decorator`` sites)."""
         self.eval_scope = outer
+        arg = (("def", qual),)
         for dec in node.decorator_list:
             self.visit(dec)
-            if not isinstance(dec, ast.Call):
-                self.scope.calls.append(CallSite(dec.lineno, dec.col_offset, dec.end_col_offset or dec.col_offset,
-                                                 self.ref(dec), self._call_name(dec), True, outer))
+            name = self._call_name(dec.func if isinstance(dec, ast.Call) else dec)
+            self.scope.calls.append(CallSite(dec.lineno, dec.col_offset, dec.end_col_offset or dec.col_offset,
+                                             self.ref(dec), name, True, outer, args=arg))
         self.eval_scope = -1
+
+    def _decorated(self, node, qual: str) -> tuple:
+        """What the name of a definition is bound to: the definition, a ``@property`` getter, or
+        what its decorators return (``("dec", …)``, see ``resolve``)."""
+        plain = ("def", qual)
+        decs = [d for d in node.decorator_list
+                if self._call_name(d.func if isinstance(d, ast.Call) else d) not in _TRANSPARENT_DECORATORS]
+        names = {self._call_name(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list}
+        if names & _PROPERTY_DECORATORS:
+            return ("prop", qual)
+        if not decs:
+            return plain
+        return ("dec", tuple(self.ref(d) for d in decs), plain)
+
+    def _params(self, sc: Scope, fqual: str, args: ast.arguments, skip: str | None) -> None:
+        """Bind the parameters of a function or lambda body: each to what call sites pass (``("p",
+        …)``, with its annotation and default, evaluated in the enclosing scope)."""
+        pos = args.posonlyargs + args.args
+        n_plain = len(pos) - len(args.defaults)
+        defaults = {a.arg: d for a, d in zip(pos[n_plain:], args.defaults)}
+        defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
+        order = [(a.arg, "pos") for a in pos] + [(a.arg, "kwonly") for a in args.kwonlyargs]
+        if args.vararg:
+            order.append((args.vararg.arg, "var"))
+        if args.kwarg:
+            order.append((args.kwarg.arg, "kw"))
+        sc.params = tuple(order)
+        for a in pos + args.kwonlyargs:
+            if a.arg == skip:
+                continue
+            d = defaults.get(a.arg)
+            if d is None:
+                dref = UNKNOWN
+            elif isinstance(d, ast.Constant) and d.value is None:
+                dref = ("lit", "NoneType")  # ``cb=None``: not a callable, not an unknown
+            else:
+                dref = self.ref(d)
+            sc.bind(a.arg, ("p", fqual, a.arg, self.ann_ref(a.annotation), dref))
+        for a in (args.vararg, args.kwarg):
+            if a is not None and a.arg != skip:
+                sc.bind(a.arg, UNKNOWN)
 
     def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         outer = self.scope
         qual = self._qual(node.name)
         kind = "method" if outer.kind == "class" else "function"
         self._add_symbol(qual, node.name, kind, node, col=self._name_col(node))
-        self._bind(node.name, ("def", qual))
+        self._bind(node.name, self._decorated(node, qual))
         # decorators, defaults and annotations are evaluated in the enclosing scope, but calls in
         # decorators are attributed to the decorated function (see below)
         for d in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
@@ -508,20 +634,17 @@ class _Extractor:
         self.scopes.append(sc)
         if existing is None:
             self.scope_of[qual] = idx
-        decos = {self._call_name(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list}
+        decos = tuple(self._call_name(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list)
+        sc.decos = decos
         args = node.args
         params = args.posonlyargs + args.args
         if kind == "method" and "staticmethod" not in decos and params:
             sc.self_name = params[0].arg
             sc.self_kind = "class" if ("classmethod" in decos or node.name in ("__new__", "__init_subclass__", "__class_getitem__")) else "instance"
             sc.class_qual = outer.qual
-        all_params = params + args.kwonlyargs + ([args.vararg] if args.vararg else []) + ([args.kwarg] if args.kwarg else [])
-        for a in all_params:
-            if a.arg == sc.self_name:
-                continue
-            sc.bind(a.arg, self.ann_ref(a.annotation) if a is not args.vararg and a is not args.kwarg else UNKNOWN)
+        self._params(sc, qual, args, sc.self_name)
         prev, self.cur = self.cur, idx
-        self._decorators(node, prev)
+        self._decorators(node, prev, qual)
         for stmt in node.body:
             self.visit(stmt)
         self.cur = prev
@@ -538,13 +661,32 @@ class _Extractor:
         self.scopes.append(Scope(self.scopes[parent].qual, kind, parent))
         return idx
 
+    def _lambda_qual(self, node: ast.Lambda) -> str:
+        """The qualified name of a lambda's Symbol, under the definition it is written in
+        (``main.<lambda@12>``; a second lambda on that line ``main.<lambda@12#2>``)."""
+        q = self.lambda_quals.get(id(node))
+        if q is None:
+            parent = self.eval_scope if self.eval_scope >= 0 else self.cur
+            base = self.scopes[parent].qual
+            q = f"{base}.<lambda@{node.lineno}>" if base else f"<lambda@{node.lineno}>"
+            n = 2
+            while q in self.seen_quals or q in self.lambda_quals.values():
+                q = (f"{base}." if base else "") + f"<lambda@{node.lineno}#{n}>"
+                n += 1
+            self.lambda_quals[id(node)] = q
+        return q
+
     def visit_Lambda(self, node: ast.Lambda) -> None:
         args = node.args
         for d in args.defaults + [d for d in args.kw_defaults if d is not None]:
             self.visit(d)
+        qual = self._lambda_qual(node)
+        self._add_symbol(qual, "<lambda>", "function", node)
         idx = self._inner_scope("lambda")
-        for a in args.posonlyargs + args.args + args.kwonlyargs + [x for x in (args.vararg, args.kwarg) if x]:
-            self.scopes[idx].bind(a.arg, UNKNOWN)
+        self.scope_of.setdefault(qual, idx)
+        sc = self.scopes[idx]
+        self._params(sc, qual, args, None)
+        sc.returns.append(self.ref(node.body))
         prev, self.eval_scope = self.eval_scope, idx
         try:
             self.visit(node.body)
@@ -559,7 +701,7 @@ class _Extractor:
             for i, gen in enumerate(node.generators):
                 if i:
                     self.visit(gen.iter)
-                self._bind_in(idx, gen.target)
+                self._bind_in(idx, gen.target, ("it", self.ref(gen.iter)))
                 for cond in gen.ifs:
                     self.visit(cond)
             for attr in ("elt", "key", "value"):
@@ -569,14 +711,17 @@ class _Extractor:
         finally:
             self.eval_scope = prev
 
-    def _bind_in(self, idx: int, target: ast.AST) -> None:
+    def _bind_in(self, idx: int, target: ast.AST, value: tuple = UNKNOWN) -> None:
         """Bind the names of a comprehension target (``x``, ``(k, v)``, ``*rest``) in scope
-        ``idx``; anything else in it (``obj.attr``, ``d[k]``) is visited as an expression."""
+        ``idx`` to ``value`` (items of the iterable); anything else in it (``obj.attr``, ``d[k]``)
+        is visited as an expression."""
         if isinstance(target, ast.Name):
-            self.scopes[idx].bind(target.id, UNKNOWN)
+            self.scopes[idx].bind(target.id, value)
         elif isinstance(target, (ast.Tuple, ast.List)):
-            for elt in target.elts:
-                self._bind_in(idx, elt)
+            starred = any(isinstance(e, ast.Starred) for e in target.elts)
+            for i, elt in enumerate(target.elts):
+                known = value is not UNKNOWN and not starred
+                self._bind_in(idx, elt, ("ix", value, i) if known else UNKNOWN)
         elif isinstance(target, ast.Starred):
             self._bind_in(idx, target.value)
         else:
@@ -598,20 +743,85 @@ class _Extractor:
             self.classes[qual] = PyClass(qual, [self.ref(b) for b in node.bases], self.cur, idx)
             self.scope_of.setdefault(qual, idx)
         prev, self.cur = self.cur, idx
-        self._decorators(node, prev)
+        self.scopes[idx].decos = tuple(self._call_name(d.func if isinstance(d, ast.Call) else d)
+                                       for d in node.decorator_list)
+        self._decorators(node, prev, qual)
         for stmt in node.body:
             self.visit(stmt)
         self.cur = prev
 
+    def _arg_ref(self, node: ast.AST) -> tuple:
+        """Ref of an argument; a constant's is one shared tuple per type (facts stay small)."""
+        if isinstance(node, ast.Constant):
+            return _CONSTANT_REFS.get(type(node.value), UNKNOWN)
+        return self.ref(node)
+
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
-        self.scope.calls.append(CallSite(func.lineno, func.col_offset, func.end_col_offset or func.col_offset,
-                                         self.ref(func), self._call_name(func), False, self.eval_scope))
-        self.generic_visit(node)
+        site = CallSite(func.lineno, func.col_offset, func.end_col_offset or func.col_offset,
+                        self.ref(func), self._call_name(func), False, self.eval_scope)
+        self.scope.calls.append(site)
+        self.generic_visit(node)  # lambdas among the arguments get their quals first
+        if node.args:
+            site.args = tuple(("*", self.ref(a.value)) if isinstance(a, ast.Starred) else self._arg_ref(a)
+                              for a in node.args)
+        if node.keywords:
+            site.kwargs = tuple((k.arg, self._arg_ref(k.value)) for k in node.keywords)
+        if isinstance(func, ast.Attribute) and func.attr in _STORE_METHODS and node.args:
+            self._method_store(func, node)
+
+    def _method_store(self, func: ast.Attribute, node: ast.Call) -> None:
+        """``c.append(v)``, ``c.add(v)``, ``c.insert(i, v)``, ``c.extend(vs)``, ``c.update(d)``,
+        ``c.setdefault(k, v)``: a store into the container ``c``."""
+        args = node.args
+        if any(isinstance(a, ast.Starred) for a in args):
+            return
+        c = self.ref(func.value)
+        m = func.attr
+        if m in ("append", "add", "appendleft") and len(args) == 1:
+            store = (c, None, self.ref(args[0]), False)
+        elif m == "insert" and len(args) == 2:
+            store = (c, None, self.ref(args[1]), False)
+        elif m in ("extend", "update") and len(args) == 1:
+            store = (c, None, self.ref(args[0]), True)
+        elif m == "setdefault" and len(args) == 2:
+            store = (c, _const_key(args[0]), self.ref(args[1]), False)
+        else:
+            return
+        if store[2] is not UNKNOWN and store[2][0] != "lit":
+            self.scope.stores.append(store)
 
 
 def _no_visit(self, node) -> None:
     pass
+
+
+_EMPTY_CONTAINERS = frozenset({"dict", "list", "set"})
+_CONSTANT_REFS = {t: ("lit", t.__name__) for t in (str, int, float, bytes, complex, bool)}
+_CONSTANT_REFS[type(None)] = ("lit", "NoneType")
+_STORE_METHODS = frozenset({"append", "add", "appendleft", "insert", "extend", "update", "setdefault"})
+# decorators that leave the function callable as written (the binder ignores them)
+_TRANSPARENT_DECORATORS = frozenset({"staticmethod", "classmethod", "abstractmethod", "override", "overload",
+                                     "final", "wraps"})
+_PROPERTY_DECORATORS = frozenset({"property", "cached_property", "setter", "getter", "deleter"})
+
+
+def _named(value: tuple, name: str) -> tuple:
+    """A container literal bound to ``name`` (``handlers = []``, ``self.handlers = []``) carries
+    that name: stores into it are looked for among stores through that name (``handlers[k] =
+    v``, ``self.handlers.append(v)``)."""
+    if value[0] == "d" and len(value) == 3:
+        return value + (name,)
+    if value[0] == "l" and len(value) == 4:
+        return value + (name,)
+    return value
+
+
+def _const_key(node: ast.AST):
+    """A subscript or dict key as stored in refs: a str/int constant, else None."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, (str, int)) and not isinstance(node.value, bool):
+        return node.value
+    return None
 
 
 def extract(rel: str, source: bytes, text: str | None = None) -> PyFacts:

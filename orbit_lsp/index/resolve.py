@@ -3,9 +3,19 @@
 Input: the ``PyFacts`` of every Python file of a workspace and the set of all indexed paths.
 Output, per file, a ``FileEdges``: ``IMPORTS`` targets, packages, ``CALLS`` and ``INHERITS`` edges,
 and the unresolved calls of each caller. A call is bound only when the value of the called
-expression can be followed through scopes, imports, re-exports, classes (MRO over workspace
-classes), instances, return values, ``functools.partial`` and dict literals; otherwise it is counted
-as unresolved on its caller and never matched by name.
+expression can be followed through scopes, imports, re-exports, classes (C3 method resolution
+order over workspace classes), instances, return values, ``functools.partial``, containers,
+parameters, decorators, properties and annotations; otherwise it is counted as unresolved on its
+caller (with its line) and never matched by name.
+
+**Value flow.** A parameter holds what the workspace's call sites pass to it (besides its
+default and its annotation): every bound call site records, per target function, a *flow*
+``(caller file, scope, argument refs, keyword refs, skip)`` (``FileEdges.flows``); the resolver
+keeps every file's flows in ``param_in`` and evaluates a parameter as the union of the
+arguments flowing into it, kept in a table of parameter values (``pval``). Binding calls and
+collecting flows feed each other, so resolution runs to a fixpoint (``resolve_fixpoint``): the
+files whose evaluation consulted a function's parameter values (entity ``(PVAL, file, qual)``)
+are resolved again when those values change.
 
 Each evaluation records which parts of which files it consulted (``deps``: *entities*
 ``(file, unit)``, a unit being one top-level name and everything defined under it, see
@@ -18,10 +28,11 @@ from __future__ import annotations
 
 import builtins
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from orbit_lsp.index.python import PyFacts, compact_pickle
+from orbit_lsp.index.python import UNKNOWN, PyFacts, compact_pickle
 
 _JS_EXTS = (".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts")
 _BUILTINS = frozenset(dir(builtins)) | {"__name__", "__file__", "__doc__", "__spec__", "__path__",
@@ -75,6 +86,25 @@ def module_name(rel: str, root_package: str = "") -> str:
 
 STARS = "*"  # entity of a file's star imports
 HAS_FACTS = "<facts>"  # entity of whether a file has facts at all
+STORES = "#stores"  # entity of every container store in a file (``c[k] = v``, ``c.append(v)``)
+PVAL = "~param"  # entities ``(PVAL, file, qual)``: the values of a function's parameters
+MAX_PARAM_VALUES = 128  # a parameter receiving more workspace values than this is taken as unknown
+MAX_TARGETS = 64  # a call site whose callee may be more workspace symbols than this stays unbound
+MAX_FLOW_ROUNDS = 12  # a safety net for the value-flow fixpoint (real code converges in a few)
+_MAX_SCC_PASSES = 12  # passes over one component of mutually dependent evaluations (``_scc``)
+_DEBUG_FLOW = bool(__import__("os").environ.get("ORBIT_DEBUG_FLOW"))
+BOTTOM = ("bottom",)  # no value (yet): a binding that only holds itself; never "unknown"
+# builtins and library functions that call a function they are given: name -> (positional index
+# or None, keyword) of that function, and the positional index of the iterable whose items it
+# receives (None: nothing known)
+_CALLERS_OF_ARGS = {
+    "map": (0, None, 1), "filter": (0, None, 1), "sorted": (None, "key", 0), "min": (None, "key", 0),
+    "max": (None, "key", 0), "functools.reduce": (0, None, None), "threading.Thread": (None, "target", None),
+    "threading.Timer": (1, "function", None), "atexit.register": (0, None, None),
+    "builtins.list.sort": (None, "key", None), "itertools.starmap": (0, None, None),
+    "functools.cmp_to_key": (0, None, None), "contextlib.contextmanager": (0, None, None),
+}
+_SEQ_BUILTINS = frozenset({"list", "tuple", "set", "frozenset", "sorted", "reversed", "iter"})
 
 
 def _unit(qual: str) -> str:
@@ -101,7 +131,8 @@ def interface_units(facts: PyFacts | None) -> dict[str, tuple[list, tuple]]:
     def norm(i: int):  # a scope index as (unit, offset in the unit); the module scope is 0
         return i if i <= 0 else (unit_of[i], i - where[unit_of[i]][0])
 
-    out: dict[str, list] = {HAS_FACTS: [True], STARS: [tuple(facts.stars)]}
+    out: dict[str, list] = {HAS_FACTS: [True], STARS: [tuple(facts.stars)],
+                            STORES: [tuple((norm(si), tuple(sc.stores)) for si, sc in enumerate(scopes) if sc.stores)]}
     top = scopes[0]
     for name, refs in top.names.items():
         out.setdefault(name, []).append(("bind", name in top.globals, tuple(refs)))
@@ -113,7 +144,7 @@ def interface_units(facts: PyFacts | None) -> dict[str, tuple[list, tuple]]:
         out.setdefault(unit_of[si], []).append(
             ("scope", norm(si), sc.qual, sc.kind, norm(sc.parent), sc.self_name, sc.self_kind, sc.class_qual,
              tuple(sorted((k, tuple(v)) for k, v in sc.names.items())), tuple(sorted(sc.globals)),
-             tuple(sc.returns)))
+             tuple(sc.returns), sc.params, tuple(sc.yields), sc.decos))
     for q, c in facts.classes.items():
         attrs = tuple(sorted((k, tuple((norm(msi), r) for msi, r in v)) for k, v in c.attrs.items()))
         out.setdefault(_unit(q), []).append(("class", q, tuple(c.bases), norm(c.outer), norm(c.body), attrs))
@@ -204,6 +235,10 @@ class FileEdges:
     unresolved: dict[str, list[str]] = field(default_factory=dict)  # caller qual -> called names
     unresolved_imports: list[str] = field(default_factory=list)  # "line:module"
     deps: frozenset[tuple] = frozenset()  # (file, unit) of other files consulted (``interface_units``)
+    unresolved_lines: dict[str, list[int]] = field(default_factory=dict)  # caller qual -> line of
+    #   each unbound call site, in the order of ``unresolved``
+    flows: dict[tuple, tuple] = field(default_factory=dict)  # (dst file, dst qual) -> flows into its
+    #   parameters from this file's call sites (see the module doc)
 
     def add_call(self, caller: str, dst_file: str, dst_qual: str, resolved: str, site) -> None:
         """Record one bound call site (``site``: ``line``, ``col``, ``end_col``) on the edge from
@@ -223,11 +258,72 @@ class FileEdges:
                              for k, e in self.calls.items())),
                 tuple(sorted(self.inherits)),
                 tuple(sorted((k, tuple(v)) for k, v in self.unresolved.items())),
-                tuple(self.unresolved_imports))
+                tuple(self.unresolved_imports),
+                tuple(sorted((k, tuple(v)) for k, v in self.unresolved_lines.items())))
 
 
 class _Cut(Exception):
     pass
+
+
+EXT_ANY = ("ext", "<external>")  # a value derived from an external one: all alike for binding
+_MAX_NESTING = 4  # containers of containers (``bag``, ``tup``, ``partial``) deeper than this are unknown
+
+
+def _ext(name: str, suffix: str) -> tuple:
+    """The external value ``name`` + ``suffix`` (``json.loads`` + ``()``). Names derived from a
+    derived name (``str().decode()``) collapse into ``EXT_ANY``: their spelling never binds a
+    call, and ``x = x.decode()`` would otherwise make new names without end."""
+    if "(" in name or "[" in name or name == EXT_ANY[1] or name.count(".") >= 4:
+        return EXT_ANY
+    return ("ext", name + suffix)
+
+
+def _workspace_part(v):
+    """The workspace values of a parameter's value in one form (members in one order; the
+    unknown flag kept beside them), or None when it holds none."""
+    v = _canonical(v)
+    if v is None or v == EXT_ANY or v == BOTTOM:
+        return None
+    if v[0] == "union":
+        members = tuple(m for m in v[1] if m != EXT_ANY)
+        if not members or len(members) > MAX_PARAM_VALUES:
+            return None  # nothing from the workspace, or too many values to be of use: unknown
+        return members[0] if len(members) == 1 and not v[2] else ("union", members, v[2])
+    return v
+
+
+def _canonical(v):
+    """A parameter value in one form: values from outside the workspace (which bind nothing)
+    as one ``EXT_ANY``, a union's members in one order (equal however its flows were
+    evaluated)."""
+    if v is None:
+        return None
+    if v[0] in ("ext", "builtin"):
+        return EXT_ANY
+    if v[0] == "union":
+        members = {EXT_ANY if m[0] in ("ext", "builtin") else m for m in v[1]}
+        if len(members) == 1 and not v[2]:
+            return next(iter(members))
+        return ("union", tuple(sorted(members, key=repr)), v[2])
+    return v
+
+
+def _depth(v, limit: int) -> int:
+    if limit < 0 or v is None or v[0] not in ("bag", "tup", "partial", "union"):
+        return 0
+    members = (v[1],) if v[0] == "partial" else v[1]
+    return 1 + max((_depth(m, limit - 1) for m in members), default=0)
+
+
+def _nested(v):
+    """A constructed container value, or None (unknown) past ``_MAX_NESTING`` levels
+    (``x = enumerate(x)`` would nest without end)."""
+    return None if _depth(v, _MAX_NESTING + 1) > _MAX_NESTING else v
+
+
+class _NoC3(Exception):
+    """The bases admit no C3 linearisation (or form a cycle)."""
 
 
 class Resolver:
@@ -255,9 +351,27 @@ class Resolver:
         self._kinds: dict[str, dict[str, str]] = {}  # file -> symbol qual -> kind (first symbol)
         self._units: dict[str, list] = {}  # file -> entity (file, unit) of each scope (None for the module)
         self._deps: set[tuple] = set()
-        self._active: set = set()
+        self._active: set = set()  # star-import lookups in progress
+        self._stack: list = []  # evaluations in progress (``_scc``), outermost first
+        self._on_stack: dict = {}  # key -> its index in ``_stack``
+        self._low = 0  # lowest stack index a cycle of the current evaluation reached
+        self._back: set = set()  # keys a cycle came back to in their current pass
+        self._prov: dict = {}  # key -> its value in the previous pass of its component
+        self._members: dict = {}  # key -> (value, low, deps, depth) of component members this pass
+        self._member_order: list = []
+        self._changed = False  # a provisional value moved in the current pass of a component
         self._cut = 0
         self._sub = 0  # deepest evaluation below the current one
+        self.param_in: dict[tuple, set] = {}  # (file, function qual) -> flows into its parameters
+        # the last resolve_fixpoint: rounds, seconds of the first and of the later rounds, and how
+        # many files the later rounds resolved again
+        self.flow_stats: dict = {"rounds": 0, "first_s": 0.0, "more_s": 0.0, "again": 0}
+        self.pval: dict[tuple, dict] = {}  # (file, qual) -> {parameter: value} from the flows into it
+        self.pdeps: dict[tuple, frozenset] = {}  # (file, qual) -> entities its value consulted
+        self._pdep_rev: dict[tuple, set] = {}  # entity -> functions whose parameter values consulted it
+        self._pending: set[tuple] = set()  # functions whose parameter values must be recomputed
+        self.pval_changed: set[tuple] = set()  # functions whose parameter values changed (caller clears)
+        self._stores: dict[str, list] = {}  # file -> [(scope, store)] of its container stores
 
     # -- keeping the resolver across edits -------------------------------------------------------
     def set_facts(self, rel: str, facts: PyFacts | None) -> None:
@@ -269,12 +383,16 @@ class Resolver:
             self.facts[rel] = facts
         self._kinds.pop(rel, None)
         self._units.pop(rel, None)
+        self._stores.pop(rel, None)
 
     def invalidate(self, entities) -> int:
         """Forget every memoised value that consulted one of ``entities`` (see
-        ``changed_entities``). Returns how many were forgotten. The others stay: re-resolving
-        a file after an edit elsewhere re-evaluates only what the edit can affect."""
+        ``changed_entities``), and recompute (in the next ``resolve_fixpoint``) the parameter
+        values that did. Returns how many memoised values were forgotten. The others stay:
+        re-resolving a file after an edit elsewhere re-evaluates only what the edit can affect."""
         n = 0
+        entities = list(entities)
+        self.invalidate_params(entities)
         for f in entities:
             for fs in self._sets_with.pop(f, ()):
                 ent = self._interned.pop(fs, None)
@@ -296,6 +414,332 @@ class Resolver:
                 self._sets_with.setdefault(f, []).append(fs)
         ent[1].append(key)
         self.memo[key] = (val, ent[0], used)
+
+    # -- value flow between files: parameters hold what call sites pass ------------------------
+    def apply_flows(self, old: dict | None, new: dict | None, pending: bool = True) -> set[tuple]:
+        """Replace one file's flows (``FileEdges.flows``: ``old`` by ``new``) in ``param_in``.
+        Returns the functions ``(file, qual)`` whose incoming flows changed; their parameter
+        values are recomputed by the next ``resolve_fixpoint``."""
+        old, new = old or {}, new or {}
+        changed = set()
+        for k in old.keys() | new.keys():
+            a, b = old.get(k, ()), new.get(k, ())
+            if a == b:
+                continue
+            cur = self.param_in.setdefault(k, set())
+            cur.difference_update(a)
+            cur.update(b)
+            if not cur:
+                del self.param_in[k]
+            changed.add(k)
+        if pending:
+            self._pending |= changed
+        return changed
+
+    def recompute_params(self) -> None:
+        """Recompute every parameter value in the next ``resolve_fixpoint`` (the module table
+        changed: values may name modules that are gone)."""
+        self._pending |= set(self.pval) | set(self.param_in)
+
+    def seed_params(self, values) -> None:
+        """Parameter values computed by an earlier resolver (``param_values``): a resolver that
+        starts from a kept graph needs them to bind as that graph was bound."""
+        for key, (val, deps) in values:
+            self._set_pval(key, val, deps)
+
+    def param_values(self, keys=None):
+        """``((file, qual), (values by parameter name, entities consulted))`` of every function
+        with a parameter value, or of ``keys`` (absent ones: ``(key, None)``)."""
+        if keys is None:
+            return [(k, (v, self.pdeps.get(k, frozenset()))) for k, v in self.pval.items()]
+        return [(k, (self.pval[k], self.pdeps.get(k, frozenset())) if k in self.pval else None) for k in keys]
+
+    def _set_pval(self, key: tuple, val: dict | None, deps: frozenset) -> None:
+        for e in self.pdeps.pop(key, ()):
+            ks = self._pdep_rev.get(e)
+            if ks is not None:
+                ks.discard(key)
+        if val is None:
+            self.pval.pop(key, None)
+            return
+        self.pval[key] = val
+        self.pdeps[key] = deps
+        for e in deps:
+            self._pdep_rev.setdefault(e, set()).add(key)
+
+    def _compute_pval(self, key: tuple) -> tuple[dict | None, frozenset]:
+        """What each parameter of function ``key`` receives from the flows into it: {name:
+        value} (None: no flows), and the entities the arguments' evaluation consulted."""
+        flows = self.param_in.get(key)
+        rel, qual = key
+        saved, self._deps = self._deps, set()
+        try:
+            facts = self._facts(rel)
+            self._deps.add((rel, _unit(qual)))  # its parameters
+            fsi = facts.scope_of.get(qual) if facts is not None and flows else None
+            if fsi is None:
+                return None, frozenset(self._deps)
+            params = [(n, k) for n, k in facts.scopes[fsi].params if k in ("pos", "kwonly")]
+            got: dict[str, list] = {}
+            for flow in sorted(flows, key=repr):
+                for name, _ in params:
+                    r = self._arg_for(facts.scopes[fsi].params, name, flow)
+                    if r is None:
+                        continue
+                    got.setdefault(name, []).append(self.ev(flow[0], flow[1], r) if r != UNKNOWN else None)
+            # what a parameter receives from outside the workspace binds nothing: one value for all
+            # only workspace values are kept: a parameter that receives nothing but external
+            # values, literals or unknowns is no better known than one never called (``_param``
+            # then answers unknown, as without flows), and changes among those never propagate
+            kept = {}
+            for n, vs in got.items():
+                v = _workspace_part(self.combine(vs))
+                if v is not None:
+                    kept[n] = v
+            return kept or None, frozenset(self._deps)
+        finally:
+            self._deps = saved
+
+    @staticmethod
+    def _member_set(v) -> tuple[set, bool]:
+        if v is None:
+            return set(), True
+        if v[0] == "union":
+            return set(v[1]), v[2]
+        return {v}, False
+
+    def _grows(self, old: dict | None, new: dict | None) -> bool:
+        """True when every value of ``old`` is still in ``new`` (parameter values only grew)."""
+        if not old:
+            return True
+        if not new:
+            return False
+        for name, v in old.items():
+            if name not in new:
+                return False
+            a, ua = self._member_set(v)
+            b, ub = self._member_set(new[name])
+            if not a <= b or (ua and not ub):
+                return False
+        return True
+
+    def invalidate_params(self, entities) -> None:
+        """Parameter values whose evaluation consulted ``entities`` are recomputed by the next
+        ``resolve_fixpoint``."""
+        for e in entities:
+            self._pending |= self._pdep_rev.get(e, set())
+
+    def resolve_fixpoint(self, rels, previous: Callable[[str], FileEdges | None], everyone,
+                         progress: Callable[[int, int, str], None] | None = None) -> dict[str, FileEdges]:
+        """Resolve ``rels``, then follow the value flows to a fixpoint.
+
+        Parameter values live in a table (``pval``): evaluating a parameter reads it (entity
+        ``(PVAL, file, qual)``) and never recurses into call sites. Each round resolves the
+        files to resolve, updates the flows they contribute, recomputes the parameter values
+        whose flows or consulted entities changed, and re-resolves the files that consulted a
+        value that changed. Values only grow, except after an edit removed a flow or a value:
+        then every value that depended on it, transitively, is reset and derived again from the
+        flows that remain (delete and re-derive), so the result equals a build from scratch.
+
+        ``previous(rel)``: the edges whose flows ``param_in`` holds now (None: none);
+        ``everyone``: every file with facts. Returns the new edges of every file resolved."""
+        import time
+
+        out: dict[str, FileEdges] = {}
+        todo = set(rels)
+        rederiving: set[tuple] = set()  # values reset in this run: they only grow from here
+        stats = self.flow_stats = {"rounds": 0, "first_s": 0.0, "more_s": 0.0, "again": 0}
+        for round_no in range(MAX_FLOW_ROUNDS):
+            if not todo and not self._pending:
+                break
+            t = time.perf_counter()
+            fresh = {}
+            n = len(todo)
+            for i, rel in enumerate(sorted(todo), 1):
+                fresh[rel] = self.resolve_file(rel)
+                if progress is not None and round_no == 0 and (i % 200 == 0 or i == n):
+                    progress(i, n, rel)
+            for rel, e in fresh.items():
+                before = out[rel] if rel in out else previous(rel)
+                self.apply_flows(before.flows if before is not None else None, e.flows)
+            out.update(fresh)
+            if round_no:
+                stats["again"] += len(todo)
+            # parameter values whose flows or inputs changed
+            changed, shrunk = set(), set()
+            for key in sorted(self._pending):
+                old = self.pval.get(key)
+                val, deps = self._compute_pval(key)
+                if val != old:
+                    if key not in rederiving and not self._grows(old, val):
+                        shrunk.add(key)
+                    changed.add(key)
+                self._set_pval(key, val, deps)
+            self._pending = set()
+            if _DEBUG_FLOW:
+                print(f"round {round_no}: resolved {len(fresh)} pending->changed {len(changed)} shrunk {len(shrunk)} "
+                      f"{sorted(shrunk)[:3]}", file=sys.stderr)
+            if shrunk:  # delete and re-derive what depended on a lost value
+                frontier = list(shrunk)
+                reset = set(shrunk)
+                while frontier:
+                    k = frontier.pop()
+                    for k2 in self._pdep_rev.get((PVAL,) + k, ()):
+                        if k2 not in reset:
+                            reset.add(k2)
+                            frontier.append(k2)
+                for k in reset - shrunk:
+                    self._set_pval(k, None, frozenset())
+                    self._pending.add(k)
+                changed |= reset
+                rederiving |= reset
+            todo = set()
+            if changed:
+                ents = {(PVAL,) + k for k in changed}
+                self.invalidate(ents)
+                for e in ents:
+                    self._pending |= self._pdep_rev.get(e, set())
+                for rel in everyone:
+                    e = out[rel] if rel in out else previous(rel)
+                    if e is None or not e.deps.isdisjoint(ents):
+                        todo.add(rel)
+            self.pval_changed |= changed
+            stats["rounds"] += 1
+            stats["first_s" if round_no == 0 else "more_s"] += time.perf_counter() - t
+        return out
+
+    @staticmethod
+    def _arg_for(params: tuple, name: str, flow: tuple):
+        """The ref a call site (``flow``) passes for parameter ``name``: a ref, UNKNOWN (through
+        ``*args``/``**kwargs`` at the call), or None (not passed: its default applies)."""
+        _, _, args, kwargs, skip = flow
+        pos = [n for n, k in params if k == "pos"][skip:]
+        if name in pos:
+            i = pos.index(name)
+            for j, a in enumerate(args):
+                if a[0] == "*":
+                    return UNKNOWN
+                if j == i:
+                    return a
+        spread = False
+        for k, r in kwargs:
+            if k == name:
+                return r
+            if k is None:
+                spread = True
+        return UNKNOWN if spread else None
+
+    def _param(self, rel: str, si: int, ref: tuple):
+        """A parameter: what the workspace's call sites pass (``pval``), its default and its
+        annotation."""
+        _, fqual, name, ann, default = ref
+        facts = self._facts(rel)
+        sc = facts.scopes[si]
+        vals = []
+        if ann != UNKNOWN:
+            vals.append(self.ev(rel, si, ann))
+        if default != UNKNOWN:
+            vals.append(self.ev(rel, sc.parent, default))
+        self._deps.add((PVAL, rel, fqual))
+        got = self.pval.get((rel, fqual))
+        if got is not None and name in got:
+            vals.append(got[name])
+        return self.combine(vals) if vals else None
+
+    # -- containers -------------------------------------------------------------------------
+    def _file_stores(self, rel: str) -> dict:
+        """The container stores of a file by the last name of their container expression
+        (``handlers`` for ``handlers[k] = v`` and ``self.handlers.append(v)``)."""
+        got = self._stores.get(rel)
+        if got is None:
+            facts = self.facts.get(rel)
+            got = self._stores[rel] = {}
+            for si, sc in enumerate(facts.scopes if facts is not None else ()):
+                for st in sc.stores:
+                    cref = st[0]
+                    name = cref[1] if cref[0] == "n" else cref[2] if cref[0] == "a" else None
+                    if name is not None:
+                        got.setdefault(name, []).append((si, st))
+        return got
+
+    def _stored(self, cont, key) -> list:
+        """Values stored into container value ``cont`` in its file (``c[k] = v``, ``c.append(v)``…)
+        through the name the literal was bound to: for ``key`` (None: every key)."""
+        rel, name = cont[1], cont[-1]
+        self._deps.add((rel, STORES))
+        if name is None:
+            return []
+        out = []
+        for si, (cref, k, vref, many) in self._file_stores(rel).get(name, ()):
+            c = self.ev(rel, si, cref)
+            if c is None or not (c == cont or (c[0] == "union" and cont in c[1])):
+                continue
+            if key is not None and k is not None and k != key:
+                continue
+            v = self.ev(rel, si, vref)
+            out.append(self.items(v) if many else v)
+        return out
+
+    def items(self, v, key=None, index=None):
+        """What iterating (or subscripting, ``key``/``index``) value ``v`` gives. None: unknown.
+        Memoised and cycle-safe like ``ev`` (a container may hold itself: ``xs = [*xs]``)."""
+        if v is None:
+            return None
+        if v is BOTTOM or v == BOTTOM:
+            return BOTTOM
+        return self._scc(("items", v, key, index), self._items, v, key, index)
+
+    def _items(self, v, key, index):
+        t = v[0]
+        if t == "dict":
+            if key is None and index is None:
+                return None  # iterating a dict gives its keys
+            k = key if key is not None else index
+            if k != "?":
+                vals = [self.ev(v[1], v[2], r) for kk, r in v[3] if kk == k] + self._stored(v, k)
+                if vals:
+                    return self.combine(vals)
+            vals = [self.ev(v[1], v[2], r) for _, r in v[3]] + self._stored(v, None)
+            return self.combine(vals) if vals else None
+        if t == "dvals":
+            d = v[1]
+            vals = [self.ev(d[1], d[2], r) for _, r in d[3]] + self._stored(d, None)
+            return self.combine(vals) if vals else None
+        if t == "ditems":
+            return _nested(("tup", (None, self.items(("dvals", v[1])))))
+        if t == "seq":
+            elts = v[3]
+            if index is not None and v[4] == "tuple" and isinstance(index, int) and not any(
+                    e[0] == "*" for e in elts) and -len(elts) <= index < len(elts):
+                return self.ev(v[1], v[2], elts[index])
+            vals = [self.items(self.ev(v[1], v[2], e[1])) if e[0] == "*" else self.ev(v[1], v[2], e)
+                    for e in elts]
+            vals += self._stored(v, None)
+            return self.combine(vals) if vals else None
+        if t == "tup":
+            if isinstance(index, int) and -len(v[1]) <= index < len(v[1]):
+                return v[1][index]
+            return self.combine(list(v[1]))
+        if t == "bag":
+            return self.combine(list(v[1])) if v[1] else None
+        if t == "gen":
+            facts = self._facts(v[1])
+            ys = facts.scopes[v[2]].yields if facts is not None else []
+            return self.combine([self.ev(v[1], v[2], y) for y in ys]) if ys else None
+        if t == "inst" and index is None and key is None:
+            it = self.call_result(self.class_attr(v[1], v[2], "__iter__", via_instance=True), v[1], -1, UNKNOWN)
+            if it is None or it == v:
+                nxt = self.class_attr(v[1], v[2], "__next__", via_instance=True)
+                return self.call_result(nxt, v[1], -1, UNKNOWN) if nxt is not None else None
+            return self.items(it)
+        if t == "inst":
+            get = self.class_attr(v[1], v[2], "__getitem__", via_instance=True)
+            return self.call_result(get, v[1], -1, UNKNOWN) if get is not None else None
+        if t in ("ext", "builtin"):
+            return _ext(v[1], "[]")  # an item of an external container is external
+        if t == "union":
+            return self.combine([self.items(m, key, index) for m in v[1]] + ([None] if v[2] else []))
+        return None
 
     # -- module lookup ----------------------------------------------------------------------
     def _canon(self, path: str) -> str:
@@ -397,56 +841,121 @@ class Resolver:
         return kinds.get(qual)
 
     def ev(self, rel: str, si: int, ref: tuple):
-        """Value of ``ref`` evaluated in scope ``si`` of file ``rel`` (None = unknown).
+        """Value of ``ref`` evaluated in scope ``si`` of file ``rel`` (None = unknown; ``BOTTOM``
+        = no value, only for a binding that can hold nothing but itself).
 
-        Results are memoised with the files they consulted and the evaluation depth they needed;
-        a memoised result is reused only where a fresh evaluation would fit in ``_MAX_DEPTH``
-        too, so what a call binds to never depends on what was evaluated before it (an
-        incremental graph equals a full rebuild)."""
-        key = (rel, si, ref)
+        Results are memoised with the entities they consulted and the evaluation depth they
+        needed; a memoised result is reused only where a fresh evaluation would fit in
+        ``_MAX_DEPTH`` too. Evaluations that depend on each other (``x = f(x)``, a container
+        storing its own items) are solved together (``_scc``), so what a call binds to never
+        depends on what was evaluated before it (an incremental graph equals a full rebuild)."""
+        return self._scc((rel, si, ref), self._ev, rel, si, ref)
+
+    def _scc(self, key, compute, *args):
+        """Evaluate ``compute(*args)`` for ``key`` with memoisation and cycles solved as strongly
+        connected components (Tarjan's low links): a key met again while it is being evaluated
+        gives its value so far (``BOTTOM`` first); the evaluation where the cycle closes (the
+        component's root) is repeated until its value stops changing, and only then are the
+        root and every member of its component memoised, with the component's entities. The
+        result is the least fixpoint of the component's equations, whatever the entry point."""
         hit = self.memo.get(key)
         if hit is not None:
             val, deps, used = hit
-            if len(self._active) + used <= _MAX_DEPTH:
+            if len(self._stack) + used <= _MAX_DEPTH:
                 self._deps |= deps
                 if used > self._sub:
                     self._sub = used
                 return val
-        if key in self._active or len(self._active) >= _MAX_DEPTH:
+        idx = self._on_stack.get(key)
+        if idx is not None:  # a cycle back to an evaluation in progress
+            if idx < self._low:
+                self._low = idx
+            self._back.add(key)
+            return self._prov.get(key, BOTTOM)
+        done = self._members.get(key)
+        if done is not None:  # finished in this pass of its component's root
+            val, low, deps, used = done
+            if low < self._low:
+                self._low = low
+            self._deps |= deps
+            if used > self._sub:
+                self._sub = used
+            return val
+        if len(self._stack) >= _MAX_DEPTH:
             self._cut += 1
             return None
-        self._active.add(key)
-        saved_deps, saved_cut, saved_sub = self._deps, self._cut, self._sub
-        self._deps, self._cut, self._sub = set(), 0, 0
+        my = len(self._stack)
+        self._stack.append(key)
+        self._on_stack[key] = my
+        saved_deps, saved_cut, saved_sub, saved_low = self._deps, self._cut, self._sub, self._low
+        saved_changed = self._changed
+        start = len(self._member_order)
+        deps: set = set()
+        cut = used = 0
+        low = my
+        changed = False
         try:
-            val = self._ev(rel, si, ref)
+            for _ in range(_MAX_SCC_PASSES):
+                self._deps, self._cut, self._sub, self._low, self._changed = set(), 0, 0, my, False
+                val = compute(*args)
+                deps, cut, used, low, changed = self._deps, self._cut, self._sub + 1, self._low, self._changed
+                if key in self._back:  # reached again through a cycle: what the next pass starts from
+                    if self._prov.get(key, BOTTOM) != val:
+                        changed = True
+                    self._prov[key] = val
+                if low < my or not changed:
+                    break  # a member (its root decides) or a root whose component settled
+                for m in self._member_order[start:]:  # another pass over the component
+                    self._members.pop(m, None)
+                del self._member_order[start:]
+            else:
+                cut += 1  # did not settle: not memoised
         finally:
-            deps, cut, used = self._deps, self._cut, self._sub + 1
+            self._stack.pop()
+            del self._on_stack[key]
             saved_deps |= deps  # in place: the caller's set
             self._deps = saved_deps
             self._cut = saved_cut + cut
             self._sub = used if used > saved_sub else saved_sub
-            self._active.discard(key)
+            self._low = low if low < saved_low else saved_low
+            self._changed = saved_changed or (changed and low < my)
+        if low < my:  # a member of a component whose root is further down
+            self._members[key] = (val, low, deps, used)
+            self._member_order.append(key)
+            return val
+        # the root of a settled component: it and its members are exact now
+        members = self._member_order[start:]
+        del self._member_order[start:]
+        for m in members:
+            mval = self._members.pop(m)[0]
+            if not cut:
+                self._remember(m, mval, deps, used)
+        for m in members + [key]:
+            self._prov.pop(m, None)
+            self._back.discard(m)
         if not cut:
             self._remember(key, val, deps, used)
         return val
 
     @staticmethod
     def combine(values: list):
-        out = []
+        out: dict = {}  # members in first-seen order, deduplicated in linear time
         unknown = False
+        bottom = False
         for v in values:
             if v is None:
                 unknown = True
+            elif v == BOTTOM:
+                bottom = True
             elif v[0] == "union":
                 for m in v[1]:
-                    if m not in out:
-                        out.append(m)
+                    out[m] = None
                 unknown = unknown or v[2]
-            elif v not in out:
-                out.append(v)
+            else:
+                out[v] = None
+        out = list(out)
         if not out:
-            return None
+            return BOTTOM if bottom and not unknown else None
         if len(out) == 1 and not unknown:
             return out[0]
         return ("union", tuple(out), unknown)
@@ -456,20 +965,37 @@ class Resolver:
         if t == "n":
             return self.lookup_name(rel, si, ref[1])
         if t == "a":
-            return self.attr_of(self.ev(rel, si, ref[1]), ref[2])
+            base = self.ev(rel, si, ref[1])
+            return BOTTOM if base == BOTTOM else self.attr_of(base, ref[2])
         if t == "c":
-            return self.call_result(self.ev(rel, si, ref[1]), rel, si, ref[2])
+            f = self.ev(rel, si, ref[1])
+            return BOTTOM if f == BOTTOM else self.call_result(f, rel, si, ref[2])
         if t == "s":
             base = self.ev(rel, si, ref[1])
-            if base is not None and base[0] == "dict" and ref[2] is not None:
-                for k, r in base[3]:
-                    if k == ref[2]:
-                        return self.ev(base[1], base[2], r)
-            if base is not None and base[0] in ("ext", "builtin"):
-                return ("ext", f"{base[1]}[]")  # an item of an external container is external
-            return None
+            k = ref[2]
+            return self.items(base, key=k if isinstance(k, str) else None,
+                              index=k if isinstance(k, int) else ("?" if k is None else None))
         if t == "d":
-            return ("dict", rel, si, ref[1])
+            return ("dict", rel, si, ref[1], ref[2] if len(ref) > 2 else None, ref[3] if len(ref) > 3 else None)
+        if t == "l":
+            return ("seq", rel, si, ref[1], ref[2], ref[3], ref[4] if len(ref) > 4 else None)
+        if t == "p":
+            return self._param(rel, si, ref)
+        if t == "it":
+            return self.items(self.ev(rel, si, ref[1]))
+        if t == "ix":
+            return self.items(self.ev(rel, si, ref[1]), index=ref[2])
+        if t == "anv":
+            # ``x: Flask = LocalProxy(...)``: the declared type where the value is unknown or external
+            val = self.ev(rel, si, ref[1])
+            if val is not None and val != BOTTOM and val[0] not in ("ext", "builtin"):
+                return val
+            ann = self.ev(rel, si, ref[2])
+            return ann if ann is not None else val
+        if t == "prop":
+            return ("propv", rel, ref[1])
+        if t == "dec":
+            return self._decorated(rel, si, ref)
         if t == "lit":
             return ("builtin", ref[1])
         if t == "u":
@@ -493,9 +1019,52 @@ class Resolver:
             if v is not None and v[0] == "sym" and v[3] == "class":
                 return ("inst", v[1], v[2])
             if v is not None and v[0] in ("ext", "builtin"):
-                return ("ext", f"{v[1]}()")  # an instance of an external type
+                return _ext(v[1], "()")  # an instance of an external type
             return None
         return None
+
+    def _decorated(self, rel: str, si: int, ref: tuple):
+        """A decorated definition: what its decorators return, applied innermost first. A
+        decorator that returns its argument, or a function made with ``functools.wraps``, keeps
+        the definition; one outside the workspace (or whose result is unknown) is taken to keep
+        it too (``lru_cache``, ``app.route``: calls reach the function as written)."""
+        v = self.ev(rel, si, ref[2])
+        for dref in reversed(ref[1]):
+            d = self.ev(rel, si, dref)
+            got = self._apply_decorator(d, v)
+            if got is not None:
+                v = got
+        return v
+
+    def _apply_decorator(self, d, v):
+        if d is None or d[0] != "sym" or d[3] not in ("function", "method"):
+            if d is not None and d[0] == "sym" and d[3] == "class":
+                return ("inst", d[1], d[2])  # a class used as a decorator: its instance
+            return None
+        facts = self._facts(d[1])
+        fsi = facts.scope_of.get(d[2]) if facts is not None else None
+        if fsi is None:
+            return None
+        self._deps.add((d[1], _unit(d[2])))
+        sc = facts.scopes[fsi]
+        first = next((n for n, k in sc.params if k == "pos"), None)
+        out = []
+        for r in sc.returns:
+            if r[0] == "p" and r[2] == first and r[1] == d[2]:
+                out.append(v)  # returns its argument
+                continue
+            w = self.ev(d[1], fsi, r)
+            if w is None or w[0] in ("ext", "builtin"):
+                w = v  # ``update_wrapper(wrapper, f)``, ``cast(F, …)``: taken to keep the function
+            elif w[0] == "sym" and w[3] in ("function", "method"):
+                wf = self._facts(w[1])
+                wsi = wf.scope_of.get(w[2]) if wf is not None else None
+                if wsi is not None and "wraps" in wf.scopes[wsi].decos:
+                    w = v  # functools.wraps: calls of the name are calls of the function as written
+            out.append(w)
+        if not out:
+            return None
+        return self.combine(out)
 
     def lookup_name(self, rel: str, si: int, name: str):
         facts = self._facts(rel)
@@ -540,7 +1109,7 @@ class Resolver:
                 m = self.find_module(spec, rel)
                 if m[0] == "mod":
                     v = self.module_binding(m, name)
-                    if v is not None:
+                    if v is not None and v != BOTTOM:
                         return v
                 elif m[0] == "ext":
                     return None  # could come from the external module: unknown
@@ -578,11 +1147,75 @@ class Resolver:
 
     def module_attr(self, mod, name: str):
         v = self.module_binding(mod, name)
-        if v is not None:
+        if v is not None and v != BOTTOM:
             return v
-        return self.submodule(mod, name)
+        # ``from . import utils`` in a package's __init__ binds its own submodule
+        return self.submodule(mod, name) or v
+
+    def _bases(self, r: str, q: str) -> list[tuple[str, str]] | None:
+        """The workspace classes among the bases of class ``q`` of file ``r``, in order (None:
+        not a class of that file)."""
+        facts = self._facts(r)
+        if facts is None:
+            return None
+        self._deps.add((r, _unit(q)))
+        cls = facts.classes.get(q)
+        if cls is None:
+            return None
+        bases = []
+        for b in cls.bases:
+            v = self.ev(r, cls.outer, b)
+            for m in (v[1] if v and v[0] == "union" else [v]):
+                if m and m[0] == "sym" and m[3] == "class" and (m[1], m[2]) not in bases:
+                    bases.append((m[1], m[2]))
+        return bases
 
     def mro(self, rel: str, qual: str) -> list[tuple[str, str]]:
+        """The method resolution order of a workspace class over workspace classes: C3
+        linearisation, as Python computes ``__mro__`` (``class D(B, C)`` with ``B(A)``, ``C(A)``:
+        D, B, C, A). A hierarchy C3 rejects (Python raises TypeError) falls back to a depth-first
+        order without repeats."""
+        got = self._scc(("mro", rel, qual), self._mro, rel, qual)  # memoised with what it consulted
+        return list(got) if isinstance(got, tuple) and got != BOTTOM else []
+
+    def _mro(self, rel: str, qual: str) -> tuple:
+        try:
+            return tuple(self._c3(rel, qual, {}, set()))
+        except _NoC3:
+            return tuple(self._dfs_mro(rel, qual))
+
+    def _c3(self, r: str, q: str, memo: dict, active: set) -> list[tuple[str, str]]:
+        key = (r, q)
+        if key in memo:
+            return memo[key]
+        if key in active:
+            raise _NoC3  # a cycle of bases
+        bases = self._bases(r, q)
+        if bases is None:
+            return []
+        active.add(key)
+        seqs = [list(self._c3(br, bq, memo, active)) for br, bq in bases]
+        active.discard(key)
+        seqs = [x for x in seqs if x] + [list(bases)]
+        out = [key]
+        while True:
+            seqs = [x for x in seqs if x]
+            if not seqs:
+                break
+            for x in seqs:
+                head = x[0]
+                if not any(head in y[1:] for y in seqs):
+                    break
+            else:
+                raise _NoC3
+            out.append(head)
+            for x in seqs:
+                if x[0] == head:
+                    del x[0]
+        memo[key] = out
+        return out
+
+    def _dfs_mro(self, rel: str, qual: str) -> list[tuple[str, str]]:
         out: list[tuple[str, str]] = []
         stack = [(rel, qual)]
         seen = set()
@@ -591,20 +1224,10 @@ class Resolver:
             if (r, q) in seen:
                 continue
             seen.add((r, q))
-            facts = self._facts(r)
-            if facts is None:
-                continue
-            self._deps.add((r, _unit(q)))
-            if q not in facts.classes:
+            bases = self._bases(r, q)
+            if bases is None:
                 continue
             out.append((r, q))
-            cls = facts.classes[q]
-            bases = []
-            for b in cls.bases:
-                v = self.ev(r, cls.outer, b)
-                for m in (v[1] if v and v[0] == "union" else [v]):
-                    if m and m[0] == "sym" and m[3] == "class":
-                        bases.append((m[1], m[2]))
             stack = bases + stack
         return out
 
@@ -631,16 +1254,47 @@ class Resolver:
             cls = facts.classes[q]
             body = facts.scopes[cls.body]
             if attr in body.names:  # the class's unit: recorded by mro()
-                return self.combine([self.ev(r, cls.body, x) for x in body.names[attr]])
+                v = self.combine([self.ev(r, cls.body, x) for x in body.names[attr]])
+                if via_instance:
+                    v = self._through_instance(v)
+                return v
             if via_instance and attr in cls.attrs:
                 return self.combine([self.ev(r, msi, x) for msi, x in cls.attrs[attr]])
         if attr in _OBJECT_ATTRS and self._mro_complete(mro):
             return ("ext", f"builtins.object.{attr}")
         return None
 
+    def _through_instance(self, v):
+        """A class attribute read through an instance: a ``@property`` gives what its getter
+        returns."""
+        if v is None:
+            return None
+        if v[0] == "propv":
+            return self.call_result(("sym", v[1], v[2], "method"), v[1], -1, UNKNOWN)
+        if v[0] == "union" and any(m[0] == "propv" for m in v[1]):
+            return self.combine([self._through_instance(m) for m in v[1]] + ([None] if v[2] else []))
+        return v
+
+    def property_getter(self, base, attr: str):
+        """``(file, qual)`` of the ``@property`` getter that reading ``attr`` on value ``base``
+        runs, or None."""
+        if base is None or base[0] not in ("inst", "super"):
+            return None
+        for r, q in self.mro(base[1], base[2])[1 if base[0] == "super" else 0:]:
+            body = self.facts[r].scopes[self.facts[r].classes[q].body]
+            refs = body.names.get(attr)
+            if refs is not None:
+                for x in refs:
+                    if x[0] == "prop":
+                        return (r, x[1])
+                return None
+        return None
+
     def attr_of(self, base, attr: str):
         if base is None:
             return None
+        if base == BOTTOM:
+            return BOTTOM
         t = base[0]
         if t == "mod":
             return self.module_attr(base, attr)
@@ -653,11 +1307,17 @@ class Resolver:
         if t == "super":
             return self.class_attr(base[1], base[2], attr, via_instance=base[3], skip_first=True)
         if t == "ext":
-            return ("ext", f"{base[1]}.{attr}")
+            return _ext(base[1], "." + attr)
         if t == "builtin":
-            return ("ext", f"builtins.{base[1]}.{attr}")
+            return _ext(f"builtins.{base[1]}", "." + attr)
         if t == "dict":
+            if attr in ("values", "items", "get", "pop", "setdefault", "copy"):
+                return ("dmeth", base, attr)
             return ("ext", f"builtins.dict.{attr}")
+        if t == "seq":
+            if attr in ("pop", "copy"):
+                return ("dmeth", base, attr)
+            return ("ext", f"builtins.{base[4]}.{attr}")
         if t == "union":
             return self.combine([self.attr_of(m, attr) for m in base[1]] + ([None] if base[2] else []))
         return None
@@ -677,6 +1337,8 @@ class Resolver:
     def call_result(self, f, rel: str, si: int, arg0: tuple):
         if f is None:
             return None
+        if f == BOTTOM:
+            return BOTTOM
         t = f[0]
         if t == "sym":
             if f[3] == "class":
@@ -689,11 +1351,31 @@ class Resolver:
                 fsi = facts.scope_of.get(f[2])
                 if fsi is None:
                     return None
-                rets = facts.scopes[fsi].returns
+                sc = facts.scopes[fsi]
+                if sc.yields:
+                    return ("gen", f[1], fsi)
+                rets = sc.returns
                 if not rets:
                     return None
                 return self.combine([self.ev(f[1], fsi, r) for r in rets])
             return None
+        if t == "dmeth":
+            c, m = f[1], f[2]
+            if m == "copy":
+                return c
+            if c[0] == "seq":
+                return self.items(c)
+            if m == "values":
+                return _nested(("bag", (self.items(("dvals", c)),)))
+            if m == "items":
+                return _nested(("bag", (("tup", (None, self.items(("dvals", c)))),)))
+            return self.items(("dvals", c))  # get, pop, setdefault
+        if t == "builtin" and f[1] in _SEQ_BUILTINS and arg0 != UNKNOWN:
+            return _nested(("bag", (self.items(self.ev(rel, si, arg0)),)))
+        if t == "builtin" and f[1] == "enumerate" and arg0 != UNKNOWN:
+            return _nested(("bag", (("tup", (("builtin", "int"), self.items(self.ev(rel, si, arg0)))),)))
+        if t == "ext" and f[1] == "typing.cast" and arg0 != UNKNOWN:
+            return self.ev(rel, si, ("ann", arg0))
         if t == "builtin" and f[1] == "super":
             sc = self._enclosing_method(rel, si)
             if sc is None:
@@ -701,9 +1383,9 @@ class Resolver:
             return ("super", rel, sc.class_qual, sc.self_kind == "instance")
         if t == "ext" and f[1] == "functools.partial":
             inner = self.ev(rel, si, arg0)
-            return ("partial", inner) if inner is not None else None
+            return _nested(("partial", inner)) if inner is not None else None
         if t in ("ext", "builtin"):
-            return ("ext", f"{f[1]}()")  # what external code returns is external
+            return _ext(f[1], "()")  # what external code returns is external
         if t == "union":
             return self.combine([self.call_result(m, rel, si, arg0) for m in f[1]] + ([None] if f[2] else []))
         return None
@@ -727,25 +1409,57 @@ class Resolver:
             return [], True
         if t == "partial":
             return self.call_targets(v[1], "partial")
+        if t == "propv":
+            return [(v[1], v[2], how)], False
         if t == "inst":
             call = self.class_attr(v[1], v[2], "__call__", via_instance=True)
             if call is not None and call[0] == "sym":
                 return [(call[1], call[2], "instance")], False
             return [], True
         if t == "union":
-            out, unknown = [], v[2]
+            got: dict = {}
+            unknown = v[2]
             for m in v[1]:
                 o, u = self.call_targets(m, how)
-                out.extend(x for x in o if x not in out)
+                for x in o:
+                    got.setdefault(x, None)
                 unknown = unknown or u
+            out = list(got)
+            if len(out) > MAX_TARGETS:
+                # a value that may be any of hundreds of functions binds nothing honestly: the
+                # site is counted as unbound (and located), never fanned out to all of them
+                return [], True
             return out, unknown
-        if t in ("ext", "builtin", "mod"):
-            return [], False
+        if t in ("ext", "builtin", "mod", "dmeth", "bottom"):
+            return [], False  # outside the workspace (a builtin container's method included)
         return [], True
 
-    def _how(self, rel: str, si: int, ref: tuple, target_file: str) -> str:
+    _BINDING_HOW = {"p": "param", "it": "container", "ix": "container", "s": "container", "c": "return",
+                    "dec": "decorated"}
+
+    def _bound_how(self, rel: str, si: int, name: str) -> str | None:
+        """``param``, ``container``, ``return`` or ``decorated`` when ``name`` is bound, where it
+        is found, through a value flow of that kind; else None."""
+        facts = self.facts[rel]
+        idx = si
+        while idx >= 0:
+            sc = facts.scopes[idx]
+            refs = sc.names.get(name)
+            if refs:
+                for r in refs:
+                    how = self._BINDING_HOW.get(r[0])
+                    if how is not None:
+                        return how
+                return None
+            idx = sc.parent
+        return None
+
+    def _how(self, rel: str, si: int, ref: tuple, target_file: str, dst_qual: str = "") -> str:
         t = ref[0]
         if t == "n":
+            how = self._bound_how(rel, si, ref[1])
+            if how is not None:
+                return how
             return "local" if target_file == rel else "import"
         if t == "a":
             base = ref[1]
@@ -755,38 +1469,49 @@ class Resolver:
                 while idx >= 0:
                     sc = facts.scopes[idx]
                     if sc.self_name == base[1] and base[1] not in sc.names:
+                        if dst_qual.rpartition(".")[2] != ref[2]:
+                            return "attribute"  # a value stored on the instance or class
                         return "self" if sc.self_kind == "instance" else "class"
                     idx = sc.parent
             if base[0] == "c" and base[1] == ("n", "super"):
                 return "super"
-            return receiver_kind(self.ev(rel, si, base))
+            kind = receiver_kind(self.ev(rel, si, base))
+            if kind in ("instance", "attribute") and dst_qual.rpartition(".")[2] != ref[2]:
+                return "attribute"  # a value stored in an attribute (``self.notifier = notify``)
+            if kind in ("instance", "attribute") and base[0] == "n":
+                how = self._bound_how(rel, si, base[1])
+                if how in ("param", "container"):
+                    return how  # the receiver came through a parameter or a container
+            return kind
         if t == "c":
             return "return"
         if t == "s":
-            return "dict"
+            return "container"
         return "other"
 
     def resolve_file(self, rel: str) -> FileEdges:
-        """Bind the imports, calls and bases of one file."""
+        """Bind the imports, calls and bases of one file, and collect the flows of its call
+        sites into workspace functions (``FileEdges.flows``). What each call site binds to is
+        memoised like any evaluation (``_site``), so resolving a file again after a change
+        elsewhere re-evaluates only the sites the change can affect."""
         facts = self.facts[rel]
         self._deps = set()
         out = FileEdges()
+        flows: dict[tuple, set] = {}
         for imp in facts.imports:
             self._import_edges(rel, imp, out)
         for own, sc in enumerate(facts.scopes):
             caller = sc.qual
             for site in sc.calls:
                 si = site.scope if site.scope >= 0 else own
-                v = self.ev(rel, si, site.ref)
-                targets, unknown = self.call_targets(v, "")
-                if site.decorator and unknown and not targets:
-                    continue  # a decorator we cannot follow is not a call we failed to bind
-                for dst_file, dst_qual, resolved in targets:
-                    if not resolved:
-                        resolved = self._how(rel, si, site.ref, dst_file)
-                    out.add_call(caller, dst_file, dst_qual, "decorator" if site.decorator else resolved, site)
-                if unknown and site.name and not site.decorator:
+                targets, unbound, into = self._site(rel, si, site)
+                for dst_file, dst_qual, how in targets:
+                    out.add_call(caller, dst_file, dst_qual, how, site)
+                if unbound:
                     out.unresolved.setdefault(caller, []).append(site.name)
+                    out.unresolved_lines.setdefault(caller, []).append(site.line)
+                for dst_file, dst_qual, args, kwargs, skip in into:
+                    flows.setdefault((dst_file, dst_qual), set()).add((rel, si, args, kwargs, skip))
         for cls in facts.classes.values():
             for b in cls.bases:
                 v = self.ev(rel, cls.outer, b)
@@ -796,8 +1521,104 @@ class Resolver:
                         if edge not in out.inherits:
                             out.inherits.append(edge)
         out.deps = frozenset(e for e in self._deps if e[0] != rel)
+        out.flows = {k: tuple(sorted(v, key=repr)) for k, v in flows.items()}
         self._deps = set()
         return out
+
+    def _site(self, rel: str, si: int, site) -> tuple:
+        """What one call site binds to, whatever its position: ``(targets [(file, qual,
+        resolved)], unbound: bool, flows [(file, qual, args, kwargs, skip)])``, memoised."""
+        key = ("site", rel, si, site.ref, site.args, site.kwargs, site.implicit, site.decorator, site.name)
+        return self._scc(key, self._site_compute, rel, si, site)
+
+    def _site_compute(self, rel: str, si: int, site) -> tuple:
+        v = self.ev(rel, si, site.ref)
+        targets, unknown = self.call_targets(v, "")
+        if site.implicit:
+            # with/for/raise: bound when the receiver is a workspace value, never counted
+            return tuple((f, q, "implicit") for f, q, _ in targets), False, ()
+        if site.decorator and unknown and not targets:
+            return (), False, ()  # a decorator we cannot follow is not a call we failed to bind
+        out, into = [], []
+        for dst_file, dst_qual, resolved in targets:
+            if not resolved:
+                resolved = self._how(rel, si, site.ref, dst_file, dst_qual)
+            out.append((dst_file, dst_qual, "decorator" if site.decorator else resolved))
+            if site.args or site.kwargs:
+                skip = self._flow_skip(rel, si, site, v, dst_file, dst_qual, resolved)
+                if skip is not None:
+                    into.append((dst_file, dst_qual, site.args, site.kwargs, skip))
+        if site.ref[0] == "a":
+            out += self._property_reads(rel, si, site.ref[1])
+        if v is not None and v[0] in ("builtin", "ext") and (site.args or site.kwargs):
+            called, items = self._called_by_library(rel, si, site, v)
+            out += called
+            into += items
+        return tuple(out), bool(unknown and site.name and not site.decorator), tuple(into)
+
+    def _flow_skip(self, rel: str, si: int, site, v, dst_file: str, dst_qual: str, resolved: str) -> int | None:
+        """How many leading parameters of a bound call site's target its arguments skip (``self``
+        of a bound method, ``cls`` of a classmethod), or None when nothing flows."""
+        if resolved == "class" or resolved == "partial":
+            return None  # the class itself takes no parameters (``init`` does); partial shifts them
+        facts = self._facts(dst_file)
+        fsi = facts.scope_of.get(dst_qual) if facts is not None else None
+        if fsi is None:
+            return None
+        target = facts.scopes[fsi]
+        if not target.params:
+            return None
+        skip = 0
+        if resolved == "init":
+            skip = 1
+        elif target.self_name is not None:
+            # a method: bound (``obj.m(x)``, ``self.m(x)``, a classmethod) skips its first parameter
+            if target.self_kind == "class":
+                skip = 1
+            elif site.ref[0] == "a":
+                base = self.ev(rel, si, site.ref[1])
+                members = base[1] if base is not None and base[0] == "union" else [base]
+                skip = 1 if any(m is not None and m[0] in ("inst", "super") for m in members) else 0
+            elif v is not None and v[0] not in ("sym",):
+                skip = 1
+        return skip
+
+    def _property_reads(self, rel: str, si: int, ref: tuple) -> list[tuple]:
+        """``property`` targets: the ``@property`` getters read on the way to a callee
+        (``self.console.print()`` runs the ``console`` getter)."""
+        out = []
+        while ref[0] == "a":
+            getter = self.property_getter(self.ev(rel, si, ref[1]), ref[2])
+            if getter is not None:
+                out.append((getter[0], getter[1], "property"))
+            ref = ref[1]
+        return out
+
+    def _called_by_library(self, rel: str, si: int, site, v) -> tuple[list, list]:
+        """A function handed to a builtin or library function that calls it (``map(f, xs)``,
+        ``sorted(xs, key=f)``, ``Thread(target=f)``): ``implicit`` targets, and the flows of the
+        items it is called with into its first parameter."""
+        spec = _CALLERS_OF_ARGS.get(v[1])
+        if spec is None:
+            return [], []
+        pos, kw, items_at = spec
+        fref = None
+        if pos is not None and pos < len(site.args) and site.args[pos][0] != "*":
+            fref = site.args[pos]
+        if fref is None and kw is not None:
+            fref = next((r for k, r in site.kwargs if k == kw), None)
+        if fref is None or fref == UNKNOWN:
+            return [], []
+        targets, _ = self.call_targets(self.ev(rel, si, fref), "implicit")
+        called, items = [], []
+        for dst_file, dst_qual, _how in targets:
+            called.append((dst_file, dst_qual, "implicit"))
+            if items_at is not None and items_at < len(site.args) and site.args[items_at][0] != "*":
+                facts = self._facts(dst_file)
+                fsi = facts.scope_of.get(dst_qual) if facts is not None else None
+                if fsi is not None and facts.scopes[fsi].params:
+                    items.append((dst_file, dst_qual, (("it", site.args[items_at]),), (), 0))
+        return called, items
 
     def _import_edges(self, rel: str, imp, out: FileEdges) -> None:
         spec, names, line = imp.spec, imp.names, imp.line

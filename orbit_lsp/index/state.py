@@ -17,7 +17,7 @@ from orbit_lsp.index.parsing import gc_paused, pickle_facts
 from orbit_lsp.index.resolve import FileEdges
 from orbit_lsp.lru import LRU
 
-CACHE_VERSION = 9  # 6: JS/TS files have facts; 7: facts kept pickled (FileState.facts_blob); 8: lambda and comprehension scopes; 9: FileState.nonascii_lines, `from pkg import name` unbound in pkg is unresolved
+CACHE_VERSION = 10  # 10: value flow (parameters, containers, lambdas as symbols, FileEdges.flows); 6: JS/TS files have facts; 7: facts kept pickled (FileState.facts_blob); 8: lambda and comprehension scopes; 9: FileState.nonascii_lines, `from pkg import name` unbound in pkg is unresolved
 
 FACTS = LRU(256)  # pickled facts -> the decoded objects, most recently used (bytes cache their hash)
 
@@ -52,6 +52,8 @@ class FileState:
     nonascii_lines: frozenset[int] | None = None  # 1-based lines of the indexed content
     #   (``hash``) with non-ASCII characters; on any other line a graph column (UTF-8 bytes) is
     #   the LSP character in every position encoding. None: not known.
+    pvals: dict | None = None  # qual of a function of this file -> (values of its parameters,
+    #   entities consulted): what the workspace's call sites pass it (``resolve.Resolver.pval``)
 
     @property
     def facts(self) -> pyx.PyFacts | None:

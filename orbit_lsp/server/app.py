@@ -40,7 +40,7 @@ from orbit_lsp.index.workspaces import WorkspaceSet
 from orbit_lsp.server.heap import IdleCollector
 from orbit_lsp.server.protocol import OrbitProtocol
 from orbit_lsp.server.transport import serve_stdio
-from orbit_lsp.server.lines import LineCache, split_lines
+from orbit_lsp.server.lines import FILE_LINES, LineCache, split_lines
 
 log = logging.getLogger("orbit_lsp.server")
 T = TypeVar("T")
@@ -239,6 +239,16 @@ class OrbitServer(LanguageServer):
         (``walk.workspace_file_refusal``). Only lstat/readlink calls."""
         owner = self.workspaces.owner(path)
         return owner is not None and workspace_file_refusal(owner[0].root, path) is None
+
+    async def warm_lines(self, paths: Any) -> None:
+        """Read the lines of the files ``paths`` that are not open into ``lines.FILE_LINES`` in
+        a worker thread, so converting positions on the event loop afterwards (``lines()``)
+        finds them there and does no file I/O but a ``stat``. Files the server may not open
+        (``may_read``) are skipped."""
+        todo = [p for p in dict.fromkeys(paths) if self.open_text(p) is None and self.may_read(p)]
+        if todo:
+            await asyncio.get_running_loop().run_in_executor(
+                self.file_pool, lambda: [FILE_LINES.get(p) for p in todo])
 
     def to_position(self, path: Path, line1: int, byte_col: int) -> types.Position:
         """LSP position (0-based, negotiated encoding) of a graph position (1-based line,

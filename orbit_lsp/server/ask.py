@@ -192,6 +192,7 @@ class Feature:
         ix, rel = owner
         context = f"the user is looking at file {rel}"
         if p["pos"] is not None:
+            await ls.warm_lines([ix.root / rel])  # the file is read off the event loop
             line1, col = ls.to_graph_position(ix.root / rel, types.Position(*p["pos"]))
             at = await ls.query(queries.target_at, ix.graph, rel, line1, col)
             if at.rows and at.rows[0]["type"] == "symbol":

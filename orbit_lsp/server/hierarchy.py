@@ -104,6 +104,11 @@ class Feature:
         on a line of its indexed content that is not ASCII, unless the client has it open."""
         return lines.of(ix.root / rel, nonascii=ix.nonascii_lines(rel))
 
+    async def _warm(self, ix: WorkspaceIndexer, rels: Any) -> None:
+        """Read off the event loop the files whose lines converting positions will need: those
+        with non-ASCII lines in their indexed content, or not known (``lines_of``)."""
+        await self.server.warm_lines([ix.root / r for r in rels if ix.nonascii_lines(r) != frozenset()])
+
     async def _target(self, item: types.CallHierarchyItem) -> tuple[WorkspaceIndexer, str, str] | None:
         """(indexer, file, qual) of an item: from its ``data``, else from what the graph has at
         the start of its selection range."""
@@ -115,6 +120,7 @@ class Feature:
         got = _data(item)
         if got is not None:
             return ix, got[0], got[1]
+        await ls.warm_lines([ix.root / rel])
         line1, col = ls.lines().graph_position(ix.root / rel, item.selection_range.start)
         at = await ls.answer(ix, queries.target_at, rel, line1, col)
         syms = [r["symbol"] for r in at.rows if r["type"] == "symbol"]
@@ -127,12 +133,14 @@ class Feature:
         if owner is None:
             return None
         ix, rel = owner
+        await ls.warm_lines([ix.root / rel])
         lines = ls.lines()
         line1, col = lines.graph_position(ix.root / rel, params.position)
         at = await ls.answer(ix, queries.target_at, rel, line1, col)
         syms = [r["symbol"] for r in at.rows if r["type"] == "symbol" and r["symbol"]["kind"] != "module"]
         if not syms:
             return None
+        await self._warm(ix, [syms[0]["file"]])
         return [self.item(ix, syms[0], self.lines_of(ix, syms[0]["file"], lines),
                           ls.uri_speller(params.text_document.uri))]
 
@@ -151,6 +159,7 @@ class Feature:
                 type=types.MessageType.Info,
                 message=f"Orbit: {params.item.name} has {ans.total} callers; the call hierarchy shows {shown} "
                         f"(setting orbit.maxCallers)"))
+        await self._warm(ix, {row["file"] for row in ans.rows})
         lines = self.server.lines()
         spell = ls.uri_speller(params.item.uri)
         out = []
@@ -169,6 +178,7 @@ class Feature:
         # an instantiation is bound both to the class and to its __init__: show the class once
         classes = {(r["file"], r["qual"], tuple(r["lines"] or []), tuple(r["cols"] or []))
                    for r in rows if r["resolved"] == "class"}
+        await self._warm(ix, {rel} | {row["file"] for row in rows})
         lines = self.server.lines()
         own = self.lines_of(ix, rel, lines)
         spell = self.server.uri_speller(params.item.uri)
@@ -193,6 +203,7 @@ class Feature:
             for r in ans.rows:
                 found.append((r["rank"], r["name"], str(ix.root), r["file"], r["line"] or 0, ix, r))
         found.sort(key=lambda t: t[:5])
+        await ls.warm_lines([t[5].root / t[3] for t in found[:WORKSPACE_SYMBOL_LIMIT]])
         lines = ls.lines()
         spell = ls.uri_speller()
         out = []

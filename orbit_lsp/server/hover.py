@@ -84,6 +84,12 @@ def render(item: dict, max_hops: int) -> str:
     if n:
         parts.append(f"_{_plural(n, 'function')} {'makes' if n == 1 else 'make'} calls to {code(s['name'])} that "
                      f"could not be bound: they may call it too, so the count is a lower bound._")
+        unbound = item.get("unbound") or {"total": 0, "sites": []}
+        if unbound["sites"]:
+            more = unbound["total"] - len(unbound["sites"])
+            parts.append("Unbound calls to this name: " + ", ".join(
+                f"`{x['file']}:{x['line']}` (in `{x['caller']}`)" for x in unbound["sites"])
+                + (f", … and {more} more" if more > 0 else ""))
     parts.append("\n".join(_dependents(s["file"], item["dependents"], max_hops)))
     parts.append(_packages(s["file"], item["packages"]))
     return "\n\n".join(parts)

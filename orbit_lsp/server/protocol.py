@@ -68,17 +68,20 @@ def _usable_id(msg_id: Any) -> bool:
 MAX_SCAN_NODES = 200_000  # JSON values of one message's params checked by ``_unusable_text``
 
 
-def _unusable_text(value: Any, where: str = "params") -> str | None:
+def _unusable_text(value: Any, where: str = "params", nul_anywhere: bool = False) -> str | None:
     """Where in ``value`` (JSON data) a string holds a lone surrogate (ill-formed Unicode: no
-    file, text or database can hold it), or a URI (a member named ``uri``/``…Uri``) holds a
-    NUL, e.g. ``"params.textDocument.uri"``; None when every string is usable."""
+    file, text or database can hold it), or a NUL: in a URI (a member named ``uri``/``…Uri``)
+    always, in any string with ``nul_anywhere`` (requests: a NUL ends a Cypher text at
+    FalkorDB, so a query holding one is refused there with a parser error); e.g.
+    ``"params.textDocument.uri"``. None when every string is usable. Notifications keep NULs
+    in document text (a file may hold them)."""
     stack: list[tuple[Any, str, bool]] = [(value, where, False)]
     seen = 0
     while stack and seen < MAX_SCAN_NODES:
         v, path, is_uri = stack.pop()
         seen += 1
         if isinstance(v, str):
-            if is_uri and "\x00" in v:
+            if (is_uri or nul_anywhere) and "\x00" in v:
                 return path
             if not v.isascii():
                 try:
@@ -120,6 +123,19 @@ class OrbitProtocol(LanguageServerProtocol):
         """Send a JSON-RPC error response (``id`` null when the request's id is unknown)."""
         self._send_data({"jsonrpc": "2.0", "id": msg_id if _usable_id(msg_id) else None,
                          "error": {"code": code, "message": message}})
+
+    def _send_handler_result(self, future: Any, *, msg_id: Any) -> None:
+        """pygls's, except that a handler refusing its params (InvalidParams) is answered
+        without logging a traceback: the input was at fault, not the server, and a client
+        sending many such requests would fill its log."""
+        if future.done() and not future.cancelled():
+            exc = future.exception()
+            if isinstance(exc, JsonRpcException) and exc.code == INVALID_PARAMS:
+                self._request_futures.pop(msg_id, None)
+                log.info("request %s: %s", msg_id, exc.message)
+                self._send_response(msg_id, error=exc.to_response_error())
+                return
+        super()._send_handler_result(future, msg_id=msg_id)
 
     def _structure(self, data: dict, method: Any) -> Any:
         """The message object for ``data``: pygls's structuring for LSP methods and responses;
@@ -175,7 +191,7 @@ class OrbitProtocol(LanguageServerProtocol):
             return
         if "method" in data and "params" not in data:
             data = {**data, "params": None}
-        bad = _unusable_text(data.get("params")) if "method" in data else None
+        bad = _unusable_text(data.get("params"), nul_anywhere=is_request) if "method" in data else None
         if bad is not None:
             why = f"{bad} holds a NUL character or a lone surrogate (ill-formed Unicode)"
             if is_request:

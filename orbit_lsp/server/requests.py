@@ -85,6 +85,7 @@ class Feature:
         if at is not None:
             target = at
         elif pos is not None:
+            await ls.warm_lines([path])  # the file is read off the event loop
             line1, col = ls.to_graph_position(path, types.Position(*pos))
             at = await ls.answer(ix, queries.target_at, rel, line1, col)
             cypher += at.cypher

@@ -1,0 +1,569 @@
+"""Value flow in the Python call graph: calls bound through the values names hold (arguments,
+defaults, returns, containers, attributes, annotations, implicit calls, decorators), the C3
+method resolution order, and unbound call sites counted and located whatever their shape.
+
+Each workspace is small and the expected edges are derived from Python's semantics (what the
+call runs when the program executes), with the exact ``CALLS.resolved`` kind and the exact
+unbound call sites (name and line) of each caller. The graph is a real one in the session's
+embedded FalkorDB."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from orbit_lsp.index.indexer import WorkspaceIndexer
+
+
+def build(tmp_path: Path, store, files: dict[str, str]) -> WorkspaceIndexer:
+    ws = tmp_path / "ws"
+    for rel, text in files.items():
+        p = ws / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text).lstrip("\n"))
+    ix = WorkspaceIndexer(ws, store)
+    ix.index_all()
+    return ix
+
+
+@pytest.fixture
+def index(tmp_path, store):
+    made = []
+
+    def _index(files: dict[str, str]) -> WorkspaceIndexer:
+        ix = build(tmp_path, store, files)
+        made.append(ix)
+        return ix
+
+    yield _index
+    for ix in made:
+        ix.graph.delete()
+
+
+def edges(ix: WorkspaceIndexer) -> dict[tuple[str, str], tuple[list[int], str]]:
+    rows = ix.graph.ro_query("MATCH (a:Symbol)-[c:CALLS]->(b:Symbol) RETURN a.qual, b.qual, c.lines, c.resolved").rows
+    return {(a, b): (lines, how) for a, b, lines, how in rows}
+
+
+def out_of(ix, caller: str) -> dict[str, str]:
+    """callee qual -> resolved kind, for one caller."""
+    return {b: how for (a, b), (_, how) in edges(ix).items() if a == caller}
+
+
+def unbound(ix, caller: str) -> list[str]:
+    rows = ix.graph.ro_query("MATCH (s:Symbol {qual: $q}) RETURN s.unresolved_calls, s.unresolved_sites",
+                             {"q": caller}).rows
+    assert rows, caller
+    n, sites = rows[0]
+    assert n == len(sites or []), (n, sites)
+    return sites or []
+
+
+# -- 1. functions and classes as values -------------------------------------------------------------
+FUNCTIONS_AS_VALUES = {"flow.py": '''
+    def handler():
+        pass
+
+    def other():
+        pass
+
+    def run(cb):
+        return cb()
+
+    def main():
+        run(handler)
+        run(cb=other)
+
+    def with_default(cb=handler):
+        cb()
+
+    def factory():
+        def inner():
+            pass
+        return inner
+
+    def use_factory():
+        factory()()
+
+    square = lambda x: handler()
+
+    def use_lambda():
+        square(2)
+
+    class Notifier:
+        def notify(self):
+            pass
+
+    class Service:
+        def __init__(self, notifier):
+            self.notifier = notifier
+
+        def go(self):
+            self.notifier.notify()
+
+    def wire():
+        Service(Notifier()).go()
+
+    def pick(kind):
+        return Notifier if kind else Service
+
+    def make(kind):
+        pick(kind)()
+'''}
+
+
+def test_functions_and_classes_as_values(index):
+    ix = index(FUNCTIONS_AS_VALUES)
+    # run's parameter holds what every call site passes: handler (positional) and other (keyword)
+    assert out_of(ix, "flow.run") == {"flow.handler": "param", "flow.other": "param"}
+    assert unbound(ix, "flow.run") == []
+    assert out_of(ix, "flow.with_default") == {"flow.handler": "param"}  # the default
+    assert out_of(ix, "flow.use_factory") == {"flow.factory": "local", "flow.factory.inner": "return"}
+    # a lambda is a Symbol under the scope it is written in; what it calls stays with that scope
+    assert out_of(ix, "flow.use_lambda") == {"flow.<lambda@25>": "local"}
+    assert ("flow", "flow.handler") in edges(ix)
+    # an instance passed to __init__ and kept in an attribute
+    assert out_of(ix, "flow.Service.go") == {"flow.Notifier.notify": "instance"}
+    assert unbound(ix, "flow.Service.go") == []
+    assert out_of(ix, "flow.wire") == {"flow.Service": "class", "flow.Service.__init__": "init",
+                                       "flow.Notifier": "class", "flow.Service.go": "instance"}
+    # a call whose callee may hold several values gets an edge to each
+    assert out_of(ix, "flow.make") == {"flow.pick": "local", "flow.Notifier": "class", "flow.Service": "class",
+                                       "flow.Service.__init__": "init"}
+
+
+# -- 2. containers ---------------------------------------------------------------------------------
+CONTAINERS = {"reg.py": '''
+    def a():
+        pass
+
+    def b():
+        pass
+
+    def c():
+        pass
+
+    def d():
+        pass
+
+    HANDLERS = {"a": a}
+    HANDLERS["b"] = b
+    LIST = [a]
+    LIST.append(c)
+    REGISTRY = {}
+
+
+    def register(fn):
+        REGISTRY[fn.__name__] = fn
+        return fn
+
+
+    @register
+    def plugin():
+        pass
+
+
+    def by_key(name):
+        HANDLERS[name]()
+
+
+    def by_constant():
+        HANDLERS["b"]()
+
+
+    def by_loop():
+        for h in LIST:
+            h()
+
+
+    def by_registry(name):
+        REGISTRY[name]()
+
+
+    def by_unpacking():
+        pair = (a, d)
+        x, y = pair
+        y()
+
+
+    def by_values():
+        for f in HANDLERS.values():
+            f()
+'''}
+
+
+def test_containers(index):
+    ix = index(CONTAINERS)
+    # a dict written after its literal holds every value stored into it
+    assert out_of(ix, "reg.by_key") == {"reg.a": "container", "reg.b": "container"}
+    assert out_of(ix, "reg.by_constant") == {"reg.b": "container"}
+    assert out_of(ix, "reg.by_loop") == {"reg.a": "container", "reg.c": "container"}
+    # a registry filled by a decorator (the decorated function flows into ``fn``)
+    assert out_of(ix, "reg.by_registry") == {"reg.plugin": "container"}
+    assert out_of(ix, "reg.plugin") == {"reg.register": "decorator"}
+    assert out_of(ix, "reg.by_unpacking") == {"reg.d": "container"}
+    assert out_of(ix, "reg.by_values") == {"reg.a": "container", "reg.b": "container"}
+    for caller in ("by_key", "by_constant", "by_loop", "by_registry", "by_unpacking", "by_values"):
+        assert unbound(ix, f"reg.{caller}") == [], caller
+
+
+# -- 3. annotations --------------------------------------------------------------------------------
+ANNOTATIONS = {
+    "app.py": '''
+        from __future__ import annotations
+
+        import typing
+        from typing import TYPE_CHECKING, Optional
+
+        from werkzeug.local import LocalProxy
+
+        if TYPE_CHECKING:
+            from helpers import Helper
+
+
+        class Flask:
+            def url_for(self):
+                pass
+
+            def make_response(self):
+                pass
+
+
+        current_app: Flask = LocalProxy(lambda: None)
+
+
+        def url_for():
+            return current_app.url_for()
+
+
+        def respond(app: Optional[Flask]):
+            app.make_response()
+
+
+        def respond_union(app: "Flask | None"):
+            app.make_response()
+
+
+        def helped(h: Helper):
+            h.help()
+
+
+        def cast(x):
+            typing.cast(Flask, x).url_for()
+    ''',
+    "helpers.py": '''
+        class Helper:
+            def help(self):
+                pass
+    ''',
+}
+
+
+def test_annotations_bind_where_the_value_is_unknown(index):
+    ix = index(ANNOTATIONS)
+    # flask: ``current_app: Flask = LocalProxy(...)``: the declared type wins over the external value
+    assert out_of(ix, "app.url_for") == {"app.Flask.url_for": "instance"}
+    assert out_of(ix, "app.respond") == {"app.Flask.make_response": "param"}
+    assert out_of(ix, "app.respond_union") == {"app.Flask.make_response": "param"}
+    assert out_of(ix, "app.helped") == {"helpers.Helper.help": "param"}  # a TYPE_CHECKING import
+    assert out_of(ix, "app.cast") == {"app.Flask.url_for": "instance"}
+    for caller in ("url_for", "respond", "respond_union", "helped", "cast"):
+        assert unbound(ix, f"app.{caller}") == [], caller
+
+
+# -- 4. implicit calls -----------------------------------------------------------------------------
+IMPLICIT = {
+    "requests/sessions.py": '''
+        class Session:
+            def __enter__(self):
+                return self
+
+            def __exit__(self, *args):
+                pass
+
+            def request(self, method):
+                pass
+    ''',
+    "requests/api.py": '''
+        from . import sessions
+
+
+        def request(method):
+            with sessions.Session() as session:
+                return session.request(method)
+    ''',
+    "requests/__init__.py": "",
+    "live.py": '''
+        import threading
+        from functools import partial
+
+
+        class Console:
+            def print(self):
+                pass
+
+
+        class Live:
+            def __init__(self):
+                self._console = Console()
+
+            @property
+            def console(self) -> Console:
+                return self._console
+
+            def refresh(self):
+                self.console.print()
+
+
+        class Item:
+            def use(self):
+                pass
+
+
+        class Counter:
+            def __iter__(self):
+                return self
+
+            def __next__(self):
+                return Item()
+
+
+        class Boom(Exception):
+            def __init__(self):
+                pass
+
+
+        def loop():
+            for it in Counter():
+                it.use()
+
+
+        def fail():
+            raise Boom
+
+
+        def double(x):
+            return x
+
+
+        def keyfn(x):
+            return x
+
+
+        def worker():
+            pass
+
+
+        def hand_over(xs):
+            list(map(double, xs))
+            sorted(xs, key=keyfn)
+            threading.Thread(target=worker)
+            partial(worker)()
+    ''',
+}
+
+
+def test_implicit_calls(index):
+    ix = index(IMPLICIT)
+    # requests: ``with sessions.Session() as session: return session.request(...)``
+    assert out_of(ix, "requests.api.request") == {
+        "requests.sessions.Session": "class", "requests.sessions.Session.__enter__": "implicit",
+        "requests.sessions.Session.__exit__": "implicit", "requests.sessions.Session.request": "instance"}
+    # rich: ``self.console.print()`` through a @property returning Console
+    assert out_of(ix, "live.Live.refresh") == {"live.Live.console": "property", "live.Console.print": "instance"}
+    assert unbound(ix, "live.Live.refresh") == []
+    assert out_of(ix, "live.loop") == {"live.Counter": "class", "live.Counter.__iter__": "implicit",
+                                       "live.Counter.__next__": "implicit", "live.Item.use": "container"}
+    assert out_of(ix, "live.fail") == {"live.Boom": "implicit", "live.Boom.__init__": "implicit"}
+    # functions handed to builtins and library functions that call them (one edge per pair: the
+    # kind of its first site)
+    assert out_of(ix, "live.hand_over") == {"live.double": "implicit", "live.keyfn": "implicit",
+                                            "live.worker": "implicit"}
+
+
+# -- 5. decorators ---------------------------------------------------------------------------------
+DECORATORS = {"deco.py": '''
+    import functools
+
+
+    def passthrough(fn):
+        return fn
+
+
+    def wrapping(fn):
+        def wrapper(*args):
+            return fn(*args)
+        return wrapper
+
+
+    def wrapped(fn):
+        @functools.wraps(fn)
+        def inner(*args):
+            return fn(*args)
+        return inner
+
+
+    def factory(tag):
+        def deco(fn):
+            return fn
+        return deco
+
+
+    @passthrough
+    def p1():
+        pass
+
+
+    @wrapping
+    def p2():
+        pass
+
+
+    @wrapped
+    def p3():
+        pass
+
+
+    @factory("x")
+    def p4():
+        pass
+
+
+    @functools.lru_cache(maxsize=None)
+    def p5():
+        pass
+
+
+    def caller():
+        p1()
+        p2()
+        p3()
+        p4()
+        p5()
+'''}
+
+
+def test_decorators(index):
+    ix = index(DECORATORS)
+    # what the decorator returns: the function itself (returned argument, functools.wraps, a
+    # decorator outside the workspace), or its inner function (which calls the original)
+    assert out_of(ix, "deco.caller") == {"deco.p1": "decorated", "deco.wrapping.wrapper": "decorated",
+                                         "deco.p3": "decorated", "deco.p4": "decorated", "deco.p5": "decorated"}
+    assert out_of(ix, "deco.wrapping.wrapper") == {"deco.p2": "param"}
+    assert out_of(ix, "deco.wrapped.inner") == {"deco.p3": "param"}
+    # applying a decorator is a call of it, attributed to the decorated definition
+    assert out_of(ix, "deco.p1") == {"deco.passthrough": "decorator"}
+    assert out_of(ix, "deco.p4") == {"deco.factory": "local", "deco.factory.deco": "decorator"}
+
+
+# -- 6. C3 method resolution order ------------------------------------------------------------------
+def test_diamond_uses_c3(index):
+    ix = index({"mro.py": '''
+        class A:
+            def func(self):
+                pass
+
+        class B(A):
+            pass
+
+        class C(A):
+            def func(self):
+                pass
+
+        class D(B, C):
+            pass
+
+        def use():
+            D().func()
+    '''})
+    # D.__mro__ is (D, B, C, A, object): C.func, never A.func
+    assert out_of(ix, "mro.use") == {"mro.D": "class", "mro.C.func": "instance"}
+
+
+# -- 7. honest unknowns ----------------------------------------------------------------------------
+def test_unbound_calls_of_every_shape_are_counted_and_located(index):
+    ix = index({"unk.py": '''
+        def g(a, d, f):
+            a[0]()
+            d["k"]()
+            f()()
+            a.b.c()
+    '''})
+    # nothing in the workspace calls g: its parameters are unknown; every call site is counted
+    assert unbound(ix, "unk.g") == ["a[]@2", "d[]@3", "f@4", "f()@4", "c@5"]
+
+
+def test_values_from_outside_stay_unbound_and_counted(index):
+    ix = index({"ext.py": '''
+        import json
+
+        def local():
+            pass
+
+        def run(cb):
+            cb()
+
+        def main(loaded):
+            run(local)
+            run(json.loads)
+            run(loaded)
+    '''})
+    # one value per call site: a workspace function (edge), an external one (no edge, not
+    # unknown), and an unknown (counted): the site is bound to local and still counted
+    assert out_of(ix, "ext.run") == {"ext.local": "param"}
+    assert unbound(ix, "ext.run") == ["cb@7"]
+
+
+# -- 7b. unbound sites are located: callers, chain ------------------------------------------------------
+def test_callers_list_the_unbound_sites_that_use_the_name(index):
+    from orbit_lsp.graph import queries
+
+    ix = index({"loc.py": '''
+        class Session:
+            def request(self):
+                pass
+
+        def direct():
+            Session().request()
+
+        def unknown(s):
+            s.request()
+
+        def subscript(items):
+            items[0].request()
+    '''})
+    ans = queries.callers(ix.graph, "Session.request")
+    (row,) = ans.rows
+    assert [c["qual"] for c in row["callers"]] == ["loc.direct"]
+    # two call sites could not be bound and use the name: counted and located, never guessed
+    assert row["unbound"] == {"total": 2, "sites": [{"file": "loc.py", "caller": "loc.unknown", "line": 9},
+                                                    {"file": "loc.py", "caller": "loc.subscript", "line": 12}]}
+    imp = queries.symbol_impact(ix.graph, "loc.py", "loc.Session.request")
+    assert imp.unbound["total"] == 2
+    assert any("loc.py:9" in n and "loc.py:12" in n for n in imp.notes)
+
+
+def test_chain_says_where_an_unbound_call_breaks_the_path(index):
+    from orbit_lsp.graph import queries
+
+    ix = index({"brk.py": '''
+        def target():
+            pass
+
+        def middle():
+            target()
+
+        def start(cb):
+            helper(cb)
+
+        def helper(cb):
+            cb.middle()
+    '''})
+    ans = queries.call_chain(ix.graph, "start", "target")
+    assert ans.rows == []
+    # start -> helper is bound; helper's ``cb.middle()`` is not (cb is unknown) and middle reaches target
+    assert [(b["caller"], b["file"], b["line"], b["name"], b["callee"], b["hops_from"], b["hops_to"])
+            for b in ans.breaks] == [("brk.helper", "brk.py", 11, "middle", "brk.middle", 1, 1)]
+    assert any("brk.py:11" in n for n in ans.notes)
