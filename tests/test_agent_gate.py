@@ -15,8 +15,20 @@ from orbit_lsp.index.indexer import WorkspaceIndexer
 from orbit_lsp.server.app import OrbitServer
 from orbit_lsp.server.ask import AgentGraph
 
-LONG_READ = "UNWIND range(1, $n) AS x WITH x WHERE x % 7 = 0 RETURN count(x)"  # ~1-2 s on one core
-N = 5_000_000
+LONG_READ = "UNWIND range(1, $n) AS x WITH x WHERE x % 7 = 0 RETURN count(x)"
+
+
+def _long_read_size(graph) -> int:
+    """A range size for which ``LONG_READ`` takes at least 1.5 s alone on this machine now (the
+    race below starts the re-index 0.3 s and the editor's read 0.6 s into it)."""
+    n = 1_000_000
+    while n < 256_000_000:
+        t0 = time.perf_counter()
+        graph.ro_query(LONG_READ, {"n": n}, timeout_ms=120_000)
+        if time.perf_counter() - t0 >= 1.5:
+            break
+        n *= 2
+    return n
 
 
 def _race(ix: WorkspaceIndexer, agent_read, reindex) -> list[str]:
@@ -47,6 +59,7 @@ def test_editor_reads_do_not_wait_behind_an_agent_read(tmp_path, store):
     ix = WorkspaceIndexer(root, store)
     try:
         ix.index_all()
+        N = _long_read_size(ix.graph)
         n = [0]
 
         def edit_and_reindex(gate=None):
