@@ -567,3 +567,26 @@ def test_chain_says_where_an_unbound_call_breaks_the_path(index):
     assert [(b["caller"], b["file"], b["line"], b["name"], b["callee"], b["hops_from"], b["hops_to"])
             for b in ans.breaks] == [("brk.helper", "brk.py", 11, "middle", "brk.middle", 1, 1)]
     assert any("brk.py:11" in n for n in ans.notes)
+
+
+def test_value_flow_can_be_turned_off(tmp_path, store):
+    """``value_flow=False`` (``ORBIT_VALUE_FLOW=0``) binds by names and declarations only: a
+    parameter holds only its default and annotation, so ``cb()`` stays unbound (counted)."""
+    from orbit_lsp.config import Settings
+
+    ws = tmp_path / "off"
+    ws.mkdir()
+    (ws / "m.py").write_text("def handler():\n    pass\n\n\ndef run(cb):\n    cb()\n\n\ndef main():\n    run(handler)\n")
+    settings = Settings(data_dir=store.settings.data_dir, falkordb_url=None, value_flow=False)
+    ix = WorkspaceIndexer(ws, store, settings)
+    try:
+        ix.index_all()
+        assert out_of(ix, "m.run") == {}
+        assert unbound(ix, "m.run") == ["cb@6"]
+        assert out_of(ix, "m.main") == {"m.run": "local"}
+        # the same workspace with value flow: a cache of the other mode is not reused (full build)
+        ix2 = WorkspaceIndexer(ws, store)
+        assert ix2.index_all().mode == "full"
+        assert out_of(ix2, "m.run") == {"m.handler": "param"}
+    finally:
+        ix.graph.delete()
