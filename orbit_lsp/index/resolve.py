@@ -88,12 +88,13 @@ STARS = "*"  # entity of a file's star imports
 HAS_FACTS = "<facts>"  # entity of whether a file has facts at all
 STORES = "#stores"  # entity of every container store in a file (``c[k] = v``, ``c.append(v)``)
 PVAL = "~param"  # entities ``(PVAL, file, qual)``: the values of a function's parameters
-MAX_PARAM_VALUES = 128  # a parameter receiving more workspace values than this is taken as unknown
+MAX_PARAM_VALUES = 8  # a parameter receiving more workspace values than this is taken as unknown
 MAX_TARGETS = 64  # a call site whose callee may be more workspace symbols than this stays unbound
 MAX_FLOW_ROUNDS = 12  # a safety net for the value-flow fixpoint (real code converges in a few)
 _MAX_SCC_PASSES = 12  # passes over one component of mutually dependent evaluations (``_scc``)
 _DEBUG_FLOW = bool(__import__("os").environ.get("ORBIT_DEBUG_FLOW"))
-BOTTOM = ("bottom",)  # no value (yet): a binding that only holds itself; never "unknown"
+BOTTOM = ("bottom",)
+TOO_MANY = ("too-many",)  # a parameter value past MAX_PARAM_VALUES: unknown (the top of its values)  # no value (yet): a binding that only holds itself; never "unknown"
 # builtins and library functions that call a function they are given: name -> (positional index
 # or None, keyword) of that function, and the positional index of the iterable whose items it
 # receives (None: nothing known)
@@ -287,8 +288,11 @@ def _workspace_part(v):
         return None
     if v[0] == "union":
         members = tuple(m for m in v[1] if m != EXT_ANY)
-        if not members or len(members) > MAX_PARAM_VALUES:
-            return None  # nothing from the workspace, or too many values to be of use: unknown
+        if not members:
+            return None  # nothing from the workspace
+        if len(members) > MAX_PARAM_VALUES:
+            return TOO_MANY  # too many values to be of use: unknown, for good
+
         return members[0] if len(members) == 1 and not v[2] else ("union", members, v[2])
     return v
 
@@ -517,6 +521,10 @@ class Resolver:
         for name, v in old.items():
             if name not in new:
                 return False
+            if new[name] == TOO_MANY:
+                continue  # unknown holds every value
+            if v == TOO_MANY:
+                return False
             a, ua = self._member_set(v)
             b, ub = self._member_set(new[name])
             if not a <= b or (ua and not ub):
@@ -643,7 +651,7 @@ class Resolver:
         self._deps.add((PVAL, rel, fqual))
         got = self.pval.get((rel, fqual))
         if got is not None and name in got:
-            vals.append(got[name])
+            vals.append(None if got[name] == TOO_MANY else got[name])
         return self.combine(vals) if vals else None
 
     # -- containers -------------------------------------------------------------------------
