@@ -89,7 +89,6 @@ HAS_FACTS = "<facts>"  # entity of whether a file has facts at all
 STORES = "#stores"  # entity of every container store in a file (``c[k] = v``, ``c.append(v)``)
 PVAL = "~param"  # entities ``(PVAL, file, qual)``: the values of a function's parameters
 MAX_PARAM_VALUES = 8  # a parameter receiving more workspace values than this is taken as unknown
-MAX_TARGETS = 64  # a call site whose callee may be more workspace symbols than this stays unbound
 MAX_FLOW_ROUNDS = 12  # a safety net for the value-flow fixpoint (real code converges in a few)
 _MAX_SCC_PASSES = 12  # passes over one component of mutually dependent evaluations (``_scc``)
 _DEBUG_FLOW = bool(__import__("os").environ.get("ORBIT_DEBUG_FLOW"))
@@ -1440,12 +1439,7 @@ class Resolver:
                 for x in o:
                     got.setdefault(x, None)
                 unknown = unknown or u
-            out = list(got)
-            if len(out) > MAX_TARGETS:
-                # a value that may be any of hundreds of functions binds nothing honestly: the
-                # site is counted as unbound (and located), never fanned out to all of them
-                return [], True
-            return out, unknown
+            return list(got), unknown
         if t in ("ext", "builtin", "mod", "dmeth", "bottom"):
             return [], False  # outside the workspace (a builtin container's method included)
         return [], True
