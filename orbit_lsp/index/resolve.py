@@ -464,9 +464,11 @@ class Resolver:
             if ks is not None:
                 ks.discard(key)
         if val is None:
-            self.pval.pop(key, None)
+            self.pval.pop(key, None)  # no workspace value (yet): what it consulted is still kept,
+        else:  # so it is computed again when that changes
+            self.pval[key] = val
+        if not deps:
             return
-        self.pval[key] = val
         self.pdeps[key] = deps
         for e in deps:
             self._pdep_rev.setdefault(e, set()).add(key)
@@ -583,6 +585,16 @@ class Resolver:
             for key in sorted(self._pending):
                 old = self.pval.get(key)
                 val, deps = self._compute_pval(key)
+                own = (PVAL,) + key
+                for _ in range(MAX_FLOW_ROUNDS):
+                    # a function that passes its own parameters on (recursion) reads its own
+                    # value: settle it here rather than one step per round
+                    if own not in deps or val == self.pval.get(key) or (
+                            key not in rederiving and not self._grows(self.pval.get(key), val)):
+                        break
+                    self._set_pval(key, val, deps)
+                    self.invalidate((own,))
+                    val, deps = self._compute_pval(key)
                 if val != old:
                     if key not in rederiving and not self._grows(old, val):
                         shrunk.add(key)
