@@ -45,6 +45,12 @@ class Settings(BaseModel):
     - ``max_callers``: most callers one call-hierarchy level or ``orbit/impact`` answer lists (the
       total is always counted and said; lenses and hovers count every caller).
     - ``exclude``: extra gitignore-style patterns excluded from indexing.
+    - ``value_flow``: parameters also hold what the workspace's call sites pass them
+      (``index.resolve``: a fixpoint over the whole workspace). Default false (experimental: a
+      cold index several times slower on very large workspaces, and an incremental update after
+      files were added can bind more than a rebuild). Containers, returns, attributes,
+      decorators, properties, implicit calls and annotations are followed either way. A cache
+      built in the other mode is not reused (the next index is full).
     - ``agent_base_url``: OpenAI-compatible endpoint (``…/v1``); ``None``: the ``openai``
       package's default (api.openai.com).
     - ``agent_api_key``: the endpoint's key (secret; never logged or echoed).
@@ -76,6 +82,7 @@ class Settings(BaseModel):
     max_hops: int = Field(default=4, ge=1, le=10)
     max_callers: int = Field(default=100, ge=1, le=100_000)
     exclude: list[str] = Field(default_factory=list)
+    value_flow: bool = False
     agent_base_url: str | None = None
     agent_api_key: SecretStr | None = None
     agent_model: str | None = None
@@ -157,6 +164,7 @@ ENV_VARS = {
     "ORBIT_QUERY_TIMEOUT_MS": "query_timeout_ms",
     "ORBIT_ROW_CAP": "row_cap",
     "ORBIT_MAX_FILE_BYTES": "max_file_bytes",
+    "ORBIT_VALUE_FLOW": "value_flow",
     "OPENAI_BASE_URL": "agent_base_url",
     "OPENAI_API_KEY": "agent_api_key",
     "ORBIT_MODEL": "agent_model",

@@ -71,9 +71,10 @@ def test_editor_reads_do_not_wait_behind_an_agent_read(tmp_path, store):
                 with gate:
                     ix.reindex_file(root / "app.py")
 
-        # the cause: ungated, the re-index queues as a FalkorDB writer and the editor's read waits behind it
-        order = _race(ix, lambda: ix.graph.ro_query(LONG_READ, {"n": N}, timeout_ms=120_000), edit_and_reindex)
-        assert order == ["agent", "reindex", "editor"], order
+        # the cause (ungated, the re-index queues as a FalkorDB writer and the editor's read waits
+        # behind it) is FalkorDB's scheduling, not orbit's: on a loaded machine the re-index can
+        # reach FalkorDB before the agent's read does, so it is exercised, not asserted
+        _race(ix, lambda: ix.graph.ro_query(LONG_READ, {"n": N}, timeout_ms=120_000), edit_and_reindex)
 
         # gated: the re-index waits in the server, the editor's read is answered during the agent's
         gate = threading.Lock()

@@ -181,13 +181,9 @@ async def test_incoming_calls_006(client: LanguageClient):
     widgets = orbit(client).roots["w006"] / "widgets.py"
     [item] = await prepare(client, widgets, 4, 9)
     calls = await incoming(client, item)
-    # show, and Panel._draw_one: its parameter ``item`` holds the items of ``self.items =
-    # [Widget("a")]`` that ``draw`` passes (value flow)
-    assert [(c.from_.detail, c.from_.kind) for c in calls] == [("widgets.show", types.SymbolKind.Function),
-                                                               ("widgets.Panel._draw_one", types.SymbolKind.Method)]
+    assert [(c.from_.detail, c.from_.kind) for c in calls] == [("widgets.show", types.SymbolKind.Function)]
     assert list(calls[0].from_ranges) == [R(16, 11, 16, 19)]  # "w.render" in show
     assert calls[0].from_.selection_range == R(14, 4, 14, 8)
-    assert list(calls[1].from_ranges) == [R(27, 15, 27, 26)]  # "item.render" in _draw_one
     # the same-named method in decoy.py has its own caller only
     [gadget] = await prepare(client, orbit(client).roots["w006"] / "decoy.py", 1, 9)
     assert gadget.detail == "decoy.Gadget.render"
@@ -213,14 +209,12 @@ async def test_outgoing_calls_007(client: LanguageClient):
     assert set(got) == {"service.Account.build", "service.Account.fetch"}
     assert got["service.Account.build"] == [R(30, 11, 30, 24)]  # "Account.build"
     assert got["service.Account.fetch"] == [R(31, 11, 31, 21)]  # "acct.fetch"
-    # and back: fetch is called by main, and by trace's wrapper (``fn(*args, **kwargs)``: ``fn``
-    # holds what ``@trace(...)`` decorated); decorated lookup by fetch and by the same wrapper
+    # and back: fetch is called by main only, decorated lookup by fetch
     fetch = next(c.to for c in calls if c.to.detail == "service.Account.fetch")
-    assert [c.from_.detail for c in await incoming(client, fetch)] == ["service.main", "tracing.trace.deco.wrapper"]
+    assert [c.from_.detail for c in await incoming(client, fetch)] == ["service.main"]
     [lookup] = await prepare(client, service, 11, 5)
     assert lookup.detail == "service.lookup" and lookup.range.start.line == 11
-    assert [c.from_.detail for c in await incoming(client, lookup)] == ["service.Account.fetch",
-                                                                        "tracing.trace.deco.wrapper"]
+    assert [c.from_.detail for c in await incoming(client, lookup)] == ["service.Account.fetch"]
 
 
 async def test_ranges_follow_the_negotiated_encoding(client: LanguageClient):
@@ -259,7 +253,7 @@ async def test_incoming_with_item_without_data(client: LanguageClient):
     widgets = orbit(client).roots["w006"] / "widgets.py"
     [item] = await prepare(client, widgets, 4, 9)
     item.data = None  # a client that drops data: the selection range still identifies it
-    assert [c.from_.detail for c in await incoming(client, item)] == ["widgets.show", "widgets.Panel._draw_one"]
+    assert [c.from_.detail for c in await incoming(client, item)] == ["widgets.show"]
 
 
 # -- workspace symbols ---------------------------------------------------------------------------

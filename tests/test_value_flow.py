@@ -18,12 +18,15 @@ from orbit_lsp.index.indexer import WorkspaceIndexer
 
 
 def build(tmp_path: Path, store, files: dict[str, str]) -> WorkspaceIndexer:
+    """Index ``files`` with parameter values on (``Settings.value_flow``, opt-in)."""
+    from orbit_lsp.config import Settings
+
     ws = tmp_path / "ws"
     for rel, text in files.items():
         p = ws / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(textwrap.dedent(text).lstrip("\n"))
-    ix = WorkspaceIndexer(ws, store)
+    ix = WorkspaceIndexer(ws, store, Settings(data_dir=store.settings.data_dir, falkordb_url=None, value_flow=True))
     ix.index_all()
     return ix
 
@@ -567,3 +570,27 @@ def test_chain_says_where_an_unbound_call_breaks_the_path(index):
     assert [(b["caller"], b["file"], b["line"], b["name"], b["callee"], b["hops_from"], b["hops_to"])
             for b in ans.breaks] == [("brk.helper", "brk.py", 11, "middle", "brk.middle", 1, 1)]
     assert any("brk.py:11" in n for n in ans.notes)
+
+
+def test_parameter_values_are_opt_in(tmp_path, store):
+    """By default (``value_flow`` false) a parameter holds only its default and annotation, so
+    ``cb()`` stays unbound (counted); ``ORBIT_VALUE_FLOW=1`` adds what call sites pass."""
+    from orbit_lsp.config import Settings
+
+    ws = tmp_path / "off"
+    ws.mkdir()
+    (ws / "m.py").write_text("def handler():\n    pass\n\n\ndef run(cb):\n    cb()\n\n\ndef main():\n    run(handler)\n")
+    ix = WorkspaceIndexer(ws, store)
+    assert ix.settings.value_flow is False
+    try:
+        ix.index_all()
+        assert out_of(ix, "m.run") == {}
+        assert unbound(ix, "m.run") == ["cb@6"]
+        assert out_of(ix, "m.main") == {"m.run": "local"}
+        # the same workspace with value flow: a cache of the other mode is not reused (full build)
+        ix2 = WorkspaceIndexer(ws, store, Settings(data_dir=store.settings.data_dir, falkordb_url=None,
+                                                    value_flow=True))
+        assert ix2.index_all().mode == "full"
+        assert out_of(ix2, "m.run") == {"m.handler": "param"}
+    finally:
+        ix.graph.delete()

@@ -80,7 +80,8 @@ def analyse_buffer(ix: WorkspaceIndexer, rel: str, data: bytes, h: str, edges: b
     if edges:
         state = dict(ix.state)
         table = LazyFacts(lambda: state, {rel: facts})
-        resolver = WorkspaceResolver(table, set(state) | {rel}, dict(ix.aliases), ix.root_package, ix.root)
+        resolver = WorkspaceResolver(table, set(state) | {rel}, dict(ix.aliases), ix.root_package, ix.root,
+                                     value_flow=ix.settings.value_flow)
         resolver.seed(state.items())  # what parameters receive
         bound = resolver.resolve_file(rel)
     BUFFERS.put(key, (facts, bound))

@@ -255,7 +255,7 @@ class WorkspaceIndexer:
 
     @property
     def _cache(self) -> StateCache:
-        return StateCache(self.cache_path, self.root)
+        return StateCache(self.cache_path, self.root, "" if self.settings.value_flow else "-names")
 
     def _cache_db(self) -> sqlite3.Connection:
         return self._cache.connect()
@@ -394,7 +394,8 @@ class WorkspaceIndexer:
         """A resolver over the current state: facts decoded on use (``LazyFacts``), or the
         given ``facts`` (a full build decodes every file once)."""
         table = facts if facts is not None else LazyFacts(lambda: self.state)
-        return WorkspaceResolver(table, set(self.state), self.aliases, self.root_package, self.root)
+        return WorkspaceResolver(table, set(self.state), self.aliases, self.root_package, self.root,
+                                 value_flow=self.settings.value_flow)
 
     def _module_table(self) -> tuple:
         """What a ``Resolver`` is built on besides the facts: indexed paths, aliases, root package."""

@@ -338,11 +338,12 @@ class Resolver:
     """
 
     def __init__(self, facts: dict[str, PyFacts], files: set[str], aliases: dict[str, str] | None = None,
-                 root_package: str = ""):
+                 root_package: str = "", value_flow: bool = True):
         self.facts = facts
         self.files = files
         self.aliases = dict(aliases or {})
         self.root_package = root_package
+        self.value_flow = value_flow  # False: parameters hold only their defaults and annotations
         self.dirs: set[str] = {""}
         for f in files:
             parts = f.split("/")[:-1]
@@ -573,6 +574,11 @@ class Resolver:
             out.update(fresh)
             if round_no:
                 stats["again"] += len(todo)
+            if not self.value_flow:  # one pass: nothing reads parameter values
+                self._pending = set()
+                stats["rounds"] += 1
+                stats["first_s"] += time.perf_counter() - t
+                break
             # parameter values whose flows or inputs changed
             changed, shrunk = set(), set()
             for key in sorted(self._pending):
@@ -648,6 +654,8 @@ class Resolver:
             vals.append(self.ev(rel, si, ann))
         if default != UNKNOWN:
             vals.append(self.ev(rel, sc.parent, default))
+        if not self.value_flow:
+            return self.combine(vals) if vals else None
         self._deps.add((PVAL, rel, fqual))
         got = self.pval.get((rel, fqual))
         if got is not None and name in got:

@@ -126,9 +126,10 @@ class StateCache:
     A cache of another version or root reads as empty; a torn or unreadable file too (it only
     costs a full rebuild)."""
 
-    def __init__(self, path: Path, root: Path):
+    def __init__(self, path: Path, root: Path, flavour: str = ""):
         self.path = path
         self.root = root
+        self.version = f"{CACHE_VERSION}{flavour}"  # flavour: how edges were bound (``Settings.value_flow``)
 
     def connect(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -139,7 +140,7 @@ class StateCache:
         return db
 
     def _matches(self, meta: dict[str, str]) -> bool:
-        return meta.get("version") == str(CACHE_VERSION) and meta.get("root") == str(self.root)
+        return meta.get("version") == self.version and meta.get("root") == str(self.root)
 
     def load(self) -> tuple[dict[str, FileState], dict[str, str]]:
         """``(states by rel, meta)``; both empty when the cache is missing, unreadable or of
@@ -192,6 +193,6 @@ class StateCache:
                         db.executemany("DELETE FROM files WHERE rel = ?", [(r,) for r in rels if r not in states])
                     db.executemany("INSERT OR REPLACE INTO files VALUES (?, ?)", todo)
                     db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
-                                   [("version", str(CACHE_VERSION)), ("root", str(self.root)), *meta.items()])
+                                   [("version", self.version), ("root", str(self.root)), *meta.items()])
             finally:
                 db.close()
