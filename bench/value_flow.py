@@ -1,5 +1,7 @@
 """Value flow in the Python call graph, before and after: how many call sites are bound, how
-many stay unbound, and what the resolution costs, for the same corpora in one run.
+many stay unbound, and what the resolution costs, for the same corpora in one run (three rows
+per corpus: the code at ``--base``, the working tree as configured by default, and the working
+tree with parameter values from call sites, ``valueFlow``).
 
 ``python -m bench.value_flow [--base REF] [--corpus SPEC ...]`` resolves every corpus twice, in
 fresh processes: with the code at ``REF`` (a git ref of this repository, checked out under the
@@ -37,6 +39,7 @@ from orbit_lsp.index.python import extract
 from orbit_lsp.index.resolve import Resolver
 from orbit_lsp.index.walk import walk_workspace
 root = sys.argv[1]
+flow = sys.argv[2] == "1" if len(sys.argv) > 2 else None  # parameter values from call sites
 files = {}
 walk = walk_workspace(Path(root), Settings().max_file_bytes, [], classify=False)  # the files orbit indexes
 t = time.perf_counter()
@@ -47,7 +50,10 @@ for sf in walk.files:
         except (SyntaxError, ValueError, RecursionError, OSError):
             pass
 parse_s = time.perf_counter() - t
-res = Resolver(files, set(files))
+try:
+    res = Resolver(files, set(files), value_flow=flow) if flow is not None else Resolver(files, set(files))
+except TypeError:  # code from before the setting
+    res = Resolver(files, set(files))
 t = time.perf_counter()
 if hasattr(res, "resolve_fixpoint"):
     out = res.resolve_fixpoint(sorted(files), lambda r: None, sorted(files))
@@ -103,9 +109,10 @@ def base_tree(ref: str, cache: Path) -> Path:
     return dest
 
 
-def measure(code: Path, root: Path) -> dict:
+def measure(code: Path, root: Path, flow: bool | None = None) -> dict:
     env = dict(os.environ, PYTHONPATH=str(code))
-    out = subprocess.run([sys.executable, "-c", _WORKER, str(root)], env=env, check=True, capture_output=True,
+    args = [str(root)] + ([] if flow is None else ["1" if flow else "0"])
+    out = subprocess.run([sys.executable, "-c", _WORKER, *args], env=env, check=True, capture_output=True,
                          text=True, cwd=str(code))
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -125,8 +132,10 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for spec in corpora:
         root, label = corpus_dir(spec, cache)
-        for which, code in ((f"before ({args.base})", before), ("after (working tree)", HERE)):
-            m = measure(code, root)
+        for which, code, flow in ((f"before ({args.base})", before, None),
+                                  ("after, default (parameters off)", HERE, False),
+                                  ("after, valueFlow on", HERE, True)):
+            m = measure(code, root, flow)
             share = m["unbound"] / max(1, m["unbound"] + m["bound"])
             rows.append([label, which, m["files"], m["bound"], m["unbound"], f"{share:.1%}", f"{m['parse_s']:.2f}",
                          f"{m['resolve_s']:.2f}", f"{m['flow_s']:.2f}", m["rounds"]])

@@ -72,8 +72,12 @@ def workspaces():
             shutil.rmtree(d, ignore_errors=True)
 
 
+VALUE_FLOW = [False]  # parameter values from call sites (``Settings.value_flow``) for the indexers below
+
+
 def new_indexer(make, root: Path, store) -> WorkspaceIndexer:
-    ix = WorkspaceIndexer(root, store)
+    settings = store.settings.model_copy(update={"value_flow": VALUE_FLOW[0]})
+    ix = WorkspaceIndexer(root, store, settings)
     make.indexers.append(ix)
     return ix
 
@@ -264,7 +268,24 @@ EDIT_KINDS = ["write", "write", "tweak", "rename", "delete", "break", "touch", "
 @hsettings(max_examples=int(os.environ.get("ORBIT_HYPOTHESIS_EXAMPLES", "25")), deadline=None, database=None,
            suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=st.data())
+def test_incremental_equals_rebuild_with_parameter_values(store, data):
+    """The same property with parameter values from call sites (``value_flow``: the fixpoint,
+    its delete-and-re-derive when a flow goes, and the values kept in the cache)."""
+    VALUE_FLOW[0] = True
+    try:
+        _incremental_equals_rebuild(store, data)
+    finally:
+        VALUE_FLOW[0] = False
+
+
+@hsettings(max_examples=int(os.environ.get("ORBIT_HYPOTHESIS_EXAMPLES", "25")), deadline=None, database=None,
+           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(data=st.data())
 def test_incremental_equals_rebuild(store, data):
+    _incremental_equals_rebuild(store, data)
+
+
+def _incremental_equals_rebuild(store, data):
     """Per-file path (``via == "reindex"``): every edit is followed by ``reindex_file`` or
     ``remove_file``, broken intermediate states included. Re-open path (``via == "index_all"``):
     the edits happen on disk while nobody watches, then ``index_all()`` brings the graph up to
@@ -360,7 +381,7 @@ def test_incremental_equals_rebuild(store, data):
         assert export(ix.graph) == inc
         assert ix.index_all().mode == "unchanged"
         # a new indexer on the same root reuses the pickled cache
-        ix2 = WorkspaceIndexer(root, store)
+        ix2 = new_indexer(make, root, store)  # the same settings (value flow or not)
         assert ix2.index_all().mode == "unchanged"
         assert export(ix2.graph) == inc
 

@@ -705,9 +705,9 @@ class WorkspaceIndexer:
         py = resolver.python
         py.pval_changed = set()
         by_file: dict[str, dict] = {}
-        for (rel, qual), val in py.pval.items():
+        for (rel, qual) in py.pval.keys() | py.pdeps.keys():  # valueless ones keep what they consulted
             if rels is None or rel in rels:
-                by_file.setdefault(rel, {})[qual] = (val, py.pdeps.get((rel, qual), frozenset()))
+                by_file.setdefault(rel, {})[qual] = (py.pval.get((rel, qual)), py.pdeps.get((rel, qual), frozenset()))
         for rel in (self.state if rels is None else rels):
             st = self.state.get(rel)
             if st is not None:

@@ -89,7 +89,6 @@ HAS_FACTS = "<facts>"  # entity of whether a file has facts at all
 STORES = "#stores"  # entity of every container store in a file (``c[k] = v``, ``c.append(v)``)
 PVAL = "~param"  # entities ``(PVAL, file, qual)``: the values of a function's parameters
 MAX_PARAM_VALUES = 8  # a parameter receiving more workspace values than this is taken as unknown
-MAX_TARGETS = 64  # a call site whose callee may be more workspace symbols than this stays unbound
 MAX_FLOW_ROUNDS = 12  # a safety net for the value-flow fixpoint (real code converges in a few)
 _MAX_SCC_PASSES = 12  # passes over one component of mutually dependent evaluations (``_scc``)
 _DEBUG_FLOW = bool(__import__("os").environ.get("ORBIT_DEBUG_FLOW"))
@@ -465,9 +464,11 @@ class Resolver:
             if ks is not None:
                 ks.discard(key)
         if val is None:
-            self.pval.pop(key, None)
+            self.pval.pop(key, None)  # no workspace value (yet): what it consulted is still kept,
+        else:  # so it is computed again when that changes
+            self.pval[key] = val
+        if not deps:
             return
-        self.pval[key] = val
         self.pdeps[key] = deps
         for e in deps:
             self._pdep_rev.setdefault(e, set()).add(key)
@@ -584,6 +585,16 @@ class Resolver:
             for key in sorted(self._pending):
                 old = self.pval.get(key)
                 val, deps = self._compute_pval(key)
+                own = (PVAL,) + key
+                for _ in range(MAX_FLOW_ROUNDS):
+                    # a function that passes its own parameters on (recursion) reads its own
+                    # value: settle it here rather than one step per round
+                    if own not in deps or val == self.pval.get(key) or (
+                            key not in rederiving and not self._grows(self.pval.get(key), val)):
+                        break
+                    self._set_pval(key, val, deps)
+                    self.invalidate((own,))
+                    val, deps = self._compute_pval(key)
                 if val != old:
                     if key not in rederiving and not self._grows(old, val):
                         shrunk.add(key)
@@ -1440,12 +1451,7 @@ class Resolver:
                 for x in o:
                     got.setdefault(x, None)
                 unknown = unknown or u
-            out = list(got)
-            if len(out) > MAX_TARGETS:
-                # a value that may be any of hundreds of functions binds nothing honestly: the
-                # site is counted as unbound (and located), never fanned out to all of them
-                return [], True
-            return out, unknown
+            return list(got), unknown
         if t in ("ext", "builtin", "mod", "dmeth", "bottom"):
             return [], False  # outside the workspace (a builtin container's method included)
         return [], True

@@ -52,8 +52,8 @@ class FileState:
     nonascii_lines: frozenset[int] | None = None  # 1-based lines of the indexed content
     #   (``hash``) with non-ASCII characters; on any other line a graph column (UTF-8 bytes) is
     #   the LSP character in every position encoding. None: not known.
-    pvals: dict | None = None  # qual of a function of this file -> (values of its parameters,
-    #   entities consulted): what the workspace's call sites pass it (``resolve.Resolver.pval``)
+    pvals: dict | None = None  # qual of a function of this file -> (values of its parameters or
+    #   None, entities consulted): what the workspace's call sites pass it (``resolve.Resolver.pval``)
 
     @property
     def facts(self) -> pyx.PyFacts | None:

@@ -169,13 +169,15 @@ test("orbit/impact: a file and a symbol", async () => {
   assert.equal(tree[2].label, "Dependents (2)");
 });
 
-async function removeAction(uri, defLine) {
+async function removeAction(uri, defLine, strict = true) {
   const text = buffers.get(uri).text.split("\n");
   const line = text.indexOf(defLine);
   assert.ok(line >= 0, defLine);
   const actions = await conn.sendRequest("textDocument/codeAction", { textDocument: { uri },
     range: { start: { line, character: 5 }, end: { line, character: 5 } }, context: { diagnostics: [] } });
-  assert.ok(actions.some((a) => a.title === "Orbit: show impact"));
+  // while a saved file is re-indexed the position may not be in the graph yet: callers that
+  // wait for the graph pass strict = false and ask again
+  if (strict) assert.ok(actions.some((a) => a.title === "Orbit: show impact"));
   return actions.find((a) => a.title.startsWith("Remove"));
 }
 
@@ -201,7 +203,7 @@ test("a rejected workspace/applyEdit leaves the file as it was", async () => {
   conn.sendNotification("textDocument/didSave", { textDocument: { uri } }); // re-index the saved file
   let action;
   for (let i = 0; i < 300 && !action; i++) { // until the graph has the saved text again (30 s at most)
-    action = await removeAction(uri, "    def spare(self):");
+    action = await removeAction(uri, "    def spare(self):", false);
     if (!action) await new Promise((r) => setTimeout(r, 100));
   }
   assert.ok(action, "removal of Box.spare offered");
