@@ -594,3 +594,23 @@ def test_parameter_values_are_opt_in(tmp_path, store):
         assert out_of(ix2, "m.run") == {"m.handler": "param"}
     finally:
         ix.graph.delete()
+
+
+def test_a_site_bound_to_the_symbol_is_not_listed_again_as_unbound(index):
+    """A call site whose callee may be the symbol or an unknown value is a caller (bound) and is
+    counted unbound on its caller too; ``callers`` lists it once, among the callers."""
+    from orbit_lsp.graph import queries
+
+    ix = index({"twice.py": '''
+        class Box:
+            def open(self):
+                pass
+
+        def use(flag, other):
+            b = Box() if flag else other
+            b.open()
+    '''})
+    (row,) = queries.callers(ix.graph, "Box.open").rows
+    assert [c["qual"] for c in row["callers"]] == ["twice.use"]
+    assert unbound(ix, "twice.use") == ["open@7"]  # still counted on its caller
+    assert row["unbound"] == {"total": 0, "sites": []}

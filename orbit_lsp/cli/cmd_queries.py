@@ -128,8 +128,8 @@ def cmd_callers(ctx: Ctx) -> int:
                 depth = f"[{c['depth']}] " if ctx.args.depth > 1 else ""
                 print(f"    {depth}{c['qual']:<{wq}}  {_where(c)}  (line {lines}, {c['resolved']}{via})")
         unbound = entry.get("unbound") or {"total": 0, "sites": []}
-        if unresolved:
-            total = unbound["total"] or unresolved
+        if unbound["total"]:
+            total = unbound["total"]
             print(f"  {total} unbound call site{'s' if total != 1 else ''} "
                   f"use{'s' if total == 1 else ''} this name (may call it; not counted above):")
             for x in unbound["sites"]:

@@ -134,7 +134,8 @@ def callers(graph: Graph, symbol: str, depth: int = 1) -> Answer:
     for t in targets:
         found = _walk_calls(graph, t, depth, True, ans)
         unresolved = _unresolved_named(graph, [t["name"]], ans).get(t["name"], 0)
-        unbound = unbound_sites(graph, t["name"], ans) if unresolved else {"total": 0, "sites": []}
+        here = {(c["file"], ln) for c in found if c["depth"] == 1 for ln in (c.get("lines") or [])}
+        unbound = unbound_sites(graph, t["name"], ans, bound=here) if unresolved else {"total": 0, "sites": []}
         ans.rows.append({"target": t, "callers": found, "unresolved_elsewhere": unresolved, "unbound": unbound})
     return ans
 
@@ -804,17 +805,22 @@ def _unresolved_query(indexed: bool, source: str) -> str:
 MAX_UNBOUND_SITES = 10  # unbound call sites listed by an answer (the total is always given)
 
 
-def unbound_sites(graph: Graph, name: str, ans: Answer, limit: int = MAX_UNBOUND_SITES) -> dict:
+def unbound_sites(graph: Graph, name: str, ans: Answer, limit: int = MAX_UNBOUND_SITES,
+                  bound: set | None = None) -> dict:
     """The call sites that could not be bound and use ``name`` (they may call any symbol of that
     name): ``{"total": int, "sites": [{"file", "caller", "line"}]}``, the first ``limit`` by
     file and line. Read from ``Symbol.unresolved_sites`` (``"name@line"``); graphs written
-    before it existed give the callers without a line (``line`` None)."""
+    before it existed give the callers without a line (``line`` None). ``bound``: (file, line)
+    sites already bound to the symbol asked about (a site bound to it and to an unknown value
+    too): left out, they are counted among its callers."""
     rows = ans.run(graph, "MATCH (c:Symbol) WHERE $n IN c.unresolved_names "
                           "RETURN c.file, c.qual, c.line, c.unresolved_sites", {"n": name})
     sites = []
     for file, caller, cline, raw in rows:
         lines = [int(x.rpartition("@")[2]) for x in (raw or []) if x.rpartition("@")[0] == name]
         for ln in lines or [None]:
+            if bound and ln is not None and (file, ln) in bound:
+                continue
             sites.append({"file": file, "caller": caller, "line": ln if ln is not None else cline})
     sites.sort(key=lambda x: (x["file"], x["line"] or 0, x["caller"]))
     return {"total": len(sites), "sites": sites[:max(0, int(limit))]}
