@@ -25,7 +25,6 @@ import json
 import os
 import subprocess
 import sys
-import tarfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parents[1]
@@ -69,31 +68,16 @@ print(json.dumps({"files": len(files), "bound": bound, "unbound": unbound, "pars
 
 
 def corpus_dir(spec: str, cache: Path) -> tuple[Path, str]:
-    if spec == "stdlib":
-        sys.path.insert(0, str(HERE))
-        from bench.run import prepare_corpus
+    """The corpus to resolve: the stdlib copy the other benchmarks index, a folder, or an sdist
+    (``bench.corpora.resolve_spec``: fetched and unpacked once)."""
+    sys.path.insert(0, str(HERE))
+    from bench.corpora import resolve_spec
+    from bench.run import prepare_corpus
 
-        return prepare_corpus("stdlib", cache.parent)  # the copy the other benchmarks index
-    if spec.startswith("pypi:"):
-        req = spec[5:]
-        dest = cache / "pypi" / req.replace("==", "-")
-        if not dest.is_dir():
-            dl = cache / "pypi-dl"
-            dl.mkdir(parents=True, exist_ok=True)
-            subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-binary", ":all:", "--no-deps",
-                            req, "-d", str(dl)], check=True)
-            name = req.split("==")[0].lower().replace("-", "_")
-            sdist = next(p for p in dl.iterdir() if p.name.lower().replace("-", "_").startswith(name)
-                         and p.name.endswith(".tar.gz"))
-            tmp = dest.with_suffix(".tmp")
-            with tarfile.open(sdist) as tf:
-                tf.extractall(tmp, filter="data")
-            (inner,) = list(tmp.iterdir())
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            os.replace(inner, dest)
-        return dest, req
-    p = Path(spec).expanduser().resolve()
-    return p, p.name
+    if spec == "stdlib":
+        return prepare_corpus("stdlib", cache.parent)
+    root = Path(resolve_spec(spec, cache.parent)).expanduser().resolve()
+    return root, spec.removeprefix("pypi:")
 
 
 def base_tree(ref: str, cache: Path) -> Path:

@@ -88,6 +88,20 @@ TOOLS: dict[str, dict] = {
 }
 
 
+def workspace_rel(root: Path, path: str) -> str | None:
+    """A workspace-relative posix path from what a model wrote: absolute paths inside ``root``
+    and ``./`` prefixes are accepted; None for a path outside the workspace."""
+    p = path.replace("\\", "/")
+    if os.path.isabs(p):
+        try:
+            p = Path(os.path.realpath(p)).relative_to(root).as_posix()
+        except ValueError:
+            return None
+    while p.startswith("./"):
+        p = p[2:]
+    return p
+
+
 class ToolError(Exception):
     """A tool call that cannot run; the message is for the model and the user."""
 
@@ -351,16 +365,10 @@ class Toolbox:
         return ToolResult(data, rec.cypher, len(items))
 
     def _graph_path(self, path: str) -> str:
-        """A workspace-relative posix path from what the model wrote (absolute paths inside the
-        workspace are accepted)."""
-        p = path.replace("\\", "/")
-        if os.path.isabs(p):
-            try:
-                p = Path(os.path.realpath(p)).relative_to(self.root).as_posix()
-            except ValueError:
-                raise ToolError(f"{path} is outside the workspace") from None
-        while p.startswith("./"):
-            p = p[2:]
+        """A workspace-relative posix path from what the model wrote (``workspace_rel``)."""
+        p = workspace_rel(self.root, path)
+        if p is None:
+            raise ToolError(f"{path} is outside the workspace")
         return p
 
     # -- files ---------------------------------------------------------------------------------

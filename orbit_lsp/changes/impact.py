@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass
 
 from orbit_lsp.changes.diff import Change
-from orbit_lsp.changes.selection import TestIndex, commands, is_js_test_file, is_test_support
+from orbit_lsp.changes.selection import TestIndex, commands, is_test_support
 from orbit_lsp.changes.symbols import symbol_changes
 from orbit_lsp.graph import queries
 from orbit_lsp.graph.connection import Graph
@@ -230,9 +230,9 @@ def _through_implicit_calls(graph: Graph, ans: queries.Answer, change: Change, l
         if not starts:
             break
         seen_classes.update(starts)
-        rows = ans.run(graph, f"UNWIND $c AS c MATCH (k:Symbol {{qual: c[1]}}) WHERE k.file = c[0] AND k.kind = 'class' "
-                              f"OPTIONAL MATCH (s:Symbol)-[:INHERITS*1..8]->(k) "
-                              f"RETURN c[0], c[1], collect(DISTINCT [s.file, s.qual])",
+        rows = ans.run(graph, "UNWIND $c AS c MATCH (k:Symbol {qual: c[1]}) WHERE k.file = c[0] AND k.kind = 'class' "
+                              "OPTIONAL MATCH (s:Symbol)-[:INHERITS*1..8]->(k) "
+                              "RETURN c[0], c[1], collect(DISTINCT [s.file, s.qual])",
                        {"c": sorted([f, q] for f, q in starts)})
         frontier = []
         by_depth: dict[int, list[dict]] = {}

@@ -113,7 +113,7 @@ def cmd_callers(ctx: Ctx) -> int:
     for note in ans.notes:
         print(f"note: {note}")
     for i, entry in enumerate(ans.rows):
-        t, found, unresolved = entry["target"], entry["callers"], entry["unresolved_elsewhere"]
+        t, found = entry["target"], entry["callers"]
         if i or ans.notes:
             print()
         print(f"{t['qual']}  ({t['kind']}, {_where(t)})")

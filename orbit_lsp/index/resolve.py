@@ -91,7 +91,6 @@ PVAL = "~param"  # entities ``(PVAL, file, qual)``: the values of a function's p
 MAX_PARAM_VALUES = 8  # a parameter receiving more workspace values than this is taken as unknown
 MAX_FLOW_ROUNDS = 12  # a safety net for the value-flow fixpoint (real code converges in a few)
 _MAX_SCC_PASSES = 12  # passes over one component of mutually dependent evaluations (``_scc``)
-_DEBUG_FLOW = bool(__import__("os").environ.get("ORBIT_DEBUG_FLOW"))
 BOTTOM = ("bottom",)
 TOO_MANY = ("too-many",)  # a parameter value past MAX_PARAM_VALUES: unknown (the top of its values)  # no value (yet): a binding that only holds itself; never "unknown"
 # builtins and library functions that call a function they are given: name -> (positional index
@@ -601,9 +600,6 @@ class Resolver:
                     changed.add(key)
                 self._set_pval(key, val, deps)
             self._pending = set()
-            if _DEBUG_FLOW:
-                print(f"round {round_no}: resolved {len(fresh)} pending->changed {len(changed)} shrunk {len(shrunk)} "
-                      f"{sorted(shrunk)[:3]}", file=sys.stderr)
             if shrunk:  # delete and re-derive what depended on a lost value
                 frontier = list(shrunk)
                 reset = set(shrunk)

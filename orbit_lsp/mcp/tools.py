@@ -19,12 +19,10 @@ Bad arguments raise ``ToolError`` with what was wrong and what is valid.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from orbit_lsp.agent.tools import SCHEMA, Toolbox, ToolError, redacted
+from orbit_lsp.agent.tools import SCHEMA, Toolbox, ToolError, redacted, workspace_rel
 from orbit_lsp.graph import queries
 from orbit_lsp.graph.errors import QueryRejected, QueryTimeout
 from orbit_lsp.graph.readonly import run_readonly
@@ -505,16 +503,10 @@ class Tools:
 
     # -- helpers -------------------------------------------------------------------------------------
     def _rel(self, path: str) -> str:
-        """A workspace-relative posix path from what the model wrote (absolute paths inside the
-        workspace and ``./`` prefixes are accepted)."""
-        p = path.replace("\\", "/")
-        if os.path.isabs(p):
-            try:
-                p = Path(os.path.realpath(p)).relative_to(self.root).as_posix()
-            except ValueError:
-                raise ToolError(f"{path} is outside the workspace {self.root}") from None
-        while p.startswith("./"):
-            p = p[2:]
+        """A workspace-relative posix path from what the model wrote (``agent.tools.workspace_rel``)."""
+        p = workspace_rel(self.root, path)
+        if p is None:
+            raise ToolError(f"{path} is outside the workspace {self.root}")
         return p
 
 
