@@ -392,6 +392,10 @@ def diagnose(python: str, root: Path, rel: str, line: int, indent: int, original
         key = (path, ln)
         if key not in symbol_cache:
             rows = queries.symbol_at(graph, path, ln).rows
+            if not rows or rows[0]["kind"] not in ("function", "method", "class"):  # module-level code
+                rows = [queries._sym(r) for r in graph.ro_query(
+                    f"MATCH (s:Symbol {{file: $p}}) WHERE s.kind = 'module' RETURN {queries.SYMBOL_FIELDS}",
+                    {"p": path}).rows]
             symbol_cache[key] = rows[0] if rows else None
         return symbol_cache[key]
 
@@ -413,32 +417,30 @@ def diagnose(python: str, root: Path, rel: str, line: int, indent: int, original
                 outside = []
             else:
                 outside.append(_third_party(fname))
-        # from the edited function (last) up: the first frame the graph does not reach
-        kind, detail = None, ""
-        for k in range(len(chain) - 1, 0, -1):
-            lower, upper = chain[k], chain[k - 1]
+        # the highest frame the graph reaches from the edited function (frames below it that it
+        # does not reach are wrappers the graph sees through): the path breaks just above it
+        hit = [k for k, c in enumerate(chain) if c[0] and c[0]["qual"] in reached]
+        top_hit = hit[0] if hit else len(chain) - 1
+        if top_hit == 0:
+            top = chain[0]
+            kind = f"selection: test reached but not selected ({phase})"
+            detail = f"top frame {top[0]['qual'] if top[0] else top[1]}"
+        else:
+            lower, upper = chain[top_hit], chain[top_hit - 1]
             uq = upper[0]["qual"] if upper[0] else f"{upper[1]}:<module>"
-            if upper[0] and upper[0]["qual"] in reached:
-                continue
             lq = lower[0]["qual"] if lower[0] else lower[1]
-            where = f"{uq} ({upper[1]}:{upper[2]}) -> {lq}"
+            detail = f"{uq} ({upper[1]}:{upper[2]}) -> {lq}"
             via = [x for x in dict.fromkeys(lower[4]) if x]
             if upper[0] and upper[0]["qual"] in may:
                 kind = "unbound call (may be affected)"
             elif via:
-                kind, where = f"called from third-party code ({', '.join(via[:3])})", where
+                kind = f"called from third-party code ({', '.join(via[:3])})"
             elif upper[0] is None or upper[0]["kind"] == "module":
                 kind = "module-level code"
             elif _is_test_support(upper[1]):
                 kind = "call in test code not bound"
             else:
                 kind = "call-graph gap (call not bound)"
-            detail = where
-            break
-        if kind is None:
-            top = chain[0] if chain else None
-            kind = f"selection: test reached but not selected ({phase})"
-            detail = f"top frame {top[0]['qual'] if top and top[0] else top[1] if top else '?'}"
         out_map[m] = (kind, detail)
     return out_map
 

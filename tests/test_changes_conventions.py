@@ -3,7 +3,8 @@ small package, its body is made to raise, the suite is run for real (a pytest su
 tests that fail must be exactly the tests ``orbit-lsp changes`` selects (fixtures renamed with
 ``name=``, fixture chains across conftest files, ``autouse`` below a directory, ``usefixtures``
 on a test and in ``pytestmark``, ``request.getfixturevalue``, tests inherited from a base class
-with its ``setup_method``, ``unittest`` ``setUpClass``, module-level code of a test module)."""
+with its ``setup_method``, ``unittest`` ``setUpClass``, module-level code of a test module and of
+a module a test file imports, a closure returned by a method called on a fixture)."""
 
 from __future__ import annotations
 
@@ -19,11 +20,62 @@ from orbit_lsp.changes import diff, impact
 from orbit_lsp.changes.selection import commands
 from orbit_lsp.index.indexer import WorkspaceIndexer
 
-LIB = {name: value for value, name in enumerate("abcdefghk", 1)}
+LIB = {name: value for value, name in enumerate("abcdefghkm", 1)}
 SUITE = {
     "pkg/__init__.py": "",
     "pkg/lib.py": "".join(f"\n\ndef {n}():\n    return {v}\n" for n, v in LIB.items()),
+    "pkg/registry.py": '''
+        from pkg.lib import m
+
+        DEFAULT = m()
+        ''',
+    "pkg/hooks.py": '''
+        class Hooks:
+            def __init__(self):
+                self.handlers = []
+
+            def on(self, name):
+                def decorator(fn):
+                    self.handlers.append((name, fn))
+                    return fn
+                return decorator
+
+            def fire(self):
+                return [fn() for _, fn in self.handlers]
+        ''',
     "tests/__init__.py": "",
+    "tests/test_registry.py": '''
+        from pkg.registry import DEFAULT
+
+
+        def test_default():
+            assert DEFAULT == 10
+
+
+        def test_other():
+            pass
+        ''',
+    "tests/test_hooks.py": '''
+        import pytest
+
+        from pkg.hooks import Hooks
+
+
+        @pytest.fixture
+        def hooks():
+            return Hooks()
+
+
+        def test_on(hooks):
+            @hooks.on("x")
+            def handler():
+                return 1
+            assert hooks.fire() == [1]
+
+
+        def test_plain():
+            assert Hooks().handlers == []
+        ''',
     "tests/conftest.py": '''
         import pytest
 
@@ -177,20 +229,26 @@ def failing(root, collected: list[str]) -> set[str]:
     return got
 
 
-@pytest.mark.parametrize("fn", sorted(LIB))
-def test_selection_is_what_fails(suite, fn):
+EDITS = [("pkg/lib.py", f"def {fn}():") for fn in sorted(LIB)] + [
+    ("pkg/hooks.py", "        def decorator(fn):"),  # a closure: run by whoever got it from Hooks.on
+]
+
+
+@pytest.mark.parametrize("rel, definition", EDITS)
+def test_selection_is_what_fails(suite, rel, definition):
     repo, ix, collected = suite
-    assert len(collected) == 13  # the suite as pytest sees it (TestChild::test_inherited included)
-    repo.edit("pkg/lib.py", f"def {fn}():\n", f"def {fn}():\n    raise RuntimeError('broken')\n")
+    assert len(collected) == 17  # the suite as pytest sees it (TestChild::test_inherited included)
+    indent = " " * (len(definition) - len(definition.lstrip()) + 4)
+    repo.edit(rel, definition + "\n", f"{definition}\n{indent}raise RuntimeError('broken')\n")
     try:
         impact.refresh(ix)
         result = impact.analyse(ix.graph, diff.from_git(repo.root, "worktree"), ix.root_package)
         fails = failing(repo.root, collected)
-        assert fails, "every function of pkg.lib is used by some test"
+        assert fails, "every function edited is used by some test"
         assert sorted(t["id"] for t in result["tests"]["selected"]) == sorted(fails)
         assert result["tests"]["total"] == len(collected)
     finally:
-        repo.git("checkout", "--", "pkg/lib.py")
+        repo.git("checkout", "--", rel)
 
 
 def test_command_forms():

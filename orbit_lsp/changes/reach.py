@@ -5,7 +5,8 @@ if that symbol alone changed (the "N tests reach this" code lens and its command
 the targets together (their transitive callers over ``CALLS``, up to ``test_depth`` hops, in one
 query per hop), then walks it in memory from each target: the same rules as the selection of
 ``impact.analyse`` — a special method (``__init__``, ``__enter__``, ``__call__``…) or a property
-stands for its class and subclasses, whose callers are walked at the method's depth; tests are
+stands for its class and subclasses, a closure for the function defining it, whose callers are
+walked at the method's depth; tests are
 picked by ``selection.TestIndex`` (fixtures by parameter name, ``usefixtures``, ``autouse``,
 setup methods, module-level code of test modules, methods called on fixture values). Raises what
 graph reads raise (``FalkorDBOffline``, ``QueryTimeout``).
@@ -94,6 +95,19 @@ def tests_reaching(graph: Graph, targets: list[dict], index: TestIndex, root_pac
                     if k not in seen:
                         seen.add(k)
                         frontier.append(k)
+        nested = {k: (k[0], k[1].rpartition(".")[0]) for k in frontier if info[k].get("kind") == "function"}
+        if nested:  # closures stand for the function that defines them
+            rows = ans.run(graph, "UNWIND $p AS p MATCH (s:Symbol {qual: p[1]}) WHERE s.file = p[0] "
+                                  "AND s.kind IN ['function', 'method'] RETURN s.file, s.qual, s.name, s.kind, s.line",
+                           {"p": [list(c) for c in sorted(set(nested.values()))]})
+            parents = {(f, q): {"file": f, "qual": q, "name": n, "kind": k, "line": ln} for f, q, n, k, ln in rows}
+            for inner, parent in nested.items():
+                if parent in parents:
+                    stands_for.setdefault(inner, set()).add(parent)
+                    if parent not in seen:
+                        seen.add(parent)
+                        info[parent] = parents[parent]
+                        frontier.append(parent)
         rows = ans.run(graph, "UNWIND $f AS t MATCH (c:Symbol)-[:CALLS]->(s:Symbol {qual: t[1]}) WHERE s.file = t[0] "
                               "RETURN s.file, s.qual, c.file, c.qual, c.name, c.kind, c.line",
                        {"f": [list(k) for k in frontier]})
