@@ -1,230 +1,20 @@
-"""JavaScript/TypeScript extraction with tree-sitter grammars: one file in, ``JsFacts`` out.
+"""JavaScript/TypeScript extraction: one file's syntax tree in, ``JsFacts`` out.
 
 Like ``python.py`` this is local to the file: it records definitions, module specifiers and
-call sites with small *value references*; binding them across files is ``js_resolve.py``'s
-job, finding the file a specifier names is ``js_modules.py``'s. Grammars: ``tree-sitter-
-javascript`` for ``.js .jsx .mjs .cjs``, ``tree-sitter-typescript`` (``tsx`` for ``.tsx``) for
-``.ts .mts .cts``. No regular expression ever reads the source; only structure is kept (names,
-1-based lines, UTF-8 byte columns, specifier strings).
-
-Qualified names inside a file: ``render``, ``Cart.add``, ``outer.inner``; the graph spells them
-``path#qual`` (``src/pages/home.ts#render``). A ``module`` symbol (qual ``""``) exists only in
-files with calls at module level (it owns them), so a pure barrel defines nothing.
-
-Value references (tuples): ``("n", name)`` a name; ``("a", ref, attr)`` a member; ``("new",
-ref)`` an instance of the class ``ref`` (as a call site: ``new C()``); ``("jsx", ref)`` (call sites
-only) a JSX element ``<C/>``; ``("this",)``; ``("def", qual)`` a definition of this
-file; ``("imp", spec, name)`` an imported binding (``name`` ``"default"``, ``"*"`` for the module
-namespace / ``require`` / ``import x = require()``, or an exported name); ``("obj", ((key, ref),
-…))`` an object literal; ``("?",)`` unknown.
+call sites with small *value references* (see ``js_facts``); binding them across files is
+``js_resolve.py``/``js_bind.py``'s job, finding the file a specifier names is ``js_modules.py``'s.
+Grammars and node readers: ``js_syntax.py``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from functools import lru_cache
-
-from orbit_lsp.index.python import CallSite, PySymbol, compact_pickle
-
-UNKNOWN = ("?",)
-JS_EXTS = (".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts")
-
-# node types --------------------------------------------------------------------------------------
-_FUNCS = frozenset({"function_declaration", "generator_function_declaration", "function_expression",
-                    "generator_function", "function", "arrow_function"})
-_FUNC_DECLS = frozenset({"function_declaration", "generator_function_declaration"})
-_CLASSES = frozenset({"class_declaration", "abstract_class_declaration", "class"})
-_WRAPPERS = frozenset({"parenthesized_expression", "as_expression", "satisfies_expression",
-                       "non_null_expression", "await_expression", "type_assertion"})
-_SKIP = frozenset({"comment", "import_alias", "type_annotation", "type_arguments", "type_parameters",
-                   "predefined_type", "type_identifier", "interface_body", "string", "number",
-                   "regex", "property_identifier"})
-_TYPES = {"interface_declaration": "interface", "type_alias_declaration": "type", "enum_declaration": "enum"}
-
-
-@lru_cache(maxsize=None)
-def _language(kind: str):
-    import tree_sitter
-
-    if kind == "javascript":
-        import tree_sitter_javascript as g
-
-        return tree_sitter.Language(g.language())
-    import tree_sitter_typescript as g
-
-    return tree_sitter.Language(g.language_tsx() if kind == "tsx" else g.language_typescript())
-
-
-def grammar_for(rel: str) -> str:
-    """``"javascript"``, ``"typescript"`` or ``"tsx"`` for a file name."""
-    low = rel.lower()
-    if low.endswith(".tsx"):
-        return "tsx"
-    if low.endswith((".ts", ".mts", ".cts")):
-        return "typescript"
-    return "javascript"
-
-
-class JsSyntaxError(Exception):
-    """A file tree-sitter could only parse with errors: ``lineno`` (1-based) of the first
-    error, ``msg``, and ``facts``: what the error-tolerant tree still yields (used only when the
-    file has no last good graph: a grammar that lags the language must not hide whole files)."""
-
-    def __init__(self, lineno: int, msg: str, facts: "JsFacts | None" = None):
-        super().__init__(f"line {lineno}: {msg}")
-        self.lineno = lineno
-        self.msg = msg
-        self.facts = facts
-
-
-@compact_pickle
-@dataclass(slots=True)
-class JsImport:
-    """One module specifier: ``spec`` as written, ``line`` 1-based, ``kind`` one of import |
-    type | side | reexport | star | require | dynamic | import-equals."""
-
-    spec: str
-    line: int
-    kind: str
-
-
-@compact_pickle
-@dataclass(slots=True)
-class JsScope:
-    """A function, method or class body (or the module, index 0). ``qual`` is the symbol its
-    calls belong to (an anonymous function's calls belong to the enclosing named one);
-    ``names`` maps locally bound names to refs; ``this_class`` is the class whose instance
-    ``this`` is (methods, and arrow functions inside them)."""
-
-    qual: str
-    parent: int
-    names: dict[str, list] = field(default_factory=dict)
-    calls: list[CallSite] = field(default_factory=list)
-    this_class: str | None = None
-
-    def bind(self, name: str, ref: tuple) -> None:
-        self.names.setdefault(name, []).append(ref)
-
-    def interface(self) -> tuple:
-        return (self.qual, self.parent, tuple(sorted((k, tuple(v)) for k, v in self.names.items())),
-                self.this_class)
-
-
-@compact_pickle
-@dataclass(slots=True)
-class JsClass:
-    """A class: ``heritage`` the ref of its ``extends`` (evaluated in scope ``outer``),
-    ``members`` method/field name -> qual."""
-
-    qual: str
-    heritage: tuple | None
-    outer: int
-    members: dict[str, str] = field(default_factory=dict)
-
-    def interface(self) -> tuple:
-        return (self.qual, self.heritage, self.outer, tuple(sorted(self.members.items())))
-
-
-@compact_pickle
-@dataclass(slots=True)
-class JsFacts:
-    """Everything orbit keeps of one JS/TS file. ``exports`` maps an exported name (``default``;
-    ``=`` for ``module.exports = …`` / ``export =``) to a ref evaluated in the module scope;
-    ``stars`` are the specifiers of ``export * from``."""
-
-    rel: str
-    lines: int
-    symbols: list[PySymbol]
-    scopes: list[JsScope]
-    classes: dict[str, JsClass]
-    imports: list[JsImport]
-    exports: dict[str, tuple]
-    stars: list[str]
-
-    def interface(self) -> tuple:
-        """What other files can observe when resolving against this one."""
-        return (tuple(sorted((s.qual, s.kind) for s in self.symbols)),
-                tuple(s.interface() for s in self.scopes),
-                tuple(c.interface() for c in sorted(self.classes.values(), key=lambda c: c.qual)),
-                tuple(sorted(self.exports.items())), tuple(self.stars))
-
-
-def string_value(node) -> str | None:
-    """The value of a ``string`` or substitution-free ``template_string`` node, else None."""
-    if node is None:
-        return None
-    if node.type == "string":
-        parts = []
-        for ch in node.named_children:
-            if ch.type == "string_fragment":
-                parts.append(ch.text.decode("utf-8", "replace"))
-            elif ch.type == "escape_sequence":
-                t = ch.text.decode("utf-8", "replace")
-                parts.append(t[1:] if len(t) == 2 and t[1] in "'\"\\/" else t)
-            else:
-                return None
-        return "".join(parts)
-    if node.type == "template_string":
-        if any(ch.type == "template_substitution" for ch in node.named_children):
-            return None
-        return node.text.decode("utf-8", "replace")[1:-1]
-    return None
-
-
-def _text(node) -> str:
-    return node.text.decode("utf-8", "replace")
-
-
-def _name(node) -> str | None:
-    """An imported or exported name: an identifier, or a string (``export { x as "a-b" }``)."""
-    return string_value(node) if node.type == "string" else _text(node)
-
-
-def _specifiers(clause, kind: str):
-    """``(name, as)`` of each ``kind`` (``import_specifier`` | ``export_specifier``) of an
-    import or export clause; ``as`` is the alias, else the name."""
-    for s in clause.named_children:
-        if s.type != kind:
-            continue
-        n, a = s.child_by_field_name("name"), s.child_by_field_name("alias")
-        if n is not None:
-            name = _name(n)
-            yield name, (_name(a) if a is not None else name)
-
-
-def _unwrap(node):
-    while node is not None and node.type in _WRAPPERS:
-        inner = node.named_children[0] if node.named_children else None
-        if node.type == "type_assertion" and len(node.named_children) > 1:
-            inner = node.named_children[1]
-        node = inner
-    return node
-
-
-def _is_require(node) -> str | None:
-    """The literal specifier of ``require("x")``, else None."""
-    if node is None or node.type != "call_expression":
-        return None
-    fn = node.child_by_field_name("function")
-    if fn is None or fn.type != "identifier" or fn.text != b"require":
-        return None
-    args = node.child_by_field_name("arguments")
-    if args is None or len(args.named_children) != 1:
-        return None
-    return string_value(args.named_children[0])
-
-
-def _is_dynamic_import(node) -> tuple[bool, str | None]:
-    """(is ``import(…)``, its literal specifier or None)."""
-    if node is None or node.type != "call_expression":
-        return False, None
-    fn = node.child_by_field_name("function")
-    if fn is None or fn.type != "import":
-        return False, None
-    args = node.child_by_field_name("arguments")
-    if args is None or not args.named_children:
-        return True, None
-    return True, string_value(args.named_children[0])
+from orbit_lsp.index.js_facts import (  # noqa: F401 - re-exported: the fact model's historical home
+    JS_EXTS, UNKNOWN, JsClass, JsFacts, JsImport, JsScope, JsSyntaxError)
+from orbit_lsp.index.js_syntax import (  # noqa: F401 - grammar_for and string_value re-exported
+    CLASSES, FUNC_DECLS, FUNCS, SKIP, TYPE_DECLS, cjs_export_target, dynamic_import, end_col,
+    export_name, first_error, grammar_for, language, last_name, literal_import_calls, pattern_names,
+    require_spec, specifiers, string_value, text, unwrap)
+from orbit_lsp.index.python import CallSite, PySymbol
 
 
 class _Extractor:
@@ -239,7 +29,7 @@ class _Extractor:
         self.stars: list[str] = []
         self.cur = 0
         self._pending: dict[int, tuple] = {}  # node id of a function value -> its ("def", qual)
-        self._import_calls: set[int] = set()  # node ids of the import() calls seen as values
+        self._values_import_calls: set[int] = set()  # node ids of the import() calls seen as values
         self._eval_scope = -1  # while visiting decorators: the scope they are evaluated in
 
     # -- helpers ------------------------------------------------------------------------------
@@ -262,25 +52,25 @@ class _Extractor:
 
     def _import(self, spec: str | None, node, kind: str) -> None:
         if kind == "dynamic":
-            self._import_calls.add(node.id)
+            self._values_import_calls.add(node.id)
         if spec:
             self.imports.append(JsImport(spec, node.start_point[0] + 1, kind))
 
     # -- refs ---------------------------------------------------------------------------------
     def ref(self, node) -> tuple:
-        node = _unwrap(node)
+        node = unwrap(node)
         if node is None:
             return UNKNOWN
         t = node.type
         if t in ("identifier", "shorthand_property_identifier"):
-            return ("n", _text(node))
+            return ("n", text(node))
         if t == "this":
             return ("this",)
         if t == "member_expression":
             prop = node.child_by_field_name("property")
             if prop is None or prop.type not in ("property_identifier", "private_property_identifier"):
                 return UNKNOWN
-            return ("a", self.ref(node.child_by_field_name("object")), _text(prop))
+            return ("a", self.ref(node.child_by_field_name("object")), text(prop))
         if t == "subscript_expression":
             key = string_value(node.child_by_field_name("index"))
             if key is None:
@@ -289,10 +79,10 @@ class _Extractor:
         if t == "new_expression":
             return ("new", self.ref(node.child_by_field_name("constructor")))
         if t == "call_expression":
-            spec = _is_require(node)
+            spec = require_spec(node)
             if spec is not None:
                 return ("imp", spec, "*")
-            dyn, spec = _is_dynamic_import(node)
+            dyn, spec = dynamic_import(node)
             if dyn:
                 return ("imp", spec, "*") if spec else UNKNOWN
             return UNKNOWN
@@ -301,21 +91,21 @@ class _Extractor:
             for ch in node.named_children:
                 if ch.type == "pair":
                     k = ch.child_by_field_name("key")
-                    key = _text(k) if k is not None and k.type == "property_identifier" else string_value(k)
+                    key = text(k) if k is not None and k.type == "property_identifier" else string_value(k)
                     if key is not None:
                         items.append((key, self._value_ref(ch.child_by_field_name("value"))))
                 elif ch.type == "shorthand_property_identifier":
-                    items.append((_text(ch), ("n", _text(ch))))
+                    items.append((text(ch), ("n", text(ch))))
                 elif ch.type == "method_definition":
                     n = ch.child_by_field_name("name")
                     if n is not None and n.type == "property_identifier":
-                        items.append((_text(n), self._pending.get(ch.id, UNKNOWN)))
+                        items.append((text(n), self._pending.get(ch.id, UNKNOWN)))
             return ("obj", tuple(items))
         return UNKNOWN
 
     def _value_ref(self, node) -> tuple:
         """Ref of a value; a function value already visited as a definition is ``("def", qual)``."""
-        node = _unwrap(node)
+        node = unwrap(node)
         if node is not None and node.id in self._pending:
             return self._pending[node.id]
         return self.ref(node)
@@ -326,14 +116,14 @@ class _Extractor:
             return
         t = pat.type
         if t in ("identifier", "shorthand_property_identifier_pattern"):
-            self.scope.bind(_text(pat), value)
+            self.scope.bind(text(pat), value)
         elif t == "object_pattern":
             for ch in pat.named_children:
                 if ch.type == "shorthand_property_identifier_pattern":
-                    self.scope.bind(_text(ch), ("a", value, _text(ch)) if value != UNKNOWN else UNKNOWN)
+                    self.scope.bind(text(ch), ("a", value, text(ch)) if value != UNKNOWN else UNKNOWN)
                 elif ch.type == "pair_pattern":
                     k = ch.child_by_field_name("key")
-                    key = _text(k) if k is not None and k.type == "property_identifier" else string_value(k)
+                    key = text(k) if k is not None and k.type == "property_identifier" else string_value(k)
                     sub = ("a", value, key) if key is not None and value != UNKNOWN else UNKNOWN
                     self.bind_pattern(ch.child_by_field_name("value"), sub)
                 elif ch.type == "object_assignment_pattern":
@@ -401,14 +191,14 @@ class _Extractor:
         a call of ``name`` (JavaScript calls it with the target)."""
         saved, self._eval_scope = self._eval_scope, eval_idx
         for d in decs:
-            e = _unwrap(d.named_children[0]) if d.named_children else None
+            e = unwrap(d.named_children[0]) if d.named_children else None
             if e is None:
                 continue
             if e.type == "call_expression":
                 self.visit(e)
             elif e.type in ("identifier", "member_expression"):
-                self.scope.calls.append(CallSite(e.start_point[0] + 1, e.start_point[1], _end_col(e), self.ref(e),
-                                                 _last_name(e), True, eval_idx))
+                self.scope.calls.append(CallSite(e.start_point[0] + 1, e.start_point[1], end_col(e), self.ref(e),
+                                                 last_name(e), True, eval_idx))
             else:
                 self.visit(e)
         self._eval_scope = saved
@@ -453,7 +243,7 @@ class _Extractor:
                 if n is None or n.type not in ("property_identifier", "private_property_identifier"):
                     self.visit_children(m)
                     continue
-                mname = _text(n)
+                mname = text(n)
                 mq = f"{qual}.{mname}"
                 cls.members.setdefault(mname, mq)
                 if m.child_by_field_name("body") is not None:
@@ -463,10 +253,10 @@ class _Extractor:
                     self.decorators(decs, prev)
             elif t in ("field_definition", "public_field_definition"):
                 n = m.child_by_field_name("property") or m.child_by_field_name("name")
-                v = _unwrap(m.child_by_field_name("value"))
+                v = unwrap(m.child_by_field_name("value"))
                 if n is not None and n.type in ("property_identifier", "private_property_identifier") \
-                        and v is not None and v.type in _FUNCS:
-                    mname = _text(n)
+                        and v is not None and v.type in FUNCS:
+                    mname = text(n)
                     mq = f"{qual}.{mname}"
                     cls.members.setdefault(mname, mq)
                     self.function(v, mq, "method", n, this_class=qual, decorators=decs)
@@ -491,10 +281,10 @@ class _Extractor:
     def declarator(self, d, exported: bool) -> None:
         name_node = d.child_by_field_name("name")
         value = d.child_by_field_name("value")
-        v = _unwrap(value)
+        v = unwrap(value)
         if name_node is not None and name_node.type == "identifier":
-            name = _text(name_node)
-            if v is not None and v.type in _FUNCS:
+            name = text(name_node)
+            if v is not None and v.type in FUNCS:
                 ref = self.function(v, name, "function", name_node)
                 self.scope.bind(name, ref)
             elif v is not None and v.type == "class":
@@ -513,7 +303,7 @@ class _Extractor:
             ref = self.ref(v) if v is not None else UNKNOWN
             self.bind_pattern(name_node, ref)
             if exported:
-                for ident in _pattern_names(name_node):
+                for ident in pattern_names(name_node):
                     self.exports[ident] = ("n", ident)
 
     def _visit_value(self, v, prefix: str | None = None) -> None:
@@ -530,11 +320,11 @@ class _Extractor:
         for ch in node.named_children:
             if ch.type == "pair":
                 k = ch.child_by_field_name("key")
-                key = _text(k) if k is not None and k.type == "property_identifier" else string_value(k)
-                v = _unwrap(ch.child_by_field_name("value"))
+                key = text(k) if k is not None and k.type == "property_identifier" else string_value(k)
+                v = unwrap(ch.child_by_field_name("value"))
                 if v is None:
                     continue
-                if v.type in _FUNCS:
+                if v.type in FUNCS:
                     q = (f"{prefix}.{key}" if prefix else key) if key is not None and prefix is not None \
                         and self.cur == 0 else None
                     self._pending[v.id] = self.function(v, q if q not in self.seen else None, "function", k)
@@ -546,7 +336,7 @@ class _Extractor:
                 n = ch.child_by_field_name("name")
                 q = None
                 if n is not None and n.type == "property_identifier" and prefix is not None and self.cur == 0:
-                    q = f"{prefix}.{_text(n)}" if prefix else _text(n)
+                    q = f"{prefix}.{text(n)}" if prefix else text(n)
                 self._pending[ch.id] = self.function(ch, q if q not in self.seen else None, "function", n)
             else:
                 self.visit(ch)
@@ -563,9 +353,9 @@ class _Extractor:
             for d in node.named_children:
                 if d.type == "variable_declarator":
                     self.declarator(d, False)
-        elif t in _FUNC_DECLS or t == "function_signature":
+        elif t in FUNC_DECLS or t == "function_signature":
             n = node.child_by_field_name("name")
-            name = _text(n) if n is not None else None
+            name = text(n) if n is not None else None
             if t == "function_signature":
                 if name:
                     self._add(self._qual(name), name, "function", node, n)
@@ -576,41 +366,41 @@ class _Extractor:
                 self.scope.bind(name, ref)
         elif t in ("class_declaration", "abstract_class_declaration"):
             n = node.child_by_field_name("name")
-            name = _text(n) if n is not None else None
+            name = text(n) if n is not None else None
             ref = self.klass(node, name, n)
             if name:
                 self.scope.bind(name, ref)
-        elif t in _TYPES:
+        elif t in TYPE_DECLS:
             n = node.child_by_field_name("name")
             if n is not None and self.cur == 0:
-                name = _text(n)
-                self._add(name, name, _TYPES[t], node, n)
+                name = text(n)
+                self._add(name, name, TYPE_DECLS[t], node, n)
                 self.scope.bind(name, ("def", name))
-        elif t in _FUNCS:
+        elif t in FUNCS:
             n = node.child_by_field_name("name")
             self.function(node, None)
         elif t == "class":
             n = node.child_by_field_name("name")
-            self.klass(node, _text(n) if n is not None else None, n)
+            self.klass(node, text(n) if n is not None else None, n)
         elif t == "call_expression":
             self.call(node)
         elif t == "new_expression":
             ctor = node.child_by_field_name("constructor")
-            self.scope.calls.append(CallSite(ctor.start_point[0] + 1, ctor.start_point[1], _end_col(ctor),
-                                             ("new", self.ref(ctor)), _last_name(ctor), False, self._eval_scope))
+            self.scope.calls.append(CallSite(ctor.start_point[0] + 1, ctor.start_point[1], end_col(ctor),
+                                             ("new", self.ref(ctor)), last_name(ctor), False, self._eval_scope))
             self.visit_children(node)
         elif t in ("jsx_opening_element", "jsx_self_closing_element"):
             # <Button …/>: React calls the component; lower-case names are host elements
             n = node.child_by_field_name("name")
-            if n is not None and (n.type == "member_expression" or (n.type == "identifier" and _text(n)[:1].isupper())):
-                self.scope.calls.append(CallSite(n.start_point[0] + 1, n.start_point[1], _end_col(n),
-                                                 ("jsx", self.ref(n)), _last_name(n), False, self._eval_scope))
+            if n is not None and (n.type == "member_expression" or (n.type == "identifier" and text(n)[:1].isupper())):
+                self.scope.calls.append(CallSite(n.start_point[0] + 1, n.start_point[1], end_col(n),
+                                                 ("jsx", self.ref(n)), last_name(n), False, self._eval_scope))
             for ch in node.named_children:
                 if ch is not n and ch.type != "identifier":
                     self.visit(ch)
         elif t == "assignment_expression":
             self.assignment(node)
-        elif t in _SKIP:
+        elif t in SKIP:
             return
         else:
             self.visit_children(node)
@@ -618,23 +408,23 @@ class _Extractor:
     def call(self, node) -> None:
         fn = node.child_by_field_name("function")
         args = node.child_by_field_name("arguments")
-        spec = _is_require(node)
+        spec = require_spec(node)
         if spec is not None:
             self._import(spec, node, "require")
             return
-        dyn, spec = _is_dynamic_import(node)
+        dyn, spec = dynamic_import(node)
         if dyn:
             self._import(spec, node, "dynamic")
             self.visit_children(args) if args is not None else None
             return
-        f = _unwrap(fn)
+        f = unwrap(fn)
         # import("./x").then((m) => m.f()): ``m`` is the module namespace
         if f is not None and f.type == "member_expression":
-            obj = _unwrap(f.child_by_field_name("object"))
+            obj = unwrap(f.child_by_field_name("object"))
             prop = f.child_by_field_name("property")
-            d, dspec = _is_dynamic_import(obj)
+            d, dspec = dynamic_import(obj)
             if d and dspec and prop is not None and prop.text == b"then" and args is not None and args.named_children:
-                cb = _unwrap(args.named_children[0])
+                cb = unwrap(args.named_children[0])
                 self._import(dspec, obj, "dynamic")
                 if cb is not None and cb.type in ("arrow_function", "function_expression", "function"):
                     self._then_callback(cb, ("imp", dspec, "*"))
@@ -642,8 +432,8 @@ class _Extractor:
                         self.visit(a)
                     return
         if fn is not None and fn.type not in ("import", "super"):
-            self.scope.calls.append(CallSite(fn.start_point[0] + 1, fn.start_point[1], _end_col(fn),
-                                             self.ref(fn), _last_name(fn), False, self._eval_scope))
+            self.scope.calls.append(CallSite(fn.start_point[0] + 1, fn.start_point[1], end_col(fn),
+                                             self.ref(fn), last_name(fn), False, self._eval_scope))
         self.visit(fn)
         if args is not None:
             self.visit_children(args)
@@ -673,12 +463,12 @@ class _Extractor:
         module, an anonymous one is called ``default`` (``at``: where its name would be).
         False when ``v`` is neither."""
         n = v.child_by_field_name("name")
-        name = _text(n) if n is not None else "default"
-        if v.type in _FUNCS:
+        name = text(n) if n is not None else "default"
+        if v.type in FUNCS:
             ref = self.function(v, name, "function", n or at)
             if n is not None:
                 self.scope.bind(name, ref)
-        elif v.type in _CLASSES:
+        elif v.type in CLASSES:
             ref = self.klass(v, name, n)
         else:
             return False
@@ -688,8 +478,8 @@ class _Extractor:
     def assignment(self, node) -> None:
         left = node.child_by_field_name("left")
         right = node.child_by_field_name("right")
-        r = _unwrap(right)
-        target = _cjs_export_target(left)
+        r = unwrap(right)
+        target = cjs_export_target(left)
         if target is not None and self.cur == 0:
             if target == "=":
                 # module.exports = …
@@ -702,7 +492,7 @@ class _Extractor:
                     self.visit(r)
                     self.exports["="] = self.ref(r)
             else:
-                if r is not None and r.type in _FUNCS:
+                if r is not None and r.type in FUNCS:
                     ref = self.function(r, target, "function", left.child_by_field_name("property"))
                 elif r is not None and r.type == "class":
                     ref = self.klass(r, target, left.child_by_field_name("property"))
@@ -713,13 +503,13 @@ class _Extractor:
             return
         # this.x = … and plain assignments: visit both sides, bind simple names
         self.visit(left) if left is not None and left.type != "identifier" else None
-        if r is not None and r.type in _FUNCS:
+        if r is not None and r.type in FUNCS:
             ref = self.function(r, None)
         else:
             self.visit(r)
             ref = self.ref(r)
         if left is not None and left.type == "identifier":
-            self.scope.bind(_text(left), ref)
+            self.scope.bind(text(left), ref)
 
     # -- modules --------------------------------------------------------------------------------
     def import_statement(self, node) -> None:
@@ -735,20 +525,20 @@ class _Extractor:
             spec = string_value(src)
             self._import(spec, node, "import-equals")
             if ident is not None and spec:
-                self.scope.bind(_text(ident), ("imp", spec, "*"))
+                self.scope.bind(text(ident), ("imp", spec, "*"))
             return
         self._import(spec, node, "type" if type_only else "import")
         if not spec:
             return
         for ch in clause.named_children:
             if ch.type == "identifier":
-                self.scope.bind(_text(ch), ("imp", spec, "default"))
+                self.scope.bind(text(ch), ("imp", spec, "default"))
             elif ch.type == "namespace_import":
                 ident = next((c for c in ch.named_children if c.type == "identifier"), None)
                 if ident is not None:
-                    self.scope.bind(_text(ident), ("imp", spec, "*"))
+                    self.scope.bind(text(ident), ("imp", spec, "*"))
             elif ch.type == "named_imports":
-                for imported, local in _specifiers(ch, "import_specifier"):
+                for imported, local in specifiers(ch, "import_specifier"):
                     self.scope.bind(local, ("imp", spec, imported))
 
     def export_statement(self, node) -> None:
@@ -762,13 +552,13 @@ class _Extractor:
             ns = next((c for c in node.named_children if c.type == "namespace_export"), None)
             if clause is not None:
                 self._import(spec, node, "reexport")
-                for name, out in _specifiers(clause, "export_specifier"):
+                for name, out in specifiers(clause, "export_specifier"):
                     self.exports[out] = ("imp", spec, name)
             elif ns is not None:
                 self._import(spec, node, "reexport")
                 ident = next((c for c in ns.named_children if c.type in ("identifier", "string")), None)
                 if ident is not None:
-                    self.exports[_name(ident)] = ("imp", spec, "*")
+                    self.exports[export_name(ident)] = ("imp", spec, "*")
             else:
                 self._import(spec, node, "star")
                 if "type" not in tokens or "*" in tokens:
@@ -786,17 +576,17 @@ class _Extractor:
             self.visit(decl)
             n = decl.child_by_field_name("name")
             if n is not None:
-                name = _text(n)
+                name = text(n)
                 key = "default" if "default" in tokens else name
                 self.exports[key] = ("n", name)
-            elif "default" in tokens and t in _FUNC_DECLS:
+            elif "default" in tokens and t in FUNC_DECLS:
                 pass
             return
         if value is not None or "default" in tokens:
-            v = _unwrap(value) if value is not None else None
+            v = unwrap(value) if value is not None else None
             if v is None:
                 # ``export default function () {}`` / ``export default class {}`` without a name
-                anon = next((c for c in node.named_children if c.type in _FUNCS or c.type in _CLASSES), None)
+                anon = next((c for c in node.named_children if c.type in FUNCS or c.type in CLASSES), None)
                 v = anon
             if v is not None and self._export_definition(v, "default", v):
                 pass
@@ -811,7 +601,7 @@ class _Extractor:
             return
         clause = next((c for c in node.named_children if c.type == "export_clause"), None)
         if clause is not None:
-            for name, out in _specifiers(clause, "export_specifier"):
+            for name, out in specifiers(clause, "export_specifier"):
                 self.exports[out] = ("n", name)
             return
         self.visit_children(node)
@@ -823,92 +613,6 @@ def _is_import_ref(ref: tuple) -> bool:
     return ref[0] == "imp"
 
 
-def _pattern_names(pat) -> list[str]:
-    out, stack = [], [pat]
-    while stack:
-        p = stack.pop()
-        if p is None:
-            continue
-        if p.type in ("identifier", "shorthand_property_identifier_pattern"):
-            out.append(_text(p))
-        elif p.type == "pair_pattern":
-            stack.append(p.child_by_field_name("value"))
-        elif p.type in ("assignment_pattern", "object_assignment_pattern"):
-            stack.append(p.child_by_field_name("left"))
-        else:
-            stack.extend(p.named_children)
-    return out
-
-
-def _cjs_export_target(left) -> str | None:
-    """``"="`` for ``module.exports``, ``"name"`` for ``exports.name`` / ``module.exports.name``."""
-    if left is None or left.type != "member_expression":
-        return None
-    obj, prop = left.child_by_field_name("object"), left.child_by_field_name("property")
-    if prop is None or prop.type != "property_identifier":
-        return None
-    if obj.type == "identifier" and obj.text == b"module" and prop.text == b"exports":
-        return "="
-    if obj.type == "identifier" and obj.text == b"exports":
-        return _text(prop)
-    if obj.type == "member_expression" and _cjs_export_target(obj) == "=":
-        return _text(prop)
-    return None
-
-
-def _end_col(node) -> int:
-    """UTF-8 end column of a node on its first line (its start column when it spans lines)."""
-    return node.end_point[1] if node.end_point[0] == node.start_point[0] else node.start_point[1]
-
-
-def _last_name(fn) -> str:
-    fn = _unwrap(fn)
-    if fn is None:
-        return ""
-    if fn.type == "identifier":
-        return _text(fn)
-    if fn.type == "member_expression":
-        p = fn.child_by_field_name("property")
-        return _text(p) if p is not None else ""
-    return ""
-
-
-_IMPORT_CALLS = ("(call_expression function: (import) "
-                 "arguments: (arguments . [(string) (template_string)] @spec)) @call")
-
-
-@lru_cache(maxsize=None)
-def _import_query(kind: str):
-    import tree_sitter
-
-    return tree_sitter.Query(_language(kind), _IMPORT_CALLS)
-
-
-def _import_calls(root, kind: str) -> list:
-    """``(call node, specifier node)`` of every ``import(…)`` call with a literal first
-    argument, in source order (a tree-sitter query: the walk happens in C)."""
-    import tree_sitter
-
-    out = []
-    for _, caps in tree_sitter.QueryCursor(_import_query(kind)).matches(root):
-        out.append((caps["call"][0], caps["spec"][0]))
-    out.sort(key=lambda cs: cs[0].start_byte)
-    return out
-
-
-def _first_error(node):
-    """(row, message) of the first ERROR or MISSING node under ``node``."""
-    cursor = [node]
-    while cursor:
-        n = cursor.pop()
-        if n.is_missing:
-            return n.start_point[0], f"missing {n.type}"
-        if n.type == "ERROR":
-            return n.start_point[0], "syntax error"
-        if n.has_error:
-            cursor.extend(reversed(n.children))
-    return node.start_point[0], "syntax error"
-
 
 def extract(rel: str, source: bytes) -> JsFacts:
     """Parse one JS/TS file (``rel`` workspace-relative, ``source`` its bytes).
@@ -918,7 +622,7 @@ def extract(rel: str, source: bytes) -> JsFacts:
     ``RecursionError`` for absurdly deep nesting."""
     import tree_sitter
 
-    tree = tree_sitter.Parser(_language(grammar_for(rel))).parse(source)
+    tree = tree_sitter.Parser(language(grammar_for(rel))).parse(source)
     root = tree.root_node
     ex = _Extractor(rel)
     for ch in root.named_children:
@@ -929,12 +633,12 @@ def extract(rel: str, source: bytes) -> JsFacts:
         ex.symbols.insert(0, PySymbol("", rel.rsplit("/", 1)[-1], "module", 1, max(1, n_lines), 0))
     # ``import("./x")`` in type positions (``let a: import("./x").T``, ``typeof import("./x")``)
     # is a type-only dependency: every literal import() call the walk above did not see as a value
-    for call, spec in _import_calls(root, grammar_for(rel)):
-        if call.id not in ex._import_calls:
+    for call, spec in literal_import_calls(root, grammar_for(rel)):
+        if call.id not in ex._values_import_calls:
             ex._import(string_value(spec), call, "type")
     facts = JsFacts(rel=rel, lines=n_lines, symbols=ex.symbols, scopes=ex.scopes, classes=ex.classes,
                     imports=ex.imports, exports=ex.exports, stars=ex.stars)
     if root.has_error:
-        row, msg = _first_error(root)
+        row, msg = first_error(root)
         raise JsSyntaxError(row + 1, f"{msg} (tree-sitter)", facts)
     return facts
