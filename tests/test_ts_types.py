@@ -269,3 +269,41 @@ function load() { return undefined; }
         assert sites(ix.graph, "src/app.js#checkout", "src/lib.js#Line.qty") == [8, 9]
         assert sites(ix.graph, "src/app.js#again", "src/lib.js#Cart.total") == [15, 16]
         assert unbound(ix.graph) == {}
+
+
+def test_callback_parameters_take_the_callees_parameter_types(store):
+    lib = """export class Sub { next(v: number) {} }
+export class Src { pipe() {} }
+export type Init = (source: Src, sub: Sub) => void;
+export function operate(init: Init) {}
+export function each(items: Src[], cb: (s: Src, i: number) => void) {}
+export class Obs {
+  constructor(fn: (sub: Sub) => void) {}
+  subscribe(cb: (v: Sub) => void) {}
+}
+export function untyped(cb) {}
+"""
+    use = """import { operate, each, Obs, untyped } from "./lib";
+export function main(obs: Obs) {
+  operate((source, sub) => { sub.next(1); source.pipe(); });
+  new Obs((sub) => sub.next(2));
+  obs.subscribe(function (s) { s.next(3); });
+  each([], (s, i) => s.pipe());
+  untyped((x) => x.pipe());
+}
+"""
+    with indexed(store, {"src/lib.ts": lib, "src/use.ts": use}) as ix:
+        got = calls(ix.graph, "src/use.ts")
+        assert got == {
+            ("src/use.ts#main", "src/lib.ts#operate"): "import",
+            ("src/use.ts#main", "src/lib.ts#Sub.next"): "type",  # Init, an alias of a function type
+            ("src/use.ts#main", "src/lib.ts#Src.pipe"): "type",
+            ("src/use.ts#main", "src/lib.ts#Obs"): "class",
+            ("src/use.ts#main", "src/lib.ts#Obs.constructor"): "init",
+            ("src/use.ts#main", "src/lib.ts#Obs.subscribe"): "type",
+            ("src/use.ts#main", "src/lib.ts#each"): "import",
+            ("src/use.ts#main", "src/lib.ts#untyped"): "import",
+        }
+        assert sites(ix.graph, "src/use.ts#main", "src/lib.ts#Sub.next") == [3, 4, 5]
+        assert sites(ix.graph, "src/use.ts#main", "src/lib.ts#Src.pipe") == [3, 6]
+        assert unbound(ix.graph) == {"src/use.ts#main": ["pipe@7"]}  # an untyped callee's callback

@@ -14,7 +14,7 @@ from orbit_lsp.index.js_syntax import (  # noqa: F401 - grammar_for and string_v
     CLASSES, FUNC_DECLS, FUNCS, SKIP, TYPE_DECLS, WRAPPERS, cjs_export_target, dynamic_import, end_col,
     export_name, first_error, grammar_for, language, last_name, literal_import_calls, pattern_names,
     require_spec, specifiers, string_value, text, unwrap)
-from orbit_lsp.index.js_types import jsdoc_tags, object_type_members, type_parameters, type_ref
+from orbit_lsp.index.js_types import jsdoc_tags, parameter_types, type_parameters, type_ref
 from orbit_lsp.index.python import CallSite, PySymbol
 
 _JSDOC_HOLDERS = frozenset({"variable_declarator", "lexical_declaration", "variable_declaration", "export_statement",
@@ -28,6 +28,8 @@ class _Extractor:
         self.rel = rel
         self.js = js  # a JavaScript file: JSDoc types count (TypeScript ignores them in .ts files)
         self.results: dict[str, tuple] = {}
+        self.params: dict[str, tuple] = {}
+        self._callbacks: dict[int, tuple] = {}  # node id of a function passed to a call -> (scope, callee ref, i)
         self._returns: dict[int, list] = {}  # scope index -> refs of its ``return`` values
         self._namespaces: set[int] = set()  # scope indexes of ``namespace`` bodies
         self.symbols: list[PySymbol] = []
@@ -188,17 +190,24 @@ class _Extractor:
             self.bind_pattern(pat.child_by_field_name("pattern"), UNKNOWN)
             self.visit(pat.child_by_field_name("value"))
 
-    def _params(self, fn, documented: dict) -> None:
+    def _params(self, fn, documented: dict, callback: tuple | None) -> None:
         """Bind the parameters of ``fn``: a declared type (``p: T``; JSDoc ``@param {T} p`` in
-        JavaScript, ``documented``) makes the value ``("t", T)``."""
+        JavaScript, ``documented``) makes the value ``("t", T)``; an untyped parameter of a
+        function passed to a call (``callback``: (scope, callee ref, argument index)) is typed by
+        the callee's declared parameter type (``("cbp", …)``)."""
         params = fn.child_by_field_name("parameters")
         if params is None:
             p = fn.child_by_field_name("parameter")
             if p is not None:
                 tref = documented.get(text(p)) if p.type == "identifier" else None
-                self.bind_pattern(p, ("t", tref) if tref not in (None, UNKNOWN) else UNKNOWN)
+                if tref not in (None, UNKNOWN):
+                    self.bind_pattern(p, ("t", tref))
+                elif callback is not None and p.type == "identifier":
+                    self.bind_pattern(p, ("cbp", callback[0], callback[1], callback[2], 0))
+                else:
+                    self.bind_pattern(p, UNKNOWN)
             return
-        for p in params.named_children:
+        for j, p in enumerate(params.named_children):
             pat, tref = p, None
             if p.type in ("required_parameter", "optional_parameter"):
                 pat = p.child_by_field_name("pattern")
@@ -208,8 +217,10 @@ class _Extractor:
                 pat = p.child_by_field_name("left")
             if tref is None and pat is not None and pat.type == "identifier":
                 tref = documented.get(text(pat))
+            if tref is None and callback is not None and pat is not None and pat.type in ("identifier", "object_pattern"):
+                tref = ("cbp", callback[0], callback[1], callback[2], j)
             if tref not in (None, UNKNOWN) and pat is not None and pat.type in ("identifier", "object_pattern"):
-                self.bind_pattern(pat, ("t", tref))
+                self.bind_pattern(pat, tref if tref[0] == "cbp" else ("t", tref))
                 self.visit(p.child_by_field_name("value") if p is not pat else None)
                 if p.type == "assignment_pattern":
                     self.visit(p.child_by_field_name("right"))
@@ -242,7 +253,7 @@ class _Extractor:
             scope.types[tname] = ("tp", constraint)
         doc = self._jsdoc(fn)
         self.decorators(decorators, prev)
-        self._params(fn, doc.get("params", {}))
+        self._params(fn, doc.get("params", {}), self._callbacks.pop(fn.id, None))
         body = fn.child_by_field_name("body")
         if body is not None:
             if body.type == "statement_block":
@@ -263,6 +274,9 @@ class _Extractor:
                 result = ("alt", tuple(rets[:_MAX_RETURNS])) if rets and len(rets) <= _MAX_RETURNS else None
             if result is not None:
                 self.results.setdefault(ref[1], (idx, result))
+            ptypes = parameter_types(fn.child_by_field_name("parameters"), doc.get("params"))
+            if any(t != UNKNOWN for t in ptypes):
+                self.params.setdefault(ref[1], (idx, ptypes))
         return ref
 
     def decorators(self, decs, eval_idx: int) -> None:
@@ -344,6 +358,9 @@ class _Extractor:
                     rt = m.child_by_field_name("return_type")
                     if rt is not None:
                         self.results.setdefault(mq, (idx, ("t", type_ref(rt))))
+                    ptypes = parameter_types(m.child_by_field_name("parameters"))
+                    if any(t != UNKNOWN for t in ptypes):
+                        self.params.setdefault(mq, (idx, ptypes))
             elif t in ("field_definition", "public_field_definition"):
                 n = m.child_by_field_name("property") or m.child_by_field_name("name")
                 v = unwrap(m.child_by_field_name("value"))
@@ -421,9 +438,12 @@ class _Extractor:
             tnode = m.child_by_field_name("type")
             if m.type == "property_signature" and tnode is not None and tnode.named_children \
                     and tnode.named_children[-1].type == "function_type":
-                ret = ("t", type_ref(tnode.named_children[-1].child_by_field_name("return_type")))
+                ftype = tnode.named_children[-1]
+                ret = ("t", type_ref(ftype.child_by_field_name("return_type")))
+                ptypes = parameter_types(ftype.child_by_field_name("parameters"))
             elif m.type == "method_signature":
                 ret = ("t", type_ref(m.child_by_field_name("return_type")))
+                ptypes = parameter_types(m.child_by_field_name("parameters"))
             else:
                 if m.type == "property_signature":
                     cls.fields[mname] = (idx, ("t", type_ref(tnode)))
@@ -432,6 +452,8 @@ class _Extractor:
             self._add(mq, mname, "method", m, mn)
             cls.members.setdefault(mname, mq)
             self.results.setdefault(mq, (idx, ret))
+            if any(t != UNKNOWN for t in ptypes):
+                self.params.setdefault(mq, (idx, ptypes))
 
     def namespace(self, node) -> bool:
         """``namespace N { … }``: a symbol ``N`` whose body is a scope; ``N`` is bound to the
@@ -561,8 +583,20 @@ class _Extractor:
             name = text(n) if n is not None else None
             if t == "function_signature":
                 if name:
-                    self._add(self._qual(name), name, "function", node, n)
-                    self.scope.bind(name, ("def", self._qual(name)))
+                    q = self._qual(name)
+                    self._add(q, name, "function", node, n)
+                    self.scope.bind(name, ("def", q))
+                    idx = len(self.scopes)
+                    sig = JsScope(q, self.cur)
+                    for tname, constraint in type_parameters(node.child_by_field_name("type_parameters")):
+                        sig.types[tname] = ("tp", constraint)
+                    self.scopes.append(sig)
+                    rt = node.child_by_field_name("return_type")
+                    if rt is not None:
+                        self.results.setdefault(q, (idx, ("t", type_ref(rt))))
+                    ptypes = parameter_types(node.child_by_field_name("parameters"))
+                    if any(t != UNKNOWN for t in ptypes):
+                        self.params.setdefault(q, (idx, ptypes))
                 return
             ref = self.function(node, name, "function", n)
             if name:
@@ -592,8 +626,12 @@ class _Extractor:
             self.call(node)
         elif t == "new_expression":
             ctor = node.child_by_field_name("constructor")
+            cref = self.ref(ctor)
             self.scope.calls.append(CallSite(ctor.start_point[0] + 1, ctor.start_point[1], end_col(ctor),
-                                             ("new", self.ref(ctor)), last_name(ctor), False, self._eval_scope))
+                                             ("new", cref), last_name(ctor), False, self._eval_scope))
+            args = node.child_by_field_name("arguments")
+            if cref != UNKNOWN and args is not None:
+                self._note_callbacks(args, ("a", cref, "constructor"))
             self.visit_children(node)
         elif t in ("jsx_opening_element", "jsx_self_closing_element"):
             # <Button …/>: React calls the component; lower-case names are host elements
@@ -638,11 +676,22 @@ class _Extractor:
                         self.visit(a)
                     return
         if fn is not None and fn.type not in ("import", "super"):
+            fref = self.ref(fn)
             self.scope.calls.append(CallSite(fn.start_point[0] + 1, fn.start_point[1], end_col(fn),
-                                             self.ref(fn), last_name(fn), False, self._eval_scope))
+                                             fref, last_name(fn), False, self._eval_scope))
+            if fref != UNKNOWN and args is not None:
+                self._note_callbacks(args, fref)
         self.visit(fn)
         if args is not None:
             self.visit_children(args)
+
+    def _note_callbacks(self, args, fref: tuple) -> None:
+        """Remember the functions passed as arguments of a call of ``fref`` (their untyped
+        parameters take the callee's declared parameter types)."""
+        for i, a in enumerate(args.named_children):
+            u = unwrap(a)
+            if u is not None and u.type in ("arrow_function", "function_expression", "function"):
+                self._callbacks[u.id] = (self.cur, fref, i)
 
     def _then_callback(self, cb, value: tuple) -> None:
         outer = self.scope
@@ -853,7 +902,7 @@ def extract(rel: str, source: bytes) -> JsFacts:
         if call.id not in ex._values_import_calls:
             ex._import(string_value(spec), call, "type")
     facts = JsFacts(rel=rel, lines=n_lines, symbols=ex.symbols, scopes=ex.scopes, classes=ex.classes,
-                    imports=ex.imports, exports=ex.exports, stars=ex.stars, results=ex.results)
+                    imports=ex.imports, exports=ex.exports, stars=ex.stars, results=ex.results, params=ex.params)
     if root.has_error:
         row, msg = first_error(root)
         raise JsSyntaxError(row + 1, f"{msg} (tree-sitter)", facts)

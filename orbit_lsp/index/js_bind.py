@@ -5,8 +5,8 @@ Values (tuples): ``("sym", file, qual, kind)`` a workspace definition, ``("mod",
 namespace, ``("inst", file, class qual)`` an instance of a workspace class or a value of a
 workspace interface, ``("obj", file, scope, items)`` an object literal or a namespace,
 ``("union", (value, …))`` one of several (a union type, several ``return`` values),
-``("promise", value)``, ``("fnv", file, scope, tref)`` a function of a declared type returning
-``tref``, ``("shape", file, scope, members)`` a value of an object type literal, ``("ext",)``
+``("promise", value)``, ``("fnv", file, scope, tref, (tref, …))`` a function of a declared type
+(returning ``tref``, taking parameters of those types), ``("shape", file, scope, members)`` a value of an object type literal, ``("ext",)``
 something outside the workspace (globals, packages, the language's own types); None when
 unknown. Unknown calls are counted by the caller, never matched by name.
 
@@ -173,6 +173,8 @@ class JsBinder:
             return EXT if b == EXT else None
         if t == "ns":
             return ("obj", rel, ref[1], ref[2])
+        if t == "cbp":
+            return self.callback_param(rel, ref[1], ref[2], ref[3], ref[4], depth + 1)
         if t == "new":
             v = self.ev(rel, si, ref[1], depth + 1)
             if v is not None and v[0] == "sym" and v[3] == "class":
@@ -257,7 +259,7 @@ class JsBinder:
                 return this
             return self.ev(rel, si, ("this",), depth + 1)
         if t == "fn":
-            return ("fnv", rel, si, tref[1])
+            return ("fnv", rel, si, tref[1], tref[2] if len(tref) > 2 else ())
         if t == "obj":
             return ("shape", rel, si, tref[1])
         if t == "typeof":
@@ -354,6 +356,124 @@ class JsBinder:
             elif m[0] in ("package", "builtin"):
                 return EXT
         return None
+
+    # -- callbacks ---------------------------------------------------------------------------------
+    def callback_param(self, rel: str, osi: int, fref: tuple, i: int, j: int, depth: int = 0):
+        """The value of parameter ``j`` of a function passed as argument ``i`` of a call of
+        ``fref`` (scope ``osi``): from the callee's declared type of that parameter, when it is
+        a function type (directly, through an alias, a union member or a type parameter's
+        constraint)."""
+        if fref[0] == "a":
+            recv = self.ev(rel, osi, fref[1], depth + 1)
+            f = self.attr(recv, fref[2], depth + 1)
+        else:
+            recv, f = None, self.ev(rel, osi, fref, depth + 1)
+        for g in (f[1] if f is not None and f[0] == "union" else (f,)):
+            if g is None:
+                continue
+            if g[0] == "fnv":
+                if i < len(g[4]):
+                    got = self._fn_param(g[1], g[2], g[4][i], j, recv, depth + 1)
+                    if got is not None:
+                        return got
+                continue
+            if g[0] != "sym" or g[3] not in ("function", "method"):
+                continue
+            facts = self._facts(g[1])
+            p = facts.params.get(g[2]) if facts is not None else None
+            if p is None or i >= len(p[1]):
+                continue
+            got = self._fn_param(g[1], p[0], p[1][i], j, recv, depth + 1)
+            if got is not None:
+                return got
+        return None
+
+    def _fn_param(self, rel: str, si: int, tref: tuple, j: int, recv, depth: int):
+        for _ in range(12):
+            t = tref[0]
+            if t == "fn":
+                ps = tref[2] if len(tref) > 2 else ()
+                return self.type_value(rel, si, ps[j], depth + 1, this=recv) if j < len(ps) else None
+            if t == "u":
+                for m in tref[1]:
+                    got = self._fn_param(rel, si, m, j, recv, depth + 1) if m[0] in ("fn", "n", "g", "q") else None
+                    if got is not None:
+                        return got
+                return None
+            if t == "g":
+                tref = tref[1]
+                continue
+            if t in ("n", "q"):
+                where = self.type_syntax(rel, si, tref, depth + 1)
+                if where is None:
+                    return None
+                rel, si, tref = where
+                continue
+            return None
+        return None
+
+    def type_syntax(self, rel: str, si: int, tref: tuple, depth: int = 0):
+        """Where a type name is defined as syntax: ``(file, scope, tref)`` of a type alias's
+        aliased type or a type parameter's constraint (followed through imports, re-exports and
+        namespaces); None for anything else."""
+        if depth > MAX_DEPTH:
+            return None
+        if tref[0] == "q":
+            b = self.ev(rel, si, tref[1], depth + 1)
+            if b is None:
+                return None
+            if b[0] == "mod":
+                return self._type_syntax_export(b[1], tref[2], depth + 1)
+            if b[0] == "obj":
+                return self.type_syntax(b[1], b[2], ("n", tref[2]), depth + 1)
+            return None
+        name = tref[1]
+        facts = self._facts(rel)
+        idx = si
+        while facts is not None and idx >= 0:
+            sc = facts.scopes[idx]
+            d = sc.types.get(name)
+            if d is not None:
+                if d[0] == "tp":
+                    return (rel, idx, d[1])
+                cls = facts.classes.get(d[1])
+                return (rel, cls.scope, cls.supers[0]) if cls is not None and cls.kind == "alias" else None
+            for r in sc.names.get(name, ()):
+                if r[0] == "imp":
+                    m = self.module(r[1], rel)
+                    return self._type_syntax_export(m[1], r[2], depth + 1) if m[0] == "file" else None
+            if sc.names.get(name):
+                return None
+            idx = sc.parent
+        return None
+
+    def _type_syntax_export(self, rel: str, name: str, depth: int):
+        key = ("type-syntax", rel, name)
+        if key in self._active or depth > MAX_DEPTH:
+            self._cuts += 1
+            return None
+        self._active.add(key)
+        try:
+            facts = self._facts(rel)
+            if facts is None:
+                return None
+            ref = facts.exports.get(name)
+            if ref is not None:
+                if ref[0] == "n":
+                    return self.type_syntax(rel, 0, ref, depth + 1)
+                if ref[0] == "imp" and ref[2] != "*":
+                    m = self.module(ref[1], rel)
+                    return self._type_syntax_export(m[1], ref[2], depth + 1) if m[0] == "file" else None
+                return None
+            for spec in facts.stars:
+                m = self.module(spec, rel)
+                if m[0] == "file":
+                    got = self._type_syntax_export(m[1], name, depth + 1)
+                    if got is not None:
+                        return got
+            return None
+        finally:
+            self._active.discard(key)
 
     # -- calls -------------------------------------------------------------------------------------
     def call_result(self, rel: str, si: int, fref: tuple, depth: int = 0):
@@ -513,12 +633,12 @@ class JsBinder:
 
     def _provenance(self, rel: str, si: int, ref: tuple, depth: int = 0) -> str | None:
         """``"return"`` when a receiver's value came from a call's result, ``"type"`` when from
-        a declared type (annotation, cast, JSDoc), else None (a plain value)."""
+        a declared type (annotation, cast, JSDoc, a callee's parameter type), else None."""
         while depth < 8:
             t = ref[0]
             if t == "call":
                 return "return"
-            if t == "t":
+            if t in ("t", "cbp"):
                 return "type"
             if t in ("a", "await"):
                 ref = ref[1]

@@ -15,11 +15,13 @@ namespace / ``require`` / ``import x = require()``, or an exported name); ``("ob
 …))`` an object literal; ``("call", ref)`` what calling ``ref`` returns; ``("t", tref)`` a value
 of the declared type ``tref`` (annotations, ``as`` casts, JSDoc); ``("await", ref)``;
 ``("alt", (ref, …))`` one of several values (a function's ``return`` statements); ``("super",)``;
+``("cbp", scope, callee ref, i, j)`` parameter ``j`` of a function passed as argument ``i`` of a
+call of ``callee ref`` (evaluated in ``scope``), typed by the callee's declared parameter type;
 ``("?",)`` unknown.
 
 Type references (``tref``, see ``js_types``): ``("n", name)``; ``("q", value ref, name)`` a
 qualified name ``ns.T``; ``("g", tref, (tref, …))`` generic arguments; ``("u", (tref, …))`` a union
-or intersection; ``("arr", tref)``; ``("fn", tref)`` a function type returning ``tref``; ``("obj",
+or intersection; ``("arr", tref)``; ``("fn", tref, (tref, …))`` a function type (its return type, its parameters' types); ``("obj",
 ((name, tref), …))`` an object type literal; ``("typeof", value ref)``; ``("idx", tref, key)``;
 ``("this",)``; ``("ext",)`` a type of the language (``string``, literals); ``("?",)`` unknown.
 """
@@ -116,7 +118,8 @@ class JsFacts:
     ``=`` for ``module.exports = …`` / ``export =``) to a ref evaluated in the module scope;
     ``stars`` are the specifiers of ``export * from``. ``results`` maps a function or method qual
     to ``(scope, ref)``: what calling it returns (its declared return type ``("t", tref)``, else
-    its ``return`` values), evaluated in its own scope ``scope``."""
+    its ``return`` values), evaluated in its own scope ``scope``; ``params`` maps it to ``(scope,
+    (tref, …))``, the declared types of its positional parameters."""
 
     rel: str
     lines: int
@@ -127,11 +130,13 @@ class JsFacts:
     exports: dict[str, tuple]
     stars: list[str]
     results: dict[str, tuple] = field(default_factory=dict)
+    params: dict[str, tuple] = field(default_factory=dict)
 
     def interface(self) -> tuple:
         """What other files can observe when resolving against this one."""
         return (tuple(sorted((s.qual, s.kind) for s in self.symbols)),
                 tuple(s.interface() for s in self.scopes),
                 tuple(c.interface() for c in sorted(self.classes.values(), key=lambda c: c.qual)),
-                tuple(sorted(self.exports.items())), tuple(self.stars), tuple(sorted(self.results.items())))
+                tuple(sorted(self.exports.items())), tuple(self.stars), tuple(sorted(self.results.items())),
+                tuple(sorted(self.params.items())))
 

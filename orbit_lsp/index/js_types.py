@@ -76,7 +76,8 @@ def type_ref(node) -> tuple:
     if t in ("literal_type", "template_literal_type", "tuple_type"):
         return EXT
     if t == "function_type":
-        return ("fn", type_ref(node.child_by_field_name("return_type")))
+        return ("fn", type_ref(node.child_by_field_name("return_type")),
+                parameter_types(node.child_by_field_name("parameters")))
     if t == "type_query":
         inner = node.named_children[0] if node.named_children else None
         return ("typeof", _value_ref(inner))
@@ -103,8 +104,41 @@ def object_type_members(node) -> list[tuple[str, tuple]]:
         if m.type == "property_signature":
             out.append((text(n), type_ref(m.child_by_field_name("type"))))
         elif m.type == "method_signature":
-            out.append((text(n), ("fn", type_ref(m.child_by_field_name("return_type")))))
+            out.append((text(n), ("fn", type_ref(m.child_by_field_name("return_type")),
+                                  parameter_types(m.child_by_field_name("parameters")))))
     return out
+
+
+def parameter_types(params, documented: dict | None = None) -> tuple:
+    """The declared types of the positional parameters of a ``formal_parameters`` node (unknown
+    where none is declared; ``documented``: JSDoc ``@param`` types by name); a rest parameter
+    ends the list."""
+    out: list = []
+    if params is None:
+        return ()
+    for p in params.named_children:
+        if p.type not in ("required_parameter", "optional_parameter"):
+            if p.type in ("identifier", "assignment_pattern") and documented:
+                name = p if p.type == "identifier" else p.child_by_field_name("left")
+                out.append(documented.get(text(name), UNKNOWN) if name is not None else UNKNOWN)
+                continue
+            if p.type == "rest_pattern" or p.type == "comment":
+                break
+            out.append(UNKNOWN)
+            continue
+        pat = p.child_by_field_name("pattern")
+        if pat is not None and pat.type == "rest_pattern":
+            break
+        if pat is not None and pat.type == "this":
+            continue  # ``this: T`` is no positional parameter
+        tnode = p.child_by_field_name("type")
+        if tnode is not None:
+            out.append(type_ref(tnode))
+        elif documented and pat is not None and pat.type == "identifier":
+            out.append(documented.get(text(pat), UNKNOWN))
+        else:
+            out.append(UNKNOWN)
+    return tuple(out)
 
 
 def type_parameters(node) -> list[tuple[str, tuple]]:
