@@ -123,6 +123,7 @@ def tests_reaching(graph: Graph, targets: list[dict], index: TestIndex, root_pac
         depth += 1
 
     classes_of_fixture: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    test_local: dict[Key, tuple[str, str] | None | bool] = {}  # graph key -> (test file, in-file qual) | None
     out: dict[Key, list[dict]] = {}
     for t in targets:
         start = (t["file"], t["qual"])
@@ -141,10 +142,14 @@ def tests_reaching(graph: Graph, targets: list[dict], index: TestIndex, root_pac
                         dist[k] = d + 1
                         todo.append(k)
         reached: dict = {}
-        for (file, qual), d in dist.items():
-            if is_test_support(file):
+        for key, d in dist.items():
+            local = test_local.get(key, False)
+            if local is False:
+                local = test_local[key] = (key[0], in_file_qual(key[0], key[1], root_package)) \
+                    if is_test_support(key[0]) else None
+            if local is not None:
                 how = f"changed: {t['qual']}" if d == 0 else f"calls {t['qual']} ({d} hop{'s' * (d > 1)})"
-                reached[(file, in_file_qual(file, qual, root_package))] = (d, t["qual"], how)
+                reached[local] = (d, t["qual"], how)
 
         def method_hit(fx, method: str, dist=dist, target=t["qual"]):
             key = (fx.file, fx.qual)
