@@ -225,7 +225,8 @@ def _through_implicit_calls(graph: Graph, ans: queries.Answer, change: Change, l
       counts as a change of its class and of the class's subclasses (INHERITS), and the places
       that make instances of them (CALLS to the class) are walked from there;
     - methods nothing in the workspace calls, not even through an unbound call using their
-      name (then they would be "may be affected"): the standard library or a framework calls
+      name (then they would be "may be affected"; the method's own ``super().name()`` does not
+      count): the standard library or a framework calls
       them on instances (``http.cookiejar`` on requests' ``MockResponse.info``, click on
       ``FlaskGroup.get_command``): likewise a change of their class and subclasses;
     - closures (a function defined inside a function: a decorator's wrapper, a callback handed
@@ -264,7 +265,7 @@ def _through_implicit_calls(graph: Graph, ans: queries.Answer, change: Change, l
         if uncalled:  # methods nothing in the workspace calls: called on instances by other code
             rows = ans.run(graph, "UNWIND $m AS m MATCH (s:Symbol {qual: m[1]}) WHERE s.file = m[0] "
                                   "OPTIONAL MATCH (c:Symbol)-[:CALLS]->(s) WITH s, count(c) AS n WHERE n = 0 "
-                                  "OPTIONAL MATCH (u:Symbol) WHERE s.name IN u.unresolved_names "
+                                  "OPTIONAL MATCH (u:Symbol) WHERE s.name IN u.unresolved_names AND u <> s "
                                   "WITH s, count(u) AS m WHERE m = 0 RETURN s.file, s.qual", {"m": sorted([f, q] for f, q in uncalled)})
             for f, q in rows:
                 parent, depth, reaches = uncalled[(f, q)]

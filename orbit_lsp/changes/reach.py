@@ -77,7 +77,7 @@ def tests_reaching(graph: Graph, targets: list[dict], index: TestIndex, root_pac
         if others:  # methods nothing in the workspace calls: called on instances by other code
             rows = ans.run(graph, "UNWIND $m AS m MATCH (s:Symbol {qual: m[1]}) WHERE s.file = m[0] "
                                   "OPTIONAL MATCH (c:Symbol)-[:CALLS]->(s) WITH s, count(c) AS n WHERE n = 0 "
-                                  "OPTIONAL MATCH (u:Symbol) WHERE s.name IN u.unresolved_names "
+                                  "OPTIONAL MATCH (u:Symbol) WHERE s.name IN u.unresolved_names AND u <> s "
                                   "WITH s, count(u) AS m WHERE m = 0 RETURN s.file, s.qual", {"m": [list(k) for k in others]})
             implicit += [(f, q) for f, q in rows]
         if implicit:
