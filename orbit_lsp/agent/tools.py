@@ -270,7 +270,9 @@ class Toolbox:
             cands.append(cand)
         data: dict = {"symbol": name, "matches": len(found.rows), "candidates": cands}
         if not found.rows:
-            data["note"] = f"no symbol named '{name}' in the graph"
+            # queries.callers' note: the closest qualified names when there are any
+            data["note"] = next((n for n in found.notes if n.startswith("no symbol named")),
+                                f"no symbol named '{name}' in the graph")
         elif len(found.rows) > 1:
             data["note"] = f"'{name}' is ambiguous: {len(found.rows)} symbols match; each is listed"
         return ToolResult(data, cypher, len(found.rows))
