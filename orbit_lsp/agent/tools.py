@@ -55,10 +55,10 @@ ALLOW_ONCE, ALLOW_ALWAYS, DENY = "once", "always", "deny"
 
 SCHEMA = """Graph schema (FalkorDB, openCypher):
 (:File {path, lang, lines})  path is workspace-relative with '/' separators
-(:Symbol {name, qual, kind, file, line, end_line})  kind: module|class|function|method|variable; qual = dotted module path + name (e.g. pkg.mod.Class.method); line 1-based
+(:Symbol {name, qual, kind, file, line, end_line})  kind: module|class|function|method|variable; qual = dotted module path + name (e.g. pkg.mod.Class.method; JS/TS: path#name, e.g. src/cart.ts#Cart.add); line 1-based
 (:Package {name, stdlib, dist})
 (:File)-[:DEFINES]->(:Symbol)
-(:File)-[:IMPORTS {line}]->(:File)
+(:File)-[:IMPORTS {line, type_only}]->(:File)  type_only: TS imports for types only (no run-time dependency)
 (:File)-[:USES_PACKAGE {line}]->(:Package)
 (:Symbol)-[:CALLS {line, resolved}]->(:Symbol)
 (:Symbol)-[:INHERITS]->(:Symbol)
