@@ -12,16 +12,28 @@ from orbit_lsp.index import js_parse
 from orbit_lsp.index.js_facts import (  # noqa: F401 - re-exported: the fact model's historical home
     JS_EXTS, UNKNOWN, JsClass, JsFacts, JsImport, JsScope, JsSyntaxError)
 from orbit_lsp.index.js_syntax import (  # noqa: F401 - grammar_for and string_value re-exported
-    CLASSES, FUNC_DECLS, FUNCS, SKIP, TYPE_DECLS, cjs_export_target, dynamic_import, end_col,
+    CLASSES, FUNC_DECLS, FUNCS, SKIP, TYPE_DECLS, WRAPPERS, cjs_export_target, dynamic_import, end_col,
     export_name, first_error, grammar_for, language, last_name, literal_import_calls, pattern_names,
     require_spec, specifiers, string_value, text, unwrap)
+from orbit_lsp.index.js_types import jsdoc_tags, parameter_types, type_parameters, type_ref
 from orbit_lsp.index.python import CallSite, PySymbol
+
+_JSDOC_HOLDERS = frozenset({"variable_declarator", "lexical_declaration", "variable_declaration", "export_statement",
+                            "expression_statement", "assignment_expression", "pair", "field_definition",
+                            "public_field_definition"})
+_MAX_RETURNS = 8  # return values kept per function (a longer list is as good as unknown)
 
 
 class _Extractor:
-    def __init__(self, rel: str):
+    def __init__(self, rel: str, js: bool = False):
         self.rel = rel
         self.type_stars: set[int] = set()  # lines of ``export type *`` the parse mended (js_parse)
+        self.js = js  # a JavaScript file: JSDoc types count (TypeScript ignores them in .ts files)
+        self.results: dict[str, tuple] = {}
+        self.params: dict[str, tuple] = {}
+        self._callbacks: dict[int, tuple] = {}  # node id of a function passed to a call -> (scope, callee ref, i)
+        self._returns: dict[int, list] = {}  # scope index -> refs of its ``return`` values
+        self._namespaces: set[int] = set()  # scope indexes of ``namespace`` bodies
         self.symbols: list[PySymbol] = []
         self.seen: set[str] = set()
         self.scopes: list[JsScope] = [JsScope("", -1)]
@@ -60,7 +72,19 @@ class _Extractor:
 
     # -- refs ---------------------------------------------------------------------------------
     def ref(self, node) -> tuple:
-        node = unwrap(node)
+        while node is not None and node.type in WRAPPERS:
+            kids = node.named_children
+            t = node.type
+            if t == "as_expression" and len(kids) > 1:  # ``x as T`` (``as const`` keeps x)
+                tref = type_ref(kids[1])
+                return UNKNOWN if tref == UNKNOWN else ("t", tref)
+            if t == "type_assertion" and len(kids) > 1:  # ``<T>x``
+                tref = type_ref(kids[0].named_children[0] if kids[0].named_children else None)
+                return UNKNOWN if tref == UNKNOWN else ("t", tref)
+            if t == "await_expression":
+                inner = self.ref(kids[0] if kids else None)
+                return UNKNOWN if inner == UNKNOWN else ("await", inner)
+            node = kids[0] if kids else None  # parentheses, ``satisfies``, ``x!``
         if node is None:
             return UNKNOWN
         t = node.type
@@ -68,6 +92,8 @@ class _Extractor:
             return ("n", text(node))
         if t == "this":
             return ("this",)
+        if t == "super":
+            return ("super",)
         if t == "member_expression":
             prop = node.child_by_field_name("property")
             if prop is None or prop.type not in ("property_identifier", "private_property_identifier"):
@@ -87,7 +113,8 @@ class _Extractor:
             dyn, spec = dynamic_import(node)
             if dyn:
                 return ("imp", spec, "*") if spec else UNKNOWN
-            return UNKNOWN
+            fn = self.ref(node.child_by_field_name("function"))
+            return UNKNOWN if fn == UNKNOWN else ("call", fn)
         if t == "object":
             items = []
             for ch in node.named_children:
@@ -107,10 +134,28 @@ class _Extractor:
 
     def _value_ref(self, node) -> tuple:
         """Ref of a value; a function value already visited as a definition is ``("def", qual)``."""
-        node = unwrap(node)
-        if node is not None and node.id in self._pending:
-            return self._pending[node.id]
+        inner = unwrap(node)
+        if inner is not None and inner.id in self._pending:
+            return self._pending[inner.id]
         return self.ref(node)
+
+    def _jsdoc(self, node) -> dict:
+        """The JSDoc tags of the ``/** … */`` comment right before the declaration holding
+        ``node`` (JavaScript files only), else {}."""
+        if not self.js or node is None:
+            return {}
+        n = node
+        while n.parent is not None and n.parent.type in _JSDOC_HOLDERS:
+            n = n.parent
+        prev = n.prev_named_sibling
+        if prev is None or prev.type != "comment" or prev.end_point[0] < n.start_point[0] - 1:
+            return {}
+        doc = text(prev)
+        return jsdoc_tags(doc) if doc.startswith("/**") else {}
+
+    def _declares_here(self) -> bool:
+        """Whether declarations in the current scope are symbols (the module, a namespace)."""
+        return self.cur == 0 or self.cur in self._namespaces
 
     # -- binding patterns -----------------------------------------------------------------------
     def bind_pattern(self, pat, value: tuple) -> None:
@@ -147,15 +192,42 @@ class _Extractor:
             self.bind_pattern(pat.child_by_field_name("pattern"), UNKNOWN)
             self.visit(pat.child_by_field_name("value"))
 
-    def _params(self, fn) -> None:
+    def _params(self, fn, documented: dict, callback: tuple | None) -> None:
+        """Bind the parameters of ``fn``: a declared type (``p: T``; JSDoc ``@param {T} p`` in
+        JavaScript, ``documented``) makes the value ``("t", T)``; an untyped parameter of a
+        function passed to a call (``callback``: (scope, callee ref, argument index)) is typed by
+        the callee's declared parameter type (``("cbp", …)``)."""
         params = fn.child_by_field_name("parameters")
         if params is None:
             p = fn.child_by_field_name("parameter")
             if p is not None:
-                self.bind_pattern(p, UNKNOWN)
+                tref = documented.get(text(p)) if p.type == "identifier" else None
+                if tref not in (None, UNKNOWN):
+                    self.bind_pattern(p, ("t", tref))
+                elif callback is not None and p.type == "identifier":
+                    self.bind_pattern(p, ("cbp", callback[0], callback[1], callback[2], 0))
+                else:
+                    self.bind_pattern(p, UNKNOWN)
             return
-        for p in params.named_children:
-            self.bind_pattern(p, UNKNOWN)
+        for j, p in enumerate(params.named_children):
+            pat, tref = p, None
+            if p.type in ("required_parameter", "optional_parameter"):
+                pat = p.child_by_field_name("pattern")
+                tnode = p.child_by_field_name("type")
+                tref = type_ref(tnode) if tnode is not None else None
+            elif p.type == "assignment_pattern":
+                pat = p.child_by_field_name("left")
+            if tref is None and pat is not None and pat.type == "identifier":
+                tref = documented.get(text(pat))
+            if tref is None and callback is not None and pat is not None and pat.type in ("identifier", "object_pattern"):
+                tref = ("cbp", callback[0], callback[1], callback[2], j)
+            if tref not in (None, UNKNOWN) and pat is not None and pat.type in ("identifier", "object_pattern"):
+                self.bind_pattern(pat, tref if tref[0] == "cbp" else ("t", tref))
+                self.visit(p.child_by_field_name("value") if p is not pat else None)
+                if p.type == "assignment_pattern":
+                    self.visit(p.child_by_field_name("right"))
+            else:
+                self.bind_pattern(p, UNKNOWN)
 
     # -- definitions ----------------------------------------------------------------------------
     def function(self, fn, name: str | None, kind: str = "function", name_node=None, this_class=None,
@@ -171,13 +243,19 @@ class _Extractor:
             owner = qual
         else:
             owner = outer.qual
+        scope = JsScope(owner, self.cur, this_class=this_class)
         if this_class is None and fn.type == "arrow_function":
-            this_class = outer.this_class  # arrows keep the enclosing ``this``
+            scope.this_class = outer.this_class  # arrows keep the enclosing ``this``
+            if outer.this_class is None:
+                scope.this_ref, scope.this_scope = ("this",), self.cur
         idx = len(self.scopes)
-        self.scopes.append(JsScope(owner, self.cur, this_class=this_class))
+        self.scopes.append(scope)
         prev, self.cur = self.cur, idx
+        for tname, constraint in type_parameters(fn.child_by_field_name("type_parameters")):
+            scope.types[tname] = ("tp", constraint)
+        doc = self._jsdoc(fn)
         self.decorators(decorators, prev)
-        self._params(fn)
+        self._params(fn, doc.get("params", {}), self._callbacks.pop(fn.id, None))
         body = fn.child_by_field_name("body")
         if body is not None:
             if body.type == "statement_block":
@@ -185,6 +263,22 @@ class _Extractor:
             else:
                 self.visit(body)
         self.cur = prev
+        rets = self._returns.pop(idx, [])
+        if ref != UNKNOWN:
+            rt = fn.child_by_field_name("return_type")
+            if rt is not None:
+                result = ("t", type_ref(rt))
+            elif "returns" in doc:
+                result = ("t", doc["returns"])
+            elif body is not None and body.type != "statement_block":
+                result = ("alt", (self._value_ref(body),))
+            else:
+                result = ("alt", tuple(rets[:_MAX_RETURNS])) if rets and len(rets) <= _MAX_RETURNS else None
+            if result is not None:
+                self.results.setdefault(ref[1], (idx, result))
+            ptypes = parameter_types(fn.child_by_field_name("parameters"), doc.get("params"))
+            if any(t != UNKNOWN for t in ptypes):
+                self.params.setdefault(ref[1], (idx, ptypes))
         return ref
 
     def decorators(self, decs, eval_idx: int) -> None:
@@ -214,6 +308,7 @@ class _Extractor:
         qual = self._qual(name)
         self._add(qual, name, "class", node, name_node)
         heritage = None
+        supers: tuple = ()
         for ch in node.named_children:
             if ch.type == "class_heritage":
                 ext = next((c for c in ch.named_children if c.type == "extends_clause"), None)
@@ -224,10 +319,15 @@ class _Extractor:
                 elif ch.named_children and ch.named_children[0].type != "implements_clause":
                     heritage = self.ref(ch.named_children[0])  # JS grammar: class_heritage holds the expression
                     self.visit(ch.named_children[0])
-        cls = self.classes.setdefault(qual, JsClass(qual, heritage, self.cur))
+                impl = next((c for c in ch.named_children if c.type == "implements_clause"), None)
+                if impl is not None:
+                    supers = tuple(type_ref(c) for c in impl.named_children)
         idx = len(self.scopes)
+        cls = self.classes.setdefault(qual, JsClass(qual, heritage, self.cur, scope=idx, supers=supers))
         self.scopes.append(JsScope(qual, self.cur, this_class=qual))
         prev, self.cur = self.cur, idx
+        for tname, constraint in type_parameters(node.child_by_field_name("type_parameters")):
+            self.scope.types[tname] = ("tp", constraint)
         decs = [c for c in node.children if c.type == "decorator"]
         if node.parent is not None and node.parent.type == "export_statement":
             decs = [c for c in node.parent.children if c.type == "decorator"] + decs
@@ -248,11 +348,21 @@ class _Extractor:
                 mname = text(n)
                 mq = f"{qual}.{mname}"
                 cls.members.setdefault(mname, mq)
+                if any(c.type == "get" for c in m.children) and mname not in cls.getters:
+                    cls.getters.append(mname)
                 if m.child_by_field_name("body") is not None:
                     self.function(m, mq, "method", n, this_class=qual, decorators=decs)
+                    if mname == "constructor":
+                        self._parameter_properties(m, cls, idx)
                 else:
                     self._add(mq, mname, "method", m, n)
                     self.decorators(decs, prev)
+                    rt = m.child_by_field_name("return_type")
+                    if rt is not None:
+                        self.results.setdefault(mq, (idx, ("t", type_ref(rt))))
+                    ptypes = parameter_types(m.child_by_field_name("parameters"))
+                    if any(t != UNKNOWN for t in ptypes):
+                        self.params.setdefault(mq, (idx, ptypes))
             elif t in ("field_definition", "public_field_definition"):
                 n = m.child_by_field_name("property") or m.child_by_field_name("name")
                 v = unwrap(m.child_by_field_name("value"))
@@ -266,10 +376,108 @@ class _Extractor:
                     self.decorators(decs, prev)  # a decorated field: the class owns the calls
                     if v is not None:
                         self.visit(v)
+                    if n is not None and n.type in ("property_identifier", "private_property_identifier"):
+                        tnode = m.child_by_field_name("type")
+                        tref = type_ref(tnode) if tnode is not None else self._jsdoc(m).get("type")
+                        if tref is not None:
+                            cls.fields[text(n)] = (idx, ("t", tref))
+                        elif v is not None:
+                            cls.fields[text(n)] = (idx, self._value_ref(v))
             elif t == "class_static_block":
                 self.visit_children(m)
         self.cur = prev
         return ("def", qual)
+
+    def _parameter_properties(self, ctor, cls: JsClass, class_scope: int) -> None:
+        """``constructor(private x: T)``: ``x`` is a field of type ``T``."""
+        params = ctor.child_by_field_name("parameters")
+        for p in (params.named_children if params is not None else []):
+            if p.type not in ("required_parameter", "optional_parameter"):
+                continue
+            if not any(c.type == "accessibility_modifier" or c.type == "readonly" for c in p.children):
+                continue
+            pat, tnode = p.child_by_field_name("pattern"), p.child_by_field_name("type")
+            if pat is not None and pat.type == "identifier" and tnode is not None:
+                cls.fields[text(pat)] = (class_scope, ("t", type_ref(tnode)))
+
+    def type_declaration(self, node, kind: str) -> None:
+        """An interface, type alias or enum: a symbol where declarations are symbols (the module,
+        a namespace). Interfaces and object-literal type aliases also get a ``JsClass`` (kind
+        ``interface``; their methods are symbols ``I.m``), other aliases one of kind ``alias``
+        whose ``supers[0]`` is the aliased type."""
+        n = node.child_by_field_name("name")
+        if n is None or not self._declares_here():
+            return
+        name = text(n)
+        qual = self._qual(name)
+        self._add(qual, name, kind, node, n)
+        if kind == "enum":
+            self.scope.bind(name, ("def", qual))
+            return
+        self.scope.types[name] = ("def", qual)
+        idx = len(self.scopes)
+        scope = JsScope(qual, self.cur)
+        for tname, constraint in type_parameters(node.child_by_field_name("type_parameters")):
+            scope.types[tname] = ("tp", constraint)
+        self.scopes.append(scope)
+        if kind == "type":
+            value = node.child_by_field_name("value")
+            if value is None or value.type != "object_type":
+                self.classes.setdefault(qual, JsClass(qual, None, self.cur, kind="alias", scope=idx,
+                                                      supers=(type_ref(value),)))
+                return
+            body, supers = value, ()
+        else:
+            body = node.child_by_field_name("body")
+            ext = next((c for c in node.named_children if c.type == "extends_type_clause"), None)
+            supers = tuple(type_ref(c) for c in ext.named_children) if ext is not None else ()
+        cls = self.classes.setdefault(qual, JsClass(qual, None, self.cur, kind="interface", scope=idx, supers=supers))
+        for m in (body.named_children if body is not None else []):
+            mn = m.child_by_field_name("name")
+            if mn is None or mn.type != "property_identifier":
+                continue
+            mname = text(mn)
+            tnode = m.child_by_field_name("type")
+            if m.type == "property_signature" and tnode is not None and tnode.named_children \
+                    and tnode.named_children[-1].type == "function_type":
+                ftype = tnode.named_children[-1]
+                ret = ("t", type_ref(ftype.child_by_field_name("return_type")))
+                ptypes = parameter_types(ftype.child_by_field_name("parameters"))
+            elif m.type == "method_signature":
+                ret = ("t", type_ref(m.child_by_field_name("return_type")))
+                ptypes = parameter_types(m.child_by_field_name("parameters"))
+            else:
+                if m.type == "property_signature":
+                    cls.fields[mname] = (idx, ("t", type_ref(tnode)))
+                continue
+            mq = f"{qual}.{mname}"
+            self._add(mq, mname, "method", m, mn)
+            cls.members.setdefault(mname, mq)
+            self.results.setdefault(mq, (idx, ret))
+            if any(t != UNKNOWN for t in ptypes):
+                self.params.setdefault(mq, (idx, ptypes))
+
+    def namespace(self, node) -> bool:
+        """``namespace N { … }``: a symbol ``N`` whose body is a scope; ``N`` is bound to the
+        namespace's exports. False when it is not a named namespace."""
+        n, body = node.child_by_field_name("name"), node.child_by_field_name("body")
+        if n is None or n.type != "identifier" or body is None:
+            return False
+        name = text(n)
+        qual = self._qual(name)
+        self._add(qual, name, "namespace", node, n)
+        idx = len(self.scopes)
+        self.scopes.append(JsScope(qual, self.cur))
+        self._namespaces.add(idx)
+        prev, self.cur = self.cur, idx
+        saved, self.exports = self.exports, {}
+        try:
+            self.block(body)
+        finally:
+            inner, self.exports = self.exports, saved
+            self.cur = prev
+        self.scope.bind(name, ("ns", idx, tuple(sorted(inner.items()))))
+        return True
 
     # -- statements -----------------------------------------------------------------------------
     def block(self, node) -> None:
@@ -294,7 +502,8 @@ class _Extractor:
                 self.scope.bind(name, ref)
             else:
                 self._visit_value(v, name if self.cur == 0 else None)
-                ref = self._value_ref(v) if v is not None else UNKNOWN
+                declared = self._declared_type(d)
+                ref = ("t", declared) if declared is not None else self._value_ref(value) if v is not None else UNKNOWN
                 if self.cur == 0 and not _is_import_ref(ref):  # ``const x = require(…)`` is an import
                     self._add(name, name, "variable", d, name_node)
                 self.scope.bind(name, ref)
@@ -302,11 +511,18 @@ class _Extractor:
                 self.exports[name] = ("n", name)
         else:
             self._visit_value(v)
-            ref = self.ref(v) if v is not None else UNKNOWN
+            declared = self._declared_type(d)
+            ref = ("t", declared) if declared is not None else self.ref(value) if v is not None else UNKNOWN
             self.bind_pattern(name_node, ref)
             if exported:
                 for ident in pattern_names(name_node):
                     self.exports[ident] = ("n", ident)
+
+    def _declared_type(self, declarator) -> tuple | None:
+        """The declared type of a variable (``let x: T``; JSDoc ``@type {T}`` in JavaScript)."""
+        tnode = declarator.child_by_field_name("type")
+        tref = type_ref(tnode) if tnode is not None else self._jsdoc(declarator).get("type")
+        return None if tref is None or tref == UNKNOWN else tref
 
     def _visit_value(self, v, prefix: str | None = None) -> None:
         if v is None:
@@ -318,7 +534,9 @@ class _Extractor:
 
     def object_literal(self, node, prefix: str | None) -> None:
         """Visit an object literal; at module level, named function members become symbols
-        (``prefix.key``; ``key`` with ``prefix == ""``: the members of ``module.exports = {…}``)."""
+        (``prefix.key``; ``key`` with ``prefix == ""``: the members of ``module.exports = {…}``).
+        ``this`` in its methods (not arrows) is the object."""
+        methods: list[int] = []
         for ch in node.named_children:
             if ch.type == "pair":
                 k = ch.child_by_field_name("key")
@@ -329,6 +547,8 @@ class _Extractor:
                 if v.type in FUNCS:
                     q = (f"{prefix}.{key}" if prefix else key) if key is not None and prefix is not None \
                         and self.cur == 0 else None
+                    if v.type != "arrow_function":
+                        methods.append(len(self.scopes))
                     self._pending[v.id] = self.function(v, q if q not in self.seen else None, "function", k)
                 elif v.type == "object":
                     self.object_literal(v, f"{prefix}.{key}" if prefix and key else None)
@@ -339,9 +559,14 @@ class _Extractor:
                 q = None
                 if n is not None and n.type == "property_identifier" and prefix is not None and self.cur == 0:
                     q = f"{prefix}.{text(n)}" if prefix else text(n)
+                methods.append(len(self.scopes))
                 self._pending[ch.id] = self.function(ch, q if q not in self.seen else None, "function", n)
             else:
                 self.visit(ch)
+        if methods:
+            this = self.ref(node)
+            for idx in methods:
+                self.scopes[idx].this_ref, self.scopes[idx].this_scope = this, self.cur
 
     def visit(self, node) -> None:  # noqa: C901 - one dispatch over node types
         if node is None:
@@ -360,8 +585,20 @@ class _Extractor:
             name = text(n) if n is not None else None
             if t == "function_signature":
                 if name:
-                    self._add(self._qual(name), name, "function", node, n)
-                    self.scope.bind(name, ("def", self._qual(name)))
+                    q = self._qual(name)
+                    self._add(q, name, "function", node, n)
+                    self.scope.bind(name, ("def", q))
+                    idx = len(self.scopes)
+                    sig = JsScope(q, self.cur)
+                    for tname, constraint in type_parameters(node.child_by_field_name("type_parameters")):
+                        sig.types[tname] = ("tp", constraint)
+                    self.scopes.append(sig)
+                    rt = node.child_by_field_name("return_type")
+                    if rt is not None:
+                        self.results.setdefault(q, (idx, ("t", type_ref(rt))))
+                    ptypes = parameter_types(node.child_by_field_name("parameters"))
+                    if any(t != UNKNOWN for t in ptypes):
+                        self.params.setdefault(q, (idx, ptypes))
                 return
             ref = self.function(node, name, "function", n)
             if name:
@@ -373,11 +610,14 @@ class _Extractor:
             if name:
                 self.scope.bind(name, ref)
         elif t in TYPE_DECLS:
-            n = node.child_by_field_name("name")
-            if n is not None and self.cur == 0:
-                name = text(n)
-                self._add(name, name, TYPE_DECLS[t], node, n)
-                self.scope.bind(name, ("def", name))
+            self.type_declaration(node, TYPE_DECLS[t])
+        elif t == "internal_module":
+            if not self.namespace(node):
+                self.visit_children(node)
+        elif t == "return_statement":
+            self.visit_children(node)
+            if node.named_children:
+                self._returns.setdefault(self.cur, []).append(self._value_ref(node.named_children[0]))
         elif t in FUNCS:
             n = node.child_by_field_name("name")
             self.function(node, None)
@@ -388,8 +628,12 @@ class _Extractor:
             self.call(node)
         elif t == "new_expression":
             ctor = node.child_by_field_name("constructor")
+            cref = self.ref(ctor)
             self.scope.calls.append(CallSite(ctor.start_point[0] + 1, ctor.start_point[1], end_col(ctor),
-                                             ("new", self.ref(ctor)), last_name(ctor), False, self._eval_scope))
+                                             ("new", cref), last_name(ctor), False, self._eval_scope))
+            args = node.child_by_field_name("arguments")
+            if cref != UNKNOWN and args is not None:
+                self._note_callbacks(args, ("a", cref, "constructor"))
             self.visit_children(node)
         elif t in ("jsx_opening_element", "jsx_self_closing_element"):
             # <Button …/>: React calls the component; lower-case names are host elements
@@ -434,11 +678,22 @@ class _Extractor:
                         self.visit(a)
                     return
         if fn is not None and fn.type not in ("import", "super"):
+            fref = self.ref(fn)
             self.scope.calls.append(CallSite(fn.start_point[0] + 1, fn.start_point[1], end_col(fn),
-                                             self.ref(fn), last_name(fn), False, self._eval_scope))
+                                             fref, last_name(fn), False, self._eval_scope))
+            if fref != UNKNOWN and args is not None:
+                self._note_callbacks(args, fref)
         self.visit(fn)
         if args is not None:
             self.visit_children(args)
+
+    def _note_callbacks(self, args, fref: tuple) -> None:
+        """Remember the functions passed as arguments of a call of ``fref`` (their untyped
+        parameters take the callee's declared parameter types)."""
+        for i, a in enumerate(args.named_children):
+            u = unwrap(a)
+            if u is not None and u.type in ("arrow_function", "function_expression", "function"):
+                self._callbacks[u.id] = (self.cur, fref, i)
 
     def _then_callback(self, cb, value: tuple) -> None:
         outer = self.scope
@@ -512,6 +767,16 @@ class _Extractor:
             ref = self.ref(r)
         if left is not None and left.type == "identifier":
             self.scope.bind(text(left), ref)
+        elif left is not None and left.type == "member_expression" and self.scope.this_class is not None:
+            obj, prop = left.child_by_field_name("object"), left.child_by_field_name("property")
+            cls = self.classes.get(self.scope.this_class)
+            if obj is not None and obj.type == "this" and prop is not None and cls is not None \
+                    and prop.type in ("property_identifier", "private_property_identifier"):
+                declared = self._jsdoc(node).get("type")
+                if declared not in (None, UNKNOWN):
+                    ref = ("t", declared)
+                if ref != UNKNOWN and text(prop) not in cls.members:
+                    cls.fields.setdefault(text(prop), (self.cur, ref))  # a declared field wins
 
     # -- modules --------------------------------------------------------------------------------
     def import_statement(self, node) -> None:
@@ -634,7 +899,7 @@ def extract(rel: str, source: bytes) -> JsFacts:
     ``RecursionError`` for absurdly deep nesting."""
     parsed = js_parse.parse(rel, source)  # with the grammars' gaps mended (ts-syntax)
     root = parsed.tree.root_node
-    ex = _Extractor(rel)
+    ex = _Extractor(rel, js=grammar_for(rel) == "javascript")
     ex.type_stars = parsed.lines_of("type-star")
     for ch in root.named_children:
         ex.visit(ch)
@@ -648,7 +913,7 @@ def extract(rel: str, source: bytes) -> JsFacts:
         if call.id not in ex._values_import_calls:
             ex._import(string_value(spec), call, "type")
     facts = JsFacts(rel=rel, lines=n_lines, symbols=ex.symbols, scopes=ex.scopes, classes=ex.classes,
-                    imports=ex.imports, exports=ex.exports, stars=ex.stars)
+                    imports=ex.imports, exports=ex.exports, stars=ex.stars, results=ex.results, params=ex.params)
     if parsed.mended:
         js_parse.restore_anonymous_default(facts)
     if root.has_error:

@@ -209,3 +209,6 @@ def restore_anonymous_default(facts) -> None:
     del facts.exports[ANON_DEFAULT]
     facts.exports["default"] = ("def", "default")
     facts.scopes[0].names.pop(ANON_DEFAULT, None)
+    for table in (facts.results, facts.params):
+        if ANON_DEFAULT in table:
+            table["default"] = table.pop(ANON_DEFAULT)

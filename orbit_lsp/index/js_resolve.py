@@ -191,6 +191,7 @@ class JsResolver(JsBinder):
                     out.unresolved.setdefault(caller, []).append(site.name)
                     out.unresolved_lines.setdefault(caller, []).append(site.line)
         for cls in facts.classes.values():
+            self.type_heritage(rel, cls, out)  # interfaces extended, implemented (js_bind)
             if cls.heritage is None:
                 continue
             b = self.ev(rel, cls.outer, cls.heritage)
