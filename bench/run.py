@@ -5,6 +5,8 @@
     python -m bench.run queries [--corpus stdlib|PATH] [--repeat 5]
     python -m bench.run lsp     [--corpus stdlib|PATH] [--n 20] [--saves 20]
     python -m bench.run ts-resolution [--package rxjs@7.8.1 | --corpus PATH]  (bench/ts_resolution.py)
+    python -m bench.run ts-callers [--package zod@3.25.76 --package rxjs@7.8.1 | --corpus PATH] [--top 30]
+                                                                               (bench/ts_callers.py)
     python -m bench.run peers   [--corpus stdlib|PATH] [--k 20] [--tools jedi,jedi-full,pyright]  (bench/peers.py)
     python -m bench.run profile [--corpus stdlib|PATH] [--top 60]                                 (bench/profile.py)
     python -m bench.run mcp     [--corpus stdlib|PATH] [--n 20]                                   (bench/mcp.py)
@@ -960,6 +962,9 @@ def build_parser() -> argparse.ArgumentParser:
     from bench.ts_resolution import add_parser as add_ts_resolution
 
     add_ts_resolution(sub, common)  # ts-resolution (see bench/ts_resolution.py)
+    from bench.ts_callers import add_parser as add_ts_callers
+
+    add_ts_callers(sub, common)  # ts-callers (see bench/ts_callers.py)
 
     from bench import mcp, peers, profile  # their options live with their code
 
@@ -990,6 +995,12 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> int
         from bench.ts_resolution import run as run_ts_resolution
 
         record(run_ts_resolution(args, settings, command), machine_info(settings, load, code),
+               None if args.no_record else args.results)
+        return 0
+    if args.cmd == "ts-callers":  # its corpora are npm packages' src/ (or a directory used as it is)
+        from bench.ts_callers import run as run_ts_callers
+
+        record(run_ts_callers(args, settings, command), machine_info(settings, load, code),
                None if args.no_record else args.results)
         return 0
     if args.cmd == "changes":  # its corpora are projects with their test suites (bench/changes.py)
