@@ -119,7 +119,8 @@ def cmd_callers(ctx: Ctx) -> int:
     root, graph = workspace_graph(ctx)
     ans = queries.callers(graph, ctx.args.symbol, ctx.args.depth)
     if not ans.rows:
-        raise CliError(f"no symbol named '{ctx.args.symbol}' in the graph of {root}")
+        missing = next((n for n in ans.notes if n.startswith("no symbol named")), f"no symbol named '{ctx.args.symbol}'")
+        raise CliError(missing.replace(" in the graph", f" in the graph of {root}", 1))
     stale = _freshness(ans, graph, root, [f for e in ans.rows for f in (
         [e["target"]["file"]] + [c["file"] for c in e["callers"]]
         + [x["file"] for x in (e.get("unbound") or {}).get("sites", [])])])
@@ -165,7 +166,7 @@ def cmd_chain(ctx: Ctx) -> int:
     ans = queries.call_chain(graph, ctx.args.source, ctx.args.target, max_len=ctx.args.max_len)
     missing = [n for n in ans.notes if n.startswith("no symbol named")]
     if missing:
-        raise CliError("; ".join(missing) + f" in the graph of {root}")
+        raise CliError("; ".join(missing) + f" (graph of {root})")
     stale = _freshness(ans, graph, root, [n["file"] for row in ans.rows for n in row["path"]])
     if ctx.json:
         emit_json("chain", {"from": ctx.args.source, "to": ctx.args.target, **_answer(ans),

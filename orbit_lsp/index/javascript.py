@@ -8,6 +8,7 @@ Grammars and node readers: ``js_syntax.py``.
 
 from __future__ import annotations
 
+from orbit_lsp.index import js_parse
 from orbit_lsp.index.js_facts import (  # noqa: F401 - re-exported: the fact model's historical home
     JS_EXTS, UNKNOWN, JsClass, JsFacts, JsImport, JsScope, JsSyntaxError)
 from orbit_lsp.index.js_syntax import (  # noqa: F401 - grammar_for and string_value re-exported
@@ -26,6 +27,7 @@ _MAX_RETURNS = 8  # return values kept per function (a longer list is as good as
 class _Extractor:
     def __init__(self, rel: str, js: bool = False):
         self.rel = rel
+        self.type_stars: set[int] = set()  # lines of ``export type *`` the parse mended (js_parse)
         self.js = js  # a JavaScript file: JSDoc types count (TypeScript ignores them in .ts files)
         self.results: dict[str, tuple] = {}
         self.params: dict[str, tuple] = {}
@@ -792,6 +794,9 @@ class _Extractor:
             if ident is not None and spec:
                 self.scope.bind(text(ident), ("imp", spec, "*"))
             return
+        if not type_only:  # ``import { type A, type B }``: every name a type (ts-syntax)
+            named = [c for c in clause.named_children]
+            type_only = len(named) == 1 and named[0].type == "named_imports" and _all_types(named[0], "import_specifier")
         self._import(spec, node, "type" if type_only else "import")
         if not spec:
             return
@@ -815,17 +820,18 @@ class _Extractor:
                 return
             clause = next((c for c in node.named_children if c.type == "export_clause"), None)
             ns = next((c for c in node.named_children if c.type == "namespace_export"), None)
-            if clause is not None:
-                self._import(spec, node, "reexport")
+            if clause is not None:  # ``export type {…} from`` / every name ``type``: type-only (ts-syntax)
+                type_only = "type" in tokens or _all_types(clause, "export_specifier")
+                self._import(spec, node, "type-reexport" if type_only else "reexport")
                 for name, out in specifiers(clause, "export_specifier"):
                     self.exports[out] = ("imp", spec, name)
             elif ns is not None:
-                self._import(spec, node, "reexport")
+                self._import(spec, node, "type-reexport" if node.start_point[0] + 1 in self.type_stars else "reexport")
                 ident = next((c for c in ns.named_children if c.type in ("identifier", "string")), None)
                 if ident is not None:
                     self.exports[export_name(ident)] = ("imp", spec, "*")
             else:
-                self._import(spec, node, "star")
+                self._import(spec, node, "type-star" if node.start_point[0] + 1 in self.type_stars else "star")
                 if "type" not in tokens or "*" in tokens:
                     self.stars.append(spec)
             return
@@ -872,6 +878,12 @@ class _Extractor:
         self.visit_children(node)
 
 
+def _all_types(clause, kind: str) -> bool:
+    """True when every specifier of an import/export clause is marked ``type`` (and there is one)."""
+    specs = [s for s in clause.named_children if s.type == kind]
+    return bool(specs) and all(any(c.type == "type" for c in s.children) for s in specs)
+
+
 def _is_import_ref(ref: tuple) -> bool:
     while ref[0] == "a":
         ref = ref[1]
@@ -885,11 +897,10 @@ def extract(rel: str, source: bytes) -> JsFacts:
     Raises ``JsSyntaxError`` when the tree has an ERROR or MISSING node (the caller keeps the
     file's last good facts, or takes the partial ones the error carries when there are none),
     ``RecursionError`` for absurdly deep nesting."""
-    import tree_sitter
-
-    tree = tree_sitter.Parser(language(grammar_for(rel))).parse(source)
-    root = tree.root_node
+    parsed = js_parse.parse(rel, source)  # with the grammars' gaps mended (ts-syntax)
+    root = parsed.tree.root_node
     ex = _Extractor(rel, js=grammar_for(rel) == "javascript")
+    ex.type_stars = parsed.lines_of("type-star")
     for ch in root.named_children:
         ex.visit(ch)
     n_lines = source.count(b"\n") + (0 if source.endswith(b"\n") or not source else 1)
@@ -898,11 +909,13 @@ def extract(rel: str, source: bytes) -> JsFacts:
         ex.symbols.insert(0, PySymbol("", rel.rsplit("/", 1)[-1], "module", 1, max(1, n_lines), 0))
     # ``import("./x")`` in type positions (``let a: import("./x").T``, ``typeof import("./x")``)
     # is a type-only dependency: every literal import() call the walk above did not see as a value
-    for call, spec in literal_import_calls(root, grammar_for(rel)):
+    for call, spec in literal_import_calls(root, parsed.grammar):
         if call.id not in ex._values_import_calls:
             ex._import(string_value(spec), call, "type")
     facts = JsFacts(rel=rel, lines=n_lines, symbols=ex.symbols, scopes=ex.scopes, classes=ex.classes,
                     imports=ex.imports, exports=ex.exports, stars=ex.stars, results=ex.results, params=ex.params)
+    if parsed.mended:
+        js_parse.restore_anonymous_default(facts)
     if root.has_error:
         row, msg = first_error(root)
         raise JsSyntaxError(row + 1, f"{msg} (tree-sitter)", facts)

@@ -52,7 +52,9 @@ class JsSyntaxError(Exception):
 @dataclass(slots=True)
 class JsImport:
     """One module specifier: ``spec`` as written, ``line`` 1-based, ``kind`` one of import |
-    type | side | reexport | star | require | dynamic | import-equals."""
+    type | side | reexport | star | require | dynamic | import-equals, or type-reexport |
+    type-star (``export type … from``, ``export type * from``); ``type``: ``import type``,
+    ``import { type A }`` with every name a type, ``import("./x").T`` in a type."""
 
     spec: str
     line: int
