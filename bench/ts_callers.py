@@ -239,8 +239,10 @@ def compare_project(corpus: Path, label: str, settings, typescript: Path, top: i
     only_ts, only_orbit = [], []
     per_target = []
     orbit_sites_of: dict[str, collections.Counter] = {}
+    target_line: dict[str, tuple[str, int]] = {}
     for n_ts, rel, sym, r, calls in chosen:
         dst = f"{rel}#{sym.qual}"
+        target_line[dst] = (rel, sym.line)
         ts_keys: collections.Counter = collections.Counter()
         seen_names: set = set()
         for c in calls:
@@ -309,7 +311,12 @@ def compare_project(corpus: Path, label: str, settings, typescript: Path, top: i
         else:
             where = sorted({f"{rel_of(x['file']) or Path(x['file']).name}:{x['line'] + 1} {x['container']}.{x['name']}"
                             for x in d["defs"]})
-            why, cls = "TypeScript: " + "; ".join(where)[:200], "TypeScript binds it to another declaration"
+            trel, tline = target_line[dst]
+            if any(rel_of(x["file"]) == trel and x["line"] + 1 == tline for x in d["defs"]):
+                cls = "TypeScript's definition is the target too (through an alias), its call hierarchy omits it"
+            else:
+                cls = "TypeScript binds it to another declaration"
+            why = "TypeScript: " + "; ".join(where)[:200]
         classes["orbit only: " + cls] += 1
         rows.append([dst, f"{rel}:{ln}", lines.line(rel, ln).strip()[:90], "orbit only", why])
 
