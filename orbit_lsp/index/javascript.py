@@ -57,12 +57,17 @@ class _Extractor:
         return f"{q}.{name}" if q else name
 
     def _add(self, qual: str, name: str, kind: str, node, name_node=None) -> bool:
+        at = name_node if name_node is not None else node
+        sym = PySymbol(qual, name, kind, node.start_point[0] + 1, node.end_point[0] + 1, at.start_point[1])
         if qual in self.seen:
+            if kind in ("function", "class"):  # ``interface F`` merged with ``function F``: the callable wins
+                for i, old in enumerate(self.symbols):
+                    if old.qual == qual and old.kind in ("interface", "type"):
+                        self.symbols[i] = sym
+                        return True
             return False
         self.seen.add(qual)
-        at = name_node if name_node is not None else node
-        self.symbols.append(PySymbol(qual, name, kind, node.start_point[0] + 1, node.end_point[0] + 1,
-                                     at.start_point[1]))
+        self.symbols.append(sym)
         return True
 
     def _import(self, spec: str | None, node, kind: str) -> None:
@@ -351,6 +356,10 @@ class _Extractor:
                     supers = tuple(type_ref(c) for c in impl.named_children)
         idx = len(self.scopes)
         cls = self.classes.setdefault(qual, JsClass(qual, heritage, self.cur, scope=idx, supers=supers))
+        if cls.kind != "class":  # ``interface C`` merged with ``class C``: one class with both's members
+            merged = JsClass(qual, heritage, self.cur, dict(cls.members), scope=idx, supers=supers + cls.supers,
+                             fields=dict(cls.fields))
+            cls = self.classes[qual] = merged
         self.scopes.append(JsScope(qual, self.cur, this_class=qual))
         prev, self.cur = self.cur, idx
         for tname, constraint in type_parameters(node.child_by_field_name("type_parameters")):
