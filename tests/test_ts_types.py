@@ -381,3 +381,25 @@ export function main(subs: Sub[], list: Array<Sub>, other?: Sub) {
         }
         assert sites(ix.graph, "src/use.ts#main", "src/lib.ts#Sub.unsubscribe") == [3, 4, 5, 6, 9, 10]
         assert unbound(ix.graph) == {}  # subs.length.toFixed(): a number's method, external
+
+
+def test_declaration_merging_keeps_the_callable(store):
+    lib = """export interface make { extra(): void }
+export function make(): Thing { return new Thing(); }
+export interface Thing { size(): number }
+export class Thing { grow() { return this; } }
+"""
+    use = """import { make } from "./lib";
+export function main() {
+  make().grow().size();
+}
+"""
+    with indexed(store, {"src/lib.ts": lib, "src/use.ts": use}) as ix:
+        kinds = dict(ix.graph.query("MATCH (s:Symbol) RETURN s.qual, s.kind").rows)
+        assert kinds["src/lib.ts#make"] == "function" and kinds["src/lib.ts#Thing"] == "class"
+        assert kinds["src/lib.ts#make.extra"] == "method"
+        assert calls(ix.graph, "src/use.ts") == {
+            ("src/use.ts#main", "src/lib.ts#make"): "import",
+            ("src/use.ts#main", "src/lib.ts#Thing.grow"): "return",
+            ("src/use.ts#main", "src/lib.ts#Thing.size"): "return",  # the interface's member of the merged class
+        }
