@@ -50,6 +50,7 @@ from orbit_lsp.server.app import OrbitServer, use_lsp_lines
 log = logging.getLogger("orbit_lsp.server")
 CLIENT_TIMEOUT_S = 10.0   # longest wait for the client's answer to a server request
 LOADING_NOTICE_S = 3.0    # FalkorDB not answering after this long at start: say it is loading data
+HEAD_POLL_S = 1.0         # how often the folders' git HEAD is read (a branch switch moves the graph)
 
 
 def _settings_object(value: Any) -> Any:
@@ -103,6 +104,7 @@ class Feature:
         self.cancels: set[threading.Event] = set()  # running index_all runs (set on shutdown)
         self._connected_store = None  # the GraphStore last connected to before indexing
         self.stopping = False
+        self.head_task: asyncio.Future | None = None  # follows branch switches (``follow_heads``)
 
     def register(self) -> None:
         ls = self.server
@@ -147,6 +149,37 @@ class Feature:
                 await self.index_folder(ix)
         finally:
             self.initial_index_done.set()
+            if not self.stopping:
+                self.head_task = asyncio.ensure_future(self._follow_heads())
+
+    # -- branches ------------------------------------------------------------------------------
+    async def _follow_heads(self) -> None:
+        """Every ``HEAD_POLL_S``: move folders whose git branch changed to that branch's graph."""
+        while not self.stopping:
+            await asyncio.sleep(HEAD_POLL_S)
+            try:
+                await self.follow_heads()
+            except Exception:  # noqa: BLE001 - keep following; the next poll tries again
+                log.exception("following a branch switch failed")
+
+    async def follow_heads(self) -> list[WorkspaceIndexer]:
+        """Serve every folder whose graph changed (its git HEAD names another branch, or the
+        ``graphKey`` setting changed) from its new graph, and index it: that graph is re-opened
+        from its cache, and only the files that differ from it are re-indexed (a branch seen for
+        the first time starts from a shared graph or is built). The watcher's events of the
+        checkout wait meanwhile (the folder is not indexed) and find the files indexed already.
+        Returns the folders moved."""
+        ls = self.server
+        moved = []
+        for ix, name in ls.workspaces.moved():
+            if self.stopping:
+                break
+            self._log(f"orbit: {ix.root} changed branch (graph {ix.graph.name} -> {name}); re-opening it")
+            await ls.index(ls.workspaces.switch, ix, name)
+            if ix.graph.name == name:
+                moved.append(ix)
+                await self.index_folder(ix)
+        return moved
 
     def serve(self, folder: Path) -> WorkspaceIndexer | None:
         """Serve ``folder`` unless it is too broad (home directory, filesystem root) while the
@@ -227,13 +260,14 @@ class Feature:
         else:
             await self._pull_configuration()
         new = ls.settings
-        index_keys = ("falkordb_url", "data_dir", "exclude", "max_file_bytes")
+        index_keys = ("falkordb_url", "data_dir", "exclude", "max_file_bytes", "graph_key")
         if any(getattr(old, k) != getattr(new, k) for k in index_keys):
             if (old.falkordb_url, old.data_dir) != (new.falkordb_url, new.data_dir):
                 for ix in list(self.observers):
                     self.observers.pop(ix).stop()
                 for ix in ls.workspaces.all():
                     self.watch(ix)
+            await self.follow_heads()  # a changed graph key moves folders to another graph
             await self.reopen_all()
         elif old != new:
             ls.refresh_lenses()
@@ -528,6 +562,8 @@ class Feature:
         """Stop watching and cancel running indexing, so ``exit`` does not wait for it."""
         self.stopping = True
         self.server.heap.stop()
+        if self.head_task is not None:
+            self.head_task.cancel()
         if self.flush_handle is not None:
             self.flush_handle.cancel()
             self.flush_handle = None
