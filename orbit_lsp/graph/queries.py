@@ -54,20 +54,67 @@ def _sym(row) -> dict:
 
 
 def find_symbols(graph: Graph, text: str, ans: Answer | None = None) -> Answer:
-    """Symbols matching ``text``: an exact qualified name (``pkg.mod.f``), else the exact short
-    name, else a qualified name ending in ``.text`` (``Class.method``). Module symbols are
-    included only when asked by qualified name.
+    """Symbols matching ``text``, the same way in Python and JS/TS: an exact qualified name
+    (``pkg.mod.f``, ``src/a.ts#Cart.add``), else the exact short name (``add``), else
+    ``FILE#NAME`` with FILE the file's path or a suffix of it on a ``/`` (``a.ts#Cart.add``) and
+    NAME its in-file qualified name or a ``.``-suffix of it, else a qualified name ending in
+    ``.text`` or ``#text`` (``Class.method``, ``Cart.add``). Module symbols are included only
+    when asked by qualified name.
     ``rows``: symbol dicts sorted by (file, line)."""
     ans = ans or Answer()
     rows = ans.run(graph, f"MATCH (s:Symbol {{qual: $q}}) RETURN {SYMBOL_FIELDS} ORDER BY file, line", {"q": text})
     if not rows:
         rows = ans.run(graph, f"MATCH (s:Symbol {{name: $n}}) WHERE s.kind <> 'module' "
                               f"RETURN {SYMBOL_FIELDS} ORDER BY file, line", {"n": text})
-    if not rows and "." in text:
-        rows = ans.run(graph, f"MATCH (s:Symbol) WHERE s.qual ENDS WITH $suffix "
-                              f"RETURN {SYMBOL_FIELDS} ORDER BY file, line", {"suffix": "." + text})
+    if not rows and "#" in text:
+        file, _, name = text.rpartition("#")
+        if file and name:
+            rows = ans.run(graph, f"MATCH (s:Symbol) WHERE (s.file = $f OR s.file ENDS WITH $sf) "
+                                  f"AND (s.qual ENDS WITH $hq OR s.qual ENDS WITH $dq) "
+                                  f"RETURN {SYMBOL_FIELDS} ORDER BY file, line",
+                           {"f": file, "sf": "/" + file.lstrip("/"), "hq": "#" + name, "dq": "." + name})
+    elif not rows and "." in text:
+        rows = ans.run(graph, f"MATCH (s:Symbol) WHERE s.qual ENDS WITH $suffix OR s.qual ENDS WITH $hsuffix "
+                              f"RETURN {SYMBOL_FIELDS} ORDER BY file, line", {"suffix": "." + text, "hsuffix": "#" + text})
     ans.rows = [_sym(r) for r in rows]
     return ans
+
+
+def suggest_symbols(graph: Graph, text: str, ans: Answer | None = None, limit: int = 5) -> list[str]:
+    """Qualified names of the symbols closest to ``text``, a name that ``find_symbols`` did not
+    find (at most ``limit``, best first): the symbols with its last name (after ``#`` or ``.``),
+    exactly or case-insensitively, else with a similar name (``difflib``, among the names with
+    the same first letter), ranked by the similarity of their qualified name to ``text``."""
+    import difflib
+    import re
+
+    ans = ans or Answer()
+    last = re.split(r"[#./]", text.strip())[-1]
+    if not last:
+        return []
+    rows = ans.run(graph, "MATCH (s:Symbol {name: $n}) WHERE s.kind <> 'module' RETURN s.qual LIMIT 500", {"n": last})
+    if not rows:
+        names = [r[0] for r in ans.run(graph, "MATCH (s:Symbol) WHERE s.kind <> 'module' AND toLower(left(s.name, 1)) = $c "
+                                              "RETURN DISTINCT s.name", {"c": last[:1].lower()}, timeout_ms=30_000)]
+        low = {n.lower(): n for n in names}
+        close = [low[n] for n in difflib.get_close_matches(last.lower(), list(low), n=limit, cutoff=0.7)]
+        if close:
+            rows = ans.run(graph, "UNWIND $names AS n MATCH (s:Symbol {name: n}) WHERE s.kind <> 'module' "
+                                  "RETURN s.qual LIMIT 500", {"names": close})
+    want = text.strip().lower()
+
+    def score(q: str) -> tuple:
+        return (-difflib.SequenceMatcher(None, want, q.lower()).ratio(), q)
+
+    return sorted({r[0] for r in rows}, key=score)[:limit]
+
+
+def not_found_note(graph: Graph, text: str, ans: Answer, what: str = "") -> str:
+    """"no symbol named 'X' in the graph" (``what``: a label in parentheses), with the closest
+    qualified names (``suggest_symbols``) when there are any."""
+    note = f"no symbol named '{text}'" + (f" ({what})" if what else " in the graph")
+    close = suggest_symbols(graph, text, ans)
+    return note + ("; closest: " + ", ".join(close) if close else "")
 
 
 def symbol_at(graph: Graph, path: str, line: int) -> Answer:
@@ -129,7 +176,7 @@ def callers(graph: Graph, symbol: str, depth: int = 1) -> Answer:
     if len(targets) > 1:
         ans.notes.append(f"'{symbol}' matches {len(targets)} symbols; answering for each")
     if not targets:
-        ans.notes.append(f"no symbol named '{symbol}' in the graph")
+        ans.notes.append(not_found_note(graph, symbol, ans))
     ans.rows = []
     for t in targets:
         found = _walk_calls(graph, t, depth, True, ans)
@@ -170,6 +217,8 @@ def callees(graph: Graph, symbol: str, depth: int = 1) -> Answer:
     targets = ans.rows
     if len(targets) > 1:
         ans.notes.append(f"'{symbol}' matches {len(targets)} symbols; answering for each")
+    if not targets:
+        ans.notes.append(not_found_note(graph, symbol, ans))
     ans.rows = [{"target": t, "callees": _walk_calls(graph, t, depth, False, ans)} for t in targets]
     return ans
 
@@ -186,7 +235,7 @@ def call_chain(graph: Graph, source: str, target: str, max_len: int = 10) -> Ans
     dsts = find_symbols(graph, target, ans).rows
     for label, name, cands in (("source", source, srcs), ("target", target, dsts)):
         if not cands:
-            ans.notes.append(f"no symbol named '{name}' ({label})")
+            ans.notes.append(not_found_note(graph, name, ans, label))
         elif len(cands) > 1:
             ans.notes.append(f"{label} '{name}' matches {len(cands)} symbols: "
                              + ", ".join(c["qual"] for c in cands))
@@ -668,10 +717,11 @@ def _strongly_connected(nodes: list[str], adj: dict[str, list[str]]) -> list[lis
     return comps
 
 
-def import_cycles(graph: Graph) -> Answer:
+def import_cycles(graph: Graph, type_only: bool = False) -> Answer:
     """Import cycles between workspace files: every IMPORTS edge in one query, then strongly
     connected components (Tarjan) in Python. An edge whose two ends are in the same component
-    lies on a cycle.
+    lies on a cycle. Type-only edges (``IMPORTS.type_only``: TypeScript ``import type`` and the
+    like, gone at run time) are left out unless ``type_only``: a cycle only through them is none.
 
     ``rows``: one per such edge, sorted by (path, line, imports): {"path", "line" (1-based
     line of the import in ``path``), "imports" (the imported file), "cycle": [path, imports, …,
@@ -683,7 +733,9 @@ def import_cycles(graph: Graph) -> Answer:
     between the two queries can make one answer stale (an edge whose file vanished is dropped);
     callers re-run after every index anyway."""
     ans = Answer()
-    edges = ans.run(graph, "MATCH (a:File)-[e:IMPORTS]->(b:File) RETURN id(a), id(b), e.line", timeout_ms=60_000)
+    where = "" if type_only else " WHERE e.type_only IS NULL OR NOT e.type_only"
+    edges = ans.run(graph, f"MATCH (a:File)-[e:IMPORTS]->(b:File){where} RETURN id(a), id(b), e.line",
+                    timeout_ms=60_000)
     adj: dict = {}
     for a, b, _line in edges:
         if a != b:

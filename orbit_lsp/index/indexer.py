@@ -91,6 +91,13 @@ def build_graph_name(graph_name: str) -> str:
     return BUILD_GRAPH_PREFIX + graph_name
 
 
+def _import_edges(st) -> tuple:
+    """A file's IMPORTS edges as written (targets with lines, which are type-only), for change
+    detection."""
+    e = st.edges if st is not None else None
+    return (e.imports, e.type_only) if e is not None else ({}, set())
+
+
 @dataclass
 class IndexReport:
     """Summary of an indexing run: counts, seconds, and per-phase timings."""
@@ -710,7 +717,7 @@ class WorkspaceIndexer:
                 for dst, line in sorted(e.imports.items()):
                     did = file_ids.get(dst)
                     if did is not None:
-                        imports.append([fid, did, line])
+                        imports.append([fid, did, line, dst in e.type_only])
             for name, line in sorted(e.packages.items()):
                 n, stdlib, dist = package_info(name)
                 pkgs.append([rel, n, stdlib, dist, line])
@@ -779,7 +786,7 @@ class WorkspaceIndexer:
                 continue
             for dst, line in sorted(e.imports.items()):
                 if dst in self.state:
-                    imports.append([rel, dst, line])
+                    imports.append([rel, dst, line, dst in e.type_only])
             for name, line in sorted(e.packages.items()):
                 n, stdlib, dist = package_info(name)
                 pkgs.append([rel, n, stdlib, dist, line])
@@ -914,8 +921,7 @@ class WorkspaceIndexer:
             if dropped:
                 w.delete_unused_packages(sorted(package_info(n)[0] for n in dropped))
         rep.written_files = len(rebind | changed)
-        if removed or any((old_state[r].edges.imports if r in old_state and old_state[r].edges is not None else {})
-                          != (self.state[r].edges.imports if self.state[r].edges is not None else {})
+        if removed or any(_import_edges(old_state[r] if r in old_state else None) != _import_edges(self.state[r])
                           for r in rebind | changed):
             self.imports_generation = next(_GENERATIONS)
         rep.removed_files = len(removed)

@@ -23,12 +23,14 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from orbit_lsp.config import Settings
 from orbit_lsp.graph.connection import GraphStore
-from orbit_lsp.index.indexer import WorkspaceIndexer
 from orbit_lsp.index.roots import SHALLOW_EXCLUDE
-from orbit_lsp.index.walk import WorkspaceFilter
+
+if TYPE_CHECKING:  # imported where used: the command line's registry reads must not load the indexer
+    from orbit_lsp.index.indexer import WorkspaceIndexer
 
 log = logging.getLogger("orbit_lsp.index")
 
@@ -213,6 +215,8 @@ class WorkspaceSet:
             if ix is None:
                 if shallow:
                     self._shallow.add(root)
+                from orbit_lsp.index.indexer import WorkspaceIndexer
+
                 ix = self._folders[root] = WorkspaceIndexer(root, self.store, self._settings_for(root),
                                                             graph_name=self._graph_name_locked(root))
                 self._reconcile_locked(changed=root)
@@ -312,6 +316,8 @@ class WorkspaceSet:
         changed = list(ix.settings.exclude) != list(settings.exclude)
         ix.settings = settings
         if changed:
+            from orbit_lsp.index.walk import WorkspaceFilter
+
             ix.filter = WorkspaceFilter(ix.root, settings.exclude)
         return changed
 

@@ -30,7 +30,8 @@ from orbit_lsp.agent.tools import Toolbox, ToolError
 from orbit_lsp.config import Settings
 from orbit_lsp.graph.errors import FalkorDBOffline
 from orbit_lsp.mcp.live import RETRY_S, LiveWorkspace, NotReady
-from orbit_lsp.mcp.tools import ALL_TOOLS, DEFAULT_TOOLS, SPECS, Tools, select_tools
+from orbit_lsp.mcp.options import ALL_TOOLS, DEFAULT_TOOLS, TOOLS_ENV, add_arguments  # noqa: F401 - re-exported
+from orbit_lsp.mcp.tools import SPECS, Tools, select_tools
 
 log = logging.getLogger("orbit_lsp.mcp")
 SERVER_NAME = "orbit"
@@ -38,7 +39,6 @@ INSTRUCTIONS = ("orbit answers questions about this workspace's code from a code
                 "definitions, callers, callees, impact of an edit, call paths, file context. Answers are "
                 "exact (calls that could not be bound are counted apart, never guessed), list their true "
                 "total, show the Cypher they ran and say how fresh the graph is.")
-TOOLS_ENV = "ORBIT_MCP_TOOLS"
 ANSWER_WAIT_S = 20.0  # longest wait for the first index before a call is answered "still indexing"
 
 
@@ -148,21 +148,6 @@ def _is_loopback(host: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
-
-
-def add_arguments(p: argparse.ArgumentParser, workspace: bool = True) -> None:
-    """The options of ``orbit-lsp mcp`` (shared by the CLI, whose parent parsers add
-    ``--workspace`` there: ``workspace`` False, and ``python -m orbit_lsp.mcp``)."""
-    if workspace:
-        p.add_argument("--workspace", metavar="PATH", default=None,
-                       help="workspace root whose graph the tools answer from (default: the current directory)")
-    p.add_argument("--http", metavar="HOST:PORT", default=None,
-                   help="serve streamable HTTP on HOST:PORT (path /mcp) instead of stdio; loopback only "
-                        "unless --allow-remote")
-    p.add_argument("--allow-remote", action="store_true", help="allow --http on a non-loopback address")
-    p.add_argument("--tools", metavar="SELECTION", default=None,
-                   help="tools offered: 'default' (" + ",".join(DEFAULT_TOOLS) + "), 'all', a list, or "
-                        "+name/-name changes (e.g. +recall,+remember,+read_file); default: $" + TOOLS_ENV)
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:

@@ -40,6 +40,7 @@ KINDS = {
     "interface": types.SymbolKind.Interface,  # TypeScript
     "type": types.SymbolKind.TypeParameter,
     "enum": types.SymbolKind.Enum,
+    "namespace": types.SymbolKind.Namespace,  # TypeScript
 }
 
 
