@@ -60,6 +60,8 @@ def _run_server(args: argparse.Namespace) -> int:
         os.environ["ORBIT_FALKORDB_URL"] = args.falkordb_url
     if args.data_dir:
         os.environ["ORBIT_DATA_DIR"] = str(Path(args.data_dir).expanduser())
+    if getattr(args, "graph_key", None):
+        os.environ["ORBIT_GRAPH_KEY"] = args.graph_key
     try:
         from orbit_lsp.server.app import run_stdio
     except ImportError as exc:
