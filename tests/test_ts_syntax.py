@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from orbit_lsp.agent.planner import run_planner
+from orbit_lsp.agent.tools import Toolbox
 from orbit_lsp.graph import queries
 from orbit_lsp.index.indexer import WorkspaceIndexer
 from orbit_lsp.index.languages import parse_js
@@ -224,5 +226,20 @@ def test_names_work_alike_for_js_ts_and_python(tmp_path, store, settings):
         assert queries.suggest_symbols(g, "Engine.strat") == ["pkg.mod.Engine.start"]
         chain = queries.call_chain(g, "check", "Zodtype.safeParse")
         assert chain.notes[-1].startswith("no symbol named 'Zodtype.safeParse' (target); closest: ")
+        # workspace/symbol (the LSP request) takes the same forms
+        ws = lambda text: [(s["qual"], s["rank"]) for s in queries.workspace_symbols(g, text).rows]  # noqa: E731
+        assert ws("ZodType.safeParse") == [("src/v3/types.ts#ZodType.safeParse", 0),
+                                           ("src/v4/types.mts#ZodType.safeParse", 0)]
+        assert ws("v4/types.mts#zodtype.safe") == [("src/v4/types.mts#ZodType.safeParse", 2)]
+        assert ws("Engine.start") == [("pkg.mod.Engine.start", 0)]
+        # the planner (no model) answers with them too
+        tb = Toolbox(g, tmp_path, settings)
+        text = run_planner("who calls v3/types.ts#ZodType.parse?", tb).answer
+        assert text == ("**`src/v3/types.ts#ZodType.parse` (`src/v3/types.ts:3`)** has 1 direct caller:\n"
+                        "- `src/v3/types.ts#ZodType.safeParse` (`src/v3/types.ts:2`)")
+        text = run_planner("what depends on ZodTyp.safeParse?", tb).answer
+        assert text == ("`ZodTyp.safeParse` is not a file or symbol in the code graph (not indexed, skipped, or "
+                        "misspelt). Closest symbols: `src/v3/types.ts#ZodType.safeParse`, "
+                        "`src/v4/types.mts#ZodType.safeParse`.")
     finally:
         g.delete()
