@@ -238,7 +238,7 @@ class WorkspaceSet:
         changed = list(ix.settings.exclude) != list(settings.exclude)
         ix.settings = settings
         if changed:
-            ix.filter = WorkspaceFilter(ix.root, settings.exclude)
+            ix.filter = WorkspaceFilter(ix.root, settings.exclude, settings.build_output())
         return changed
 
     def _reconcile_locked(self, changed: Path) -> None:
