@@ -321,3 +321,32 @@ def test_build_output_skipped_and_resolved_to_sources(tmp_path, store, settings)
         assert ("app/main.ts", "packages/p/dist/index.d.ts") not in out
     finally:
         ix.graph.delete()
+
+
+def test_impact_follows_type_only_edges_and_says_so(tmp_path, store, settings):
+    from orbit_lsp.graph.imports import ImportGraph
+
+    write(tmp_path, TYPE_ONLY_TREE)
+    ix = index(tmp_path, store, settings)
+    g = ix.graph
+    try:
+        # b.ts is imported for types only by a.ts and barrel.mts; a.ts by b, d (types) and view
+        # (a value); c.ts by a.ts and barrel.mts at run time
+        want = [{"path": "src/a.ts", "hops": 1, "type_only": True},
+                {"path": "src/barrel.mts", "hops": 1, "type_only": True},
+                {"path": "src/d.ts", "hops": 2, "type_only": True},  # d -> a (type) -> b
+                {"path": "src/view.tsx", "hops": 2, "type_only": True},  # view -> a (value) -> b (type)
+                {"path": "src/c.ts", "hops": 3, "type_only": True}]  # c -> d -> a -> b
+        assert queries.impact(g, "src/b.ts").rows == want
+        imports = ImportGraph.load(g)
+        assert queries.impact(g, "src/b.ts", imports=imports).rows == want
+        # c.ts: a.ts imports it at run time, so do view.tsx (through a) and barrel.mts; b.ts and
+        # d.ts reach it only through type-only imports of a.ts
+        want_c = [{"path": "src/a.ts", "hops": 1}, {"path": "src/barrel.mts", "hops": 1},
+                  {"path": "src/b.ts", "hops": 2, "type_only": True}, {"path": "src/d.ts", "hops": 2, "type_only": True},
+                  {"path": "src/view.tsx", "hops": 2}]
+        assert queries.impact(g, "src/c.ts").rows == want_c
+        assert queries.impact(g, "src/c.ts", imports=imports).rows == want_c
+        assert queries.impact(g, "lib/x.js", imports=imports).rows == [{"path": "lib/y.js", "hops": 1}]
+    finally:
+        g.delete()

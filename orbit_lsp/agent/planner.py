@@ -251,7 +251,8 @@ def _impact_text(run: _Run, path: str) -> str:
         return f"Nothing in the workspace imports `{path}` (0 dependents within {res.data['max_hops']} hops)."
     lines = [f"**{deps['count']} file{'s' if deps['count'] != 1 else ''} depend on `{path}`** "
              f"(through imports, up to {res.data['max_hops']} hops):"]
-    lines += [f"- {code(d['path'])} — {d['hops']} hop{'s' if d['hops'] != 1 else ''}" for d in deps["items"]]
+    lines += [f"- {code(d['path'])} — {d['hops']} hop{'s' if d['hops'] != 1 else ''}"
+              + (" (its types only)" if d.get("type_only") else "") for d in deps["items"]]
     if deps.get("note"):
         lines.append(f"({deps['note']})")
     return "\n".join(lines)
