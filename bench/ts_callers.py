@@ -242,8 +242,13 @@ def compare_project(corpus: Path, label: str, settings, typescript: Path, top: i
     for n_ts, rel, sym, r, calls in chosen:
         dst = f"{rel}#{sym.qual}"
         ts_keys: collections.Counter = collections.Counter()
+        seen_names: set = set()
         for c in calls:
             crel = rel_of(c["file"])
+            at = (crel, c["nameLine"], c["nameCharacter"])
+            if at in seen_names:  # the same reference reported twice (through a re-export)
+                continue
+            seen_names.add(at)
             key = (crel, c["line"] + 1, c["character"], sym.name)
             if not c["isCall"]:
                 not_calls.append([dst, f"{crel}:{c['nameLine'] + 1}"])

@@ -2,7 +2,8 @@
 
 Values come, in rising priority, from the defaults below, environment variables
 (``ORBIT_FALKORDB_URL``, ``ORBIT_DATA_DIR``, ``ORBIT_QUERY_TIMEOUT_MS``, ``ORBIT_ROW_CAP``,
-``ORBIT_MAX_FILE_BYTES``, ``ORBIT_SKIP_BUILD_OUTPUT``, ``ORBIT_BUILD_OUTPUT_DIRS`` (comma-separated); for the agent ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``, ``ORBIT_MODEL``,
+``ORBIT_MAX_FILE_BYTES``, ``ORBIT_GRAPH_KEY``, ``ORBIT_BASE_GRAPH_KEY``,
+``ORBIT_SKIP_BUILD_OUTPUT``, ``ORBIT_BUILD_OUTPUT_DIRS`` (comma-separated); for the agent ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``, ``ORBIT_MODEL``,
 ``ORBIT_FALLBACK_MODELS`` (comma-separated), ``ORBIT_AGENT_MAX_STEPS``, ``ORBIT_AGENT_TIME_LIMIT_S``)
 and explicit overrides (CLI flags, LSP initialization options).
 
@@ -74,6 +75,12 @@ class Settings(BaseModel):
       in it or above it (``index.roots``): ``"recursive"`` (default: the whole tree) or
       ``"shallow"`` (its own files only: what an editor that opened a lone file wants; the
       Neovim plugin sends it).
+    - ``graph_key``: an explicit key naming the code graph (``graph.keys.shared_graph_name``)
+      instead of the workspace folder and its git branch; a CI job indexes ``main`` once and
+      editors start from it. ``None`` (default): one graph per folder and branch.
+    - ``base_graph_key``: the shared graph a workspace's own graph starts from when it has none
+      yet (copied, then only files that differ are re-indexed: ``index.overlay``). ``None``
+      (default): the key named like the checked-out branch, then the remote's default branch.
     """
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
@@ -101,6 +108,21 @@ class Settings(BaseModel):
     memory_graph: str = Field(default="orbit_memory", pattern=r"^[A-Za-z0-9_\-]{1,100}$")
     index_home_or_root: bool = False
     loose_folders: Literal["recursive", "shallow"] = "recursive"
+    graph_key: str | None = None
+    base_graph_key: str | None = None
+
+    @field_validator("graph_key", "base_graph_key", mode="before")
+    @classmethod
+    def _graph_key(cls, value):
+        """Blank is None; otherwise ``graph.keys.check_key`` (not empty, at most 200 characters,
+        no control characters)."""
+        from orbit_lsp.graph.keys import check_key
+
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return None
+        if not isinstance(value, str):
+            raise ValueError("a graph key must be a string such as main")
+        return check_key(value)
 
     def build_output(self) -> tuple[str, ...] | None:
         """What ``index.walk`` takes: the build directory names, or None to index build output."""
@@ -185,6 +207,8 @@ ENV_VARS = {
     "ORBIT_AGENT_MAX_STEPS": "agent_max_steps",
     "ORBIT_AGENT_TIME_LIMIT_S": "agent_time_limit_s",
     "ORBIT_MEMORY_GRAPH": "memory_graph",
+    "ORBIT_GRAPH_KEY": "graph_key",
+    "ORBIT_BASE_GRAPH_KEY": "base_graph_key",
 }
 
 

@@ -670,6 +670,34 @@ def symbol_callees(graph: Graph, path: str, qual: str, ans: Answer | None = None
     return ans
 
 
+MAX_IMPLEMENTATION_DEPTH = 16  # INHERITS hops followed down from an interface or a base class
+
+
+def symbol_implementations(graph: Graph, path: str, qual: str, ans: Answer | None = None) -> Answer:
+    """Implementations of one symbol (graph ``qual`` ``file#Type.member`` or ``file#Type``,
+    defined in ``path``): for a method of an interface or class, the same-named methods of the
+    types below it (``INHERITS``: extends, implements; up to ``MAX_IMPLEMENTATION_DEPTH`` hops);
+    for an interface or class, the classes below it. ``rows``: symbol dicts, sorted by (file,
+    line); empty when the symbol has none or is not in the graph."""
+    ans = ans or Answer()
+    found = ans.run(graph, "MATCH (s:Symbol {qual: $q}) WHERE s.file = $p RETURN s.kind", {"q": qual, "p": path})
+    if not found:
+        return ans
+    hops = f"[:INHERITS*1..{MAX_IMPLEMENTATION_DEPTH}]"
+    if found[0][0] in ("interface", "class"):
+        rows = ans.run(graph, f"MATCH (s:Symbol)-{hops}->(t:Symbol {{qual: $q}}) WHERE t.file = $p "
+                              f"AND s.kind = 'class' RETURN DISTINCT {SYMBOL_FIELDS}", {"q": qual, "p": path})
+    else:
+        owner, _, name = qual.rpartition(".")
+        if "#" not in owner:
+            return ans
+        rows = ans.run(graph, f"MATCH (d:Symbol)-{hops}->(t:Symbol {{qual: $o}}) WITH DISTINCT d "
+                              f"MATCH (s:Symbol {{qual: d.qual + $m}}) RETURN {SYMBOL_FIELDS}",
+                       {"o": owner, "m": "." + name})
+    ans.rows = sorted((_sym(r) for r in rows), key=lambda r: (r["file"], r["line"] or 0, r["qual"]))
+    return ans
+
+
 # -- workspace symbols and diagnostics (editor features) ------------------------------------------
 def workspace_symbols(graph: Graph, text: str, limit: int = 200) -> Answer:
     """Symbols (modules excluded) whose name contains ``text``, case-insensitively; an empty

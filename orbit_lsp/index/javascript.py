@@ -101,11 +101,19 @@ class _Extractor:
             return ("a", self.ref(node.child_by_field_name("object")), text(prop))
         if t == "subscript_expression":
             key = string_value(node.child_by_field_name("index"))
-            if key is None:
-                return UNKNOWN
-            return ("a", self.ref(node.child_by_field_name("object")), key)
+            obj = self.ref(node.child_by_field_name("object"))
+            if key is None:  # ``xs[i]``: an element
+                return UNKNOWN if obj == UNKNOWN else ("elem", obj)
+            return ("a", obj, key)
         if t == "new_expression":
             return ("new", self.ref(node.child_by_field_name("constructor")))
+        if t == "ternary_expression":  # either branch
+            alts = (self.ref(node.child_by_field_name("consequence")), self.ref(node.child_by_field_name("alternative")))
+            return ("alt", alts) if UNKNOWN not in alts else UNKNOWN
+        if t == "binary_expression" and node.child_by_field_name("operator") is not None \
+                and node.child_by_field_name("operator").type in ("||", "??"):  # ``a ?? b``: either
+            alts = (self.ref(node.child_by_field_name("left")), self.ref(node.child_by_field_name("right")))
+            return ("alt", alts) if UNKNOWN not in alts else UNKNOWN
         if t == "call_expression":
             spec = require_spec(node)
             if spec is not None:
@@ -152,6 +160,17 @@ class _Extractor:
             return {}
         doc = text(prev)
         return jsdoc_tags(doc) if doc.startswith("/**") else {}
+
+    def _declared_typed(self, name: str) -> bool:
+        """Whether the nearest binding of ``name`` (this scope or around it) has a declared type."""
+        idx = self.cur
+        while idx >= 0:
+            sc = self.scopes[idx]
+            refs = sc.names.get(name)
+            if refs:
+                return any(r[0] == "t" for r in refs)
+            idx = sc.parent
+        return False
 
     def _declares_here(self) -> bool:
         """Whether declarations in the current scope are symbols (the module, a namespace)."""
@@ -209,12 +228,19 @@ class _Extractor:
                 else:
                     self.bind_pattern(p, UNKNOWN)
             return
-        for j, p in enumerate(params.named_children):
+        j = -1
+        for p in params.named_children:
             pat, tref = p, None
             if p.type in ("required_parameter", "optional_parameter"):
                 pat = p.child_by_field_name("pattern")
                 tnode = p.child_by_field_name("type")
                 tref = type_ref(tnode) if tnode is not None else None
+                if pat is not None and pat.type == "this":  # ``this: T``: what ``this`` is in the body
+                    if tref not in (None, UNKNOWN):
+                        self.scope.this_ref, self.scope.this_scope = ("t", tref), self.cur
+                    continue
+            if p.type != "comment":
+                j += 1
             elif p.type == "assignment_pattern":
                 pat = p.child_by_field_name("left")
             if tref is None and pat is not None and pat.type == "identifier":
@@ -614,6 +640,16 @@ class _Extractor:
         elif t == "internal_module":
             if not self.namespace(node):
                 self.visit_children(node)
+        elif t == "for_in_statement":
+            left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+            op = node.child_by_field_name("operator")
+            self.visit(right)
+            if left is not None and left.type in ("identifier", "object_pattern", "array_pattern"):
+                elem = self.ref(right) if op is not None and op.type == "of" else UNKNOWN
+                self.bind_pattern(left, ("elem", elem) if elem != UNKNOWN else UNKNOWN)
+            else:
+                self.visit(left)
+            self.visit(node.child_by_field_name("body"))
         elif t == "return_statement":
             self.visit_children(node)
             if node.named_children:
@@ -692,8 +728,12 @@ class _Extractor:
         parameters take the callee's declared parameter types)."""
         for i, a in enumerate(args.named_children):
             u = unwrap(a)
-            if u is not None and u.type in ("arrow_function", "function_expression", "function"):
-                self._callbacks[u.id] = (self.cur, fref, i)
+            branches = [u]
+            if u is not None and u.type == "ternary_expression":  # ``cond ? (x) => … : (x) => …``
+                branches = [unwrap(u.child_by_field_name("consequence")), unwrap(u.child_by_field_name("alternative"))]
+            for b in branches:
+                if b is not None and b.type in ("arrow_function", "function_expression", "function"):
+                    self._callbacks[b.id] = (self.cur, fref, i)
 
     def _then_callback(self, cb, value: tuple) -> None:
         outer = self.scope
@@ -766,7 +806,8 @@ class _Extractor:
             self.visit(r)
             ref = self.ref(r)
         if left is not None and left.type == "identifier":
-            self.scope.bind(text(left), ref)
+            if not self._declared_typed(text(left)):  # a declared type wins over what is assigned
+                self.scope.bind(text(left), ref)
         elif left is not None and left.type == "member_expression" and self.scope.this_class is not None:
             obj, prop = left.child_by_field_name("object"), left.child_by_field_name("property")
             cls = self.classes.get(self.scope.this_class)

@@ -15,6 +15,7 @@ namespace / ``require`` / ``import x = require()``, or an exported name); ``("ob
 …))`` an object literal; ``("call", ref)`` what calling ``ref`` returns; ``("t", tref)`` a value
 of the declared type ``tref`` (annotations, ``as`` casts, JSDoc); ``("await", ref)``;
 ``("alt", (ref, …))`` one of several values (a function's ``return`` statements); ``("super",)``;
+``("elem", ref)`` an element of the array ``ref`` (``xs[i]``, ``for (x of xs)``);
 ``("cbp", scope, callee ref, i, j)`` parameter ``j`` of a function passed as argument ``i`` of a
 call of ``callee ref`` (evaluated in ``scope``), typed by the callee's declared parameter type;
 ``("?",)`` unknown.

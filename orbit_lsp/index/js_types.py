@@ -9,6 +9,7 @@ type expressions are parsed by the TypeScript grammar itself (as the type of a d
 
 from __future__ import annotations
 
+import logging
 from functools import lru_cache
 
 from orbit_lsp.index.js_facts import UNKNOWN
@@ -175,9 +176,17 @@ def parse_type_text(src: str) -> tuple:
 
 @lru_cache(maxsize=1)
 def _jsdoc_language():
+    """The JSDoc grammar, or None when ``tree-sitter-jsdoc`` is not installed (an environment
+    older than this dependency: JSDoc types are then not read, and that is logged once)."""
     import tree_sitter
-    import tree_sitter_jsdoc
 
+    try:
+        import tree_sitter_jsdoc
+    except ImportError:
+        logging.getLogger("orbit_lsp.index").warning(
+            "tree-sitter-jsdoc is not installed: JSDoc types are not used for call binding "
+            "(reinstall orbit-lsp to get it)")
+        return None
     return tree_sitter.Language(tree_sitter_jsdoc.language())
 
 
@@ -187,9 +196,10 @@ def jsdoc_tags(comment: str) -> dict:
     import tree_sitter
 
     out: dict = {}
-    if not comment.startswith("/**"):
+    lang = _jsdoc_language() if comment.startswith("/**") else None
+    if lang is None:
         return out
-    tree = tree_sitter.Parser(_jsdoc_language()).parse(comment.encode("utf-8"))
+    tree = tree_sitter.Parser(lang).parse(comment.encode("utf-8"))
     for tag in tree.root_node.named_children:
         if tag.type != "tag":
             continue

@@ -34,9 +34,7 @@ CYPHER_DEFAULT_ROWS = 50
 CYPHER_MAX_ROWS = 200
 MAX_CHAIN_PAIRS = 25  # most (source, target) candidate pairs call_chain searches
 
-DEFAULT_TOOLS = ("find_symbol", "callers", "callees", "impact", "call_chain", "file_context", "cypher")
-OPTIONAL_TOOLS = ("change_impact", "package_users", "recall", "remember", "read_file")
-ALL_TOOLS = DEFAULT_TOOLS + OPTIONAL_TOOLS
+from orbit_lsp.mcp.options import ALL_TOOLS, DEFAULT_TOOLS, OPTIONAL_TOOLS  # noqa: F401 - re-exported
 
 
 @dataclass
