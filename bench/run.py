@@ -11,6 +11,7 @@
     python -m bench.run profile [--corpus stdlib|PATH] [--top 60]                                 (bench/profile.py)
     python -m bench.run mcp     [--corpus stdlib|PATH] [--n 20]                                   (bench/mcp.py)
     python -m bench.run changes [--projects requests==2.32.3,flask==3.0.3 | --corpus PATH] [--n 50]  (bench/changes.py)
+    python -m bench.run cli-latency [--corpus stdlib|PATH] [--n 20] [--k 5]                       (bench/cli_latency.py)
 
 ``--corpus`` also takes ``django`` / ``pypi:NAME==VERSION`` (an sdist, see bench/corpora.py).
 
@@ -973,6 +974,9 @@ def build_parser() -> argparse.ArgumentParser:
     from bench import changes  # test selection of `orbit-lsp changes` (issue 16)
 
     changes.add_parser(sub, common)
+    from bench import cli_latency  # issue 19: a query from the command line, end to end
+
+    cli_latency.add_parser(sub, common)
     return p
 
 
@@ -1019,10 +1023,11 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> int
         elif args.cmd == "reindex":
             report = run_reindex(corpus, label, settings, command, n=args.n, seed=args.seed,
                                  cache_dir=args.cache_dir, profile=not args.no_profile, max_lines=args.max_lines)
-        elif args.cmd in ("peers", "profile", "mcp"):
-            from bench import mcp, peers, profile
+        elif args.cmd in ("peers", "profile", "mcp", "cli-latency"):
+            from bench import cli_latency, mcp, peers, profile
 
-            report = {"peers": peers, "profile": profile, "mcp": mcp}[args.cmd].run(corpus, label, settings, command, args)
+            report = {"peers": peers, "profile": profile, "mcp": mcp,
+                      "cli-latency": cli_latency}[args.cmd].run(corpus, label, settings, command, args)
         elif args.cmd == "lsp":
             from bench.lsp import run_lsp
 

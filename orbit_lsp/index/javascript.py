@@ -8,6 +8,7 @@ Grammars and node readers: ``js_syntax.py``.
 
 from __future__ import annotations
 
+from orbit_lsp.index import js_parse
 from orbit_lsp.index.js_facts import (  # noqa: F401 - re-exported: the fact model's historical home
     JS_EXTS, UNKNOWN, JsClass, JsFacts, JsImport, JsScope, JsSyntaxError)
 from orbit_lsp.index.js_syntax import (  # noqa: F401 - grammar_for and string_value re-exported
@@ -26,10 +27,12 @@ _MAX_RETURNS = 8  # return values kept per function (a longer list is as good as
 class _Extractor:
     def __init__(self, rel: str, js: bool = False):
         self.rel = rel
+        self.type_stars: set[int] = set()  # lines of ``export type *`` the parse mended (js_parse)
         self.js = js  # a JavaScript file: JSDoc types count (TypeScript ignores them in .ts files)
         self.results: dict[str, tuple] = {}
         self.params: dict[str, tuple] = {}
-        self._callbacks: dict[int, tuple] = {}  # node id of a function passed to a call -> (scope, callee ref, i)
+        self._callbacks: dict[int, tuple] = {}  # node id of a function passed to a call -> (scope, callee ref, i, expected)
+        self._expected: dict[int, tuple] = {}  # node id of a call initialising a declared variable -> the type
         self._returns: dict[int, list] = {}  # scope index -> refs of its ``return`` values
         self._namespaces: set[int] = set()  # scope indexes of ``namespace`` bodies
         self.symbols: list[PySymbol] = []
@@ -54,12 +57,17 @@ class _Extractor:
         return f"{q}.{name}" if q else name
 
     def _add(self, qual: str, name: str, kind: str, node, name_node=None) -> bool:
+        at = name_node if name_node is not None else node
+        sym = PySymbol(qual, name, kind, node.start_point[0] + 1, node.end_point[0] + 1, at.start_point[1])
         if qual in self.seen:
+            if kind in ("function", "class"):  # ``interface F`` merged with ``function F``: the callable wins
+                for i, old in enumerate(self.symbols):
+                    if old.qual == qual and old.kind in ("interface", "type"):
+                        self.symbols[i] = sym
+                        return True
             return False
         self.seen.add(qual)
-        at = name_node if name_node is not None else node
-        self.symbols.append(PySymbol(qual, name, kind, node.start_point[0] + 1, node.end_point[0] + 1,
-                                     at.start_point[1]))
+        self.symbols.append(sym)
         return True
 
     def _import(self, spec: str | None, node, kind: str) -> None:
@@ -99,11 +107,19 @@ class _Extractor:
             return ("a", self.ref(node.child_by_field_name("object")), text(prop))
         if t == "subscript_expression":
             key = string_value(node.child_by_field_name("index"))
-            if key is None:
-                return UNKNOWN
-            return ("a", self.ref(node.child_by_field_name("object")), key)
+            obj = self.ref(node.child_by_field_name("object"))
+            if key is None:  # ``xs[i]``: an element
+                return UNKNOWN if obj == UNKNOWN else ("elem", obj)
+            return ("a", obj, key)
         if t == "new_expression":
             return ("new", self.ref(node.child_by_field_name("constructor")))
+        if t == "ternary_expression":  # either branch
+            alts = (self.ref(node.child_by_field_name("consequence")), self.ref(node.child_by_field_name("alternative")))
+            return ("alt", alts) if UNKNOWN not in alts else UNKNOWN
+        if t == "binary_expression" and node.child_by_field_name("operator") is not None \
+                and node.child_by_field_name("operator").type in ("||", "??"):  # ``a ?? b``: either
+            alts = (self.ref(node.child_by_field_name("left")), self.ref(node.child_by_field_name("right")))
+            return ("alt", alts) if UNKNOWN not in alts else UNKNOWN
         if t == "call_expression":
             spec = require_spec(node)
             if spec is not None:
@@ -150,6 +166,17 @@ class _Extractor:
             return {}
         doc = text(prev)
         return jsdoc_tags(doc) if doc.startswith("/**") else {}
+
+    def _declared_typed(self, name: str) -> bool:
+        """Whether the nearest binding of ``name`` (this scope or around it) has a declared type."""
+        idx = self.cur
+        while idx >= 0:
+            sc = self.scopes[idx]
+            refs = sc.names.get(name)
+            if refs:
+                return any(r[0] == "t" for r in refs)
+            idx = sc.parent
+        return False
 
     def _declares_here(self) -> bool:
         """Whether declarations in the current scope are symbols (the module, a namespace)."""
@@ -203,22 +230,29 @@ class _Extractor:
                 if tref not in (None, UNKNOWN):
                     self.bind_pattern(p, ("t", tref))
                 elif callback is not None and p.type == "identifier":
-                    self.bind_pattern(p, ("cbp", callback[0], callback[1], callback[2], 0))
+                    self.bind_pattern(p, ("cbp", callback[0], callback[1], callback[2], 0) + callback[3:])
                 else:
                     self.bind_pattern(p, UNKNOWN)
             return
-        for j, p in enumerate(params.named_children):
+        j = -1
+        for p in params.named_children:
             pat, tref = p, None
             if p.type in ("required_parameter", "optional_parameter"):
                 pat = p.child_by_field_name("pattern")
                 tnode = p.child_by_field_name("type")
                 tref = type_ref(tnode) if tnode is not None else None
+                if pat is not None and pat.type == "this":  # ``this: T``: what ``this`` is in the body
+                    if tref not in (None, UNKNOWN):
+                        self.scope.this_ref, self.scope.this_scope = ("t", tref), self.cur
+                    continue
+            if p.type != "comment":
+                j += 1
             elif p.type == "assignment_pattern":
                 pat = p.child_by_field_name("left")
             if tref is None and pat is not None and pat.type == "identifier":
                 tref = documented.get(text(pat))
             if tref is None and callback is not None and pat is not None and pat.type in ("identifier", "object_pattern"):
-                tref = ("cbp", callback[0], callback[1], callback[2], j)
+                tref = ("cbp", callback[0], callback[1], callback[2], j) + callback[3:]
             if tref not in (None, UNKNOWN) and pat is not None and pat.type in ("identifier", "object_pattern"):
                 self.bind_pattern(pat, tref if tref[0] == "cbp" else ("t", tref))
                 self.visit(p.child_by_field_name("value") if p is not pat else None)
@@ -322,6 +356,10 @@ class _Extractor:
                     supers = tuple(type_ref(c) for c in impl.named_children)
         idx = len(self.scopes)
         cls = self.classes.setdefault(qual, JsClass(qual, heritage, self.cur, scope=idx, supers=supers))
+        if cls.kind != "class":  # ``interface C`` merged with ``class C``: one class with both's members
+            merged = JsClass(qual, heritage, self.cur, dict(cls.members), scope=idx, supers=supers + cls.supers,
+                             fields=dict(cls.fields))
+            cls = self.classes[qual] = merged
         self.scopes.append(JsScope(qual, self.cur, this_class=qual))
         prev, self.cur = self.cur, idx
         for tname, constraint in type_parameters(node.child_by_field_name("type_parameters")):
@@ -499,8 +537,10 @@ class _Extractor:
                 ref = self.klass(v, name, name_node)
                 self.scope.bind(name, ref)
             else:
-                self._visit_value(v, name if self.cur == 0 else None)
                 declared = self._declared_type(d)
+                if declared is not None and v is not None and v.type == "call_expression":
+                    self._expected[v.id] = declared  # ``const x: C<T> = make((inst) => …)``
+                self._visit_value(v, name if self.cur == 0 else None)
                 ref = ("t", declared) if declared is not None else self._value_ref(value) if v is not None else UNKNOWN
                 if self.cur == 0 and not _is_import_ref(ref):  # ``const x = require(…)`` is an import
                     self._add(name, name, "variable", d, name_node)
@@ -612,6 +652,16 @@ class _Extractor:
         elif t == "internal_module":
             if not self.namespace(node):
                 self.visit_children(node)
+        elif t == "for_in_statement":
+            left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+            op = node.child_by_field_name("operator")
+            self.visit(right)
+            if left is not None and left.type in ("identifier", "object_pattern", "array_pattern"):
+                elem = self.ref(right) if op is not None and op.type == "of" else UNKNOWN
+                self.bind_pattern(left, ("elem", elem) if elem != UNKNOWN else UNKNOWN)
+            else:
+                self.visit(left)
+            self.visit(node.child_by_field_name("body"))
         elif t == "return_statement":
             self.visit_children(node)
             if node.named_children:
@@ -680,18 +730,24 @@ class _Extractor:
             self.scope.calls.append(CallSite(fn.start_point[0] + 1, fn.start_point[1], end_col(fn),
                                              fref, last_name(fn), False, self._eval_scope))
             if fref != UNKNOWN and args is not None:
-                self._note_callbacks(args, fref)
+                self._note_callbacks(args, fref, self._expected.pop(node.id, None))
         self.visit(fn)
         if args is not None:
             self.visit_children(args)
 
-    def _note_callbacks(self, args, fref: tuple) -> None:
+    def _note_callbacks(self, args, fref: tuple, expected: tuple | None = None) -> None:
         """Remember the functions passed as arguments of a call of ``fref`` (their untyped
-        parameters take the callee's declared parameter types)."""
+        parameters take the callee's declared parameter types; ``expected``: the declared type
+        of the variable the call initialises, which fixes the callee's type arguments)."""
+        extra = (expected,) if expected is not None else ()
         for i, a in enumerate(args.named_children):
             u = unwrap(a)
-            if u is not None and u.type in ("arrow_function", "function_expression", "function"):
-                self._callbacks[u.id] = (self.cur, fref, i)
+            branches = [u]
+            if u is not None and u.type == "ternary_expression":  # ``cond ? (x) => … : (x) => …``
+                branches = [unwrap(u.child_by_field_name("consequence")), unwrap(u.child_by_field_name("alternative"))]
+            for b in branches:
+                if b is not None and b.type in ("arrow_function", "function_expression", "function"):
+                    self._callbacks[b.id] = (self.cur, fref, i) + extra
 
     def _then_callback(self, cb, value: tuple) -> None:
         outer = self.scope
@@ -764,7 +820,8 @@ class _Extractor:
             self.visit(r)
             ref = self.ref(r)
         if left is not None and left.type == "identifier":
-            self.scope.bind(text(left), ref)
+            if not self._declared_typed(text(left)):  # a declared type wins over what is assigned
+                self.scope.bind(text(left), ref)
         elif left is not None and left.type == "member_expression" and self.scope.this_class is not None:
             obj, prop = left.child_by_field_name("object"), left.child_by_field_name("property")
             cls = self.classes.get(self.scope.this_class)
@@ -792,6 +849,9 @@ class _Extractor:
             if ident is not None and spec:
                 self.scope.bind(text(ident), ("imp", spec, "*"))
             return
+        if not type_only:  # ``import { type A, type B }``: every name a type (ts-syntax)
+            named = [c for c in clause.named_children]
+            type_only = len(named) == 1 and named[0].type == "named_imports" and _all_types(named[0], "import_specifier")
         self._import(spec, node, "type" if type_only else "import")
         if not spec:
             return
@@ -815,17 +875,18 @@ class _Extractor:
                 return
             clause = next((c for c in node.named_children if c.type == "export_clause"), None)
             ns = next((c for c in node.named_children if c.type == "namespace_export"), None)
-            if clause is not None:
-                self._import(spec, node, "reexport")
+            if clause is not None:  # ``export type {…} from`` / every name ``type``: type-only (ts-syntax)
+                type_only = "type" in tokens or _all_types(clause, "export_specifier")
+                self._import(spec, node, "type-reexport" if type_only else "reexport")
                 for name, out in specifiers(clause, "export_specifier"):
                     self.exports[out] = ("imp", spec, name)
             elif ns is not None:
-                self._import(spec, node, "reexport")
+                self._import(spec, node, "type-reexport" if node.start_point[0] + 1 in self.type_stars else "reexport")
                 ident = next((c for c in ns.named_children if c.type in ("identifier", "string")), None)
                 if ident is not None:
                     self.exports[export_name(ident)] = ("imp", spec, "*")
             else:
-                self._import(spec, node, "star")
+                self._import(spec, node, "type-star" if node.start_point[0] + 1 in self.type_stars else "star")
                 if "type" not in tokens or "*" in tokens:
                     self.stars.append(spec)
             return
@@ -839,6 +900,15 @@ class _Extractor:
                         self.declarator(d, True)
                 return
             self.visit(decl)
+            if t == "ambient_declaration":  # ``export declare function f(): R;`` (.d.ts; ts-syntax)
+                inner = next((c for c in decl.named_children if c.type != "comment"), None)
+                if inner is not None and inner.type in ("lexical_declaration", "variable_declaration"):
+                    for d in inner.named_children:
+                        n = d.child_by_field_name("name") if d.type == "variable_declarator" else None
+                        if n is not None and n.type == "identifier":
+                            self.exports[text(n)] = ("n", text(n))
+                    return
+                decl = inner if inner is not None else decl
             n = decl.child_by_field_name("name")
             if n is not None:
                 name = text(n)
@@ -872,6 +942,12 @@ class _Extractor:
         self.visit_children(node)
 
 
+def _all_types(clause, kind: str) -> bool:
+    """True when every specifier of an import/export clause is marked ``type`` (and there is one)."""
+    specs = [s for s in clause.named_children if s.type == kind]
+    return bool(specs) and all(any(c.type == "type" for c in s.children) for s in specs)
+
+
 def _is_import_ref(ref: tuple) -> bool:
     while ref[0] == "a":
         ref = ref[1]
@@ -885,11 +961,10 @@ def extract(rel: str, source: bytes) -> JsFacts:
     Raises ``JsSyntaxError`` when the tree has an ERROR or MISSING node (the caller keeps the
     file's last good facts, or takes the partial ones the error carries when there are none),
     ``RecursionError`` for absurdly deep nesting."""
-    import tree_sitter
-
-    tree = tree_sitter.Parser(language(grammar_for(rel))).parse(source)
-    root = tree.root_node
+    parsed = js_parse.parse(rel, source)  # with the grammars' gaps mended (ts-syntax)
+    root = parsed.tree.root_node
     ex = _Extractor(rel, js=grammar_for(rel) == "javascript")
+    ex.type_stars = parsed.lines_of("type-star")
     for ch in root.named_children:
         ex.visit(ch)
     n_lines = source.count(b"\n") + (0 if source.endswith(b"\n") or not source else 1)
@@ -898,11 +973,13 @@ def extract(rel: str, source: bytes) -> JsFacts:
         ex.symbols.insert(0, PySymbol("", rel.rsplit("/", 1)[-1], "module", 1, max(1, n_lines), 0))
     # ``import("./x")`` in type positions (``let a: import("./x").T``, ``typeof import("./x")``)
     # is a type-only dependency: every literal import() call the walk above did not see as a value
-    for call, spec in literal_import_calls(root, grammar_for(rel)):
+    for call, spec in literal_import_calls(root, parsed.grammar):
         if call.id not in ex._values_import_calls:
             ex._import(string_value(spec), call, "type")
     facts = JsFacts(rel=rel, lines=n_lines, symbols=ex.symbols, scopes=ex.scopes, classes=ex.classes,
                     imports=ex.imports, exports=ex.exports, stars=ex.stars, results=ex.results, params=ex.params)
+    if parsed.mended:
+        js_parse.restore_anonymous_default(facts)
     if root.has_error:
         row, msg = first_error(root)
         raise JsSyntaxError(row + 1, f"{msg} (tree-sitter)", facts)

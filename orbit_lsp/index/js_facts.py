@@ -15,8 +15,11 @@ namespace / ``require`` / ``import x = require()``, or an exported name); ``("ob
 …))`` an object literal; ``("call", ref)`` what calling ``ref`` returns; ``("t", tref)`` a value
 of the declared type ``tref`` (annotations, ``as`` casts, JSDoc); ``("await", ref)``;
 ``("alt", (ref, …))`` one of several values (a function's ``return`` statements); ``("super",)``;
-``("cbp", scope, callee ref, i, j)`` parameter ``j`` of a function passed as argument ``i`` of a
-call of ``callee ref`` (evaluated in ``scope``), typed by the callee's declared parameter type;
+``("elem", ref)`` an element of the array ``ref`` (``xs[i]``, ``for (x of xs)``);
+``("cbp", scope, callee ref, i, j[, expected tref])`` parameter ``j`` of a function passed as
+argument ``i`` of a call of ``callee ref`` (evaluated in ``scope``), typed by the callee's
+declared parameter type (its type parameters fixed by ``expected``, the declared type of the
+variable the call initialises, when the callee returns the same generic type);
 ``("?",)`` unknown.
 
 Type references (``tref``, see ``js_types``): ``("n", name)``; ``("q", value ref, name)`` a
@@ -52,7 +55,9 @@ class JsSyntaxError(Exception):
 @dataclass(slots=True)
 class JsImport:
     """One module specifier: ``spec`` as written, ``line`` 1-based, ``kind`` one of import |
-    type | side | reexport | star | require | dynamic | import-equals."""
+    type | side | reexport | star | require | dynamic | import-equals, or type-reexport |
+    type-star (``export type … from``, ``export type * from``); ``type``: ``import type``,
+    ``import { type A }`` with every name a type, ``import("./x").T`` in a type."""
 
     spec: str
     line: int

@@ -28,6 +28,10 @@ from orbit_lsp.index.js_modules import JsModules
 from orbit_lsp.index.resolve import FileEdges
 
 JS_UNIT = "<js>"
+# ``JsImport.kind`` of the specifiers that exist for types only (``import type``, ``import { type
+# A }``, ``export type … from``, ``import("./x").T`` in a type): an IMPORTS edge all of whose
+# specifiers are of these kinds is ``type_only``
+TYPE_ONLY_KINDS = frozenset({"type", "type-reexport", "type-star"})
 CONFIG = "<config>"  # deps entity (CONFIG, "abs path\0stamp") of a config a resolution read
 
 
@@ -160,17 +164,21 @@ class JsResolver(JsBinder):
         facts = self.facts[rel]
         self._deps = set()
         out = FileEdges()
+        runtime: set[str] = set()  # files imported by at least one specifier that is not type-only
         for imp in facts.imports:
             m = self.module(imp.spec, rel)
             if m[0] == "file":
                 if m[1] != rel and imp.line < out.imports.get(m[1], imp.line + 1):
                     out.imports[m[1]] = imp.line  # the first line that imports it
+                if imp.kind not in TYPE_ONLY_KINDS:
+                    runtime.add(m[1])
             elif m[0] in ("package", "builtin"):
                 key = "npm:" + m[1] if m[0] == "package" else m[1]  # see resolve.package_info
                 if imp.line < out.packages.get(key, imp.line + 1):
                     out.packages[key] = imp.line
             elif m[0] == "missing":
                 out.unresolved_imports.append(f"{imp.line}:{imp.spec}")
+        out.type_only = {dst for dst in out.imports if dst not in runtime}
         for si, sc in enumerate(facts.scopes):
             caller = sc.qual
             for site in sc.calls:

@@ -1,0 +1,214 @@
+"""Parsing one JS/TS file with tree-sitter, mending the grammars' known gaps in modern syntax.
+
+The PyPI grammars (``tree-sitter-typescript`` 0.23.2, ``tree-sitter-javascript`` 0.25; no newer
+build parses these, see bench/RESULTS.md "TypeScript grammars") reject some valid code:
+
+- TypeScript variance annotations on type parameters: ``interface ZodType<out O, in I>``,
+  ``<in out T>``, ``<const in T>`` (tree-sitter-typescript issue 370);
+- ``export type * from "./types.js"`` and ``export type * as ns from …``;
+- a generic call signature opening a line after a member without ``;`` (``{ a(x: A): B`` newline
+  ``<T>(x: T): T }``): TypeScript reads no type arguments across a line break, the grammar reads
+  ``B<T>``; a ``;`` takes the place of the space before ``<``;
+- escapes in a template literal type (``type M = `use \\`new\\``): blanked, a type's text
+  is never read;
+- ``accessor`` after another modifier: ``static accessor x``, ``override accessor x``;
+- a declaration file's anonymous default function, ``export default function (): R;`` (what
+  ``tsc`` emits for ``export default function () {}``);
+- in JavaScript, reserved words as exported or imported names (``export { _null as null }``,
+  ``export { function } from "./x"``), which the TypeScript grammar parses.
+
+``parse`` parses with the file's grammar; when the tree has errors it looks at the tokens around
+them and, for the gaps above only, blanks the offending modifier keyword with spaces (or puts the
+``;`` in; byte length and every line and column stay as they were, and no name is touched) and
+parses again
+(incrementally). A JavaScript file still in error is parsed with the TSX grammar, kept when that
+parse is clean. Whatever stays in error is reported by the caller as before (the error-tolerant
+tree still yields facts). What was mended is told in ``Parsed.mended`` so extraction can keep
+its meaning (``export type *`` is type-only).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from orbit_lsp.index.js_syntax import grammar_for, language
+
+_VARIANCE = (b"in", b"out")
+_VARIANCE_BEFORE = (b"<", b",", b"const", b"in")
+_PARAM_ENDS = (b",", b">", b"=", b"extends")
+_MODIFIERS = frozenset({b"static", b"override", b"declare", b"public", b"private", b"protected",
+                        b"readonly", b"abstract"})
+_NOT_NAMES = frozenset({b"extends", b"=", b",", b">", b"(", b")", b":", b";", b"{", b"}", b"?", b"!"})
+# tokens after which a type continues on the next line
+_CONTINUES = frozenset({b",", b";", b"{", b"(", b"[", b"|", b"&", b"=", b":", b"=>", b"<", b"?", b"extends",
+                        b"keyof", b"typeof", b"infer", b"is", b"new", b"return", b"*/"})
+_MAX_ROUNDS = 4
+ANON_DEFAULT = "\u0192"  # the name a mended ``export default function (…): R;`` is parsed under
+
+
+@dataclass
+class Parsed:
+    """``tree`` the best parse; ``grammar`` the grammar that produced it (``"javascript"``,
+    ``"typescript"`` or ``"tsx"``); ``source`` the bytes it was parsed from (the file's, with
+    mended keywords blanked); ``mended``: what was mended, as ``(kind, 1-based line)`` pairs:
+    ``variance``, ``type-star`` (an ``export type *``), ``accessor``, ``signature-break``, ``anon-default``
+    (``export default function (…): R;`` parsed as a function named ``ANON_DEFAULT``),
+    ``tsx-grammar`` (a JavaScript file parsed with the TSX grammar, line 0)."""
+
+    tree: object
+    grammar: str
+    source: bytes
+    mended: list[tuple[str, int]] = field(default_factory=list)
+
+    def lines_of(self, kind: str) -> set[int]:
+        return {line for k, line in self.mended if k == kind}
+
+
+def _leaves(node, out: list) -> None:
+    """Every leaf under ``node`` in source order (an explicit stack: files nest deeply)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.child_count == 0:
+            if n.end_byte > n.start_byte and n.type != "comment":
+                out.append(n)
+        else:
+            stack.extend(reversed(n.children))
+
+
+def _is_name(tok: bytes) -> bool:
+    return bool(tok) and tok not in _NOT_NAMES and (tok[:1].isalpha() or tok[:1] in b"_$#[" or tok[0] >= 0x80)
+
+
+def _variance_follows(toks: list[bytes], j: int) -> bool:
+    """True when ``toks[j:]`` go on as the rest of an annotated type parameter: ``[out] Name``
+    then ``,`` ``>`` ``=`` or ``extends``."""
+    if j < len(toks) and toks[j] == b"out":
+        j += 1
+    return j + 1 < len(toks) and _is_name(toks[j]) and toks[j + 1] in _PARAM_ENDS
+
+
+def _mends(root, src: bytes) -> list[tuple[int, int, bytes, str, int]]:
+    """The mends the erroneous top-level statements of ``root`` call for: ``(start byte, end
+    byte, replacement of the same length, kind, 1-based line)``."""
+    leaves: list = []
+    if root.type == "ERROR":  # the whole file failed: its statements hang loose under it
+        _leaves(root, leaves)
+    for st in root.children if root.type != "ERROR" else ():
+        if st.has_error:
+            _leaves(st, leaves)
+    toks = [src[n.start_byte:n.end_byte] for n in leaves]
+    out = []
+    for i, tok in enumerate(toks):
+        prev = toks[i - 1] if i else b""
+        nxt = toks[i + 1] if i + 1 < len(toks) else b""
+        n = leaves[i]
+        line = n.start_point[0] + 1
+        if tok in _VARIANCE and prev in _VARIANCE_BEFORE and _variance_follows(toks, i + 1):
+            out.append((n.start_byte, n.end_byte, b" " * len(tok), "variance", line))
+        elif (tok == b"<" and i and leaves[i - 1].end_point[0] < n.start_point[0]
+              and src[n.start_byte - 1:n.start_byte] in (b" ", b"\t") and prev not in _CONTINUES
+              and src[leaves[i - 1].start_byte - 1:leaves[i - 1].end_byte] != b"=>"):  # a split ``=>``
+            # a generic call signature starting a line after a member without ";" (``X\n  <A>(a:
+            # A): B``): TypeScript reads no type arguments across a line break, the grammar does
+            out.append((n.start_byte - 1, n.start_byte, b";", "signature-break", line))
+        elif b"\\" in tok and n.parent is not None and n.parent.type == "ERROR":
+            # escapes in a template literal type (``type M = `a \\`b\\``): the grammar has none
+            k = tok.find(b"\\")
+            while k >= 0:
+                at = n.start_byte + k
+                if src[at + 1:at + 2] in (b"`", b"$", b"\\", b"{"):
+                    out.append((at, at + 2, b"  ", "template-escape", line))
+                k = tok.find(b"\\", k + 2)
+        elif tok == b"type" and prev == b"export" and nxt == b"*":
+            out.append((n.start_byte, n.end_byte, b" " * len(tok), "type-star", line))
+        elif tok == b"accessor" and prev in _MODIFIERS and _is_name(nxt):
+            out.append((n.start_byte, n.end_byte, b" " * len(tok), "accessor", line))
+        elif (tok == b"default" and prev == b"export" and nxt == b"function" and i + 2 < len(toks)
+              and toks[i + 2] in (b"(", b"<")):
+            # "default function (" -> "   function ƒ(": an ambient signature with a name
+            start, end = n.start_byte, leaves[i + 2].start_byte
+            name = ANON_DEFAULT.encode()
+            new = b"function " + name
+            if end - start >= len(new) and src[leaves[i + 1].end_byte:end].strip() == b"":
+                out.append((start, end, b" " * (end - start - len(new)) + new, "anon-default", line))
+    return out
+
+
+def _apply(parser, tree, src: bytes, mends) -> tuple[object, bytes]:
+    buf = bytearray(src)
+    for start, end, new, _, _ in mends:
+        buf[start:end] = new
+        # a same-length replacement: the edit's old and new ends coincide
+        pt_s = _point(src, start)
+        pt_e = _point(src, end)
+        tree.edit(start_byte=start, old_end_byte=end, new_end_byte=end,
+                  start_point=pt_s, old_end_point=pt_e, new_end_point=pt_e)
+    new = bytes(buf)
+    return parser.parse(new, tree), new
+
+
+def _point(src: bytes, offset: int) -> tuple[int, int]:
+    row = src.count(b"\n", 0, offset)
+    col = offset - (src.rfind(b"\n", 0, offset) + 1)
+    return row, col
+
+
+def _error_count(root) -> int:
+    """ERROR and MISSING nodes under ``root`` (a measure to compare parses by)."""
+    n, stack = 0, [root]
+    while stack:
+        x = stack.pop()
+        if x.type == "ERROR" or x.is_missing:
+            n += 1
+        if x.has_error:
+            stack.extend(x.children)
+    return n
+
+
+def parse(rel: str, source: bytes) -> Parsed:
+    """The best tree-sitter parse of ``source`` (the bytes of workspace file ``rel``): see the
+    module doc. Never raises for bad input; ``tree.root_node.has_error`` tells whether errors
+    remain."""
+    import tree_sitter
+
+    grammar = grammar_for(rel)
+    parser = tree_sitter.Parser(language(grammar))
+    tree = parser.parse(source)
+    if not tree.root_node.has_error:
+        return Parsed(tree, grammar, source)
+    best = Parsed(tree, grammar, source)
+    src, mended = source, []
+    for _ in range(_MAX_ROUNDS):
+        mends = [m for m in _mends(tree.root_node, src) if src[m[0]:m[1]] != m[2]]
+        if not mends:
+            break
+        tree, src = _apply(parser, tree, src, mends)
+        mended.extend((kind, line) for _, _, _, kind, line in mends)
+        if not tree.root_node.has_error:
+            break
+    if mended and _error_count(tree.root_node) < _error_count(best.tree.root_node):
+        best = Parsed(tree, grammar, src, sorted(set(mended), key=lambda m: (m[1], m[0])))
+    if best.tree.root_node.has_error and grammar == "javascript":
+        alt = parse("x.tsx", best.source)
+        if not alt.tree.root_node.has_error:
+            return Parsed(alt.tree, "tsx", alt.source, best.mended + alt.mended + [("tsx-grammar", 0)])
+    return best
+
+
+def restore_anonymous_default(facts) -> None:
+    """Give back its name to an ``export default function (…): R;`` that ``parse`` read as a
+    function named ``ANON_DEFAULT`` (``facts``: the file's ``JsFacts``, changed in place): the
+    symbol becomes ``default`` and is the file's default export."""
+    from dataclasses import replace
+
+    if ANON_DEFAULT not in facts.exports:
+        return
+    facts.symbols[:] = [replace(s, qual="default", name="default") if s.qual == ANON_DEFAULT else s
+                        for s in facts.symbols]
+    del facts.exports[ANON_DEFAULT]
+    facts.exports["default"] = ("def", "default")
+    facts.scopes[0].names.pop(ANON_DEFAULT, None)
+    for table in (facts.results, facts.params):
+        if ANON_DEFAULT in table:
+            table["default"] = table.pop(ANON_DEFAULT)
