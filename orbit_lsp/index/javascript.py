@@ -900,6 +900,15 @@ class _Extractor:
                         self.declarator(d, True)
                 return
             self.visit(decl)
+            if t == "ambient_declaration":  # ``export declare function f(): R;`` (.d.ts; ts-syntax)
+                inner = next((c for c in decl.named_children if c.type != "comment"), None)
+                if inner is not None and inner.type in ("lexical_declaration", "variable_declaration"):
+                    for d in inner.named_children:
+                        n = d.child_by_field_name("name") if d.type == "variable_declarator" else None
+                        if n is not None and n.type == "identifier":
+                            self.exports[text(n)] = ("n", text(n))
+                    return
+                decl = inner if inner is not None else decl
             n = decl.child_by_field_name("name")
             if n is not None:
                 name = text(n)
