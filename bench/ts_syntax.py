@@ -20,7 +20,7 @@ Candidates, each used when importable:
   the network on first use and are reported as unavailable here).
 
 Each file in error is listed with its first error (``file:line: source line``). Parse time per
-candidate (``src/``, files/s) shows what mending costs.
+candidate (``src/``, files/s, the best of three passes) shows what mending costs.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 
 DEFAULT_PACKAGES = ("zod@3.25.76", "effect@3.22.4")
+REPEAT = 3
 SOURCE_EXTS = (".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts")
 
 
@@ -92,14 +93,14 @@ def measure(root: Path, parse) -> dict:
     files = sorted(p for p in root.rglob("*") if p.is_file() and p.name.lower().endswith(SOURCE_EXTS)
                    and "node_modules" not in p.parts)
     out = {"src": 0, "src_bad": [], "all": 0, "all_bad": [], "src_seconds": 0.0}
+    src_items = []
     for p in files:
         rel = p.relative_to(root).as_posix()
         data = p.read_bytes()
         in_src = rel.startswith("src/") and rel.lower().endswith((".ts", ".tsx", ".mts", ".cts"))
-        t = time.perf_counter()
         tree = parse(rel, data)
         if in_src:
-            out["src_seconds"] += time.perf_counter() - t
+            src_items.append((rel, data))
             out["src"] += 1
         out["all"] += 1
         if tree.root_node.has_error:
@@ -107,6 +108,14 @@ def measure(root: Path, parse) -> dict:
             out["all_bad"].append(where)
             if in_src:
                 out["src_bad"].append(where)
+    best = None
+    for _ in range(REPEAT):  # the best of a few passes: the machine is shared
+        t = time.perf_counter()
+        for rel, data in src_items:
+            parse(rel, data)
+        took = time.perf_counter() - t
+        best = took if best is None else min(best, took)
+    out["src_seconds"] = best or 0.0
     return out
 
 

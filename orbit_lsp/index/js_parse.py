@@ -30,6 +30,7 @@ its meaning (``export type *`` is type-only).
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 
 from orbit_lsp.index.js_syntax import grammar_for, language
@@ -268,14 +269,29 @@ def _error_count(root) -> int:
     return n
 
 
+_LOCAL = threading.local()  # a tree-sitter Parser is not to be shared between threads
+
+
+def _parser(grammar: str):
+    """This thread's parser for ``grammar`` (made once: a new Parser per file costs about as
+    much as parsing a small file)."""
+    import tree_sitter
+
+    cache = getattr(_LOCAL, "parsers", None)
+    if cache is None:
+        cache = _LOCAL.parsers = {}
+    p = cache.get(grammar)
+    if p is None:
+        p = cache[grammar] = tree_sitter.Parser(language(grammar))
+    return p
+
+
 def parse(rel: str, source: bytes) -> Parsed:
     """The best tree-sitter parse of ``source`` (the bytes of workspace file ``rel``): see the
     module doc. Never raises for bad input; ``tree.root_node.has_error`` tells whether errors
     remain."""
-    import tree_sitter
-
     grammar = grammar_for(rel)
-    parser = tree_sitter.Parser(language(grammar))
+    parser = _parser(grammar)
     tree = parser.parse(source)
     if not tree.root_node.has_error:
         return Parsed(tree, grammar, source)
