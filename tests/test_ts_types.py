@@ -282,8 +282,11 @@ export class Obs {
   subscribe(cb: (v: Sub) => void) {}
 }
 export function untyped(cb) {}
+export interface Ctor<T> { init(inst: T): void }
+export function make<T extends { id: number }>(name: string, init: (inst: T) => void): Ctor<T> { return null!; }
+export interface Widget { id: number; draw(): void }
 """
-    use = """import { operate, each, Obs, untyped } from "./lib";
+    use = """import { operate, each, Obs, untyped, make, Ctor, Widget } from "./lib";
 export function main(obs: Obs) {
   operate((source, sub) => { sub.next(1); source.pipe(); });
   new Obs((sub) => sub.next(2));
@@ -291,9 +294,10 @@ export function main(obs: Obs) {
   each([], (s, i) => s.pipe());
   untyped((x) => x.pipe());
 }
+export const W: Ctor<Widget> = make("w", (inst) => { inst.draw(); });
 """
     with indexed(store, {"src/lib.ts": lib, "src/use.ts": use}) as ix:
-        got = calls(ix.graph, "src/use.ts")
+        got = calls(ix.graph, "src/use.ts#main")
         assert got == {
             ("src/use.ts#main", "src/lib.ts#operate"): "import",
             ("src/use.ts#main", "src/lib.ts#Sub.next"): "type",  # Init, an alias of a function type
@@ -307,6 +311,9 @@ export function main(obs: Obs) {
         assert sites(ix.graph, "src/use.ts#main", "src/lib.ts#Sub.next") == [3, 4, 5]
         assert sites(ix.graph, "src/use.ts#main", "src/lib.ts#Src.pipe") == [3, 6]
         assert unbound(ix.graph) == {"src/use.ts#main": ["pipe@7"]}  # an untyped callee's callback
+        # make<T>(…): Ctor<T> initialising a Ctor<Widget>: T is Widget in the callback
+        module = {k: v for k, v in calls(ix.graph).items() if k[0] == "src/use.ts"}  # module-level calls
+        assert module == {("src/use.ts", "src/lib.ts#make"): "import", ("src/use.ts", "src/lib.ts#Widget.draw"): "type"}
 
 
 def test_type_edits_rebind_other_files_incrementally(store):
@@ -374,3 +381,25 @@ export function main(subs: Sub[], list: Array<Sub>, other?: Sub) {
         }
         assert sites(ix.graph, "src/use.ts#main", "src/lib.ts#Sub.unsubscribe") == [3, 4, 5, 6, 9, 10]
         assert unbound(ix.graph) == {}  # subs.length.toFixed(): a number's method, external
+
+
+def test_declaration_merging_keeps_the_callable(store):
+    lib = """export interface make { extra(): void }
+export function make(): Thing { return new Thing(); }
+export interface Thing { size(): number }
+export class Thing { grow() { return this; } }
+"""
+    use = """import { make } from "./lib";
+export function main() {
+  make().grow().size();
+}
+"""
+    with indexed(store, {"src/lib.ts": lib, "src/use.ts": use}) as ix:
+        kinds = dict(ix.graph.query("MATCH (s:Symbol) RETURN s.qual, s.kind").rows)
+        assert kinds["src/lib.ts#make"] == "function" and kinds["src/lib.ts#Thing"] == "class"
+        assert kinds["src/lib.ts#make.extra"] == "method"
+        assert calls(ix.graph, "src/use.ts") == {
+            ("src/use.ts#main", "src/lib.ts#make"): "import",
+            ("src/use.ts#main", "src/lib.ts#Thing.grow"): "return",
+            ("src/use.ts#main", "src/lib.ts#Thing.size"): "return",  # the interface's member of the merged class
+        }

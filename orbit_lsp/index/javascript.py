@@ -31,7 +31,8 @@ class _Extractor:
         self.js = js  # a JavaScript file: JSDoc types count (TypeScript ignores them in .ts files)
         self.results: dict[str, tuple] = {}
         self.params: dict[str, tuple] = {}
-        self._callbacks: dict[int, tuple] = {}  # node id of a function passed to a call -> (scope, callee ref, i)
+        self._callbacks: dict[int, tuple] = {}  # node id of a function passed to a call -> (scope, callee ref, i, expected)
+        self._expected: dict[int, tuple] = {}  # node id of a call initialising a declared variable -> the type
         self._returns: dict[int, list] = {}  # scope index -> refs of its ``return`` values
         self._namespaces: set[int] = set()  # scope indexes of ``namespace`` bodies
         self.symbols: list[PySymbol] = []
@@ -56,12 +57,17 @@ class _Extractor:
         return f"{q}.{name}" if q else name
 
     def _add(self, qual: str, name: str, kind: str, node, name_node=None) -> bool:
+        at = name_node if name_node is not None else node
+        sym = PySymbol(qual, name, kind, node.start_point[0] + 1, node.end_point[0] + 1, at.start_point[1])
         if qual in self.seen:
+            if kind in ("function", "class"):  # ``interface F`` merged with ``function F``: the callable wins
+                for i, old in enumerate(self.symbols):
+                    if old.qual == qual and old.kind in ("interface", "type"):
+                        self.symbols[i] = sym
+                        return True
             return False
         self.seen.add(qual)
-        at = name_node if name_node is not None else node
-        self.symbols.append(PySymbol(qual, name, kind, node.start_point[0] + 1, node.end_point[0] + 1,
-                                     at.start_point[1]))
+        self.symbols.append(sym)
         return True
 
     def _import(self, spec: str | None, node, kind: str) -> None:
@@ -224,7 +230,7 @@ class _Extractor:
                 if tref not in (None, UNKNOWN):
                     self.bind_pattern(p, ("t", tref))
                 elif callback is not None and p.type == "identifier":
-                    self.bind_pattern(p, ("cbp", callback[0], callback[1], callback[2], 0))
+                    self.bind_pattern(p, ("cbp", callback[0], callback[1], callback[2], 0) + callback[3:])
                 else:
                     self.bind_pattern(p, UNKNOWN)
             return
@@ -246,7 +252,7 @@ class _Extractor:
             if tref is None and pat is not None and pat.type == "identifier":
                 tref = documented.get(text(pat))
             if tref is None and callback is not None and pat is not None and pat.type in ("identifier", "object_pattern"):
-                tref = ("cbp", callback[0], callback[1], callback[2], j)
+                tref = ("cbp", callback[0], callback[1], callback[2], j) + callback[3:]
             if tref not in (None, UNKNOWN) and pat is not None and pat.type in ("identifier", "object_pattern"):
                 self.bind_pattern(pat, tref if tref[0] == "cbp" else ("t", tref))
                 self.visit(p.child_by_field_name("value") if p is not pat else None)
@@ -350,6 +356,10 @@ class _Extractor:
                     supers = tuple(type_ref(c) for c in impl.named_children)
         idx = len(self.scopes)
         cls = self.classes.setdefault(qual, JsClass(qual, heritage, self.cur, scope=idx, supers=supers))
+        if cls.kind != "class":  # ``interface C`` merged with ``class C``: one class with both's members
+            merged = JsClass(qual, heritage, self.cur, dict(cls.members), scope=idx, supers=supers + cls.supers,
+                             fields=dict(cls.fields))
+            cls = self.classes[qual] = merged
         self.scopes.append(JsScope(qual, self.cur, this_class=qual))
         prev, self.cur = self.cur, idx
         for tname, constraint in type_parameters(node.child_by_field_name("type_parameters")):
@@ -527,8 +537,10 @@ class _Extractor:
                 ref = self.klass(v, name, name_node)
                 self.scope.bind(name, ref)
             else:
-                self._visit_value(v, name if self.cur == 0 else None)
                 declared = self._declared_type(d)
+                if declared is not None and v is not None and v.type == "call_expression":
+                    self._expected[v.id] = declared  # ``const x: C<T> = make((inst) => …)``
+                self._visit_value(v, name if self.cur == 0 else None)
                 ref = ("t", declared) if declared is not None else self._value_ref(value) if v is not None else UNKNOWN
                 if self.cur == 0 and not _is_import_ref(ref):  # ``const x = require(…)`` is an import
                     self._add(name, name, "variable", d, name_node)
@@ -718,14 +730,16 @@ class _Extractor:
             self.scope.calls.append(CallSite(fn.start_point[0] + 1, fn.start_point[1], end_col(fn),
                                              fref, last_name(fn), False, self._eval_scope))
             if fref != UNKNOWN and args is not None:
-                self._note_callbacks(args, fref)
+                self._note_callbacks(args, fref, self._expected.pop(node.id, None))
         self.visit(fn)
         if args is not None:
             self.visit_children(args)
 
-    def _note_callbacks(self, args, fref: tuple) -> None:
+    def _note_callbacks(self, args, fref: tuple, expected: tuple | None = None) -> None:
         """Remember the functions passed as arguments of a call of ``fref`` (their untyped
-        parameters take the callee's declared parameter types)."""
+        parameters take the callee's declared parameter types; ``expected``: the declared type
+        of the variable the call initialises, which fixes the callee's type arguments)."""
+        extra = (expected,) if expected is not None else ()
         for i, a in enumerate(args.named_children):
             u = unwrap(a)
             branches = [u]
@@ -733,7 +747,7 @@ class _Extractor:
                 branches = [unwrap(u.child_by_field_name("consequence")), unwrap(u.child_by_field_name("alternative"))]
             for b in branches:
                 if b is not None and b.type in ("arrow_function", "function_expression", "function"):
-                    self._callbacks[b.id] = (self.cur, fref, i)
+                    self._callbacks[b.id] = (self.cur, fref, i) + extra
 
     def _then_callback(self, cb, value: tuple) -> None:
         outer = self.scope

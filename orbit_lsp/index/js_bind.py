@@ -185,7 +185,7 @@ class JsBinder:
             v = self.ev(rel, si, ref[1], depth + 1)
             return self.type_value(v[1], v[2], v[3], depth + 1) if v is not None and v[0] == "arr" else None
         if t == "cbp":
-            return self.callback_param(rel, ref[1], ref[2], ref[3], ref[4], depth + 1)
+            return self.callback_param(rel, ref[1], ref[2], ref[3], ref[4], depth + 1, ref[5] if len(ref) > 5 else None)
         if t == "new":
             v = self.ev(rel, si, ref[1], depth + 1)
             if v is not None and v[0] == "sym" and v[3] == "class":
@@ -375,7 +375,8 @@ class JsBinder:
         return None
 
     # -- callbacks ---------------------------------------------------------------------------------
-    def callback_param(self, rel: str, osi: int, fref: tuple, i: int, j: int, depth: int = 0):
+    def callback_param(self, rel: str, osi: int, fref: tuple, i: int, j: int, depth: int = 0,
+                       expected: tuple | None = None):
         """The value of parameter ``j`` of a function passed as argument ``i`` of a call of
         ``fref`` (scope ``osi``): from the callee's declared type of that parameter, when it is
         a function type (directly, through an alias, a union member or a type parameter's
@@ -403,20 +404,39 @@ class JsBinder:
             p = facts.params.get(g[2]) if facts is not None else None
             if p is None or i >= len(p[1]):
                 continue
-            got = self._fn_param(g[1], p[0], p[1][i], j, recv, depth + 1)
+            subst = self._type_arguments(g[1], g[2], rel, osi, expected) if expected is not None else {}
+            got = self._fn_param(g[1], p[0], p[1][i], j, recv, depth + 1, subst)
             if got is not None:
                 return got
         return None
 
-    def _fn_param(self, rel: str, si: int, tref: tuple, j: int, recv, depth: int):
+    def _type_arguments(self, frel: str, fqual: str, rel: str, osi: int, expected: tuple) -> dict:
+        """Type parameters of function ``fqual`` fixed by the type its result is expected to
+        have: the callee returns ``G<T, …>`` and the variable is declared ``G<X, …>`` ->
+        ``{T: (rel, osi, X)}``."""
+        facts = self._facts(frel)
+        res = facts.results.get(fqual) if facts is not None else None
+        if res is None or res[1][0] != "t":
+            return {}
+        ret = res[1][1]
+        if ret[0] != "g" or expected[0] != "g" or _last_name(ret[1]) != _last_name(expected[1]):
+            return {}
+        return {a[1]: (rel, osi, x) for a, x in zip(ret[2], expected[2]) if a[0] == "n"}
+
+    def _fn_param(self, rel: str, si: int, tref: tuple, j: int, recv, depth: int, subst: dict | None = None):
         for _ in range(12):
             t = tref[0]
             if t == "fn":
                 ps = tref[2] if len(tref) > 2 else ()
-                return self.type_value(rel, si, ps[j], depth + 1, this=recv) if j < len(ps) else None
+                if j >= len(ps):
+                    return None
+                if subst and ps[j][0] == "n" and ps[j][1] in subst:
+                    at = subst[ps[j][1]]
+                    return self.type_value(at[0], at[1], at[2], depth + 1)
+                return self.type_value(rel, si, ps[j], depth + 1, this=recv)
             if t == "u":
                 for m in tref[1]:
-                    got = self._fn_param(rel, si, m, j, recv, depth + 1) if m[0] in ("fn", "n", "g", "q") else None
+                    got = self._fn_param(rel, si, m, j, recv, depth + 1, subst) if m[0] in ("fn", "n", "g", "q") else None
                     if got is not None:
                         return got
                 return None
@@ -693,6 +713,15 @@ def _union(values: list):
     if ws:
         return ws[0] if len(ws) == 1 else ("union", tuple(ws[:_MAX_UNION]))
     return EXT if values and all(v == EXT for v in values) else None
+
+
+def _last_name(tref: tuple) -> str | None:
+    """The name a type reference ends with (``ns.G`` -> ``G``)."""
+    if tref[0] == "n":
+        return tref[1]
+    if tref[0] == "q":
+        return tref[2]
+    return None
 
 
 def _mentions_this(ref: tuple) -> bool:
