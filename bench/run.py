@@ -5,10 +5,14 @@
     python -m bench.run queries [--corpus stdlib|PATH] [--repeat 5]
     python -m bench.run lsp     [--corpus stdlib|PATH] [--n 20] [--saves 20]
     python -m bench.run ts-resolution [--package rxjs@7.8.1 | --corpus PATH]  (bench/ts_resolution.py)
+    python -m bench.run ts-syntax [--package zod@3.25.76 --package effect@3.22.4 | --corpus PATH]  (bench/ts_syntax.py)
+    python -m bench.run ts-callers [--package zod@3.25.76 --package rxjs@7.8.1 | --corpus PATH] [--top 30]
+                                                                               (bench/ts_callers.py)
     python -m bench.run peers   [--corpus stdlib|PATH] [--k 20] [--tools jedi,jedi-full,pyright]  (bench/peers.py)
     python -m bench.run profile [--corpus stdlib|PATH] [--top 60]                                 (bench/profile.py)
     python -m bench.run mcp     [--corpus stdlib|PATH] [--n 20]                                   (bench/mcp.py)
     python -m bench.run changes [--projects requests==2.32.3,flask==3.0.3 | --corpus PATH] [--n 50]  (bench/changes.py)
+    python -m bench.run cli-latency [--corpus stdlib|PATH] [--n 20] [--k 5]                       (bench/cli_latency.py)
 
 ``--corpus`` also takes ``django`` / ``pypi:NAME==VERSION`` (an sdist, see bench/corpora.py).
 
@@ -959,6 +963,12 @@ def build_parser() -> argparse.ArgumentParser:
     from bench.ts_resolution import add_parser as add_ts_resolution
 
     add_ts_resolution(sub, common)  # ts-resolution (see bench/ts_resolution.py)
+    from bench.ts_callers import add_parser as add_ts_callers
+
+    add_ts_callers(sub, common)  # ts-callers (see bench/ts_callers.py)
+    from bench.ts_syntax import add_parser as add_ts_syntax
+
+    add_ts_syntax(sub, common)  # ts-syntax (see bench/ts_syntax.py)
 
     from bench import mcp, peers, profile  # their options live with their code
 
@@ -968,6 +978,9 @@ def build_parser() -> argparse.ArgumentParser:
     from bench import changes  # test selection of `orbit-lsp changes` (issue 16)
 
     changes.add_parser(sub, common)
+    from bench import cli_latency  # issue 19: a query from the command line, end to end
+
+    cli_latency.add_parser(sub, common)
     return p
 
 
@@ -986,6 +999,18 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> int
         from bench.ts_resolution import run as run_ts_resolution
 
         record(run_ts_resolution(args, settings, command), machine_info(settings, load, code),
+               None if args.no_record else args.results)
+        return 0
+    if args.cmd == "ts-callers":  # its corpora are npm packages' src/ (or a directory used as it is)
+        from bench.ts_callers import run as run_ts_callers
+
+        record(run_ts_callers(args, settings, command), machine_info(settings, load, code),
+               None if args.no_record else args.results)
+        return 0
+    if args.cmd == "ts-syntax":  # its corpora are npm packages (or a directory used as it is)
+        from bench.ts_syntax import run as run_ts_syntax
+
+        record(run_ts_syntax(args, settings, command), machine_info(settings, load, code),
                None if args.no_record else args.results)
         return 0
     if args.cmd == "changes":  # its corpora are projects with their test suites (bench/changes.py)
@@ -1008,10 +1033,11 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> int
         elif args.cmd == "reindex":
             report = run_reindex(corpus, label, settings, command, n=args.n, seed=args.seed,
                                  cache_dir=args.cache_dir, profile=not args.no_profile, max_lines=args.max_lines)
-        elif args.cmd in ("peers", "profile", "mcp"):
-            from bench import mcp, peers, profile
+        elif args.cmd in ("peers", "profile", "mcp", "cli-latency"):
+            from bench import cli_latency, mcp, peers, profile
 
-            report = {"peers": peers, "profile": profile, "mcp": mcp}[args.cmd].run(corpus, label, settings, command, args)
+            report = {"peers": peers, "profile": profile, "mcp": mcp,
+                      "cli-latency": cli_latency}[args.cmd].run(corpus, label, settings, command, args)
         elif args.cmd == "lsp":
             from bench.lsp import run_lsp
 

@@ -55,10 +55,10 @@ ALLOW_ONCE, ALLOW_ALWAYS, DENY = "once", "always", "deny"
 
 SCHEMA = """Graph schema (FalkorDB, openCypher):
 (:File {path, lang, lines})  path is workspace-relative with '/' separators
-(:Symbol {name, qual, kind, file, line, end_line})  kind: module|class|function|method|variable; qual = dotted module path + name (e.g. pkg.mod.Class.method); line 1-based
+(:Symbol {name, qual, kind, file, line, end_line})  kind: module|class|function|method|variable; qual = dotted module path + name (e.g. pkg.mod.Class.method; JS/TS: path#name, e.g. src/cart.ts#Cart.add); line 1-based
 (:Package {name, stdlib, dist})
 (:File)-[:DEFINES]->(:Symbol)
-(:File)-[:IMPORTS {line}]->(:File)
+(:File)-[:IMPORTS {line, type_only}]->(:File)  type_only: TS imports for types only (no run-time dependency)
 (:File)-[:USES_PACKAGE {line}]->(:Package)
 (:Symbol)-[:CALLS {line, resolved}]->(:Symbol)
 (:Symbol)-[:INHERITS]->(:Symbol)
@@ -270,7 +270,9 @@ class Toolbox:
             cands.append(cand)
         data: dict = {"symbol": name, "matches": len(found.rows), "candidates": cands}
         if not found.rows:
-            data["note"] = f"no symbol named '{name}' in the graph"
+            # queries.callers' note: the closest qualified names when there are any
+            data["note"] = next((n for n in found.notes if n.startswith("no symbol named")),
+                                f"no symbol named '{name}' in the graph")
         elif len(found.rows) > 1:
             data["note"] = f"'{name}' is ambiguous: {len(found.rows)} symbols match; each is listed"
         return ToolResult(data, cypher, len(found.rows))

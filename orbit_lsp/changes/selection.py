@@ -2,12 +2,15 @@
 
 pytest: test files ``test_*.py`` / ``*_test.py``; ``test*`` functions, ``test*`` methods of
 ``Test*`` classes (without ``__init__``) and of ``unittest.TestCase`` subclasses; fixtures
-(``@pytest.fixture``, in ``conftest.py`` for the tests under its directory, in a test module for
-that module, in a class for that class) reach the tests and fixtures that name them as a
-parameter or in ``@pytest.mark.usefixtures``, and every test of their scope when ``autouse``;
-``setUp``/``setup_method``/… reach every test of their class, ``setup_module``/``setUpModule``
-and a test module's own module-level code every test of the module, a ``conftest.py``'s
-module-level code every test under its directory.
+(``@pytest.fixture``, under its ``name=`` if given, in ``conftest.py`` for the tests under its
+directory, in a test module for that module, in a class for that class) reach the tests and
+fixtures that name them as a parameter, in ``@pytest.mark.usefixtures`` (on the test, its class,
+or a ``pytestmark`` of its class or module) or in ``request.getfixturevalue("name")``, and every
+test of their scope when ``autouse``; ``setUp``/``setup_method``/``setUpClass``/… reach every
+test of their class, ``setup_module``/``setUpModule`` and a test module's own module-level code
+every test of the module, a ``conftest.py``'s module-level code every test under its directory.
+A test class also has the tests and setup methods of the classes of its module it inherits from
+(pytest collects ``Child::test_x`` for a ``test_x`` of a base).
 JS/TS runners (jest, vitest, mocha, node:test): files ``*.test.*``, ``*.spec.*`` and files under a
 ``__tests__/`` directory; the unit selected is the file (their tests are anonymous callbacks).
 
@@ -32,7 +35,8 @@ CLASS_SETUP = frozenset({"setUp", "tearDown", "setUpClass", "tearDownClass", "se
                          "setup_class", "teardown_class", "setup", "teardown", "asyncSetUp", "asyncTearDown"})
 MODULE_SETUP = frozenset({"setup_module", "teardown_module", "setUpModule", "tearDownModule", "setup_function",
                           "teardown_function", "setup", "teardown"})
-FILES_FORM_OVER = 40  # above this many test ids the command lists files instead
+FILES_FORM_OVER = 40  # above this many test ids the command uses ``-k`` (or the files) instead
+K_FORM_MAX = 4000  # characters of a ``-k`` expression past which the command lists files only
 SCANS = LRU(4096)  # (path, content digest) -> PyTestFile: a server or a benchmark re-reads few test files
 
 
@@ -95,7 +99,7 @@ class PyTestFile:
     path: str
     items: list[TestItem] = field(default_factory=list)
     fixtures: list[Fixture] = field(default_factory=list)
-    class_setup: dict[str, str] = field(default_factory=dict)  # in-file qual of a setup method -> class qual
+    class_setup: list[tuple[str, str]] = field(default_factory=list)  # (in-file qual of a setup method, class qual it serves)
     module_setup: set[str] = field(default_factory=set)
 
 
@@ -130,6 +134,28 @@ def _usefixtures(decorators: list[ast.expr]) -> set[str]:
     for dec in decorators:
         if isinstance(dec, ast.Call) and _decorator_name(dec).endswith("usefixtures"):
             out.update(a.value for a in dec.args if isinstance(a, ast.Constant) and isinstance(a.value, str))
+    return out
+
+
+def _pytestmark_fixtures(body: list[ast.stmt]) -> set[str]:
+    """Fixtures named by ``pytestmark = pytest.mark.usefixtures(…)`` (or a list of marks) in a
+    module or class body."""
+    out: set[str] = set()
+    for n in body:
+        if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in n.targets):
+            marks = n.value.elts if isinstance(n.value, (ast.List, ast.Tuple)) else [n.value]
+            out |= _usefixtures(list(marks))
+    return out
+
+
+def _requested_by_name(fn) -> set[str]:
+    """Fixtures fetched by name inside ``fn``: ``request.getfixturevalue("x")``."""
+    out = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in ("getfixturevalue", "getfuncargvalue") and node.args \
+                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            out.add(node.args[0].value)
     return out
 
 
@@ -200,7 +226,7 @@ def scan_python(path: str, data: bytes) -> PyTestFile:
     def function(fn, qual: str, cls: str | None, id_prefix: str, inherited: set[str], in_test_class: bool) -> None:
         fx = _fixture_info(fn)
         params = _params(fn)
-        uses = frozenset(params | _usefixtures(fn.decorator_list) | inherited)
+        uses = frozenset(params | _usefixtures(fn.decorator_list) | inherited | _requested_by_name(fn))
         if fx is not None:
             out.fixtures.append(Fixture(fx[0], path, qual, cls, uses, fx[1], _returned_class(fn),
                                         _attr_calls(fn, params, lines)))
@@ -208,25 +234,58 @@ def scan_python(path: str, data: bytes) -> PyTestFile:
             out.items.append(TestItem(f"{id_prefix}::{fn.name}", path, qual, cls, fn.lineno, uses,
                                       _attr_calls(fn, params, lines)))
         elif cls is not None and fn.name in CLASS_SETUP:
-            out.class_setup[qual] = cls
+            out.class_setup.append((qual, cls))
         elif cls is None and fn.name in MODULE_SETUP:
             out.module_setup.add(qual)
+
+    def local_bases(node: ast.ClassDef, seen: set[str]) -> list[tuple[ast.ClassDef, str]]:
+        """The classes of this module ``node`` inherits from, nearest first (module-level
+        classes only), with their in-file quals."""
+        found = []
+        for b in node.bases:
+            base = local_classes.get(_decorator_name(b))
+            if base is not None and base.name not in seen:
+                seen.add(base.name)
+                found.append((base, base.name))
+                found += local_bases(base, seen)
+        return found
 
     def klass(node: ast.ClassDef, qual: str, id_prefix: str, inherited: set[str]) -> None:
         has_init = any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "__init__" for n in node.body)
         test_class = is_testcase(node) or (node.name.startswith("Test") and not has_init)
-        uses = inherited | _usefixtures(node.decorator_list)
+        uses = inherited | _usefixtures(node.decorator_list) | _pytestmark_fixtures(node.body)
+        own = set()
         for n in node.body:
             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                own.add(n.name)
                 function(n, f"{qual}.{n.name}", qual, id_prefix, uses, test_class)
             elif isinstance(n, ast.ClassDef) and test_class:
                 klass(n, f"{qual}.{n.name}", f"{id_prefix}::{n.name}", uses)
+        if not test_class:
+            return
+        # tests and setup methods inherited from classes of this module: pytest collects
+        # ``Child::test_x`` for a ``test_x`` defined in a base; the code is the base's
+        for base, bqual in local_bases(node, {node.name}):
+            for n in base.body:
+                if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) or n.name in own:
+                    continue
+                own.add(n.name)
+                if _fixture_info(n) is not None:
+                    continue
+                if n.name.startswith("test"):
+                    params = _params(n)
+                    out.items.append(TestItem(f"{id_prefix}::{n.name}", path, f"{bqual}.{n.name}", qual, n.lineno,
+                                              frozenset(params | _usefixtures(n.decorator_list) | uses
+                                                        | _requested_by_name(n)), _attr_calls(n, params, lines)))
+                elif n.name in CLASS_SETUP:
+                    out.class_setup.append((f"{bqual}.{n.name}", qual))
 
+    module_uses = _pytestmark_fixtures(tree.body) if is_test_module else set()
     for n in tree.body:
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            function(n, n.name, None, path, set(), False)
+            function(n, n.name, None, path, set(module_uses), False)
         elif isinstance(n, ast.ClassDef):
-            klass(n, n.name, f"{path}::{n.name}", set())
+            klass(n, n.name, f"{path}::{n.name}", set(module_uses))
     return out
 
 
@@ -321,7 +380,7 @@ class TestIndex:
                         key = (file, fx.qual)
                         if key not in fixtures or d < fixtures[key][0]:
                             fixtures[key] = (d, reaches, f"{how}; fixture '{fx.name}'")
-                for setup, cls in tf.class_setup.items():
+                for setup, cls in tf.class_setup:
                     if qual == setup or qual.startswith(setup + "."):
                         for item in tf.items:
                             if item.cls == cls or (item.cls or "").startswith(cls + "."):
@@ -418,15 +477,28 @@ class TestIndex:
 
 
 def commands(tests: list[dict]) -> dict:
-    """Runnable forms of a selection: {"pytest": command with node ids (or with files when
-    there are more than ``FILES_FORM_OVER``), "pytest_files": command with files, "files":
-    [test files], "js_files": [JS/TS test files]}."""
+    """Runnable forms of a selection: {"pytest": the command to run it, "pytest_ids": command
+    with every node id, "pytest_k": command with the test files and ``-k`` of the selected test
+    names, "pytest_files": command with the test files, "files": [test files], "js_files":
+    [JS/TS test files]} (commands None when nothing of that runner is selected).
+
+    "pytest" is the node-id form up to ``FILES_FORM_OVER`` tests; above, the ``-k`` form while
+    its expression stays under ``K_FORM_MAX`` characters, else the files form. The ``-k`` form
+    can run a few tests more than selected, never fewer: pytest matches ``-k`` names as
+    substrings of test, class and module names, within the files given."""
     py = [t for t in tests if t["runner"] == "pytest"]
     js = sorted({t["file"] for t in tests if t["runner"] == "js"})
     files = sorted({t["file"] for t in py})
-    out = {"files": files, "js_files": js, "pytest": None, "pytest_files": None}
+    out = {"files": files, "js_files": js, "pytest": None, "pytest_ids": None, "pytest_k": None, "pytest_files": None}
     if py:
-        out["pytest_files"] = "pytest " + " ".join(shlex.quote(f) for f in files)
-        out["pytest"] = (out["pytest_files"] if len(py) > FILES_FORM_OVER
-                         else "pytest " + " ".join(shlex.quote(t["id"]) for t in py))
+        quoted_files = " ".join(shlex.quote(f) for f in files)
+        out["pytest_files"] = "pytest " + quoted_files
+        out["pytest_ids"] = "pytest " + " ".join(shlex.quote(t["id"]) for t in py)
+        names = sorted({t["id"].rpartition("::")[2].split("[", 1)[0] for t in py})
+        expr = " or ".join(names)
+        out["pytest_k"] = f"pytest {quoted_files} -k {shlex.quote(expr)}"
+        if len(py) <= FILES_FORM_OVER:
+            out["pytest"] = out["pytest_ids"]
+        else:
+            out["pytest"] = out["pytest_k"] if len(expr) <= K_FORM_MAX else out["pytest_files"]
     return out

@@ -44,7 +44,7 @@ from pathlib import Path
 from orbit_lsp.cli.context import Ctx
 from orbit_lsp.cli.errors import PROG, CliError, UsageError, describe, scrub
 from orbit_lsp.cli.output import dumps
-from orbit_lsp.cli.parser import build_parser
+from orbit_lsp.cli.parser import build_parser, named_commands
 from orbit_lsp.cli.progress import ProgressBar
 from orbit_lsp.cli.registry import COMMANDS
 from orbit_lsp.graph.errors import FalkorDBOffline
@@ -60,6 +60,8 @@ def _run_server(args: argparse.Namespace) -> int:
         os.environ["ORBIT_FALKORDB_URL"] = args.falkordb_url
     if args.data_dir:
         os.environ["ORBIT_DATA_DIR"] = str(Path(args.data_dir).expanduser())
+    if getattr(args, "graph_key", None):
+        os.environ["ORBIT_GRAPH_KEY"] = args.graph_key
     try:
         from orbit_lsp.server.app import run_stdio
     except ImportError as exc:
@@ -118,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run ``orbit-lsp`` with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        args = build_parser().parse_args(argv)
+        args = _parse(argv)
     except SystemExit as exc:  # --help / --version
         return exc.code if isinstance(exc.code, int) else 0
     except UsageError as exc:
@@ -126,6 +128,19 @@ def main(argv: list[str] | None = None) -> int:
         return _report(exc, _wants_json(argv), os.environ.get("ORBIT_FALKORDB_URL"), command)
     with _logging(args.verbose or 0):
         return _main(args)
+
+
+def _parse(argv: list[str]) -> argparse.Namespace:
+    """Parse with the subparsers of the commands named in ``argv`` only (a query starts
+    faster); when that fails, parse again with every command, whose error says the same or
+    names the commands there are."""
+    named = named_commands(argv, COMMANDS)
+    if named:
+        try:
+            return build_parser(named).parse_args(argv)
+        except UsageError:
+            pass
+    return build_parser().parse_args(argv)
 
 
 def _command_name(args: argparse.Namespace) -> str | None:

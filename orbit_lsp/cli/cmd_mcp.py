@@ -9,7 +9,7 @@ from orbit_lsp.cli.parser import Parents
 
 
 def add_parsers(subs, parents: Parents) -> None:
-    from orbit_lsp.mcp.server import add_arguments
+    from orbit_lsp.mcp.options import add_arguments  # not the SDK: every invocation builds this parser
 
     # --workspace (default here: the current directory, the project an agent runs in) and
     # --exclude come from the shared parent, so 'orbit-lsp --workspace DIR mcp' works too

@@ -69,8 +69,9 @@ def cmd_impact(ctx: Ctx) -> int:
         if not (root / rel).exists():
             raise UsageError(f"no such file in {root}: {ctx.args.file}")
         raise CliError(f"{rel} is not in the graph of {root} (not a Python file, excluded or skipped)")
+    stale = _freshness(ans, graph, root, [rel] + [r["path"] for r in ans.rows])
     if ctx.json:
-        emit_json("impact", {"file": rel, "max_hops": hops, **_answer(ans)}, ans.cypher,
+        emit_json("impact", {"file": rel, "max_hops": hops, **_answer(ans), "stale_files": stale}, ans.cypher,
                   workspace=str(root), graph=graph.name)
         return 0
     n = len(ans.rows)
@@ -78,7 +79,8 @@ def cmd_impact(ctx: Ctx) -> int:
     if n:
         print(f"{rel}: {n} dependent{'s' if n != 1 else ''}, {deepest} hop{'s' if deepest != 1 else ''}")
         for r in ans.rows:
-            print(f"  {r['hops']}  {r['path']}")
+            print(f"  {r['hops']}  {r['path']}" + ("  (types only: every way there has an import type)"
+                                                   if r.get("type_only") else ""))
     else:
         print(f"{rel}: 0 dependents (no workspace file imports it)")
     for note in ans.notes:
@@ -95,6 +97,19 @@ def _answer(ans) -> dict:
     return out
 
 
+def _freshness(ans, graph, root: Path, files) -> list[str]:
+    """Files of the answer changed on disk since they were indexed (``cli.freshness``); the
+    note saying so joins the answer's notes, the statement its Cypher."""
+    from orbit_lsp.cli.freshness import changed_files, stale_note
+
+    paths = {f for f in files if f}
+    changed, checked = changed_files(graph, root, paths, ans.cypher)
+    note = stale_note(changed, checked, len(paths))
+    if note:
+        ans.notes.append(note)
+    return changed
+
+
 def _where(sym: dict) -> str:
     return f"{sym['file']}:{sym['line']}"
 
@@ -105,9 +120,14 @@ def cmd_callers(ctx: Ctx) -> int:
     root, graph = workspace_graph(ctx)
     ans = queries.callers(graph, ctx.args.symbol, ctx.args.depth)
     if not ans.rows:
-        raise CliError(f"no symbol named '{ctx.args.symbol}' in the graph of {root}")
+        missing = next((n for n in ans.notes if n.startswith("no symbol named")), f"no symbol named '{ctx.args.symbol}'")
+        raise CliError(missing.replace(" in the graph", f" in the graph of {root}", 1))
+    stale = _freshness(ans, graph, root, [f for e in ans.rows for f in (
+        [e["target"]["file"]] + [c["file"] for c in e["callers"]]
+        + [x["file"] for x in (e.get("unbound") or {}).get("sites", [])])])
     if ctx.json:
-        emit_json("callers", {"symbol": ctx.args.symbol, "depth": ctx.args.depth, **_answer(ans)},
+        emit_json("callers", {"symbol": ctx.args.symbol, "depth": ctx.args.depth, **_answer(ans),
+                              "stale_files": stale},
                   ans.cypher, workspace=str(root), graph=graph.name)
         return 0
     for note in ans.notes:
@@ -147,9 +167,11 @@ def cmd_chain(ctx: Ctx) -> int:
     ans = queries.call_chain(graph, ctx.args.source, ctx.args.target, max_len=ctx.args.max_len)
     missing = [n for n in ans.notes if n.startswith("no symbol named")]
     if missing:
-        raise CliError("; ".join(missing) + f" in the graph of {root}")
+        raise CliError("; ".join(missing) + f" (graph of {root})")
+    stale = _freshness(ans, graph, root, [n["file"] for row in ans.rows for n in row["path"]])
     if ctx.json:
-        emit_json("chain", {"from": ctx.args.source, "to": ctx.args.target, **_answer(ans)},
+        emit_json("chain", {"from": ctx.args.source, "to": ctx.args.target, **_answer(ans),
+                            "stale_files": stale},
                   ans.cypher, workspace=str(root), graph=graph.name)
         return 0
     for note in ans.notes:

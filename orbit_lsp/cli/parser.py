@@ -12,6 +12,19 @@ from dataclasses import dataclass
 from orbit_lsp.cli.errors import PROG, UsageError
 
 
+HELP_OPTIONS = frozenset({"-h", "--help", "--version"})
+
+
+def named_commands(argv: list[str], commands) -> set[str]:
+    """Command names among the arguments before a ``--`` (an option's value may be one too:
+    the set then holds more than the command); empty when a help or version option is given,
+    whose output must list every command."""
+    args = argv[:argv.index("--")] if "--" in argv else argv
+    if HELP_OPTIONS & set(args):
+        return set()
+    return {a for a in args if a in commands}
+
+
 class Parser(argparse.ArgumentParser):
     def error(self, message: str):  # noqa: D401 - argparse hook
         raise UsageError(f"{message} (see '{self.prog} --help')")
@@ -46,7 +59,10 @@ def add_exclude(p: argparse.ArgumentParser) -> None:
                         "indexing (repeatable; e.g. --exclude 'tests/' --exclude '*_pb2.py')")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: set[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of ``orbit-lsp``. ``only``: names of commands whose modules' subparsers are
+    added (the others are left out: building all of them is a good part of a query's start-up);
+    None or empty: every command (``--help`` lists them all)."""
     from orbit_lsp.cli.registry import COMMAND_MODULES
 
     # Global options are accepted before and after the subcommand: the top-level parser holds
@@ -59,6 +75,9 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--data-dir", metavar="DIR", default=d(None),
                        help="data dir of the embedded server and caches (default: $ORBIT_DATA_DIR "
                             "or the user data dir)")
+        p.add_argument("--graph-key", metavar="KEY", default=d(None),
+                       help="use the shared graph named KEY instead of the workspace's own graph of its "
+                            "git branch (e.g. a CI job: 'index --graph-key main'); default: $ORBIT_GRAPH_KEY")
         p.add_argument("-v", "--verbose", action="count", default=d(0),
                        help="log to stderr (-vv for debug)")
 
@@ -100,5 +119,6 @@ def build_parser() -> argparse.ArgumentParser:
     subs = parser.add_subparsers(dest="command", metavar="COMMAND")
     parents = Parents(common=common, json=out, workspace=ws)
     for module in COMMAND_MODULES:
-        module.add_parsers(subs, parents)
+        if not only or only & module.COMMANDS.keys():
+            module.add_parsers(subs, parents)
     return parser

@@ -3,7 +3,7 @@
 Nodes: ``File {path, lang, lines, hash, parse_error, unresolved_imports}``,
 ``Symbol {name, qual, kind, line, end_line, file, unresolved_calls, unresolved_names}``,
 ``Package {name, stdlib, dist}``.
-Edges: ``(File)-[:DEFINES]->(Symbol)``, ``(File)-[:IMPORTS {line}]->(File)``,
+Edges: ``(File)-[:DEFINES]->(Symbol)``, ``(File)-[:IMPORTS {line, type_only}]->(File)``,
 ``(File)-[:USES_PACKAGE]->(Package)``, ``(Symbol)-[:CALLS {line, resolved}]->(Symbol)``,
 ``(Symbol)-[:INHERITS]->(Symbol)``.
 """

@@ -170,14 +170,14 @@ class GraphWriter:
 
     # -- edges -----------------------------------------------------------------------------
     def create_imports(self, rows: Sequence[list]) -> None:
-        """rows: [src path, dst path, line]"""
+        """rows: [src path, dst path, line, type_only]"""
         self._run("UNWIND $rows AS r MATCH (a:File {path: r[0]}) MATCH (b:File {path: r[1]}) "
-                  "CREATE (a)-[:IMPORTS {line: r[2]}]->(b)", rows)
+                  "CREATE (a)-[:IMPORTS {line: r[2], type_only: r[3]}]->(b)", rows)
 
     def create_imports_by_id(self, rows: Sequence[list]) -> None:
-        """rows: [src id, dst id, line]"""
+        """rows: [src id, dst id, line, type_only]"""
         self._run("UNWIND $rows AS r WITH r, r[0] AS a_id, r[1] AS b_id MATCH (a) WHERE id(a) = a_id "
-                  "MATCH (b) WHERE id(b) = b_id CREATE (a)-[:IMPORTS {line: r[2]}]->(b)", rows)
+                  "MATCH (b) WHERE id(b) = b_id CREATE (a)-[:IMPORTS {line: r[2], type_only: r[3]}]->(b)", rows)
 
     def create_package_uses(self, rows: Sequence[list], file_ids: dict[str, int] | None = None) -> None:
         """rows: [src path, name, stdlib, dist, line]; Package nodes are merged by name; the

@@ -43,7 +43,8 @@ from pathlib import Path
 
 from orbit_lsp.config import Settings
 from orbit_lsp.graph import writelock
-from orbit_lsp.graph.connection import GraphStore, code_graph_name
+from orbit_lsp.graph import keys
+from orbit_lsp.graph.connection import GraphStore
 from orbit_lsp.graph.errors import FalkorDBOffline, QueryRejected
 from orbit_lsp.graph.schema import ensure_indexes
 from orbit_lsp.graph.writer import GraphWriter
@@ -90,6 +91,13 @@ def build_graph_name(graph_name: str) -> str:
     return BUILD_GRAPH_PREFIX + graph_name
 
 
+def _import_edges(st) -> tuple:
+    """A file's IMPORTS edges as written (targets with lines, which are type-only), for change
+    detection."""
+    e = st.edges if st is not None else None
+    return (e.imports, e.type_only) if e is not None else ({}, set())
+
+
 @dataclass
 class IndexReport:
     """Summary of an indexing run: counts, seconds, and per-phase timings."""
@@ -114,6 +122,7 @@ class IndexReport:
     seconds: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # re-syncs and rebuilds and why
+    parsed_paths: list[str] = field(default_factory=list)  # files read and parsed again (index_all)
 
 
 def unresolved_sites(names: list[str], lines: list[int] | None) -> list[str] | None:
@@ -130,14 +139,16 @@ class WorkspaceIndexer:
     Raises ``FalkorDBOffline`` from any method that writes when FalkorDB is unreachable.
     """
 
-    def __init__(self, root: Path | str, store: GraphStore, settings: Settings | None = None):
+    def __init__(self, root: Path | str, store: GraphStore, settings: Settings | None = None,
+                 graph_name: str | None = None):
         self.root = Path(os.path.realpath(os.fspath(root)))
         self.store = store
         self.settings = settings or store.settings
-        self.graph = store.graph(code_graph_name(self.root))
+        # the folder's graph on its git branch, or the explicit key's (``graph.keys``)
+        self.graph = store.graph(graph_name or keys.graph_name(self.root, self.settings.graph_key))
         self.state: dict[str, FileState] = {}
         self.aliases: dict[str, str] = {}
-        self.filter = WorkspaceFilter(self.root, self.settings.exclude)
+        self.filter = WorkspaceFilter(self.root, self.settings.exclude, self.settings.build_output())
         self.lock = threading.RLock()
         self._last_index_time: float | None = None
         self.generation = next(_GENERATIONS)  # a new value for every change made to the graph
@@ -425,8 +436,36 @@ class WorkspaceIndexer:
         process writes the same graph. Returns an ``IndexReport`` (``notes``: why the graph was
         rebuilt or re-read); raises ``FalkorDBOffline``.
         """
+        from orbit_lsp.index import overlay
+
         with self._writing():
-            return self._index_all(progress, cancel, rebuild)
+            note = None if rebuild else overlay.seed(self)  # a shared graph or state to start from
+            rep = self._index_all(progress, cancel, rebuild)
+            if note:
+                rep.notes.insert(0, note)
+            overlay.after_index(self, rep)  # a shared graph publishes its per-file state
+            return rep
+
+    def use_graph(self, graph_name: str) -> None:
+        """Index into ``graph_name`` from now on (the folder's git branch changed): the state of
+        the previous graph is forgotten; the next ``index_all`` re-opens the new graph from its
+        cache (only files that differ from it are re-indexed) or builds it. Until then
+        ``last_index_time`` is None (the folder is not indexed)."""
+        with self.lock:
+            if graph_name == self.graph.name:
+                return
+            on_wait = self.write_lock.on_wait
+            self._token = None  # forgets the old graph's expected marker
+            self.graph = self.store.graph(graph_name)
+            self.write_lock = writelock.GraphWriteLock(self.store, graph_name, on_wait=on_wait)
+            self.state = {}
+            self._live = None
+            self._cache_token = None
+            self._cache_blobs = None
+            self._touched, self._touched_all, self._meta_dirty = set(), False, False
+            self._written_root_package = ""
+            self.imports_generation = next(_GENERATIONS)
+            self.last_index_time = None
 
     def _index_all(self, progress: Progress | None = None, cancel: threading.Event | None = None,
                    rebuild: bool = False) -> IndexReport:
@@ -437,7 +476,8 @@ class WorkspaceIndexer:
             known = self._token  # the graph as this indexer last saw it
             self._live = None  # the state is rebuilt from the disk and the cache
             walk = walk_workspace(self.root, self.settings.max_file_bytes, self.settings.exclude,
-                                  classify=False)  # _read classifies the bytes it reads
+                                  classify=False,  # _read classifies the bytes it reads
+                                  build_output=self.settings.build_output())
             self.aliases = walk.aliases
             self.skipped = dict(walk.skipped)
             timings["walk"] = time.perf_counter() - t0
@@ -484,6 +524,7 @@ class WorkspaceIndexer:
                 rep.mode = "cancelled"
                 rep.seconds = time.perf_counter() - t0
                 return rep
+            rep.parsed_paths = sorted(rel for rel, _, _, _ in to_parse)
             py = [(rel, data) for rel, data, _, _ in to_parse
                   if LANGS.get(os.path.splitext(rel)[1].lower()) == "python"]
             report_progress(progress, 0, len(to_parse), "", "parse")
@@ -677,7 +718,7 @@ class WorkspaceIndexer:
                 for dst, line in sorted(e.imports.items()):
                     did = file_ids.get(dst)
                     if did is not None:
-                        imports.append([fid, did, line])
+                        imports.append([fid, did, line, dst in e.type_only])
             for name, line in sorted(e.packages.items()):
                 n, stdlib, dist = package_info(name)
                 pkgs.append([rel, n, stdlib, dist, line])
@@ -746,7 +787,7 @@ class WorkspaceIndexer:
                 continue
             for dst, line in sorted(e.imports.items()):
                 if dst in self.state:
-                    imports.append([rel, dst, line])
+                    imports.append([rel, dst, line, dst in e.type_only])
             for name, line in sorted(e.packages.items()):
                 n, stdlib, dist = package_info(name)
                 pkgs.append([rel, n, stdlib, dist, line])
@@ -881,8 +922,7 @@ class WorkspaceIndexer:
             if dropped:
                 w.delete_unused_packages(sorted(package_info(n)[0] for n in dropped))
         rep.written_files = len(rebind | changed)
-        if removed or any((old_state[r].edges.imports if r in old_state and old_state[r].edges is not None else {})
-                          != (self.state[r].edges.imports if self.state[r].edges is not None else {})
+        if removed or any(_import_edges(old_state[r] if r in old_state else None) != _import_edges(self.state[r])
                           for r in rebind | changed):
             self.imports_generation = next(_GENERATIONS)
         rep.removed_files = len(removed)

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("orbit_lsp.index")
 
 
-def _child(root: str, settings: Settings, conn, cancel) -> None:
+def _child(root: str, settings: Settings, conn, cancel, graph_name: str | None = None) -> None:
     """Child process entry point: index ``root`` and send ``("progress", done, total, rel)``
     messages, then ``("done", report)`` or ``("error", text)``."""
     from orbit_lsp.graph.connection import GraphStore
@@ -39,7 +39,7 @@ def _child(root: str, settings: Settings, conn, cancel) -> None:
 
     try:
         store = GraphStore(settings)
-        ix = WorkspaceIndexer(root, store, settings)
+        ix = WorkspaceIndexer(root, store, settings, graph_name=graph_name)
         rep = ix.index_all(progress=lambda d, t, r: conn.send(("progress", d, t, r)), cancel=_Cancel())
         conn.send(("done", rep))
     except BaseException as exc:  # noqa: BLE001 - reported to the parent, which redoes the work
@@ -61,7 +61,7 @@ def index_all_isolated(ix: "WorkspaceIndexer", progress: "Progress | None" = Non
     parent_conn, child_conn = ctx.Pipe(duplex=False)
     child_cancel = ctx.Event()
     try:
-        proc = ctx.Process(target=_child, args=(str(ix.root), ix.settings, child_conn, child_cancel),
+        proc = ctx.Process(target=_child, args=(str(ix.root), ix.settings, child_conn, child_cancel, ix.graph.name),
                            name=f"orbit-index-{ix.root.name}", daemon=False)
         proc.start()
     except (OSError, RuntimeError) as exc:

@@ -1,235 +1,40 @@
-"""JavaScript/TypeScript extraction with tree-sitter grammars: one file in, ``JsFacts`` out.
+"""JavaScript/TypeScript extraction: one file's syntax tree in, ``JsFacts`` out.
 
 Like ``python.py`` this is local to the file: it records definitions, module specifiers and
-call sites with small *value references*; binding them across files is ``js_resolve.py``'s
-job, finding the file a specifier names is ``js_modules.py``'s. Grammars: ``tree-sitter-
-javascript`` for ``.js .jsx .mjs .cjs``, ``tree-sitter-typescript`` (``tsx`` for ``.tsx``) for
-``.ts .mts .cts``. No regular expression ever reads the source; only structure is kept (names,
-1-based lines, UTF-8 byte columns, specifier strings).
-
-Qualified names inside a file: ``render``, ``Cart.add``, ``outer.inner``; the graph spells them
-``path#qual`` (``src/pages/home.ts#render``). A ``module`` symbol (qual ``""``) exists only in
-files with calls at module level (it owns them), so a pure barrel defines nothing.
-
-Value references (tuples): ``("n", name)`` a name; ``("a", ref, attr)`` a member; ``("new",
-ref)`` an instance of the class ``ref`` (as a call site: ``new C()``); ``("jsx", ref)`` (call sites
-only) a JSX element ``<C/>``; ``("this",)``; ``("def", qual)`` a definition of this
-file; ``("imp", spec, name)`` an imported binding (``name`` ``"default"``, ``"*"`` for the module
-namespace / ``require`` / ``import x = require()``, or an exported name); ``("obj", ((key, ref),
-…))`` an object literal; ``("?",)`` unknown.
+call sites with small *value references* (see ``js_facts``); binding them across files is
+``js_resolve.py``/``js_bind.py``'s job, finding the file a specifier names is ``js_modules.py``'s.
+Grammars and node readers: ``js_syntax.py``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from functools import lru_cache
+from orbit_lsp.index import js_parse
+from orbit_lsp.index.js_facts import (  # noqa: F401 - re-exported: the fact model's historical home
+    JS_EXTS, UNKNOWN, JsClass, JsFacts, JsImport, JsScope, JsSyntaxError)
+from orbit_lsp.index.js_syntax import (  # noqa: F401 - grammar_for and string_value re-exported
+    CLASSES, FUNC_DECLS, FUNCS, SKIP, TYPE_DECLS, WRAPPERS, cjs_export_target, dynamic_import, end_col,
+    export_name, first_error, grammar_for, language, last_name, literal_import_calls, pattern_names,
+    require_spec, specifiers, string_value, text, unwrap)
+from orbit_lsp.index.js_types import jsdoc_tags, parameter_types, type_parameters, type_ref
+from orbit_lsp.index.python import CallSite, PySymbol
 
-from orbit_lsp.index.python import CallSite, PySymbol, compact_pickle
-
-UNKNOWN = ("?",)
-JS_EXTS = (".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts")
-
-# node types --------------------------------------------------------------------------------------
-_FUNCS = frozenset({"function_declaration", "generator_function_declaration", "function_expression",
-                    "generator_function", "function", "arrow_function"})
-_FUNC_DECLS = frozenset({"function_declaration", "generator_function_declaration"})
-_CLASSES = frozenset({"class_declaration", "abstract_class_declaration", "class"})
-_WRAPPERS = frozenset({"parenthesized_expression", "as_expression", "satisfies_expression",
-                       "non_null_expression", "await_expression", "type_assertion"})
-_SKIP = frozenset({"comment", "import_alias", "type_annotation", "type_arguments", "type_parameters",
-                   "predefined_type", "type_identifier", "interface_body", "string", "number",
-                   "regex", "property_identifier"})
-_TYPES = {"interface_declaration": "interface", "type_alias_declaration": "type", "enum_declaration": "enum"}
-
-
-@lru_cache(maxsize=None)
-def _language(kind: str):
-    import tree_sitter
-
-    if kind == "javascript":
-        import tree_sitter_javascript as g
-
-        return tree_sitter.Language(g.language())
-    import tree_sitter_typescript as g
-
-    return tree_sitter.Language(g.language_tsx() if kind == "tsx" else g.language_typescript())
-
-
-def grammar_for(rel: str) -> str:
-    """``"javascript"``, ``"typescript"`` or ``"tsx"`` for a file name."""
-    low = rel.lower()
-    if low.endswith(".tsx"):
-        return "tsx"
-    if low.endswith((".ts", ".mts", ".cts")):
-        return "typescript"
-    return "javascript"
-
-
-class JsSyntaxError(Exception):
-    """A file tree-sitter could only parse with errors: ``lineno`` (1-based) of the first
-    error, ``msg``, and ``facts``: what the error-tolerant tree still yields (used only when the
-    file has no last good graph: a grammar that lags the language must not hide whole files)."""
-
-    def __init__(self, lineno: int, msg: str, facts: "JsFacts | None" = None):
-        super().__init__(f"line {lineno}: {msg}")
-        self.lineno = lineno
-        self.msg = msg
-        self.facts = facts
-
-
-@compact_pickle
-@dataclass(slots=True)
-class JsImport:
-    """One module specifier: ``spec`` as written, ``line`` 1-based, ``kind`` one of import |
-    type | side | reexport | star | require | dynamic | import-equals."""
-
-    spec: str
-    line: int
-    kind: str
-
-
-@compact_pickle
-@dataclass(slots=True)
-class JsScope:
-    """A function, method or class body (or the module, index 0). ``qual`` is the symbol its
-    calls belong to (an anonymous function's calls belong to the enclosing named one);
-    ``names`` maps locally bound names to refs; ``this_class`` is the class whose instance
-    ``this`` is (methods, and arrow functions inside them)."""
-
-    qual: str
-    parent: int
-    names: dict[str, list] = field(default_factory=dict)
-    calls: list[CallSite] = field(default_factory=list)
-    this_class: str | None = None
-
-    def bind(self, name: str, ref: tuple) -> None:
-        self.names.setdefault(name, []).append(ref)
-
-    def interface(self) -> tuple:
-        return (self.qual, self.parent, tuple(sorted((k, tuple(v)) for k, v in self.names.items())),
-                self.this_class)
-
-
-@compact_pickle
-@dataclass(slots=True)
-class JsClass:
-    """A class: ``heritage`` the ref of its ``extends`` (evaluated in scope ``outer``),
-    ``members`` method/field name -> qual."""
-
-    qual: str
-    heritage: tuple | None
-    outer: int
-    members: dict[str, str] = field(default_factory=dict)
-
-    def interface(self) -> tuple:
-        return (self.qual, self.heritage, self.outer, tuple(sorted(self.members.items())))
-
-
-@compact_pickle
-@dataclass(slots=True)
-class JsFacts:
-    """Everything orbit keeps of one JS/TS file. ``exports`` maps an exported name (``default``;
-    ``=`` for ``module.exports = …`` / ``export =``) to a ref evaluated in the module scope;
-    ``stars`` are the specifiers of ``export * from``."""
-
-    rel: str
-    lines: int
-    symbols: list[PySymbol]
-    scopes: list[JsScope]
-    classes: dict[str, JsClass]
-    imports: list[JsImport]
-    exports: dict[str, tuple]
-    stars: list[str]
-
-    def interface(self) -> tuple:
-        """What other files can observe when resolving against this one."""
-        return (tuple(sorted((s.qual, s.kind) for s in self.symbols)),
-                tuple(s.interface() for s in self.scopes),
-                tuple(c.interface() for c in sorted(self.classes.values(), key=lambda c: c.qual)),
-                tuple(sorted(self.exports.items())), tuple(self.stars))
-
-
-def string_value(node) -> str | None:
-    """The value of a ``string`` or substitution-free ``template_string`` node, else None."""
-    if node is None:
-        return None
-    if node.type == "string":
-        parts = []
-        for ch in node.named_children:
-            if ch.type == "string_fragment":
-                parts.append(ch.text.decode("utf-8", "replace"))
-            elif ch.type == "escape_sequence":
-                t = ch.text.decode("utf-8", "replace")
-                parts.append(t[1:] if len(t) == 2 and t[1] in "'\"\\/" else t)
-            else:
-                return None
-        return "".join(parts)
-    if node.type == "template_string":
-        if any(ch.type == "template_substitution" for ch in node.named_children):
-            return None
-        return node.text.decode("utf-8", "replace")[1:-1]
-    return None
-
-
-def _text(node) -> str:
-    return node.text.decode("utf-8", "replace")
-
-
-def _name(node) -> str | None:
-    """An imported or exported name: an identifier, or a string (``export { x as "a-b" }``)."""
-    return string_value(node) if node.type == "string" else _text(node)
-
-
-def _specifiers(clause, kind: str):
-    """``(name, as)`` of each ``kind`` (``import_specifier`` | ``export_specifier``) of an
-    import or export clause; ``as`` is the alias, else the name."""
-    for s in clause.named_children:
-        if s.type != kind:
-            continue
-        n, a = s.child_by_field_name("name"), s.child_by_field_name("alias")
-        if n is not None:
-            name = _name(n)
-            yield name, (_name(a) if a is not None else name)
-
-
-def _unwrap(node):
-    while node is not None and node.type in _WRAPPERS:
-        inner = node.named_children[0] if node.named_children else None
-        if node.type == "type_assertion" and len(node.named_children) > 1:
-            inner = node.named_children[1]
-        node = inner
-    return node
-
-
-def _is_require(node) -> str | None:
-    """The literal specifier of ``require("x")``, else None."""
-    if node is None or node.type != "call_expression":
-        return None
-    fn = node.child_by_field_name("function")
-    if fn is None or fn.type != "identifier" or fn.text != b"require":
-        return None
-    args = node.child_by_field_name("arguments")
-    if args is None or len(args.named_children) != 1:
-        return None
-    return string_value(args.named_children[0])
-
-
-def _is_dynamic_import(node) -> tuple[bool, str | None]:
-    """(is ``import(…)``, its literal specifier or None)."""
-    if node is None or node.type != "call_expression":
-        return False, None
-    fn = node.child_by_field_name("function")
-    if fn is None or fn.type != "import":
-        return False, None
-    args = node.child_by_field_name("arguments")
-    if args is None or not args.named_children:
-        return True, None
-    return True, string_value(args.named_children[0])
+_JSDOC_HOLDERS = frozenset({"variable_declarator", "lexical_declaration", "variable_declaration", "export_statement",
+                            "expression_statement", "assignment_expression", "pair", "field_definition",
+                            "public_field_definition"})
+_MAX_RETURNS = 8  # return values kept per function (a longer list is as good as unknown)
 
 
 class _Extractor:
-    def __init__(self, rel: str):
+    def __init__(self, rel: str, js: bool = False):
         self.rel = rel
+        self.type_stars: set[int] = set()  # lines of ``export type *`` the parse mended (js_parse)
+        self.js = js  # a JavaScript file: JSDoc types count (TypeScript ignores them in .ts files)
+        self.results: dict[str, tuple] = {}
+        self.params: dict[str, tuple] = {}
+        self._callbacks: dict[int, tuple] = {}  # node id of a function passed to a call -> (scope, callee ref, i, expected)
+        self._expected: dict[int, tuple] = {}  # node id of a call initialising a declared variable -> the type
+        self._returns: dict[int, list] = {}  # scope index -> refs of its ``return`` values
+        self._namespaces: set[int] = set()  # scope indexes of ``namespace`` bodies
         self.symbols: list[PySymbol] = []
         self.seen: set[str] = set()
         self.scopes: list[JsScope] = [JsScope("", -1)]
@@ -239,7 +44,7 @@ class _Extractor:
         self.stars: list[str] = []
         self.cur = 0
         self._pending: dict[int, tuple] = {}  # node id of a function value -> its ("def", qual)
-        self._import_calls: set[int] = set()  # node ids of the import() calls seen as values
+        self._values_import_calls: set[int] = set()  # node ids of the import() calls seen as values
         self._eval_scope = -1  # while visiting decorators: the scope they are evaluated in
 
     # -- helpers ------------------------------------------------------------------------------
@@ -252,73 +57,130 @@ class _Extractor:
         return f"{q}.{name}" if q else name
 
     def _add(self, qual: str, name: str, kind: str, node, name_node=None) -> bool:
+        at = name_node if name_node is not None else node
+        sym = PySymbol(qual, name, kind, node.start_point[0] + 1, node.end_point[0] + 1, at.start_point[1])
         if qual in self.seen:
+            if kind in ("function", "class"):  # ``interface F`` merged with ``function F``: the callable wins
+                for i, old in enumerate(self.symbols):
+                    if old.qual == qual and old.kind in ("interface", "type"):
+                        self.symbols[i] = sym
+                        return True
             return False
         self.seen.add(qual)
-        at = name_node if name_node is not None else node
-        self.symbols.append(PySymbol(qual, name, kind, node.start_point[0] + 1, node.end_point[0] + 1,
-                                     at.start_point[1]))
+        self.symbols.append(sym)
         return True
 
     def _import(self, spec: str | None, node, kind: str) -> None:
         if kind == "dynamic":
-            self._import_calls.add(node.id)
+            self._values_import_calls.add(node.id)
         if spec:
             self.imports.append(JsImport(spec, node.start_point[0] + 1, kind))
 
     # -- refs ---------------------------------------------------------------------------------
     def ref(self, node) -> tuple:
-        node = _unwrap(node)
+        while node is not None and node.type in WRAPPERS:
+            kids = node.named_children
+            t = node.type
+            if t == "as_expression" and len(kids) > 1:  # ``x as T`` (``as const`` keeps x)
+                tref = type_ref(kids[1])
+                return UNKNOWN if tref == UNKNOWN else ("t", tref)
+            if t == "type_assertion" and len(kids) > 1:  # ``<T>x``
+                tref = type_ref(kids[0].named_children[0] if kids[0].named_children else None)
+                return UNKNOWN if tref == UNKNOWN else ("t", tref)
+            if t == "await_expression":
+                inner = self.ref(kids[0] if kids else None)
+                return UNKNOWN if inner == UNKNOWN else ("await", inner)
+            node = kids[0] if kids else None  # parentheses, ``satisfies``, ``x!``
         if node is None:
             return UNKNOWN
         t = node.type
         if t in ("identifier", "shorthand_property_identifier"):
-            return ("n", _text(node))
+            return ("n", text(node))
         if t == "this":
             return ("this",)
+        if t == "super":
+            return ("super",)
         if t == "member_expression":
             prop = node.child_by_field_name("property")
             if prop is None or prop.type not in ("property_identifier", "private_property_identifier"):
                 return UNKNOWN
-            return ("a", self.ref(node.child_by_field_name("object")), _text(prop))
+            return ("a", self.ref(node.child_by_field_name("object")), text(prop))
         if t == "subscript_expression":
             key = string_value(node.child_by_field_name("index"))
-            if key is None:
-                return UNKNOWN
-            return ("a", self.ref(node.child_by_field_name("object")), key)
+            obj = self.ref(node.child_by_field_name("object"))
+            if key is None:  # ``xs[i]``: an element
+                return UNKNOWN if obj == UNKNOWN else ("elem", obj)
+            return ("a", obj, key)
         if t == "new_expression":
             return ("new", self.ref(node.child_by_field_name("constructor")))
+        if t == "ternary_expression":  # either branch
+            alts = (self.ref(node.child_by_field_name("consequence")), self.ref(node.child_by_field_name("alternative")))
+            return ("alt", alts) if UNKNOWN not in alts else UNKNOWN
+        if t == "binary_expression" and node.child_by_field_name("operator") is not None \
+                and node.child_by_field_name("operator").type in ("||", "??"):  # ``a ?? b``: either
+            alts = (self.ref(node.child_by_field_name("left")), self.ref(node.child_by_field_name("right")))
+            return ("alt", alts) if UNKNOWN not in alts else UNKNOWN
         if t == "call_expression":
-            spec = _is_require(node)
+            spec = require_spec(node)
             if spec is not None:
                 return ("imp", spec, "*")
-            dyn, spec = _is_dynamic_import(node)
+            dyn, spec = dynamic_import(node)
             if dyn:
                 return ("imp", spec, "*") if spec else UNKNOWN
-            return UNKNOWN
+            fn = self.ref(node.child_by_field_name("function"))
+            return UNKNOWN if fn == UNKNOWN else ("call", fn)
         if t == "object":
             items = []
             for ch in node.named_children:
                 if ch.type == "pair":
                     k = ch.child_by_field_name("key")
-                    key = _text(k) if k is not None and k.type == "property_identifier" else string_value(k)
+                    key = text(k) if k is not None and k.type == "property_identifier" else string_value(k)
                     if key is not None:
                         items.append((key, self._value_ref(ch.child_by_field_name("value"))))
                 elif ch.type == "shorthand_property_identifier":
-                    items.append((_text(ch), ("n", _text(ch))))
+                    items.append((text(ch), ("n", text(ch))))
                 elif ch.type == "method_definition":
                     n = ch.child_by_field_name("name")
                     if n is not None and n.type == "property_identifier":
-                        items.append((_text(n), self._pending.get(ch.id, UNKNOWN)))
+                        items.append((text(n), self._pending.get(ch.id, UNKNOWN)))
             return ("obj", tuple(items))
         return UNKNOWN
 
     def _value_ref(self, node) -> tuple:
         """Ref of a value; a function value already visited as a definition is ``("def", qual)``."""
-        node = _unwrap(node)
-        if node is not None and node.id in self._pending:
-            return self._pending[node.id]
+        inner = unwrap(node)
+        if inner is not None and inner.id in self._pending:
+            return self._pending[inner.id]
         return self.ref(node)
+
+    def _jsdoc(self, node) -> dict:
+        """The JSDoc tags of the ``/** … */`` comment right before the declaration holding
+        ``node`` (JavaScript files only), else {}."""
+        if not self.js or node is None:
+            return {}
+        n = node
+        while n.parent is not None and n.parent.type in _JSDOC_HOLDERS:
+            n = n.parent
+        prev = n.prev_named_sibling
+        if prev is None or prev.type != "comment" or prev.end_point[0] < n.start_point[0] - 1:
+            return {}
+        doc = text(prev)
+        return jsdoc_tags(doc) if doc.startswith("/**") else {}
+
+    def _declared_typed(self, name: str) -> bool:
+        """Whether the nearest binding of ``name`` (this scope or around it) has a declared type."""
+        idx = self.cur
+        while idx >= 0:
+            sc = self.scopes[idx]
+            refs = sc.names.get(name)
+            if refs:
+                return any(r[0] == "t" for r in refs)
+            idx = sc.parent
+        return False
+
+    def _declares_here(self) -> bool:
+        """Whether declarations in the current scope are symbols (the module, a namespace)."""
+        return self.cur == 0 or self.cur in self._namespaces
 
     # -- binding patterns -----------------------------------------------------------------------
     def bind_pattern(self, pat, value: tuple) -> None:
@@ -326,14 +188,14 @@ class _Extractor:
             return
         t = pat.type
         if t in ("identifier", "shorthand_property_identifier_pattern"):
-            self.scope.bind(_text(pat), value)
+            self.scope.bind(text(pat), value)
         elif t == "object_pattern":
             for ch in pat.named_children:
                 if ch.type == "shorthand_property_identifier_pattern":
-                    self.scope.bind(_text(ch), ("a", value, _text(ch)) if value != UNKNOWN else UNKNOWN)
+                    self.scope.bind(text(ch), ("a", value, text(ch)) if value != UNKNOWN else UNKNOWN)
                 elif ch.type == "pair_pattern":
                     k = ch.child_by_field_name("key")
-                    key = _text(k) if k is not None and k.type == "property_identifier" else string_value(k)
+                    key = text(k) if k is not None and k.type == "property_identifier" else string_value(k)
                     sub = ("a", value, key) if key is not None and value != UNKNOWN else UNKNOWN
                     self.bind_pattern(ch.child_by_field_name("value"), sub)
                 elif ch.type == "object_assignment_pattern":
@@ -355,15 +217,49 @@ class _Extractor:
             self.bind_pattern(pat.child_by_field_name("pattern"), UNKNOWN)
             self.visit(pat.child_by_field_name("value"))
 
-    def _params(self, fn) -> None:
+    def _params(self, fn, documented: dict, callback: tuple | None) -> None:
+        """Bind the parameters of ``fn``: a declared type (``p: T``; JSDoc ``@param {T} p`` in
+        JavaScript, ``documented``) makes the value ``("t", T)``; an untyped parameter of a
+        function passed to a call (``callback``: (scope, callee ref, argument index)) is typed by
+        the callee's declared parameter type (``("cbp", …)``)."""
         params = fn.child_by_field_name("parameters")
         if params is None:
             p = fn.child_by_field_name("parameter")
             if p is not None:
-                self.bind_pattern(p, UNKNOWN)
+                tref = documented.get(text(p)) if p.type == "identifier" else None
+                if tref not in (None, UNKNOWN):
+                    self.bind_pattern(p, ("t", tref))
+                elif callback is not None and p.type == "identifier":
+                    self.bind_pattern(p, ("cbp", callback[0], callback[1], callback[2], 0) + callback[3:])
+                else:
+                    self.bind_pattern(p, UNKNOWN)
             return
+        j = -1
         for p in params.named_children:
-            self.bind_pattern(p, UNKNOWN)
+            pat, tref = p, None
+            if p.type in ("required_parameter", "optional_parameter"):
+                pat = p.child_by_field_name("pattern")
+                tnode = p.child_by_field_name("type")
+                tref = type_ref(tnode) if tnode is not None else None
+                if pat is not None and pat.type == "this":  # ``this: T``: what ``this`` is in the body
+                    if tref not in (None, UNKNOWN):
+                        self.scope.this_ref, self.scope.this_scope = ("t", tref), self.cur
+                    continue
+            if p.type != "comment":
+                j += 1
+            elif p.type == "assignment_pattern":
+                pat = p.child_by_field_name("left")
+            if tref is None and pat is not None and pat.type == "identifier":
+                tref = documented.get(text(pat))
+            if tref is None and callback is not None and pat is not None and pat.type in ("identifier", "object_pattern"):
+                tref = ("cbp", callback[0], callback[1], callback[2], j) + callback[3:]
+            if tref not in (None, UNKNOWN) and pat is not None and pat.type in ("identifier", "object_pattern"):
+                self.bind_pattern(pat, tref if tref[0] == "cbp" else ("t", tref))
+                self.visit(p.child_by_field_name("value") if p is not pat else None)
+                if p.type == "assignment_pattern":
+                    self.visit(p.child_by_field_name("right"))
+            else:
+                self.bind_pattern(p, UNKNOWN)
 
     # -- definitions ----------------------------------------------------------------------------
     def function(self, fn, name: str | None, kind: str = "function", name_node=None, this_class=None,
@@ -379,13 +275,19 @@ class _Extractor:
             owner = qual
         else:
             owner = outer.qual
+        scope = JsScope(owner, self.cur, this_class=this_class)
         if this_class is None and fn.type == "arrow_function":
-            this_class = outer.this_class  # arrows keep the enclosing ``this``
+            scope.this_class = outer.this_class  # arrows keep the enclosing ``this``
+            if outer.this_class is None:
+                scope.this_ref, scope.this_scope = ("this",), self.cur
         idx = len(self.scopes)
-        self.scopes.append(JsScope(owner, self.cur, this_class=this_class))
+        self.scopes.append(scope)
         prev, self.cur = self.cur, idx
+        for tname, constraint in type_parameters(fn.child_by_field_name("type_parameters")):
+            scope.types[tname] = ("tp", constraint)
+        doc = self._jsdoc(fn)
         self.decorators(decorators, prev)
-        self._params(fn)
+        self._params(fn, doc.get("params", {}), self._callbacks.pop(fn.id, None))
         body = fn.child_by_field_name("body")
         if body is not None:
             if body.type == "statement_block":
@@ -393,6 +295,22 @@ class _Extractor:
             else:
                 self.visit(body)
         self.cur = prev
+        rets = self._returns.pop(idx, [])
+        if ref != UNKNOWN:
+            rt = fn.child_by_field_name("return_type")
+            if rt is not None:
+                result = ("t", type_ref(rt))
+            elif "returns" in doc:
+                result = ("t", doc["returns"])
+            elif body is not None and body.type != "statement_block":
+                result = ("alt", (self._value_ref(body),))
+            else:
+                result = ("alt", tuple(rets[:_MAX_RETURNS])) if rets and len(rets) <= _MAX_RETURNS else None
+            if result is not None:
+                self.results.setdefault(ref[1], (idx, result))
+            ptypes = parameter_types(fn.child_by_field_name("parameters"), doc.get("params"))
+            if any(t != UNKNOWN for t in ptypes):
+                self.params.setdefault(ref[1], (idx, ptypes))
         return ref
 
     def decorators(self, decs, eval_idx: int) -> None:
@@ -401,14 +319,14 @@ class _Extractor:
         a call of ``name`` (JavaScript calls it with the target)."""
         saved, self._eval_scope = self._eval_scope, eval_idx
         for d in decs:
-            e = _unwrap(d.named_children[0]) if d.named_children else None
+            e = unwrap(d.named_children[0]) if d.named_children else None
             if e is None:
                 continue
             if e.type == "call_expression":
                 self.visit(e)
             elif e.type in ("identifier", "member_expression"):
-                self.scope.calls.append(CallSite(e.start_point[0] + 1, e.start_point[1], _end_col(e), self.ref(e),
-                                                 _last_name(e), True, eval_idx))
+                self.scope.calls.append(CallSite(e.start_point[0] + 1, e.start_point[1], end_col(e), self.ref(e),
+                                                 last_name(e), True, eval_idx))
             else:
                 self.visit(e)
         self._eval_scope = saved
@@ -422,6 +340,7 @@ class _Extractor:
         qual = self._qual(name)
         self._add(qual, name, "class", node, name_node)
         heritage = None
+        supers: tuple = ()
         for ch in node.named_children:
             if ch.type == "class_heritage":
                 ext = next((c for c in ch.named_children if c.type == "extends_clause"), None)
@@ -432,10 +351,19 @@ class _Extractor:
                 elif ch.named_children and ch.named_children[0].type != "implements_clause":
                     heritage = self.ref(ch.named_children[0])  # JS grammar: class_heritage holds the expression
                     self.visit(ch.named_children[0])
-        cls = self.classes.setdefault(qual, JsClass(qual, heritage, self.cur))
+                impl = next((c for c in ch.named_children if c.type == "implements_clause"), None)
+                if impl is not None:
+                    supers = tuple(type_ref(c) for c in impl.named_children)
         idx = len(self.scopes)
+        cls = self.classes.setdefault(qual, JsClass(qual, heritage, self.cur, scope=idx, supers=supers))
+        if cls.kind != "class":  # ``interface C`` merged with ``class C``: one class with both's members
+            merged = JsClass(qual, heritage, self.cur, dict(cls.members), scope=idx, supers=supers + cls.supers,
+                             fields=dict(cls.fields))
+            cls = self.classes[qual] = merged
         self.scopes.append(JsScope(qual, self.cur, this_class=qual))
         prev, self.cur = self.cur, idx
+        for tname, constraint in type_parameters(node.child_by_field_name("type_parameters")):
+            self.scope.types[tname] = ("tp", constraint)
         decs = [c for c in node.children if c.type == "decorator"]
         if node.parent is not None and node.parent.type == "export_statement":
             decs = [c for c in node.parent.children if c.type == "decorator"] + decs
@@ -453,20 +381,30 @@ class _Extractor:
                 if n is None or n.type not in ("property_identifier", "private_property_identifier"):
                     self.visit_children(m)
                     continue
-                mname = _text(n)
+                mname = text(n)
                 mq = f"{qual}.{mname}"
                 cls.members.setdefault(mname, mq)
+                if any(c.type == "get" for c in m.children) and mname not in cls.getters:
+                    cls.getters.append(mname)
                 if m.child_by_field_name("body") is not None:
                     self.function(m, mq, "method", n, this_class=qual, decorators=decs)
+                    if mname == "constructor":
+                        self._parameter_properties(m, cls, idx)
                 else:
                     self._add(mq, mname, "method", m, n)
                     self.decorators(decs, prev)
+                    rt = m.child_by_field_name("return_type")
+                    if rt is not None:
+                        self.results.setdefault(mq, (idx, ("t", type_ref(rt))))
+                    ptypes = parameter_types(m.child_by_field_name("parameters"))
+                    if any(t != UNKNOWN for t in ptypes):
+                        self.params.setdefault(mq, (idx, ptypes))
             elif t in ("field_definition", "public_field_definition"):
                 n = m.child_by_field_name("property") or m.child_by_field_name("name")
-                v = _unwrap(m.child_by_field_name("value"))
+                v = unwrap(m.child_by_field_name("value"))
                 if n is not None and n.type in ("property_identifier", "private_property_identifier") \
-                        and v is not None and v.type in _FUNCS:
-                    mname = _text(n)
+                        and v is not None and v.type in FUNCS:
+                    mname = text(n)
                     mq = f"{qual}.{mname}"
                     cls.members.setdefault(mname, mq)
                     self.function(v, mq, "method", n, this_class=qual, decorators=decs)
@@ -474,10 +412,108 @@ class _Extractor:
                     self.decorators(decs, prev)  # a decorated field: the class owns the calls
                     if v is not None:
                         self.visit(v)
+                    if n is not None and n.type in ("property_identifier", "private_property_identifier"):
+                        tnode = m.child_by_field_name("type")
+                        tref = type_ref(tnode) if tnode is not None else self._jsdoc(m).get("type")
+                        if tref is not None:
+                            cls.fields[text(n)] = (idx, ("t", tref))
+                        elif v is not None:
+                            cls.fields[text(n)] = (idx, self._value_ref(v))
             elif t == "class_static_block":
                 self.visit_children(m)
         self.cur = prev
         return ("def", qual)
+
+    def _parameter_properties(self, ctor, cls: JsClass, class_scope: int) -> None:
+        """``constructor(private x: T)``: ``x`` is a field of type ``T``."""
+        params = ctor.child_by_field_name("parameters")
+        for p in (params.named_children if params is not None else []):
+            if p.type not in ("required_parameter", "optional_parameter"):
+                continue
+            if not any(c.type == "accessibility_modifier" or c.type == "readonly" for c in p.children):
+                continue
+            pat, tnode = p.child_by_field_name("pattern"), p.child_by_field_name("type")
+            if pat is not None and pat.type == "identifier" and tnode is not None:
+                cls.fields[text(pat)] = (class_scope, ("t", type_ref(tnode)))
+
+    def type_declaration(self, node, kind: str) -> None:
+        """An interface, type alias or enum: a symbol where declarations are symbols (the module,
+        a namespace). Interfaces and object-literal type aliases also get a ``JsClass`` (kind
+        ``interface``; their methods are symbols ``I.m``), other aliases one of kind ``alias``
+        whose ``supers[0]`` is the aliased type."""
+        n = node.child_by_field_name("name")
+        if n is None or not self._declares_here():
+            return
+        name = text(n)
+        qual = self._qual(name)
+        self._add(qual, name, kind, node, n)
+        if kind == "enum":
+            self.scope.bind(name, ("def", qual))
+            return
+        self.scope.types[name] = ("def", qual)
+        idx = len(self.scopes)
+        scope = JsScope(qual, self.cur)
+        for tname, constraint in type_parameters(node.child_by_field_name("type_parameters")):
+            scope.types[tname] = ("tp", constraint)
+        self.scopes.append(scope)
+        if kind == "type":
+            value = node.child_by_field_name("value")
+            if value is None or value.type != "object_type":
+                self.classes.setdefault(qual, JsClass(qual, None, self.cur, kind="alias", scope=idx,
+                                                      supers=(type_ref(value),)))
+                return
+            body, supers = value, ()
+        else:
+            body = node.child_by_field_name("body")
+            ext = next((c for c in node.named_children if c.type == "extends_type_clause"), None)
+            supers = tuple(type_ref(c) for c in ext.named_children) if ext is not None else ()
+        cls = self.classes.setdefault(qual, JsClass(qual, None, self.cur, kind="interface", scope=idx, supers=supers))
+        for m in (body.named_children if body is not None else []):
+            mn = m.child_by_field_name("name")
+            if mn is None or mn.type != "property_identifier":
+                continue
+            mname = text(mn)
+            tnode = m.child_by_field_name("type")
+            if m.type == "property_signature" and tnode is not None and tnode.named_children \
+                    and tnode.named_children[-1].type == "function_type":
+                ftype = tnode.named_children[-1]
+                ret = ("t", type_ref(ftype.child_by_field_name("return_type")))
+                ptypes = parameter_types(ftype.child_by_field_name("parameters"))
+            elif m.type == "method_signature":
+                ret = ("t", type_ref(m.child_by_field_name("return_type")))
+                ptypes = parameter_types(m.child_by_field_name("parameters"))
+            else:
+                if m.type == "property_signature":
+                    cls.fields[mname] = (idx, ("t", type_ref(tnode)))
+                continue
+            mq = f"{qual}.{mname}"
+            self._add(mq, mname, "method", m, mn)
+            cls.members.setdefault(mname, mq)
+            self.results.setdefault(mq, (idx, ret))
+            if any(t != UNKNOWN for t in ptypes):
+                self.params.setdefault(mq, (idx, ptypes))
+
+    def namespace(self, node) -> bool:
+        """``namespace N { … }``: a symbol ``N`` whose body is a scope; ``N`` is bound to the
+        namespace's exports. False when it is not a named namespace."""
+        n, body = node.child_by_field_name("name"), node.child_by_field_name("body")
+        if n is None or n.type != "identifier" or body is None:
+            return False
+        name = text(n)
+        qual = self._qual(name)
+        self._add(qual, name, "namespace", node, n)
+        idx = len(self.scopes)
+        self.scopes.append(JsScope(qual, self.cur))
+        self._namespaces.add(idx)
+        prev, self.cur = self.cur, idx
+        saved, self.exports = self.exports, {}
+        try:
+            self.block(body)
+        finally:
+            inner, self.exports = self.exports, saved
+            self.cur = prev
+        self.scope.bind(name, ("ns", idx, tuple(sorted(inner.items()))))
+        return True
 
     # -- statements -----------------------------------------------------------------------------
     def block(self, node) -> None:
@@ -491,18 +527,21 @@ class _Extractor:
     def declarator(self, d, exported: bool) -> None:
         name_node = d.child_by_field_name("name")
         value = d.child_by_field_name("value")
-        v = _unwrap(value)
+        v = unwrap(value)
         if name_node is not None and name_node.type == "identifier":
-            name = _text(name_node)
-            if v is not None and v.type in _FUNCS:
+            name = text(name_node)
+            if v is not None and v.type in FUNCS:
                 ref = self.function(v, name, "function", name_node)
                 self.scope.bind(name, ref)
             elif v is not None and v.type == "class":
                 ref = self.klass(v, name, name_node)
                 self.scope.bind(name, ref)
             else:
+                declared = self._declared_type(d)
+                if declared is not None and v is not None and v.type == "call_expression":
+                    self._expected[v.id] = declared  # ``const x: C<T> = make((inst) => …)``
                 self._visit_value(v, name if self.cur == 0 else None)
-                ref = self._value_ref(v) if v is not None else UNKNOWN
+                ref = ("t", declared) if declared is not None else self._value_ref(value) if v is not None else UNKNOWN
                 if self.cur == 0 and not _is_import_ref(ref):  # ``const x = require(…)`` is an import
                     self._add(name, name, "variable", d, name_node)
                 self.scope.bind(name, ref)
@@ -510,11 +549,18 @@ class _Extractor:
                 self.exports[name] = ("n", name)
         else:
             self._visit_value(v)
-            ref = self.ref(v) if v is not None else UNKNOWN
+            declared = self._declared_type(d)
+            ref = ("t", declared) if declared is not None else self.ref(value) if v is not None else UNKNOWN
             self.bind_pattern(name_node, ref)
             if exported:
-                for ident in _pattern_names(name_node):
+                for ident in pattern_names(name_node):
                     self.exports[ident] = ("n", ident)
+
+    def _declared_type(self, declarator) -> tuple | None:
+        """The declared type of a variable (``let x: T``; JSDoc ``@type {T}`` in JavaScript)."""
+        tnode = declarator.child_by_field_name("type")
+        tref = type_ref(tnode) if tnode is not None else self._jsdoc(declarator).get("type")
+        return None if tref is None or tref == UNKNOWN else tref
 
     def _visit_value(self, v, prefix: str | None = None) -> None:
         if v is None:
@@ -526,17 +572,21 @@ class _Extractor:
 
     def object_literal(self, node, prefix: str | None) -> None:
         """Visit an object literal; at module level, named function members become symbols
-        (``prefix.key``; ``key`` with ``prefix == ""``: the members of ``module.exports = {…}``)."""
+        (``prefix.key``; ``key`` with ``prefix == ""``: the members of ``module.exports = {…}``).
+        ``this`` in its methods (not arrows) is the object."""
+        methods: list[int] = []
         for ch in node.named_children:
             if ch.type == "pair":
                 k = ch.child_by_field_name("key")
-                key = _text(k) if k is not None and k.type == "property_identifier" else string_value(k)
-                v = _unwrap(ch.child_by_field_name("value"))
+                key = text(k) if k is not None and k.type == "property_identifier" else string_value(k)
+                v = unwrap(ch.child_by_field_name("value"))
                 if v is None:
                     continue
-                if v.type in _FUNCS:
+                if v.type in FUNCS:
                     q = (f"{prefix}.{key}" if prefix else key) if key is not None and prefix is not None \
                         and self.cur == 0 else None
+                    if v.type != "arrow_function":
+                        methods.append(len(self.scopes))
                     self._pending[v.id] = self.function(v, q if q not in self.seen else None, "function", k)
                 elif v.type == "object":
                     self.object_literal(v, f"{prefix}.{key}" if prefix and key else None)
@@ -546,10 +596,15 @@ class _Extractor:
                 n = ch.child_by_field_name("name")
                 q = None
                 if n is not None and n.type == "property_identifier" and prefix is not None and self.cur == 0:
-                    q = f"{prefix}.{_text(n)}" if prefix else _text(n)
+                    q = f"{prefix}.{text(n)}" if prefix else text(n)
+                methods.append(len(self.scopes))
                 self._pending[ch.id] = self.function(ch, q if q not in self.seen else None, "function", n)
             else:
                 self.visit(ch)
+        if methods:
+            this = self.ref(node)
+            for idx in methods:
+                self.scopes[idx].this_ref, self.scopes[idx].this_scope = this, self.cur
 
     def visit(self, node) -> None:  # noqa: C901 - one dispatch over node types
         if node is None:
@@ -563,54 +618,83 @@ class _Extractor:
             for d in node.named_children:
                 if d.type == "variable_declarator":
                     self.declarator(d, False)
-        elif t in _FUNC_DECLS or t == "function_signature":
+        elif t in FUNC_DECLS or t == "function_signature":
             n = node.child_by_field_name("name")
-            name = _text(n) if n is not None else None
+            name = text(n) if n is not None else None
             if t == "function_signature":
                 if name:
-                    self._add(self._qual(name), name, "function", node, n)
-                    self.scope.bind(name, ("def", self._qual(name)))
+                    q = self._qual(name)
+                    self._add(q, name, "function", node, n)
+                    self.scope.bind(name, ("def", q))
+                    idx = len(self.scopes)
+                    sig = JsScope(q, self.cur)
+                    for tname, constraint in type_parameters(node.child_by_field_name("type_parameters")):
+                        sig.types[tname] = ("tp", constraint)
+                    self.scopes.append(sig)
+                    rt = node.child_by_field_name("return_type")
+                    if rt is not None:
+                        self.results.setdefault(q, (idx, ("t", type_ref(rt))))
+                    ptypes = parameter_types(node.child_by_field_name("parameters"))
+                    if any(t != UNKNOWN for t in ptypes):
+                        self.params.setdefault(q, (idx, ptypes))
                 return
             ref = self.function(node, name, "function", n)
             if name:
                 self.scope.bind(name, ref)
         elif t in ("class_declaration", "abstract_class_declaration"):
             n = node.child_by_field_name("name")
-            name = _text(n) if n is not None else None
+            name = text(n) if n is not None else None
             ref = self.klass(node, name, n)
             if name:
                 self.scope.bind(name, ref)
-        elif t in _TYPES:
-            n = node.child_by_field_name("name")
-            if n is not None and self.cur == 0:
-                name = _text(n)
-                self._add(name, name, _TYPES[t], node, n)
-                self.scope.bind(name, ("def", name))
-        elif t in _FUNCS:
+        elif t in TYPE_DECLS:
+            self.type_declaration(node, TYPE_DECLS[t])
+        elif t == "internal_module":
+            if not self.namespace(node):
+                self.visit_children(node)
+        elif t == "for_in_statement":
+            left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+            op = node.child_by_field_name("operator")
+            self.visit(right)
+            if left is not None and left.type in ("identifier", "object_pattern", "array_pattern"):
+                elem = self.ref(right) if op is not None and op.type == "of" else UNKNOWN
+                self.bind_pattern(left, ("elem", elem) if elem != UNKNOWN else UNKNOWN)
+            else:
+                self.visit(left)
+            self.visit(node.child_by_field_name("body"))
+        elif t == "return_statement":
+            self.visit_children(node)
+            if node.named_children:
+                self._returns.setdefault(self.cur, []).append(self._value_ref(node.named_children[0]))
+        elif t in FUNCS:
             n = node.child_by_field_name("name")
             self.function(node, None)
         elif t == "class":
             n = node.child_by_field_name("name")
-            self.klass(node, _text(n) if n is not None else None, n)
+            self.klass(node, text(n) if n is not None else None, n)
         elif t == "call_expression":
             self.call(node)
         elif t == "new_expression":
             ctor = node.child_by_field_name("constructor")
-            self.scope.calls.append(CallSite(ctor.start_point[0] + 1, ctor.start_point[1], _end_col(ctor),
-                                             ("new", self.ref(ctor)), _last_name(ctor), False, self._eval_scope))
+            cref = self.ref(ctor)
+            self.scope.calls.append(CallSite(ctor.start_point[0] + 1, ctor.start_point[1], end_col(ctor),
+                                             ("new", cref), last_name(ctor), False, self._eval_scope))
+            args = node.child_by_field_name("arguments")
+            if cref != UNKNOWN and args is not None:
+                self._note_callbacks(args, ("a", cref, "constructor"))
             self.visit_children(node)
         elif t in ("jsx_opening_element", "jsx_self_closing_element"):
             # <Button …/>: React calls the component; lower-case names are host elements
             n = node.child_by_field_name("name")
-            if n is not None and (n.type == "member_expression" or (n.type == "identifier" and _text(n)[:1].isupper())):
-                self.scope.calls.append(CallSite(n.start_point[0] + 1, n.start_point[1], _end_col(n),
-                                                 ("jsx", self.ref(n)), _last_name(n), False, self._eval_scope))
+            if n is not None and (n.type == "member_expression" or (n.type == "identifier" and text(n)[:1].isupper())):
+                self.scope.calls.append(CallSite(n.start_point[0] + 1, n.start_point[1], end_col(n),
+                                                 ("jsx", self.ref(n)), last_name(n), False, self._eval_scope))
             for ch in node.named_children:
                 if ch is not n and ch.type != "identifier":
                     self.visit(ch)
         elif t == "assignment_expression":
             self.assignment(node)
-        elif t in _SKIP:
+        elif t in SKIP:
             return
         else:
             self.visit_children(node)
@@ -618,23 +702,23 @@ class _Extractor:
     def call(self, node) -> None:
         fn = node.child_by_field_name("function")
         args = node.child_by_field_name("arguments")
-        spec = _is_require(node)
+        spec = require_spec(node)
         if spec is not None:
             self._import(spec, node, "require")
             return
-        dyn, spec = _is_dynamic_import(node)
+        dyn, spec = dynamic_import(node)
         if dyn:
             self._import(spec, node, "dynamic")
             self.visit_children(args) if args is not None else None
             return
-        f = _unwrap(fn)
+        f = unwrap(fn)
         # import("./x").then((m) => m.f()): ``m`` is the module namespace
         if f is not None and f.type == "member_expression":
-            obj = _unwrap(f.child_by_field_name("object"))
+            obj = unwrap(f.child_by_field_name("object"))
             prop = f.child_by_field_name("property")
-            d, dspec = _is_dynamic_import(obj)
+            d, dspec = dynamic_import(obj)
             if d and dspec and prop is not None and prop.text == b"then" and args is not None and args.named_children:
-                cb = _unwrap(args.named_children[0])
+                cb = unwrap(args.named_children[0])
                 self._import(dspec, obj, "dynamic")
                 if cb is not None and cb.type in ("arrow_function", "function_expression", "function"):
                     self._then_callback(cb, ("imp", dspec, "*"))
@@ -642,11 +726,28 @@ class _Extractor:
                         self.visit(a)
                     return
         if fn is not None and fn.type not in ("import", "super"):
-            self.scope.calls.append(CallSite(fn.start_point[0] + 1, fn.start_point[1], _end_col(fn),
-                                             self.ref(fn), _last_name(fn), False, self._eval_scope))
+            fref = self.ref(fn)
+            self.scope.calls.append(CallSite(fn.start_point[0] + 1, fn.start_point[1], end_col(fn),
+                                             fref, last_name(fn), False, self._eval_scope))
+            if fref != UNKNOWN and args is not None:
+                self._note_callbacks(args, fref, self._expected.pop(node.id, None))
         self.visit(fn)
         if args is not None:
             self.visit_children(args)
+
+    def _note_callbacks(self, args, fref: tuple, expected: tuple | None = None) -> None:
+        """Remember the functions passed as arguments of a call of ``fref`` (their untyped
+        parameters take the callee's declared parameter types; ``expected``: the declared type
+        of the variable the call initialises, which fixes the callee's type arguments)."""
+        extra = (expected,) if expected is not None else ()
+        for i, a in enumerate(args.named_children):
+            u = unwrap(a)
+            branches = [u]
+            if u is not None and u.type == "ternary_expression":  # ``cond ? (x) => … : (x) => …``
+                branches = [unwrap(u.child_by_field_name("consequence")), unwrap(u.child_by_field_name("alternative"))]
+            for b in branches:
+                if b is not None and b.type in ("arrow_function", "function_expression", "function"):
+                    self._callbacks[b.id] = (self.cur, fref, i) + extra
 
     def _then_callback(self, cb, value: tuple) -> None:
         outer = self.scope
@@ -673,12 +774,12 @@ class _Extractor:
         module, an anonymous one is called ``default`` (``at``: where its name would be).
         False when ``v`` is neither."""
         n = v.child_by_field_name("name")
-        name = _text(n) if n is not None else "default"
-        if v.type in _FUNCS:
+        name = text(n) if n is not None else "default"
+        if v.type in FUNCS:
             ref = self.function(v, name, "function", n or at)
             if n is not None:
                 self.scope.bind(name, ref)
-        elif v.type in _CLASSES:
+        elif v.type in CLASSES:
             ref = self.klass(v, name, n)
         else:
             return False
@@ -688,8 +789,8 @@ class _Extractor:
     def assignment(self, node) -> None:
         left = node.child_by_field_name("left")
         right = node.child_by_field_name("right")
-        r = _unwrap(right)
-        target = _cjs_export_target(left)
+        r = unwrap(right)
+        target = cjs_export_target(left)
         if target is not None and self.cur == 0:
             if target == "=":
                 # module.exports = …
@@ -702,7 +803,7 @@ class _Extractor:
                     self.visit(r)
                     self.exports["="] = self.ref(r)
             else:
-                if r is not None and r.type in _FUNCS:
+                if r is not None and r.type in FUNCS:
                     ref = self.function(r, target, "function", left.child_by_field_name("property"))
                 elif r is not None and r.type == "class":
                     ref = self.klass(r, target, left.child_by_field_name("property"))
@@ -713,13 +814,24 @@ class _Extractor:
             return
         # this.x = … and plain assignments: visit both sides, bind simple names
         self.visit(left) if left is not None and left.type != "identifier" else None
-        if r is not None and r.type in _FUNCS:
+        if r is not None and r.type in FUNCS:
             ref = self.function(r, None)
         else:
             self.visit(r)
             ref = self.ref(r)
         if left is not None and left.type == "identifier":
-            self.scope.bind(_text(left), ref)
+            if not self._declared_typed(text(left)):  # a declared type wins over what is assigned
+                self.scope.bind(text(left), ref)
+        elif left is not None and left.type == "member_expression" and self.scope.this_class is not None:
+            obj, prop = left.child_by_field_name("object"), left.child_by_field_name("property")
+            cls = self.classes.get(self.scope.this_class)
+            if obj is not None and obj.type == "this" and prop is not None and cls is not None \
+                    and prop.type in ("property_identifier", "private_property_identifier"):
+                declared = self._jsdoc(node).get("type")
+                if declared not in (None, UNKNOWN):
+                    ref = ("t", declared)
+                if ref != UNKNOWN and text(prop) not in cls.members:
+                    cls.fields.setdefault(text(prop), (self.cur, ref))  # a declared field wins
 
     # -- modules --------------------------------------------------------------------------------
     def import_statement(self, node) -> None:
@@ -735,20 +847,23 @@ class _Extractor:
             spec = string_value(src)
             self._import(spec, node, "import-equals")
             if ident is not None and spec:
-                self.scope.bind(_text(ident), ("imp", spec, "*"))
+                self.scope.bind(text(ident), ("imp", spec, "*"))
             return
+        if not type_only:  # ``import { type A, type B }``: every name a type (ts-syntax)
+            named = [c for c in clause.named_children]
+            type_only = len(named) == 1 and named[0].type == "named_imports" and _all_types(named[0], "import_specifier")
         self._import(spec, node, "type" if type_only else "import")
         if not spec:
             return
         for ch in clause.named_children:
             if ch.type == "identifier":
-                self.scope.bind(_text(ch), ("imp", spec, "default"))
+                self.scope.bind(text(ch), ("imp", spec, "default"))
             elif ch.type == "namespace_import":
                 ident = next((c for c in ch.named_children if c.type == "identifier"), None)
                 if ident is not None:
-                    self.scope.bind(_text(ident), ("imp", spec, "*"))
+                    self.scope.bind(text(ident), ("imp", spec, "*"))
             elif ch.type == "named_imports":
-                for imported, local in _specifiers(ch, "import_specifier"):
+                for imported, local in specifiers(ch, "import_specifier"):
                     self.scope.bind(local, ("imp", spec, imported))
 
     def export_statement(self, node) -> None:
@@ -760,17 +875,18 @@ class _Extractor:
                 return
             clause = next((c for c in node.named_children if c.type == "export_clause"), None)
             ns = next((c for c in node.named_children if c.type == "namespace_export"), None)
-            if clause is not None:
-                self._import(spec, node, "reexport")
-                for name, out in _specifiers(clause, "export_specifier"):
+            if clause is not None:  # ``export type {…} from`` / every name ``type``: type-only (ts-syntax)
+                type_only = "type" in tokens or _all_types(clause, "export_specifier")
+                self._import(spec, node, "type-reexport" if type_only else "reexport")
+                for name, out in specifiers(clause, "export_specifier"):
                     self.exports[out] = ("imp", spec, name)
             elif ns is not None:
-                self._import(spec, node, "reexport")
+                self._import(spec, node, "type-reexport" if node.start_point[0] + 1 in self.type_stars else "reexport")
                 ident = next((c for c in ns.named_children if c.type in ("identifier", "string")), None)
                 if ident is not None:
-                    self.exports[_name(ident)] = ("imp", spec, "*")
+                    self.exports[export_name(ident)] = ("imp", spec, "*")
             else:
-                self._import(spec, node, "star")
+                self._import(spec, node, "type-star" if node.start_point[0] + 1 in self.type_stars else "star")
                 if "type" not in tokens or "*" in tokens:
                     self.stars.append(spec)
             return
@@ -784,19 +900,28 @@ class _Extractor:
                         self.declarator(d, True)
                 return
             self.visit(decl)
+            if t == "ambient_declaration":  # ``export declare function f(): R;`` (.d.ts; ts-syntax)
+                inner = next((c for c in decl.named_children if c.type != "comment"), None)
+                if inner is not None and inner.type in ("lexical_declaration", "variable_declaration"):
+                    for d in inner.named_children:
+                        n = d.child_by_field_name("name") if d.type == "variable_declarator" else None
+                        if n is not None and n.type == "identifier":
+                            self.exports[text(n)] = ("n", text(n))
+                    return
+                decl = inner if inner is not None else decl
             n = decl.child_by_field_name("name")
             if n is not None:
-                name = _text(n)
+                name = text(n)
                 key = "default" if "default" in tokens else name
                 self.exports[key] = ("n", name)
-            elif "default" in tokens and t in _FUNC_DECLS:
+            elif "default" in tokens and t in FUNC_DECLS:
                 pass
             return
         if value is not None or "default" in tokens:
-            v = _unwrap(value) if value is not None else None
+            v = unwrap(value) if value is not None else None
             if v is None:
                 # ``export default function () {}`` / ``export default class {}`` without a name
-                anon = next((c for c in node.named_children if c.type in _FUNCS or c.type in _CLASSES), None)
+                anon = next((c for c in node.named_children if c.type in FUNCS or c.type in CLASSES), None)
                 v = anon
             if v is not None and self._export_definition(v, "default", v):
                 pass
@@ -811,10 +936,16 @@ class _Extractor:
             return
         clause = next((c for c in node.named_children if c.type == "export_clause"), None)
         if clause is not None:
-            for name, out in _specifiers(clause, "export_specifier"):
+            for name, out in specifiers(clause, "export_specifier"):
                 self.exports[out] = ("n", name)
             return
         self.visit_children(node)
+
+
+def _all_types(clause, kind: str) -> bool:
+    """True when every specifier of an import/export clause is marked ``type`` (and there is one)."""
+    specs = [s for s in clause.named_children if s.type == kind]
+    return bool(specs) and all(any(c.type == "type" for c in s.children) for s in specs)
 
 
 def _is_import_ref(ref: tuple) -> bool:
@@ -823,92 +954,6 @@ def _is_import_ref(ref: tuple) -> bool:
     return ref[0] == "imp"
 
 
-def _pattern_names(pat) -> list[str]:
-    out, stack = [], [pat]
-    while stack:
-        p = stack.pop()
-        if p is None:
-            continue
-        if p.type in ("identifier", "shorthand_property_identifier_pattern"):
-            out.append(_text(p))
-        elif p.type == "pair_pattern":
-            stack.append(p.child_by_field_name("value"))
-        elif p.type in ("assignment_pattern", "object_assignment_pattern"):
-            stack.append(p.child_by_field_name("left"))
-        else:
-            stack.extend(p.named_children)
-    return out
-
-
-def _cjs_export_target(left) -> str | None:
-    """``"="`` for ``module.exports``, ``"name"`` for ``exports.name`` / ``module.exports.name``."""
-    if left is None or left.type != "member_expression":
-        return None
-    obj, prop = left.child_by_field_name("object"), left.child_by_field_name("property")
-    if prop is None or prop.type != "property_identifier":
-        return None
-    if obj.type == "identifier" and obj.text == b"module" and prop.text == b"exports":
-        return "="
-    if obj.type == "identifier" and obj.text == b"exports":
-        return _text(prop)
-    if obj.type == "member_expression" and _cjs_export_target(obj) == "=":
-        return _text(prop)
-    return None
-
-
-def _end_col(node) -> int:
-    """UTF-8 end column of a node on its first line (its start column when it spans lines)."""
-    return node.end_point[1] if node.end_point[0] == node.start_point[0] else node.start_point[1]
-
-
-def _last_name(fn) -> str:
-    fn = _unwrap(fn)
-    if fn is None:
-        return ""
-    if fn.type == "identifier":
-        return _text(fn)
-    if fn.type == "member_expression":
-        p = fn.child_by_field_name("property")
-        return _text(p) if p is not None else ""
-    return ""
-
-
-_IMPORT_CALLS = ("(call_expression function: (import) "
-                 "arguments: (arguments . [(string) (template_string)] @spec)) @call")
-
-
-@lru_cache(maxsize=None)
-def _import_query(kind: str):
-    import tree_sitter
-
-    return tree_sitter.Query(_language(kind), _IMPORT_CALLS)
-
-
-def _import_calls(root, kind: str) -> list:
-    """``(call node, specifier node)`` of every ``import(…)`` call with a literal first
-    argument, in source order (a tree-sitter query: the walk happens in C)."""
-    import tree_sitter
-
-    out = []
-    for _, caps in tree_sitter.QueryCursor(_import_query(kind)).matches(root):
-        out.append((caps["call"][0], caps["spec"][0]))
-    out.sort(key=lambda cs: cs[0].start_byte)
-    return out
-
-
-def _first_error(node):
-    """(row, message) of the first ERROR or MISSING node under ``node``."""
-    cursor = [node]
-    while cursor:
-        n = cursor.pop()
-        if n.is_missing:
-            return n.start_point[0], f"missing {n.type}"
-        if n.type == "ERROR":
-            return n.start_point[0], "syntax error"
-        if n.has_error:
-            cursor.extend(reversed(n.children))
-    return node.start_point[0], "syntax error"
-
 
 def extract(rel: str, source: bytes) -> JsFacts:
     """Parse one JS/TS file (``rel`` workspace-relative, ``source`` its bytes).
@@ -916,11 +961,10 @@ def extract(rel: str, source: bytes) -> JsFacts:
     Raises ``JsSyntaxError`` when the tree has an ERROR or MISSING node (the caller keeps the
     file's last good facts, or takes the partial ones the error carries when there are none),
     ``RecursionError`` for absurdly deep nesting."""
-    import tree_sitter
-
-    tree = tree_sitter.Parser(_language(grammar_for(rel))).parse(source)
-    root = tree.root_node
-    ex = _Extractor(rel)
+    parsed = js_parse.parse(rel, source)  # with the grammars' gaps mended (ts-syntax)
+    root = parsed.tree.root_node
+    ex = _Extractor(rel, js=grammar_for(rel) == "javascript")
+    ex.type_stars = parsed.lines_of("type-star")
     for ch in root.named_children:
         ex.visit(ch)
     n_lines = source.count(b"\n") + (0 if source.endswith(b"\n") or not source else 1)
@@ -929,12 +973,16 @@ def extract(rel: str, source: bytes) -> JsFacts:
         ex.symbols.insert(0, PySymbol("", rel.rsplit("/", 1)[-1], "module", 1, max(1, n_lines), 0))
     # ``import("./x")`` in type positions (``let a: import("./x").T``, ``typeof import("./x")``)
     # is a type-only dependency: every literal import() call the walk above did not see as a value
-    for call, spec in _import_calls(root, grammar_for(rel)):
-        if call.id not in ex._import_calls:
+    for call, spec in literal_import_calls(root, parsed.grammar):
+        if call.id not in ex._values_import_calls:
             ex._import(string_value(spec), call, "type")
+    for spec, line in parsed.type_imports:  # ``import("./x").T<A>`` types the parse mended (ts-syntax)
+        ex.imports.append(JsImport(spec, line, "type"))
     facts = JsFacts(rel=rel, lines=n_lines, symbols=ex.symbols, scopes=ex.scopes, classes=ex.classes,
-                    imports=ex.imports, exports=ex.exports, stars=ex.stars)
+                    imports=ex.imports, exports=ex.exports, stars=ex.stars, results=ex.results, params=ex.params)
+    if parsed.mended:
+        js_parse.restore_anonymous_default(facts)
     if root.has_error:
-        row, msg = _first_error(root)
+        row, msg = first_error(root)
         raise JsSyntaxError(row + 1, f"{msg} (tree-sitter)", facts)
     return facts

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import hashlib
 import logging
 import os
 import pickle
@@ -18,6 +17,7 @@ import re
 from collections.abc import Callable
 
 from orbit_lsp.index import python as pyx
+from orbit_lsp.index.fingerprint import content_hash  # noqa: F401 (re-exported)
 from orbit_lsp.index.walk import read_text
 
 log = logging.getLogger("orbit_lsp.index")
@@ -47,10 +47,6 @@ def gc_paused():
             if gc.get_count()[0] >= FREEZE_MIN_OBJECTS:
                 gc.freeze()
             gc.enable()
-
-
-def content_hash(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=12).hexdigest()
 
 
 _LINE_BREAK = re.compile(rb"\r\n|\r|\n")  # as Python's tokenizer and LSP count lines

@@ -242,6 +242,8 @@ class FileEdges:
     #   each unbound call site, in the order of ``unresolved``
     flows: dict[tuple, tuple] = field(default_factory=dict)  # (dst file, dst qual) -> flows into its
     #   parameters from this file's call sites (see the module doc)
+    type_only: set[str] = field(default_factory=set)  # dst paths of ``imports`` imported for types
+    #   only (TypeScript ``import type`` …: no run-time dependency; IMPORTS.type_only)
 
     def add_call(self, caller: str, dst_file: str, dst_qual: str, resolved: str, site) -> None:
         """Record one bound call site (``site``: ``line``, ``col``, ``end_col``) on the edge from
@@ -262,7 +264,8 @@ class FileEdges:
                 tuple(sorted(self.inherits)),
                 tuple(sorted((k, tuple(v)) for k, v in self.unresolved.items())),
                 tuple(self.unresolved_imports),
-                tuple(sorted((k, tuple(v)) for k, v in self.unresolved_lines.items())))
+                tuple(sorted((k, tuple(v)) for k, v in self.unresolved_lines.items())),
+                tuple(sorted(self.type_only)))
 
 
 class _Cut(Exception):

@@ -9,7 +9,7 @@ message the model can act on: bad arguments, a refused or timed-out query, "Falk
 protocol (logs go to stderr).
 
 ``main(argv)`` is ``orbit-lsp mcp`` / ``python -m orbit_lsp.mcp``:
-``[--workspace PATH] [--http HOST:PORT] [--tools SELECTION] [--falkordb-url URL] [--data-dir DIR] [-v]``.
+``[--workspace PATH] [--http HOST:PORT] [--tools SELECTION] [--falkordb-url URL] [--graph-key KEY] [--data-dir DIR] [-v]``.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ from orbit_lsp.agent.tools import Toolbox, ToolError
 from orbit_lsp.config import Settings
 from orbit_lsp.graph.errors import FalkorDBOffline
 from orbit_lsp.mcp.live import RETRY_S, LiveWorkspace, NotReady
-from orbit_lsp.mcp.tools import ALL_TOOLS, DEFAULT_TOOLS, SPECS, Tools, select_tools
+from orbit_lsp.mcp.options import ALL_TOOLS, DEFAULT_TOOLS, TOOLS_ENV, add_arguments  # noqa: F401 - re-exported
+from orbit_lsp.mcp.tools import SPECS, Tools, select_tools
 
 log = logging.getLogger("orbit_lsp.mcp")
 SERVER_NAME = "orbit"
@@ -38,7 +39,6 @@ INSTRUCTIONS = ("orbit answers questions about this workspace's code from a code
                 "definitions, callers, callees, impact of an edit, call paths, file context. Answers are "
                 "exact (calls that could not be bound are counted apart, never guessed), list their true "
                 "total, show the Cypher they ran and say how fresh the graph is.")
-TOOLS_ENV = "ORBIT_MCP_TOOLS"
 ANSWER_WAIT_S = 20.0  # longest wait for the first index before a call is answered "still indexing"
 
 
@@ -150,21 +150,6 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-def add_arguments(p: argparse.ArgumentParser, workspace: bool = True) -> None:
-    """The options of ``orbit-lsp mcp`` (shared by the CLI, whose parent parsers add
-    ``--workspace`` there: ``workspace`` False, and ``python -m orbit_lsp.mcp``)."""
-    if workspace:
-        p.add_argument("--workspace", metavar="PATH", default=None,
-                       help="workspace root whose graph the tools answer from (default: the current directory)")
-    p.add_argument("--http", metavar="HOST:PORT", default=None,
-                   help="serve streamable HTTP on HOST:PORT (path /mcp) instead of stdio; loopback only "
-                        "unless --allow-remote")
-    p.add_argument("--allow-remote", action="store_true", help="allow --http on a non-loopback address")
-    p.add_argument("--tools", metavar="SELECTION", default=None,
-                   help="tools offered: 'default' (" + ",".join(DEFAULT_TOOLS) + "), 'all', a list, or "
-                        "+name/-name changes (e.g. +recall,+remember,+read_file); default: $" + TOOLS_ENV)
-
-
 def run(args: argparse.Namespace, settings: Settings) -> int:
     """Serve until the client goes away (stdio) or the process is interrupted (HTTP); returns
     the exit status. Raises ``UsageProblem`` before serving for bad options."""
@@ -201,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="orbit-lsp mcp", description="Serve orbit's code graph to coding agents over MCP.")
     add_arguments(p)
     p.add_argument("--falkordb-url", metavar="URL", default=None)
+    p.add_argument("--graph-key", metavar="KEY", default=None,
+                   help="use the shared graph named KEY (default: the folder's graph of its git branch)")
     p.add_argument("--data-dir", metavar="DIR", default=None)
     p.add_argument("-v", "--verbose", action="count", default=0)
     args = p.parse_args(argv)
@@ -208,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
                         logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     try:
-        settings = Settings.from_env(falkordb_url=args.falkordb_url,
+        settings = Settings.from_env(falkordb_url=args.falkordb_url, graph_key=args.graph_key,
                                      data_dir=Path(args.data_dir).expanduser() if args.data_dir else None)
         return run(args, settings)
     except (UsageProblem, ValueError) as exc:  # pydantic's ValidationError is a ValueError

@@ -34,9 +34,7 @@ CYPHER_DEFAULT_ROWS = 50
 CYPHER_MAX_ROWS = 200
 MAX_CHAIN_PAIRS = 25  # most (source, target) candidate pairs call_chain searches
 
-DEFAULT_TOOLS = ("find_symbol", "callers", "callees", "impact", "call_chain", "file_context", "cypher")
-OPTIONAL_TOOLS = ("change_impact", "package_users", "recall", "remember", "read_file")
-ALL_TOOLS = DEFAULT_TOOLS + OPTIONAL_TOOLS
+from orbit_lsp.mcp.options import ALL_TOOLS, DEFAULT_TOOLS, OPTIONAL_TOOLS  # noqa: F401 - re-exported
 
 
 @dataclass
@@ -247,7 +245,7 @@ class Tools:
                 shown = ", ".join(f"{x['qual']} ({x['file']}:{x['line']})" for x in lst)
                 lines.append(f"  {label} ({total}): {shown or '-'}" + (f" … {total - len(lst)} more" if total > len(lst) else ""))
         if not n:
-            notes.append(f"no symbol named '{a['name']}' in the graph")
+            notes.append(queries.not_found_note(self.graph, a["name"], queries.Answer()))
         return Answer({"symbol": a["name"], "candidates": out}, n, len(out), lines, cypher, notes)
 
     def _walk(self, a: dict, incoming: bool) -> Answer:
@@ -259,7 +257,7 @@ class Tools:
         cands, n = self._candidates(a["symbol"], lim, cypher, notes)
         targets, total, shown, lines = [], 0, 0, []
         if not n:
-            lines.append(f"no symbol named '{a['symbol']}' in the graph")
+            lines.append(queries.not_found_note(self.graph, a["symbol"], queries.Answer()))
         for c in cands:
             # by qualified name, then the candidate's own file (a name is never mixed with its namesakes)
             ans = fn(self.graph, c["qual"], a["depth"])

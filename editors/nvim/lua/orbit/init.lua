@@ -18,7 +18,8 @@ M.defaults = {
   cmd_env = nil, -- e.g. { OPENAI_API_KEY = os.getenv("MY_KEY") }: the API key is never a setting
   filetypes = { "python", "javascript", "javascriptreact", "typescript", "typescriptreact" },
   root_markers = { "pyproject.toml", "package.json", ".git" },
-  -- falkordbUrl, maxHops, exclude, agent = { baseUrl, model, fallbackModels }, indexHomeOrRoot;
+  -- falkordbUrl, maxHops, exclude, agent = { baseUrl, model, fallbackModels }, indexHomeOrRoot, graphKey,
+  -- baseGraphKey (shared graphs: see the README, "Branches and shared graphs");
   -- looseFolders = "shallow": a file outside any project (no root marker) gets its folder's own
   -- files indexed, not the whole tree below it ("recursive" to index it all)
   settings = { orbit = { looseFolders = "shallow" } },

@@ -1,0 +1,55 @@
+"""Whether a query's answer may be stale: the files it names, compared with the graph.
+
+A query never re-indexes a workspace that has a graph (a query must start fast; ``orbit-lsp
+index`` brings it up to date). So that an answer is never silently old, the files the answer
+names (the symbol's, its callers', the dependents…) are read and hashed again and compared
+with ``File.hash`` in the graph: one query and a few file reads, no walk of the workspace.
+Files the answer does not name (a new caller in a file edited since) are not checked.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from orbit_lsp.index.fingerprint import content_hash
+
+MOST_CHECKED = 2000  # files of one answer compared at most (the first, in path order)
+
+QUERY = "UNWIND $paths AS p MATCH (f:File {path: p}) RETURN f.path, f.hash"
+
+
+def changed_files(graph, root: Path, paths, cypher: list[dict] | None = None) -> tuple[list[str], int]:
+    """(workspace-relative paths among ``paths`` whose content on disk differs from the graph's
+    hash of it or that are gone from disk, how many were checked). The statement run is
+    appended to ``cypher`` (the command prints every statement it ran). Raises what the
+    graph's queries raise (``FalkorDBOffline``, ``QueryTimeout``)."""
+    wanted = sorted({p for p in paths if p})[:MOST_CHECKED]
+    if not wanted:
+        return [], 0
+    params = {"paths": wanted}
+    rows = graph.ro_query(QUERY, params).rows
+    if cypher is not None:
+        cypher.append({"query": QUERY, "params": params})
+    changed = []
+    for path, stored in rows:
+        try:
+            with open(root / path, "rb") as fh:
+                data = fh.read()
+        except OSError:  # deleted or unreadable since it was indexed
+            changed.append(path)
+            continue
+        if content_hash(data) != stored:
+            changed.append(path)
+    return sorted(changed), len(wanted)
+
+
+def stale_note(changed: list[str], checked: int, total: int) -> str | None:
+    """The note a command prints when files of its answer changed (None when none did)."""
+    if not changed:
+        return None
+    n = len(changed)
+    shown = ", ".join(changed[:5]) + (f", … ({n - 5} more)" if n > 5 else "")
+    of = f" (the first {checked} of {total} checked)" if checked < total else ""
+    return (f"the graph may be stale: {n} file{'s' if n != 1 else ''} of this answer changed on disk "
+            f"since {'they were' if n != 1 else 'it was'} indexed ({shown}){of}; "
+            f"run 'orbit-lsp index' to update it")
