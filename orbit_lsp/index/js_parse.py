@@ -20,14 +20,16 @@ build parses these, see bench/RESULTS.md "TypeScript grammars") reject some vali
 - in JavaScript, reserved words as exported or imported names (``export { _null as null }``,
   ``export { function } from "./x"``), which the TypeScript grammar parses.
 
-``parse`` parses with the file's grammar; when the tree has errors it looks at the tokens around
-them and, for the gaps above only, blanks the offending modifier keyword with spaces (or puts the
-``;`` in; byte length and every line and column stay as they were, and no name is touched) and
-parses again
-(incrementally). A JavaScript file still in error is parsed with the TSX grammar, kept when that
-parse is clean. Whatever stays in error is reported by the caller as before (the error-tolerant
-tree still yields facts). What was mended is told in ``Parsed.mended`` so extraction can keep
-its meaning (``export type *`` is type-only).
+``parse`` parses with the file's grammar; only when the tree has errors, it looks at the tokens
+around them (and, by a query, at generic types opening a line) and, for the gaps above only,
+rewrites a few bytes: a modifier keyword blanked with spaces, a ``;`` in place of a space, a
+keyword used as a name replaced by a placeholder of the same length, ``import("./x")`` by an
+identifier of underscores. Byte length, lines and columns stay as they were. It parses again
+(incrementally), up to four rounds, and keeps the result when it has fewer errors. A JavaScript
+file still in error is parsed with the TSX grammar, kept when that parse is clean. Whatever stays
+in error is reported by the caller as before (the error-tolerant tree still yields facts). What
+was mended is told in ``Parsed`` so extraction keeps its meaning (``export type *`` is
+type-only, ``restore_names`` gives placeholders their names back).
 """
 
 from __future__ import annotations
@@ -54,12 +56,12 @@ ANON_DEFAULT = "\u0192"  # the name a mended ``export default function (…): R;
 class Parsed:
     """``tree`` the best parse; ``grammar`` the grammar that produced it (``"javascript"``,
     ``"typescript"`` or ``"tsx"``); ``source`` the bytes it was parsed from (the file's, with
-    mended keywords blanked); ``mended``: what was mended, as ``(kind, 1-based line)`` pairs:
-    ``variance``, ``type-star`` (an ``export type *``), ``accessor``, ``signature-break``, ``anon-default``
-    (``export default function (…): R;`` parsed as a function named ``ANON_DEFAULT``),
-    ``import-type`` (``import("./x").T<A>``, see ``type_imports``), ``keyword-name`` (see
-    ``renames``), ``tsx-grammar`` (a JavaScript
-    file parsed with the TSX grammar, line 0)."""
+    the mends); ``mended``: what was mended, as ``(kind, 1-based line)`` pairs: ``variance``,
+    ``type-star`` (an ``export type *``), ``accessor``, ``signature-break``, ``template-escape``,
+    ``anon-default`` (``export default function (…): R;`` parsed as a function named
+    ``ANON_DEFAULT``), ``import-type`` (``import("./x").T<A>``, see ``type_imports``),
+    ``keyword-name`` (see ``renames``), ``tsx-grammar`` (a JavaScript file parsed with the TSX
+    grammar, line 0)."""
 
     tree: object
     grammar: str
