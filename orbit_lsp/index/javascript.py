@@ -976,10 +976,13 @@ def extract(rel: str, source: bytes) -> JsFacts:
     for call, spec in literal_import_calls(root, parsed.grammar):
         if call.id not in ex._values_import_calls:
             ex._import(string_value(spec), call, "type")
+    for spec, line in parsed.type_imports:  # ``import("./x").T<A>`` types the parse mended (ts-syntax)
+        ex.imports.append(JsImport(spec, line, "type"))
     facts = JsFacts(rel=rel, lines=n_lines, symbols=ex.symbols, scopes=ex.scopes, classes=ex.classes,
                     imports=ex.imports, exports=ex.exports, stars=ex.stars, results=ex.results, params=ex.params)
     if parsed.mended:
         js_parse.restore_anonymous_default(facts)
+        js_parse.restore_names(facts, parsed.renames)
     if root.has_error:
         row, msg = first_error(root)
         raise JsSyntaxError(row + 1, f"{msg} (tree-sitter)", facts)
