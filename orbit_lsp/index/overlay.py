@@ -155,6 +155,12 @@ def publish(ix: "WorkspaceIndexer") -> bool:
     except sqlite3.Error as exc:
         log.warning("could not read the cache of %s to publish it: %s", name, exc)
         return False
+    try:
+        for rel, _ in rows:
+            rel.encode("utf-8")
+    except UnicodeEncodeError:  # the client speaks UTF-8 text: such a path cannot be a field
+        log.warning("not publishing the state of %s: a file path is not valid UTF-8", name)
+        return False
     head = keys.git_head(ix.root)
     doc = {"version": meta.get("version"), "graph_token": token, "root_package": meta.get("root_package", ""),
            "root": str(ix.root), "host": socket.gethostname(), "indexed": time.time(), "files": len(rows),
