@@ -614,3 +614,42 @@ def test_a_site_bound_to_the_symbol_is_not_listed_again_as_unbound(index):
     assert [c["qual"] for c in row["callers"]] == ["twice.use"]
     assert unbound(ix, "twice.use") == ["open@7"]  # still counted on its caller
     assert row["unbound"] == {"total": 0, "sites": []}
+
+
+# -- parameter values past the cap, and values passed around in a cycle ----------------------------
+def _many(n: int, prefix: str) -> str:
+    return "\n".join(f"def {prefix}{i}():\n    pass\n" for i in range(n))
+
+
+PASSED_AROUND = {"ring.py": _many(5, "f") + _many(4, "g") + '''
+def first(cb, depth):
+    cb()
+    if depth:
+        second(cb, depth - 1)
+
+def second(cb, depth):
+    cb()
+    if depth:
+        first(cb, depth - 1)
+
+def small(cb):
+    cb()
+
+def go():
+''' + "".join(f"    first(f{i}, 3)\n" for i in range(5)) + "".join(f"    second(g{i}, 3)\n" for i in range(4))
+    + "    small(f0)\n    small(g0)\n"}
+
+
+def test_parameters_passed_around_a_cycle_past_the_cap_are_unknown_in_both(index):
+    """``first`` and ``second`` pass their callback to each other: each may hold all nine
+    functions (five passed to ``first``, four to ``second``), more than the cap of eight
+    (``MAX_PARAM_VALUES``), so neither ``cb()`` is bound: each is an unbound site, in both
+    functions. Binding ``second``'s call to its four own functions only would be a partial
+    answer given as a whole one."""
+    ix = index(PASSED_AROUND)
+    assert {b: h for b, h in out_of(ix, "ring.first").items() if h == "param"} == {}
+    assert {b: h for b, h in out_of(ix, "ring.second").items() if h == "param"} == {}
+    assert unbound(ix, "ring.first") == ["cb@28"]
+    assert unbound(ix, "ring.second") == ["cb@33"]
+    # below the cap every value is followed
+    assert out_of(ix, "ring.small") == {"ring.f0": "param", "ring.g0": "param"}

@@ -79,7 +79,8 @@ def cmd_impact(ctx: Ctx) -> int:
     if n:
         print(f"{rel}: {n} dependent{'s' if n != 1 else ''}, {deepest} hop{'s' if deepest != 1 else ''}")
         for r in ans.rows:
-            print(f"  {r['hops']}  {r['path']}")
+            print(f"  {r['hops']}  {r['path']}" + ("  (types only: every way there has an import type)"
+                                                   if r.get("type_only") else ""))
     else:
         print(f"{rel}: 0 dependents (no workspace file imports it)")
     for note in ans.notes:

@@ -148,7 +148,7 @@ class WorkspaceIndexer:
         self.graph = store.graph(graph_name or keys.graph_name(self.root, self.settings.graph_key))
         self.state: dict[str, FileState] = {}
         self.aliases: dict[str, str] = {}
-        self.filter = WorkspaceFilter(self.root, self.settings.exclude)
+        self.filter = WorkspaceFilter(self.root, self.settings.exclude, self.settings.build_output())
         self.lock = threading.RLock()
         self._last_index_time: float | None = None
         self.generation = next(_GENERATIONS)  # a new value for every change made to the graph
@@ -476,7 +476,8 @@ class WorkspaceIndexer:
             known = self._token  # the graph as this indexer last saw it
             self._live = None  # the state is rebuilt from the disk and the cache
             walk = walk_workspace(self.root, self.settings.max_file_bytes, self.settings.exclude,
-                                  classify=False)  # _read classifies the bytes it reads
+                                  classify=False,  # _read classifies the bytes it reads
+                                  build_output=self.settings.build_output())
             self.aliases = walk.aliases
             self.skipped = dict(walk.skipped)
             timings["walk"] = time.perf_counter() - t0

@@ -31,7 +31,8 @@ class _Extractor:
         self.js = js  # a JavaScript file: JSDoc types count (TypeScript ignores them in .ts files)
         self.results: dict[str, tuple] = {}
         self.params: dict[str, tuple] = {}
-        self._callbacks: dict[int, tuple] = {}  # node id of a function passed to a call -> (scope, callee ref, i)
+        self._callbacks: dict[int, tuple] = {}  # node id of a function passed to a call -> (scope, callee ref, i, expected)
+        self._expected: dict[int, tuple] = {}  # node id of a call initialising a declared variable -> the type
         self._returns: dict[int, list] = {}  # scope index -> refs of its ``return`` values
         self._namespaces: set[int] = set()  # scope indexes of ``namespace`` bodies
         self.symbols: list[PySymbol] = []
@@ -56,12 +57,17 @@ class _Extractor:
         return f"{q}.{name}" if q else name
 
     def _add(self, qual: str, name: str, kind: str, node, name_node=None) -> bool:
+        at = name_node if name_node is not None else node
+        sym = PySymbol(qual, name, kind, node.start_point[0] + 1, node.end_point[0] + 1, at.start_point[1])
         if qual in self.seen:
+            if kind in ("function", "class"):  # ``interface F`` merged with ``function F``: the callable wins
+                for i, old in enumerate(self.symbols):
+                    if old.qual == qual and old.kind in ("interface", "type"):
+                        self.symbols[i] = sym
+                        return True
             return False
         self.seen.add(qual)
-        at = name_node if name_node is not None else node
-        self.symbols.append(PySymbol(qual, name, kind, node.start_point[0] + 1, node.end_point[0] + 1,
-                                     at.start_point[1]))
+        self.symbols.append(sym)
         return True
 
     def _import(self, spec: str | None, node, kind: str) -> None:
@@ -101,11 +107,19 @@ class _Extractor:
             return ("a", self.ref(node.child_by_field_name("object")), text(prop))
         if t == "subscript_expression":
             key = string_value(node.child_by_field_name("index"))
-            if key is None:
-                return UNKNOWN
-            return ("a", self.ref(node.child_by_field_name("object")), key)
+            obj = self.ref(node.child_by_field_name("object"))
+            if key is None:  # ``xs[i]``: an element
+                return UNKNOWN if obj == UNKNOWN else ("elem", obj)
+            return ("a", obj, key)
         if t == "new_expression":
             return ("new", self.ref(node.child_by_field_name("constructor")))
+        if t == "ternary_expression":  # either branch
+            alts = (self.ref(node.child_by_field_name("consequence")), self.ref(node.child_by_field_name("alternative")))
+            return ("alt", alts) if UNKNOWN not in alts else UNKNOWN
+        if t == "binary_expression" and node.child_by_field_name("operator") is not None \
+                and node.child_by_field_name("operator").type in ("||", "??"):  # ``a ?? b``: either
+            alts = (self.ref(node.child_by_field_name("left")), self.ref(node.child_by_field_name("right")))
+            return ("alt", alts) if UNKNOWN not in alts else UNKNOWN
         if t == "call_expression":
             spec = require_spec(node)
             if spec is not None:
@@ -152,6 +166,17 @@ class _Extractor:
             return {}
         doc = text(prev)
         return jsdoc_tags(doc) if doc.startswith("/**") else {}
+
+    def _declared_typed(self, name: str) -> bool:
+        """Whether the nearest binding of ``name`` (this scope or around it) has a declared type."""
+        idx = self.cur
+        while idx >= 0:
+            sc = self.scopes[idx]
+            refs = sc.names.get(name)
+            if refs:
+                return any(r[0] == "t" for r in refs)
+            idx = sc.parent
+        return False
 
     def _declares_here(self) -> bool:
         """Whether declarations in the current scope are symbols (the module, a namespace)."""
@@ -205,22 +230,29 @@ class _Extractor:
                 if tref not in (None, UNKNOWN):
                     self.bind_pattern(p, ("t", tref))
                 elif callback is not None and p.type == "identifier":
-                    self.bind_pattern(p, ("cbp", callback[0], callback[1], callback[2], 0))
+                    self.bind_pattern(p, ("cbp", callback[0], callback[1], callback[2], 0) + callback[3:])
                 else:
                     self.bind_pattern(p, UNKNOWN)
             return
-        for j, p in enumerate(params.named_children):
+        j = -1
+        for p in params.named_children:
             pat, tref = p, None
             if p.type in ("required_parameter", "optional_parameter"):
                 pat = p.child_by_field_name("pattern")
                 tnode = p.child_by_field_name("type")
                 tref = type_ref(tnode) if tnode is not None else None
+                if pat is not None and pat.type == "this":  # ``this: T``: what ``this`` is in the body
+                    if tref not in (None, UNKNOWN):
+                        self.scope.this_ref, self.scope.this_scope = ("t", tref), self.cur
+                    continue
+            if p.type != "comment":
+                j += 1
             elif p.type == "assignment_pattern":
                 pat = p.child_by_field_name("left")
             if tref is None and pat is not None and pat.type == "identifier":
                 tref = documented.get(text(pat))
             if tref is None and callback is not None and pat is not None and pat.type in ("identifier", "object_pattern"):
-                tref = ("cbp", callback[0], callback[1], callback[2], j)
+                tref = ("cbp", callback[0], callback[1], callback[2], j) + callback[3:]
             if tref not in (None, UNKNOWN) and pat is not None and pat.type in ("identifier", "object_pattern"):
                 self.bind_pattern(pat, tref if tref[0] == "cbp" else ("t", tref))
                 self.visit(p.child_by_field_name("value") if p is not pat else None)
@@ -324,6 +356,10 @@ class _Extractor:
                     supers = tuple(type_ref(c) for c in impl.named_children)
         idx = len(self.scopes)
         cls = self.classes.setdefault(qual, JsClass(qual, heritage, self.cur, scope=idx, supers=supers))
+        if cls.kind != "class":  # ``interface C`` merged with ``class C``: one class with both's members
+            merged = JsClass(qual, heritage, self.cur, dict(cls.members), scope=idx, supers=supers + cls.supers,
+                             fields=dict(cls.fields))
+            cls = self.classes[qual] = merged
         self.scopes.append(JsScope(qual, self.cur, this_class=qual))
         prev, self.cur = self.cur, idx
         for tname, constraint in type_parameters(node.child_by_field_name("type_parameters")):
@@ -501,8 +537,10 @@ class _Extractor:
                 ref = self.klass(v, name, name_node)
                 self.scope.bind(name, ref)
             else:
-                self._visit_value(v, name if self.cur == 0 else None)
                 declared = self._declared_type(d)
+                if declared is not None and v is not None and v.type == "call_expression":
+                    self._expected[v.id] = declared  # ``const x: C<T> = make((inst) => …)``
+                self._visit_value(v, name if self.cur == 0 else None)
                 ref = ("t", declared) if declared is not None else self._value_ref(value) if v is not None else UNKNOWN
                 if self.cur == 0 and not _is_import_ref(ref):  # ``const x = require(…)`` is an import
                     self._add(name, name, "variable", d, name_node)
@@ -614,6 +652,16 @@ class _Extractor:
         elif t == "internal_module":
             if not self.namespace(node):
                 self.visit_children(node)
+        elif t == "for_in_statement":
+            left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+            op = node.child_by_field_name("operator")
+            self.visit(right)
+            if left is not None and left.type in ("identifier", "object_pattern", "array_pattern"):
+                elem = self.ref(right) if op is not None and op.type == "of" else UNKNOWN
+                self.bind_pattern(left, ("elem", elem) if elem != UNKNOWN else UNKNOWN)
+            else:
+                self.visit(left)
+            self.visit(node.child_by_field_name("body"))
         elif t == "return_statement":
             self.visit_children(node)
             if node.named_children:
@@ -682,18 +730,24 @@ class _Extractor:
             self.scope.calls.append(CallSite(fn.start_point[0] + 1, fn.start_point[1], end_col(fn),
                                              fref, last_name(fn), False, self._eval_scope))
             if fref != UNKNOWN and args is not None:
-                self._note_callbacks(args, fref)
+                self._note_callbacks(args, fref, self._expected.pop(node.id, None))
         self.visit(fn)
         if args is not None:
             self.visit_children(args)
 
-    def _note_callbacks(self, args, fref: tuple) -> None:
+    def _note_callbacks(self, args, fref: tuple, expected: tuple | None = None) -> None:
         """Remember the functions passed as arguments of a call of ``fref`` (their untyped
-        parameters take the callee's declared parameter types)."""
+        parameters take the callee's declared parameter types; ``expected``: the declared type
+        of the variable the call initialises, which fixes the callee's type arguments)."""
+        extra = (expected,) if expected is not None else ()
         for i, a in enumerate(args.named_children):
             u = unwrap(a)
-            if u is not None and u.type in ("arrow_function", "function_expression", "function"):
-                self._callbacks[u.id] = (self.cur, fref, i)
+            branches = [u]
+            if u is not None and u.type == "ternary_expression":  # ``cond ? (x) => … : (x) => …``
+                branches = [unwrap(u.child_by_field_name("consequence")), unwrap(u.child_by_field_name("alternative"))]
+            for b in branches:
+                if b is not None and b.type in ("arrow_function", "function_expression", "function"):
+                    self._callbacks[b.id] = (self.cur, fref, i) + extra
 
     def _then_callback(self, cb, value: tuple) -> None:
         outer = self.scope
@@ -766,7 +820,8 @@ class _Extractor:
             self.visit(r)
             ref = self.ref(r)
         if left is not None and left.type == "identifier":
-            self.scope.bind(text(left), ref)
+            if not self._declared_typed(text(left)):  # a declared type wins over what is assigned
+                self.scope.bind(text(left), ref)
         elif left is not None and left.type == "member_expression" and self.scope.this_class is not None:
             obj, prop = left.child_by_field_name("object"), left.child_by_field_name("property")
             cls = self.classes.get(self.scope.this_class)
@@ -845,6 +900,15 @@ class _Extractor:
                         self.declarator(d, True)
                 return
             self.visit(decl)
+            if t == "ambient_declaration":  # ``export declare function f(): R;`` (.d.ts; ts-syntax)
+                inner = next((c for c in decl.named_children if c.type != "comment"), None)
+                if inner is not None and inner.type in ("lexical_declaration", "variable_declaration"):
+                    for d in inner.named_children:
+                        n = d.child_by_field_name("name") if d.type == "variable_declarator" else None
+                        if n is not None and n.type == "identifier":
+                            self.exports[text(n)] = ("n", text(n))
+                    return
+                decl = inner if inner is not None else decl
             n = decl.child_by_field_name("name")
             if n is not None:
                 name = text(n)
@@ -912,10 +976,13 @@ def extract(rel: str, source: bytes) -> JsFacts:
     for call, spec in literal_import_calls(root, parsed.grammar):
         if call.id not in ex._values_import_calls:
             ex._import(string_value(spec), call, "type")
+    for spec, line in parsed.type_imports:  # ``import("./x").T<A>`` types the parse mended (ts-syntax)
+        ex.imports.append(JsImport(spec, line, "type"))
     facts = JsFacts(rel=rel, lines=n_lines, symbols=ex.symbols, scopes=ex.scopes, classes=ex.classes,
                     imports=ex.imports, exports=ex.exports, stars=ex.stars, results=ex.results, params=ex.params)
     if parsed.mended:
         js_parse.restore_anonymous_default(facts)
+        js_parse.restore_names(facts, parsed.renames)
     if root.has_error:
         row, msg = first_error(root)
         raise JsSyntaxError(row + 1, f"{msg} (tree-sitter)", facts)

@@ -318,7 +318,7 @@ class WorkspaceSet:
         if changed:
             from orbit_lsp.index.walk import WorkspaceFilter
 
-            ix.filter = WorkspaceFilter(ix.root, settings.exclude)
+            ix.filter = WorkspaceFilter(ix.root, settings.exclude, settings.build_output())
         return changed
 
     def _reconcile_locked(self, changed: Path) -> None:
