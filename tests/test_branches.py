@@ -429,3 +429,24 @@ async def test_language_server_follows_a_branch_switch(lsp: LanguageClient, tmp_
         assert "pkg/extra.py" not in {d["path"] for d in answer["dependents"]}
     finally:
         drop(store, g_main, g_feature)
+
+
+def test_mcp_workspace_follows_a_branch_switch(tmp_path, store, settings):
+    from orbit_lsp.mcp.live import LiveWorkspace
+
+    repo = make_repo(tmp_path / "mcp")
+    g_main, g_feature = keys.branch_graph_name(repo, "main"), keys.branch_graph_name(repo, "feature/x")
+    live = LiveWorkspace(repo, settings, store)
+    try:
+        live.start()
+        live.before_answer(wait_s=60)
+        assert live.graph.name == g_main and set(files_of(live.graph)) == set(MAIN)
+        git(repo, "checkout", "-q", "feature/x")
+        fresh = live.before_answer(wait_s=60)  # the next tool call answers from feature/x's graph
+        assert live.graph.name == g_feature and fresh.synced is not None
+        assert set(files_of(live.graph)) == set(MAIN) - set(FEATURE_REMOVED) | set(FEATURE)
+        assert ("pkg.core.compute", "pkg.core.scale") in calls_of(live.graph)
+        assert set(files_of(store.graph(g_main))) == set(MAIN)
+    finally:
+        live.stop()
+        drop(store, g_main, g_feature)

@@ -385,3 +385,22 @@ function identity<A>(a: A) { return a; }
     assert {s.qual for s in f.symbols} >= {"match", "getOrElse", "satisfies", "unsafeCoerce", "dual", "identity"}
     assert [(sc.qual, c.name, c.line) for sc in f.scopes for c in sc.calls if c.name == "dual"] == [
         ("", "dual", 13), ("", "dual", 17)]  # module level: an initializer
+
+
+@pytest.mark.parametrize("rel", ["src/k.ts", "src/k.tsx", "src/k.mts", "lib/k.js"])
+def test_contextual_keywords_as_names(rel):
+    f = facts_of(rel, """class Field {
+  accessor() { return using(1); }
+  abstract = 1
+  m() { this.accessor(); }
+}
+function using(x) { return x; }
+const alias = using;
+alias(using);
+""")
+    assert [(s.qual, s.kind, s.line) for s in f.symbols] == [
+        ("", "module", 1), ("Field", "class", 1), ("Field.accessor", "method", 2), ("Field.m", "method", 4),
+        ("using", "function", 6), ("alias", "variable", 7)]
+    assert [(sc.qual, c.name, c.line, c.col) for sc in f.scopes for c in sc.calls] == [
+        ("", "alias", 8, 0), ("Field.accessor", "using", 2, 22), ("Field.m", "accessor", 4, 8)]
+    assert f.scopes[0].names["alias"] == [("n", "using")]

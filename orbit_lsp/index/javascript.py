@@ -982,6 +982,7 @@ def extract(rel: str, source: bytes) -> JsFacts:
                     imports=ex.imports, exports=ex.exports, stars=ex.stars, results=ex.results, params=ex.params)
     if parsed.mended:
         js_parse.restore_anonymous_default(facts)
+        js_parse.restore_names(facts, parsed.renames)
     if root.has_error:
         row, msg = first_error(root)
         raise JsSyntaxError(row + 1, f"{msg} (tree-sitter)", facts)

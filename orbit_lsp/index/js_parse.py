@@ -9,6 +9,8 @@ build parses these, see bench/RESULTS.md "TypeScript grammars") reject some vali
 - a generic call signature opening a line after a member without ``;`` (``{ a(x: A): B`` newline
   ``<T>(x: T): T }``): TypeScript reads no type arguments across a line break, the grammar reads
   ``B<T>``; a ``;`` takes the place of the space before ``<``;
+- contextual keywords as names: ``accessor() {}`` and ``abstract = 1`` in a class, ``using`` as
+  an identifier (``using(x)``);
 - an import type with type arguments, ``import("./x.js").FiberRef<A>`` (declaration files);
 - escapes in a template literal type (``type M = `use \\`new\\``): blanked, a type's text
   is never read;
@@ -18,14 +20,16 @@ build parses these, see bench/RESULTS.md "TypeScript grammars") reject some vali
 - in JavaScript, reserved words as exported or imported names (``export { _null as null }``,
   ``export { function } from "./x"``), which the TypeScript grammar parses.
 
-``parse`` parses with the file's grammar; when the tree has errors it looks at the tokens around
-them and, for the gaps above only, blanks the offending modifier keyword with spaces (or puts the
-``;`` in; byte length and every line and column stay as they were, and no name is touched) and
-parses again
-(incrementally). A JavaScript file still in error is parsed with the TSX grammar, kept when that
-parse is clean. Whatever stays in error is reported by the caller as before (the error-tolerant
-tree still yields facts). What was mended is told in ``Parsed.mended`` so extraction can keep
-its meaning (``export type *`` is type-only).
+``parse`` parses with the file's grammar; only when the tree has errors, it looks at the tokens
+around them (and, by a query, at generic types opening a line) and, for the gaps above only,
+rewrites a few bytes: a modifier keyword blanked with spaces, a ``;`` in place of a space, a
+keyword used as a name replaced by a placeholder of the same length, ``import("./x")`` by an
+identifier of underscores. Byte length, lines and columns stay as they were. It parses again
+(incrementally), up to four rounds, and keeps the result when it has fewer errors. A JavaScript
+file still in error is parsed with the TSX grammar, kept when that parse is clean. Whatever stays
+in error is reported by the caller as before (the error-tolerant tree still yields facts). What
+was mended is told in ``Parsed`` so extraction keeps its meaning (``export type *`` is
+type-only, ``restore_names`` gives placeholders their names back).
 """
 
 from __future__ import annotations
@@ -52,11 +56,12 @@ ANON_DEFAULT = "\u0192"  # the name a mended ``export default function (…): R;
 class Parsed:
     """``tree`` the best parse; ``grammar`` the grammar that produced it (``"javascript"``,
     ``"typescript"`` or ``"tsx"``); ``source`` the bytes it was parsed from (the file's, with
-    mended keywords blanked); ``mended``: what was mended, as ``(kind, 1-based line)`` pairs:
-    ``variance``, ``type-star`` (an ``export type *``), ``accessor``, ``signature-break``, ``anon-default``
-    (``export default function (…): R;`` parsed as a function named ``ANON_DEFAULT``),
-    ``import-type`` (``import("./x").T<A>``, see ``type_imports``), ``tsx-grammar`` (a JavaScript
-    file parsed with the TSX grammar, line 0)."""
+    the mends); ``mended``: what was mended, as ``(kind, 1-based line)`` pairs: ``variance``,
+    ``type-star`` (an ``export type *``), ``accessor``, ``signature-break``, ``template-escape``,
+    ``anon-default`` (``export default function (…): R;`` parsed as a function named
+    ``ANON_DEFAULT``), ``import-type`` (``import("./x").T<A>``, see ``type_imports``),
+    ``keyword-name`` (see ``renames``), ``tsx-grammar`` (a JavaScript file parsed with the TSX
+    grammar, line 0)."""
 
     tree: object
     grammar: str
@@ -64,6 +69,8 @@ class Parsed:
     mended: list[tuple[str, int]] = field(default_factory=list)
     type_imports: list[tuple[str, int]] = field(default_factory=list)  # (specifier, line) of the
     #   ``import("./x").T<A>`` types mended: no longer import() calls in the tree
+    renames: dict[str, str] = field(default_factory=dict)  # placeholder -> the keyword used as a
+    #   name that it stands for in the tree (``restore_names``)
 
     def lines_of(self, kind: str) -> set[int]:
         return {line for k, line in self.mended if k == kind}
@@ -139,10 +146,28 @@ def _variance_follows(toks: list[bytes], j: int) -> bool:
     return j + 1 < len(toks) and _is_name(toks[j]) and toks[j + 1] in _PARAM_ENDS
 
 
+_AFTER_MEMBER_NAME = frozenset({b"(", b"=", b";", b"}", b"?", b"!", b"<", b":"})
+_AFTER_NAME = frozenset({b"(", b")", b",", b":", b".", b";", b"=", b"[", b"?", b"!", b"}", b"]"})
+
+
+def _placeholder(word: bytes, src: bytes, renamed: dict) -> bytes | None:
+    """A name of ``word``'s length found nowhere in ``src`` (so giving the original back can
+    never touch another name), the same one for every use of ``word`` in one parse."""
+    hit = renamed.get(word)
+    if hit is None:
+        for c in b"ZQXJKVW":
+            cand = word[:-1] + bytes([c])
+            if cand not in src and cand not in renamed.values():
+                hit = renamed[word] = cand
+                break
+    return hit
+
+
 def _mends(root, src: bytes, grammar: str = "typescript") -> list[tuple]:
     """The mends the erroneous top-level statements of ``root`` call for: ``(start byte, end
     byte, replacement of the same length, kind, 1-based line[, specifier])``."""
     leaves: list = []
+    renamed: dict[bytes, bytes] = {}
     _leaves(root, leaves) if root.type == "ERROR" else None  # the statements hang loose under it
     for st in root.children if root.type != "ERROR" else ():
         if st.has_error:
@@ -183,6 +208,15 @@ def _mends(root, src: bytes, grammar: str = "typescript") -> list[tuple]:
                 end = leaves[k].end_byte
                 out.append((n.start_byte, end, b"_" * (end - n.start_byte), "import-type", line,
                             literal[1:-1].decode("utf-8", "replace")))
+        elif ((tok in (b"accessor", b"abstract") and nxt in _AFTER_MEMBER_NAME)
+              or (tok == b"using" and nxt in _AFTER_NAME)):
+            # a contextual keyword as a name (``accessor() {}``, ``abstract = 1`` in a class,
+            # ``using(x)``): the grammar reads a keyword; it is parsed under a placeholder name
+            # of the same length that the file does not hold, and given back (``restore_names``)
+            name = _placeholder(tok, src, renamed)
+            if name is not None:
+                out.append((n.start_byte, n.end_byte, name, "keyword-name", line,
+                            (name.decode(), tok.decode())))
         elif tok == b"type" and prev == b"export" and nxt == b"*":
             out.append((n.start_byte, n.end_byte, b" " * len(tok), "type-star", line))
         elif tok == b"accessor" and prev in _MODIFIERS and _is_name(nxt):
@@ -296,7 +330,7 @@ def parse(rel: str, source: bytes) -> Parsed:
     if not tree.root_node.has_error:
         return Parsed(tree, grammar, source)
     best = Parsed(tree, grammar, source)
-    src, mended, type_imports = source, [], []
+    src, mended, type_imports, renames = source, [], [], {}
     for _ in range(_MAX_ROUNDS):
         mends = [m for m in _mends(tree.root_node, src, grammar) if src[m[0]:m[1]] != m[2]]
         if not mends:
@@ -304,15 +338,16 @@ def parse(rel: str, source: bytes) -> Parsed:
         tree, src = _apply(parser, tree, src, mends)
         mended.extend(m[3:5] for m in mends)
         type_imports.extend((m[5], m[4]) for m in mends if m[3] == "import-type")
+        renames.update(m[5] for m in mends if m[3] == "keyword-name")
         if not tree.root_node.has_error:
             break
     if mended and _error_count(tree.root_node) < _error_count(best.tree.root_node):
-        best = Parsed(tree, grammar, src, sorted(set(mended), key=lambda m: (m[1], m[0])), type_imports)
+        best = Parsed(tree, grammar, src, sorted(set(mended), key=lambda m: (m[1], m[0])), type_imports, renames)
     if best.tree.root_node.has_error and grammar == "javascript":
         alt = parse("x.tsx", best.source)
         if not alt.tree.root_node.has_error:
             return Parsed(alt.tree, "tsx", alt.source, best.mended + alt.mended + [("tsx-grammar", 0)],
-                          best.type_imports + alt.type_imports)
+                          best.type_imports + alt.type_imports, {**best.renames, **alt.renames})
     return best
 
 
@@ -332,3 +367,37 @@ def restore_anonymous_default(facts) -> None:
     for table in (facts.results, facts.params):
         if ANON_DEFAULT in table:
             table["default"] = table.pop(ANON_DEFAULT)
+
+
+def restore_names(facts, renames: dict[str, str]):
+    """Give back the keywords ``parse`` parsed under placeholder names (``Parsed.renames``):
+    every string in ``facts`` (any dataclass, list, tuple or dict, changed in place where
+    mutable) with a placeholder in it gets the original. A placeholder occurs nowhere in the
+    file's source, so no other name changes. Returns ``facts``."""
+    import dataclasses
+
+    def fix(x):
+        if isinstance(x, str):
+            for a, b in renames.items():
+                if a in x:
+                    x = x.replace(a, b)
+            return x
+        if isinstance(x, tuple):
+            return tuple(fix(i) for i in x)
+        if isinstance(x, list):
+            x[:] = [fix(i) for i in x]
+            return x
+        if isinstance(x, dict):
+            items = [(fix(k), fix(v)) for k, v in x.items()]
+            x.clear()
+            x.update(items)
+            return x
+        if dataclasses.is_dataclass(x) and not isinstance(x, type):
+            for f in dataclasses.fields(x):
+                setattr(x, f.name, fix(getattr(x, f.name)))
+            return x
+        if isinstance(x, (set, frozenset)):
+            return type(x)(fix(i) for i in x)
+        return x
+
+    return fix(facts) if renames else facts

@@ -6,7 +6,7 @@ the indexer knows of each file (its ``FileState``: content hash, facts, resolved
 rows as the local cache ``<data dir>/cache/<graph>.sqlite``) next to the graph, in the redis hash
 ``orbit:state:<graph>`` of the same FalkorDB: field ``\\0meta`` (JSON: cache version, the graph's
 generation marker the state matches, root package, indexing host and folder, time, file count)
-and one field per file (its pickled state, zlib-compressed, in base85: the client decodes replies
+and one field per file (its pickled state, zlib-compressed, in base64: the client decodes replies
 as text). It is replaced in one ``RENAME``.
 
 ``seed(ix)``, called by ``WorkspaceIndexer.index_all`` inside the graph's write lock, before it
@@ -74,14 +74,24 @@ class SafeUnpickler(pickle.Unpickler):
     """Unpickles only data: classes of ``orbit_lsp.index`` modules that are data classes (or
     tuples: named tuples) and builtin containers. Anything else raises ``UnpicklingError``."""
 
+    _allowed: dict[tuple[str, str], type] = {}  # classes found allowed already (any instance)
+
     def find_class(self, module: str, name: str):
+        found = self._allowed.get((module, name))
+        if found is not None:
+            return found
         if module == "builtins" and name in _BUILTINS:
-            return super().find_class(module, name)
-        if module.startswith("orbit_lsp.index.") and "." not in name:
             obj = super().find_class(module, name)
-            if isinstance(obj, type) and (dataclasses.is_dataclass(obj) or issubclass(obj, tuple)):
-                return obj
-        raise pickle.UnpicklingError(f"{module}.{name} is not allowed in a shared graph's state")
+        elif module.startswith("orbit_lsp.index.") and "." not in name:
+            obj = super().find_class(module, name)
+            if not (isinstance(obj, type) and (dataclasses.is_dataclass(obj) or issubclass(obj, tuple))):
+                obj = None
+        else:
+            obj = None
+        if obj is None:
+            raise pickle.UnpicklingError(f"{module}.{name} is not allowed in a shared graph's state")
+        self._allowed[(module, name)] = obj
+        return obj
 
 
 def safe_loads(blob: bytes):
@@ -125,7 +135,7 @@ def _published_rows(store: "GraphStore", graph_name: str) -> list[tuple[str, byt
         items = list(chunk.items()) if isinstance(chunk, dict) else list(zip(chunk[0::2], chunk[1::2]))
         for field, value in items:
             if field != META_FIELD:
-                rows.append((field, zlib.decompress(base64.b85decode(value))))
+                rows.append((field, zlib.decompress(base64.b64decode(value))))
         if int(cursor) == 0:
             return rows
 
@@ -155,6 +165,12 @@ def publish(ix: "WorkspaceIndexer") -> bool:
     except sqlite3.Error as exc:
         log.warning("could not read the cache of %s to publish it: %s", name, exc)
         return False
+    try:
+        for rel, _ in rows:
+            rel.encode("utf-8")
+    except UnicodeEncodeError:  # the client speaks UTF-8 text: such a path cannot be a field
+        log.warning("not publishing the state of %s: a file path is not valid UTF-8", name)
+        return False
     head = keys.git_head(ix.root)
     doc = {"version": meta.get("version"), "graph_token": token, "root_package": meta.get("root_package", ""),
            "root": str(ix.root), "host": socket.gethostname(), "indexed": time.time(), "files": len(rows),
@@ -165,7 +181,7 @@ def publish(ix: "WorkspaceIndexer") -> bool:
         for i in range(0, len(rows), CHUNK):
             args = []
             for rel, blob in rows[i:i + CHUNK]:
-                args += [rel, base64.b85encode(zlib.compress(blob, 1)).decode("ascii")]
+                args += [rel, base64.b64encode(zlib.compress(blob, 1)).decode("ascii")]
             store.execute("HSET", tmp, *args)
         store.execute("HSET", tmp, META_FIELD, json.dumps(doc))
         store.execute("RENAME", tmp, state_key(name))
@@ -349,17 +365,18 @@ def _copy_from(ix: "WorkspaceIndexer", key: str, base: str, version: str) -> str
             log.info("not starting %s from shared graph %s: %s", ix.root, key, why)
             return None
         rows = _published_rows(store, base)
-        try:
-            _decode(rows)
-        except Exception as exc:  # noqa: BLE001 - any decoding failure: not usable
-            log.warning("the published state of shared graph %s was refused: %s", key, exc)
-            return None
         store.graph(scratch).delete()
         try:
             store.execute("GRAPH.COPY", base, scratch)
         except QueryRejected as exc:  # a FalkorDB without GRAPH.COPY (before 4.0)
             log.warning("could not copy shared graph %s: %s", key, exc)
             return None
+    try:  # checked after the shared graph's lock is released: its writers need not wait for it
+        _decode(rows)
+    except Exception as exc:  # noqa: BLE001 - any decoding failure: not usable
+        log.warning("the published state of shared graph %s was refused: %s", key, exc)
+        store.graph(scratch).delete()
+        return None
     token = writelock.new_token()
     # the cache first: a crash between the two leaves a cache whose token no graph has
     ix._cache.save({}, {"root_package": meta.get("root_package", ""), "graph_token": token}, None, rows)
