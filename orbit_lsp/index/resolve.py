@@ -87,6 +87,7 @@ def module_name(rel: str, root_package: str = "") -> str:
 STARS = "*"  # entity of a file's star imports
 HAS_FACTS = "<facts>"  # entity of whether a file has facts at all
 STORES = "#stores"  # entity of every container store in a file (``c[k] = v``, ``c.append(v)``)
+ALL_CLASSES = ("*", "#classes")  # entity: the subclass relation of the whole workspace
 PVAL = "~param"  # entities ``(PVAL, file, qual)``: the values of a function's parameters
 MAX_PARAM_VALUES = 8  # a parameter receiving more workspace values than this is taken as unknown
 MAX_PARAM_CHANGES = 2 * MAX_PARAM_VALUES + 4  # changes of one function's parameter values per run
@@ -190,7 +191,11 @@ def full_qual(rel: str, qual: str, root_package: str = "") -> str:
 
 def receiver_kind(value) -> str:
     """``CALLS.resolved`` of a call through an attribute, by what its receiver evaluates to:
-    module | class | instance, else attribute (both languages' resolvers)."""
+    module | class | instance, else attribute (both languages' resolvers). A union whose
+    members are all of one of those kinds (instances of several classes) is of that kind."""
+    if value is not None and value[0] == "union" and value[1] and not value[2]:
+        kinds = {receiver_kind(m) for m in value[1]}
+        return kinds.pop() if len(kinds) == 1 else "attribute"
     if value is not None:
         if value[0] == "mod":
             return "module"
@@ -392,6 +397,9 @@ class Resolver:
         self._pending: set[tuple] = set()  # functions whose parameter values must be recomputed
         self.pval_changed: set[tuple] = set()  # functions whose parameter values changed (caller clears)
         self._stores: dict[str, list] = {}  # file -> [(scope, store)] of its container stores
+        self._subclasses: dict[tuple, list] | None = None  # class -> its direct workspace subclasses
+        self._inherits: dict[str, tuple] = {}  # file -> (its (class, base) pairs, entities consulted)
+        self._inherits_stale: set[str] = set()  # files whose pairs must be computed again
 
     # -- keeping the resolver across edits -------------------------------------------------------
     def set_facts(self, rel: str, facts: PyFacts | None) -> None:
@@ -404,6 +412,7 @@ class Resolver:
         self._kinds.pop(rel, None)
         self._units.pop(rel, None)
         self._stores.pop(rel, None)
+        self._inherits_stale.add(rel)
 
     def invalidate(self, entities) -> int:
         """Forget every memoised value that consulted one of ``entities`` (see
@@ -424,6 +433,93 @@ class Resolver:
                         del self.memo[key]
                         n += 1
         return n
+
+    def implied(self, entities) -> set[tuple]:
+        """After ``set_facts`` and ``invalidate(entities)``: ``{ALL_CLASSES}`` when the subclass
+        relation changed (a class gained or lost a workspace base, also through a base name
+        imported from a file that changed), having forgotten what consulted it; else empty.
+        The indexer adds it to the entities that decide which files are resolved again."""
+        entities = set(entities)
+        redo = set(self._inherits_stale)
+        redo.update(r for r, (_, deps) in self._inherits.items() if not deps.isdisjoint(entities))
+        self._inherits_stale = set()
+        moved = False
+        for r in sorted(redo):
+            before = self._inherits.pop(r, ((), frozenset()))[0]
+            if r in self.facts:
+                self._inherits[r] = self._file_inherits(r)
+            if self._inherits.get(r, ((), None))[0] != before:
+                moved = True
+        if not moved:
+            return set()
+        self._subclasses = None
+        self.invalidate((ALL_CLASSES,))
+        return {ALL_CLASSES}
+
+    def seed_inherits(self, rel: str, edges: FileEdges) -> None:
+        """A file's (class, base) pairs from the edges an earlier resolver computed (the
+        ``inherits`` of its ``FileEdges``, and what it consulted then: ``deps``)."""
+        pairs = tuple(sorted(((rel, q), (bf, bq)) for q, bf, bq in edges.inherits))
+        self._inherits[rel] = (pairs, frozenset(edges.deps) | {(rel, HAS_FACTS)})
+        self._inherits_stale.discard(rel)
+
+    def _file_inherits(self, rel: str) -> tuple:
+        saved, self._deps = self._deps, set()
+        try:
+            pairs = set()
+            for q, c in self.facts[rel].classes.items():
+                if c.bases:
+                    for b in self._bases(rel, q) or ():
+                        pairs.add(((rel, q), b))
+            return tuple(sorted(pairs)), frozenset(self._deps)
+        finally:
+            self._deps = saved
+
+    def _ensure_subclasses(self, everyone) -> None:
+        """The subclass relation over ``everyone`` (every file with facts), computing the pairs
+        of the files that have none yet (evaluated before any other evaluation of a run, so no
+        cycle runs through it)."""
+        for r in everyone:
+            if r in self._inherits_stale or r not in self._inherits:
+                self._inherits_stale.discard(r)
+                if r in self.facts:
+                    self._inherits[r] = self._file_inherits(r)
+        if self._subclasses is None:
+            subs: dict[tuple, list] = {}
+            for r in sorted(self._inherits):
+                for sub, base in self._inherits[r][0]:
+                    subs.setdefault(base, []).append(sub)
+            self._subclasses = subs
+
+    def subclass_attr(self, rel: str, qual: str, attr: str):
+        """An attribute read on an instance of class ``qual`` that neither it nor its bases
+        define: what the workspace subclasses that define it assign (``self.x = …`` in a
+        subclass, read in a base's method: ``self`` is an instance of the subclass there), every
+        subclass down the hierarchy. A class-body value below a subclass that assigns the
+        attribute on its instances is shadowed by that assignment and left out. None when no
+        subclass defines it."""
+        self._deps.add(ALL_CLASSES)
+        if self._subclasses is None:
+            return None
+        vals, seen, todo = [], {(rel, qual)}, [((rel, qual), False)]
+        while todo:
+            cls_key, shadowed = todo.pop()
+            for r, q in self._subclasses.get(cls_key, ()):
+                if (r, q) in seen:
+                    continue
+                seen.add((r, q))
+                facts = self._facts(r)
+                cls = facts.classes.get(q) if facts is not None else None
+                if cls is None:
+                    continue
+                self._deps.add((r, _unit(q)))
+                body = facts.scopes[cls.body]
+                if attr in body.names and not shadowed:
+                    vals.append(self._through_instance(self.combine([self.ev(r, cls.body, x) for x in body.names[attr]])))
+                if attr in cls.attrs:
+                    vals.append(self.combine([self.ev(r, msi, x) for msi, x in cls.attrs[attr]]))
+                todo.append(((r, q), shadowed or attr in cls.attrs))
+        return self.combine(vals) if vals else None
 
     def _remember(self, key: tuple, val, deps: set[tuple], used: int) -> None:
         fs = frozenset(deps)
@@ -582,6 +678,7 @@ class Resolver:
         rederiving: set[tuple] = set()  # values reset in this run: they only grow from here
         stats = self.flow_stats = {"rounds": 0, "first_s": 0.0, "more_s": 0.0, "again": 0, "widened": 0}
         self._widened, self._change_count = {}, {}  # see ``_widen``
+        self._ensure_subclasses(everyone)
         for round_no in range(MAX_FLOW_ROUNDS):
             if not todo and not self._pending:
                 break
@@ -1368,6 +1465,8 @@ class Resolver:
                 return self.combine([self.ev(r, msi, x) for msi, x in cls.attrs[attr]])
         if attr in _OBJECT_ATTRS and self._mro_complete(mro):
             return ("ext", f"builtins.object.{attr}")
+        if via_instance and not skip_first and mro:
+            return self.subclass_attr(rel, qual, attr)
         return None
 
     def _through_instance(self, v):
@@ -1592,9 +1691,9 @@ class Resolver:
 
     def resolve_file(self, rel: str) -> FileEdges:
         """Bind the imports, calls and bases of one file, and collect the flows of its call
-        sites into workspace functions (``FileEdges.flows``). What each call site binds to is
-        memoised like any evaluation (``_site``), so resolving a file again after a change
-        elsewhere re-evaluates only the sites the change can affect."""
+        sites into workspace functions (``FileEdges.flows``). The values its call sites read
+        are memoised, so resolving a file again after a change elsewhere re-evaluates only
+        what the change can affect."""
         facts = self.facts[rel]
         self._deps = set()
         out = FileEdges()
@@ -1627,18 +1726,10 @@ class Resolver:
         return out
 
     def _site(self, rel: str, si: int, site) -> tuple:
-        """What one call site binds to, whatever its position: ``(targets [(file, qual,
-        resolved)], unbound: bool, flows [(file, qual, args, kwargs, skip)])``, memoised."""
-        key = ("site", rel, si, site.ref, site.args, site.kwargs, site.implicit, site.decorator, site.name)
-        hit = self.memo.get(key)  # the memoised case of ``_scc``, inlined
-        if hit is not None and len(self._stack) + hit[2] <= _MAX_DEPTH:
-            self._deps |= hit[1]
-            if hit[2] > self._sub:
-                self._sub = hit[2]
-            return hit[0]
-        return self._scc(key, self._site_compute, rel, si, site)
-
-    def _site_compute(self, rel: str, si: int, site) -> tuple:
+        """What one call site binds to: ``(targets [(file, qual, resolved)], unbound: bool,
+        flows [(file, qual, args, kwargs, skip)])``. Not memoised itself (the values it reads
+        are): a site is evaluated once per resolution of its file, and a memo entry per site
+        cost a third of the resolution time."""
         v = self.ev(rel, si, site.ref)
         targets, unknown = self.call_targets(v, "")
         if site.implicit:
