@@ -398,7 +398,7 @@ async def test_language_server_follows_a_branch_switch(lsp: LanguageClient, tmp_
     try:
         await start_session(lsp, repo, "neovim")
         st = await request(lsp, "orbit/status", {})
-        assert [w["graph"] for w in st["workspaces"]] == [g_main]
+        assert [(w["graph"], w["branch"], w["graph_key"]) for w in st["workspaces"]] == [(g_main, "main", None)]
 
         git(repo, "checkout", "-q", "feature/x")
 
@@ -411,7 +411,7 @@ async def test_language_server_follows_a_branch_switch(lsp: LanguageClient, tmp_
         while (w := await on_feature()) is None:
             assert time.monotonic() < deadline, "the server did not move to the branch's graph"
             await asyncio.sleep(0.1)
-        assert w["files"] == len(set(MAIN) - set(FEATURE_REMOVED) | set(FEATURE))
+        assert w["files"] == len(set(MAIN) - set(FEATURE_REMOVED) | set(FEATURE)) and w["branch"] == "feature/x"
         moved = [m.message for m in lsp.log_messages if "changed branch" in m.message]
         assert len(moved) == 1 and g_main in moved[0] and g_feature in moved[0]
         assert ("pkg.core.compute", "pkg.core.scale") in calls_of(store.graph(g_feature))
