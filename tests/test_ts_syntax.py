@@ -98,11 +98,15 @@ def test_declaration_file_anonymous_default_function():
 export default function (): {
     localeError: errors.ErrorMap;
 };
+export declare const current: import("../FiberRef.js").FiberRef<errors.Map<string>>;
+declare const Base: new <A>(args: import("./Types.js").VoidIfEmpty<{ readonly [P in keyof A]: A[P] }>) => object;
 """)
     assert [(s.qual, s.name, s.kind, s.line, s.end_line) for s in f.symbols] == [
-        ("default", "default", "function", 2, 4)]
-    assert f.exports == {"default": ("def", "default")}
-    assert [(i.spec, i.kind) for i in f.imports] == [("../core/errors.js", "type")]
+        ("default", "default", "function", 2, 4), ("current", "current", "variable", 5, 5),
+        ("Base", "Base", "variable", 6, 6)]
+    assert f.exports == {"default": ("def", "default"), "current": ("n", "current")}
+    assert sorted((i.spec, i.line, i.kind) for i in f.imports) == [
+        ("../FiberRef.js", 5, "type"), ("../core/errors.js", 1, "type"), ("./Types.js", 6, "type")]
 
 
 def test_javascript_reserved_words_as_export_names():
@@ -350,3 +354,53 @@ def test_impact_follows_type_only_edges_and_says_so(tmp_path, store, settings):
         assert queries.impact(g, "lib/x.js", imports=imports).rows == [{"path": "lib/y.js", "hops": 1}]
     finally:
         g.delete()
+
+
+def test_generic_call_signatures_without_semicolons():
+    """effect's style: overloads in an object type, one per line, no ``;``, JSDoc between them;
+    TypeScript reads no type arguments across a line break, the grammar did (``B | C`` newline
+    ``<A>`` as ``C<A>``)."""
+    f = facts_of("src/Option.ts", """export const match: {
+  /**
+   * @since 2.0.0
+   */
+  <B, A, C = B>(options: { readonly onNone: LazyArg<B> }): (self: Option<A>) => B | C
+  /**
+   * Data-first.
+   */
+  <A, B, C = B>(
+    self: Option<A>,
+    options: { readonly onNone: LazyArg<B> }
+  ): B | C
+} = dual(2, <A, B, C = B>(self: Option<A>, { onNone }: { onNone: LazyArg<B> }): B | C => onNone())
+export const getOrElse: {
+  <B>(onNone: LazyArg<B>): <A>(self: Option<A>) => A | B
+  <A, B>(self: Option<A>, onNone: LazyArg<B>): A | B
+} = dual(2, (self: any, onNone: any) => onNone())
+export const satisfies = <A>() => <B extends A>(b: B) => b
+export const unsafeCoerce: <A, B>(a: A) => B = identity as any
+function dual(_n: number, f: any) { return f; }
+function identity<A>(a: A) { return a; }
+""")
+    assert {s.qual for s in f.symbols} >= {"match", "getOrElse", "satisfies", "unsafeCoerce", "dual", "identity"}
+    assert [(sc.qual, c.name, c.line) for sc in f.scopes for c in sc.calls if c.name == "dual"] == [
+        ("", "dual", 13), ("", "dual", 17)]  # module level: an initializer
+
+
+@pytest.mark.parametrize("rel", ["src/k.ts", "src/k.tsx", "src/k.mts", "lib/k.js"])
+def test_contextual_keywords_as_names(rel):
+    f = facts_of(rel, """class Field {
+  accessor() { return using(1); }
+  abstract = 1
+  m() { this.accessor(); }
+}
+function using(x) { return x; }
+const alias = using;
+alias(using);
+""")
+    assert [(s.qual, s.kind, s.line) for s in f.symbols] == [
+        ("", "module", 1), ("Field", "class", 1), ("Field.accessor", "method", 2), ("Field.m", "method", 4),
+        ("using", "function", 6), ("alias", "variable", 7)]
+    assert [(sc.qual, c.name, c.line, c.col) for sc in f.scopes for c in sc.calls] == [
+        ("", "alias", 8, 0), ("Field.accessor", "using", 2, 22), ("Field.m", "accessor", 4, 8)]
+    assert f.scopes[0].names["alias"] == [("n", "using")]

@@ -842,11 +842,15 @@ class WorkspaceIndexer:
             for rel in changed:
                 resolver.set_facts(rel, self.state[rel].facts)
             resolver.invalidate(iface_changed | moved)
+            iface_changed |= resolver.python.implied(iface_changed)  # the subclass relation
         else:
             resolver = self._resolver()
             # the value flows of the graph as it stands (see resolve.resolve_fixpoint)
             resolver.seed((r, st) for r, st in old_state.items() if r in self.state)
+            for rel in changed:  # the seed holds their previous edges
+                resolver.set_facts(rel, self.state[rel].facts)
             resolver.invalidate(iface_changed | moved)
+            iface_changed |= resolver.python.implied(iface_changed)  # the subclass relation
         if set(old_state) != set(self.state):
             resolver.python.recompute_params()
         self._live = (table, resolver)

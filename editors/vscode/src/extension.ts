@@ -101,6 +101,8 @@ function serverSettings(): Record<string, unknown> {
   const out: Record<string, unknown> = {
     maxHops: c.get("maxHops"),
     exclude: c.get("exclude"),
+    skipBuildOutput: c.get("skipBuildOutput") ?? true,
+    buildOutputDirs: c.get("buildOutputDirs") ?? ["dist", "build", "out"],
     indexHomeOrRoot: c.get("indexHomeOrRoot") ?? false,
     agent: { baseUrl: c.get("agent.baseUrl") || null, model: c.get("agent.model") || null,
              fallbackModels: c.get("agent.fallbackModels") ?? [] },
