@@ -67,7 +67,7 @@ Progress = Callable[[int, int, str], None]  # (done, total, rel)
 # ``progress(done, total, rel, phase)``, each phase counting from 0 to its own total (files for
 # read, parse and resolve; write batches for write; ``rel`` "" when no file is meant). Any
 # other callback is called, as always, for the read phase only.
-PHASES = ("read", "parse", "resolve", "write")
+from orbit_lsp.index.progress import PHASES  # noqa: E402 (its place: the comment above)
 
 
 def report_progress(progress, done: int, total: int, rel: str, phase: str = "read") -> None:
