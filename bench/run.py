@@ -1008,7 +1008,7 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> int
     if args.cmd == "scale":  # its corpus is built from several projects (bench/scale.py)
         from bench.scale import run as run_scale
 
-        record(run_scale(args, settings, command), machine_info(settings, load, code),
+        record(run_scale(args, settings, command, restart_server=own_server), machine_info(settings, load, code),
                None if args.no_record else args.results)
         return 0
     if args.cmd == "changes":  # its corpora are projects with their test suites (bench/changes.py)

@@ -71,6 +71,9 @@ def add_parser(sub, common) -> None:
     p.add_argument("--lsp", action="store_true", help="also run the language-server benchmark on it (long)")
     p.add_argument("--lsp-n", type=int, default=10, help="targets per request kind with --lsp")
     p.add_argument("--no-cold", action="store_true", help="skip the cold index (re-open and re-index only)")
+    p.add_argument("--workspace-dir", type=Path, default=None, metavar="DIR",
+                   help="measure this folder instead of building the corpus set (a corpus of your own; the "
+                        "re-index edits and restores its files)")
 
 
 # -- the corpus -----------------------------------------------------------------------------------
@@ -211,12 +214,18 @@ def _mib(kib) -> float | None:
     return None if kib is None else kib / 1024
 
 
-def run(args, settings, command: str) -> Report:
+def run(args, settings, command: str, restart_server: bool = True) -> Report:
+    """The scale benchmark (see the module docstring). ``restart_server``: restart the embedded
+    FalkorDB before the cold index (False when the caller shares its server, e.g. the tests)."""
     from orbit_lsp.graph import embedded
     from orbit_lsp.graph.connection import code_graph_name
     from orbit_lsp.index.walk import walk_workspace
 
-    ws, parts = build_workspace(args.corpus_set, args.cache_dir)
+    if args.workspace_dir is not None:
+        ws = Path(args.workspace_dir).expanduser()
+        parts = [(p.name, p) for p in sorted(ws.iterdir()) if p.is_dir()]
+    else:
+        ws, parts = build_workspace(args.corpus_set, args.cache_dir)
     root = Path(os.path.realpath(ws))
     gname = code_graph_name(root)
     walk = walk_workspace(root, settings.max_file_bytes, settings.exclude)
@@ -224,7 +233,8 @@ def run(args, settings, command: str) -> Report:
     langs: dict[str, int] = {}
     for sf in walk.files:
         langs[sf.lang] = langs.get(sf.lang, 0) + 1
-    label = f"scale corpus '{args.corpus_set}': {len(walk.files):,} source files"
+    label = (f"scale corpus '{args.corpus_set}'" if args.workspace_dir is None else str(ws)) + \
+        f": {len(walk.files):,} source files"
     report = Report("scale", label, command)
     per_part = []
     for name, _src in parts:
@@ -232,7 +242,7 @@ def run(args, settings, command: str) -> Report:
         per_part.append([name, n])
     report.tables.append(Table("the workspace (" + str(root) + "): source files per project, as the walk lists them",
                                ["project", "files"], per_part + [["total", len(walk.files)]]))
-    if args.corpus_set == "python" and len(py) < MIN_PYTHON_FILES:
+    if args.workspace_dir is None and args.corpus_set == "python" and len(py) < MIN_PYTHON_FILES:
         report.notes.append(f"only {len(py):,} Python files: fewer than the {MIN_PYTHON_FILES:,} the issue asks for")
     nbytes = 0
     for p in py:  # page cache warm for both sides
@@ -254,9 +264,10 @@ def run(args, settings, command: str) -> Report:
     if not args.no_cold:
         store.graph(gname).delete()
         (Path(settings.data_dir) / "cache" / f"{gname}.sqlite").unlink(missing_ok=True)
-        store.close()
-        embedded.stop(settings.data_dir)
-        store = open_store(settings)  # a fresh server: its memory peak is this run's
+        if restart_server:
+            store.close()
+            embedded.stop(settings.data_dir)
+            store = open_store(settings)  # a fresh server: its memory peak is this run's
         log(f"cold index of {len(walk.files):,} files (orbit-lsp index, a child process)")
         cold = cli_index(root, settings)
         res = cold["result"]
@@ -289,7 +300,9 @@ def run(args, settings, command: str) -> Report:
     report.tables.append(Table("cold index against the floor, memory, re-open", ["measure", "value", "target"], rows))
     report.notes.append(f"load average (1 min) {load0[0]:.2f} at the floor, {load1[0]:.2f} after the re-open, on "
                         f"{cores} cores shared with other work: the ratios are measured in the same run.")
-    report.data = {"files": len(walk.files), "python_files": len(py)}
+    report.data = {"files": len(walk.files), "python_files": len(py), "floor_one_core_s": one_on,
+                   "floor_all_cores_s": all_cores, "reopen_mode": reopen["result"]["mode"],
+                   "cold": None if args.no_cold else {k: v for k, v in cold.items() if k != "stderr"}}
     store.close()
     if args.reindex_n:
         sub = run_reindex(root, label, settings, command, n=args.reindex_n, seed=args.seed,
