@@ -205,7 +205,8 @@ def cli_index(ws: Path, settings, extra: tuple[str, ...] = ()) -> dict:
     wall = time.perf_counter() - t
     rss.stop()
     if proc.returncode != 0:
-        raise SystemExit(f"bench: orbit-lsp index {ws} failed ({proc.returncode}): {err.strip()[-2000:]}")
+        raise SystemExit(f"bench: orbit-lsp index {ws} failed ({proc.returncode}): {out.strip()[-2000:]}\n"
+                         f"{err.strip()[-2000:]}")  # with --json the error is on stdout
     return {"result": json.loads(out)["result"], "wall": wall, "peak_sum_kib": rss.peak_sum,
             "peak_one_kib": rss.peak_one, "procs": rss.peak_procs, "stderr": err.splitlines()}
 

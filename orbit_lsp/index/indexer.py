@@ -374,7 +374,11 @@ class WorkspaceIndexer:
             if parsed is not None:
                 facts, blob, err = parsed
             else:
-                facts, err = parse_file(rel, data)
+                try:
+                    facts, err = parse_file(rel, data)
+                except Exception as exc:  # noqa: BLE001 - a bug on one file must not stop the index
+                    log.exception("extracting %s failed", rel)
+                    facts, err = None, f"line 0: orbit could not extract this file ({type(exc).__name__}: {exc})"
                 blob = None
             if err is None:
                 if blob is not None:
