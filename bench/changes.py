@@ -49,6 +49,13 @@ TEST_DEPS = {
     "flask": ["pytest<8", "asgiref", "python-dotenv", "greenlet", "blinker"],
 }
 EDIT_MARK = "raise RuntimeError('orbit-bench: breaking edit')"
+# the same edit, recording the call stack that reached it (with the test pytest was running) in
+# $ORBIT_BENCH_STACKS: one line, so the graph's line numbers still hold
+TRACE_MARK = ("import os as _ob_os, json as _ob_json, traceback as _ob_tb; "
+              "open(_ob_os.environ['ORBIT_BENCH_STACKS'], 'a').write(_ob_json.dumps("
+              "[_ob_os.environ.get('PYTEST_CURRENT_TEST', ''), "
+              "[[_f.filename, _f.lineno, _f.name] for _f in _ob_tb.extract_stack()]]) + '\\n'); " + EDIT_MARK)
+DIAGNOSE_MAX = 150  # missed tests re-run with the tracing edit, per edit
 SUMMARY = re.compile(r"^(FAILED|ERROR) (\S+?)(?: - .*)?$")
 TARGET_RECALL = 0.99
 TARGET_SHARE = 0.25
@@ -176,12 +183,12 @@ def candidates(root: Path, is_test) -> list[tuple[str, str, int, int]]:
     return out
 
 
-def apply_edit(root: Path, rel: str, line: int, indent: int) -> bytes:
+def apply_edit(root: Path, rel: str, line: int, indent: int, mark: str = EDIT_MARK) -> bytes:
     """Insert the raising statement before ``line``; returns the original bytes."""
     p = root / rel
     original = p.read_bytes()
     lines = original.decode("utf-8").splitlines(keepends=True)
-    lines.insert(line - 1, " " * indent + EDIT_MARK + "\n")
+    lines.insert(line - 1, " " * indent + mark + "\n")
     p.write_bytes("".join(lines).encode())
     return original
 
@@ -278,14 +285,17 @@ def _one(name: str, src: Path, args, settings, store, cache: Path, report: Repor
                 if missed:
                     with timing:
                         deep = impact.analyse(ix.graph, diff.from_git(wroot, "worktree"), ix.root_package,
-                                              impact.Options(test_depth=30))
+                                              impact.Options(depth=30, test_depth=30))
                     deep_sel = {t["id"] for t in deep["tests"]["selected"]}
+                    traced = diagnose(python, wroot, rel, line, indent, original,
+                                      [m for m in missed if m not in may and m not in deep_sel],
+                                      ix.graph, deep, args.suite_timeout)
                     for m in missed:
-                        kind = ("may be affected (listed apart)" if m in may else
-                                "deeper than the test depth" if m in deep_sel else
-                                "collection error" if m.endswith("::<collection>") else
-                                "no CALLS path (dynamic dispatch, callbacks, third-party code)")
-                        rows.append([name, f"{rel}:{qual}", m, kind])
+                        kind, detail = (("may be affected (listed apart)", "") if m in may else
+                                        ("deeper than the test depth", "") if m in deep_sel else
+                                        ("collection error", "") if m.endswith("::<collection>") else
+                                        traced.get(m, ("not diagnosed", f"over {DIAGNOSE_MAX} misses in one edit")))
+                        rows.append([name, f"{rel}:{qual}", m, kind, detail])
                 with done_lock:
                     times.append(took)
                     suite_s.append(secs)
@@ -322,7 +332,193 @@ def _one(name: str, src: Path, args, settings, store, cache: Path, report: Repor
                          statistics.mean(suite_s) if suite_s else None])
     if misses:
         report.tables.append(Table(f"{name}: every failing test not selected", ["project", "edited", "failing test",
-                                                                                "class"], misses))
-    report.data[name] = {"recall": recall, "failing": failing_total, "hit": hit, "shares": shares,
+                                                                                "class", "where the path breaks"], misses))
+        by_class: dict[str, int] = {}
+        for r in misses:
+            by_class[r[3]] = by_class.get(r[3], 0) + 1
+        report.tables.append(Table(f"{name}: misses by class", ["class", "misses"],
+                                   sorted(([k, v] for k, v in by_class.items()), key=lambda kv: -kv[1])))
+    quiet = timing_pass(ix, chosen)
+    report.tables.append(Table(f"{name}: `changes` alone (each edit again, no suite running, graph warm)",
+                               ["edits", "p50 ms", "p95 ms", "max ms"],
+                               [[len(quiet), (pct(quiet, 50) or 0) * 1000, (pct(quiet, 95) or 0) * 1000,
+                                 max(quiet, default=0) * 1000]]))
+    lens = _lens_timing(ix, name, report)
+    report.data[name] = {"lens": lens, "quiet_times": quiet, "recall": recall, "failing": failing_total, "hit": hit, "shares": shares,
                          "may_shares": may_shares, "times": times, "misses": misses, "edits": chosen,
                          "items": len(items), "baseline_failing": sorted(baseline), "graph": ix.graph.name}
+
+
+# -- why a failing test was not selected --------------------------------------------------------
+def diagnose(python: str, root: Path, rel: str, line: int, indent: int, original: bytes, missed: list[str],
+             graph, deep: dict, timeout: float) -> dict[str, tuple[str, str]]:
+    """Why each of ``missed`` (failing, not selected even at depth 30) was not selected: the
+    missed tests are run again with the edit recording the call stack that reaches it
+    (``TRACE_MARK``), and the stack is compared with the graph, from the edited function up:
+    the first frame whose function the graph does not reach (``deep``'s callers) is where
+    the path breaks. Returns {test: (class, detail)}; the edit is left in place as
+    ``EDIT_MARK`` again."""
+    from orbit_lsp.graph import queries
+
+    todo = [m for m in missed if not m.endswith("::<collection>")][:DIAGNOSE_MAX]
+    if not todo:
+        return {}
+    stacks_path = root.parent / f".{root.name}-stacks.jsonl"
+    stacks_path.unlink(missing_ok=True)
+    (root / rel).write_bytes(original)
+    apply_edit(root, rel, line, indent, TRACE_MARK)
+    try:
+        env = {**source_env(root), "ORBIT_BENCH_STACKS": str(stacks_path)}
+        try:
+            res = subprocess.run([python, "-m", "pytest", "-q", "-rfE", "--tb=no", "-p", "no:cacheprovider", *todo],
+                                 cwd=root, capture_output=True, text=True, timeout=timeout, env=env)
+            out = res.stdout
+        except subprocess.TimeoutExpired as exc:
+            out = exc.stdout.decode("utf-8", "replace") if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+    finally:
+        (root / rel).write_bytes(original)
+        apply_edit(root, rel, line, indent)
+    failed_again = {function_id(m.group(2)) for ln in out.splitlines() if (m := SUMMARY.match(ln.strip()))}
+    stacks: dict[str, tuple[str, list]] = {}
+    if stacks_path.exists():
+        for ln in stacks_path.read_text("utf-8", "replace").splitlines():
+            try:
+                current, frames = __import__("json").loads(ln)
+            except ValueError:
+                continue
+            test, _, phase = current.rpartition(" ")
+            stacks.setdefault(function_id(test), (phase.strip("()"), frames))
+        stacks_path.unlink(missing_ok=True)
+    reached = {r["qual"] for r in deep["callers"]} | {s["qual"] for s in deep["symbols"]}
+    may = {r["qual"] for r in deep["may_be_affected"]}
+    root_s = str(root.resolve()) + os.sep
+    symbol_cache: dict[tuple[str, int], dict | None] = {}
+
+    def symbol(path: str, ln: int) -> dict | None:
+        key = (path, ln)
+        if key not in symbol_cache:
+            rows = queries.symbol_at(graph, path, ln).rows
+            if not rows or rows[0]["kind"] not in ("function", "method", "class"):  # module-level code
+                rows = [queries._sym(r) for r in graph.ro_query(
+                    f"MATCH (s:Symbol {{file: $p}}) WHERE s.kind = 'module' RETURN {queries.SYMBOL_FIELDS}",
+                    {"p": path}).rows]
+            symbol_cache[key] = rows[0] if rows else None
+        return symbol_cache[key]
+
+    out_map: dict[str, tuple[str, str]] = {}
+    for m in todo:
+        if m not in stacks:
+            out_map[m] = (("fails only in the whole run (state left by earlier tests)", "passes alone")
+                          if m not in failed_again else
+                          ("fails without reaching the function", "the edited function is not on any stack of it"))
+            continue
+        phase, frames = stacks[m]
+        chain = []  # (symbol or None, path, line, third-party frames above it)
+        outside: list[str] = []
+        for fname, ln, func in frames:
+            full = str(Path(fname).resolve()) if fname and not fname.startswith("<") else fname
+            if full.startswith(root_s):
+                p = full[len(root_s):]
+                chain.append((symbol(p, ln), p, ln, func, outside))
+                outside = []
+            else:
+                outside.append(_third_party(fname))
+        # the highest frame the graph reaches from the edited function (frames below it that it
+        # does not reach are wrappers the graph sees through): the path breaks just above it
+        hit = [k for k, c in enumerate(chain) if c[0] and c[0]["qual"] in reached]
+        top_hit = hit[0] if hit else len(chain) - 1
+        if top_hit == 0:
+            top = chain[0]
+            kind = f"selection: test reached but not selected ({phase})"
+            detail = f"top frame {top[0]['qual'] if top[0] else top[1]}"
+        else:
+            lower, upper = chain[top_hit], chain[top_hit - 1]
+            uq = upper[0]["qual"] if upper[0] else f"{upper[1]}:<module>"
+            lq = lower[0]["qual"] if lower[0] else lower[1]
+            detail = f"{uq} ({upper[1]}:{upper[2]}) -> {lq}"
+            via = [x for x in dict.fromkeys(lower[4]) if x]
+            if upper[0] and upper[0]["qual"] in may:
+                kind = "unbound call (may be affected)"
+            elif via:
+                kind = f"called from third-party code ({', '.join(via[:3])})"
+            elif upper[0] is None or upper[0]["kind"] == "module":
+                kind = "module-level code"
+            elif _is_test_support(upper[1]):
+                kind = "call in test code not bound"
+            else:
+                kind = "call-graph gap (call not bound)"
+        out_map[m] = (kind, detail)
+    return out_map
+
+
+def _is_test_support(path: str) -> bool:
+    from orbit_lsp.changes.selection import is_test_support
+    return is_test_support(path)
+
+
+def _third_party(filename: str) -> str:
+    """A short name for a frame outside the work copy: the top package under site-packages, or
+    the standard library module, or "" for pytest and pluggy themselves."""
+    parts = Path(filename).parts
+    if "site-packages" in parts:
+        top = parts[parts.index("site-packages") + 1] if parts.index("site-packages") + 1 < len(parts) else ""
+        top = top.removesuffix(".py")
+        return "" if top in ("_pytest", "pytest", "pluggy") else top
+    return Path(filename).stem if filename and not filename.startswith("<") else ""
+
+
+def _lens_timing(ix, name: str, report: Report) -> dict:
+    """Time of the "N tests reach this" lenses of every non-test Python file (all its functions
+    and methods in one batch, as an editor resolves the lenses on screen together), the graph
+    warm and the answers not cached; and of the first lens of the workspace (test files read)."""
+    from orbit_lsp.changes import reach
+    from orbit_lsp.changes.selection import is_test_support
+
+    rows = ix.graph.ro_query("MATCH (s:Symbol) WHERE s.kind IN ['function', 'method'] RETURN s.file, s.qual").rows
+    by_file: dict[str, list[str]] = {}
+    for f, q in rows:
+        if f.endswith(".py") and not is_test_support(f):
+            by_file.setdefault(f, []).append(q)
+    reach._INDEXES.clear()
+    reach._REACH.clear()
+    t = time.perf_counter()
+    reach.test_index(ix).total()
+    first = time.perf_counter() - t
+    per_file, per_lens, counts = [], [], []
+    for f, quals in sorted(by_file.items()):
+        reach._REACH.clear()
+        t = time.perf_counter()
+        got = reach.tests_for(ix, f, quals)
+        took = time.perf_counter() - t
+        per_file.append(took)
+        per_lens.append(took / len(quals))
+        counts += [len(v or []) for v in got.values()]
+    report.tables.append(Table(f"{name}: tests lens (resolve, graph warm, answers not cached)",
+                               ["measure", "value"], [
+        ["files / lenses", f"{len(by_file)} / {sum(len(q) for q in by_file.values())}"],
+        ["first lens of the workspace: test files read (ms)", first * 1000],
+        ["a file's lenses together, p50 / p95 (ms)", f"{(pct(per_file, 50) or 0) * 1000:.1f} / {(pct(per_file, 95) or 0) * 1000:.1f}"],
+        ["per lens, p50 / p95 (ms)", f"{(pct(per_lens, 50) or 0) * 1000:.1f} / {(pct(per_lens, 95) or 0) * 1000:.1f}"],
+        ["tests per lens, mean / max", f"{statistics.mean(counts):.1f} / {max(counts)}" if counts else "–"],
+    ]))
+    return {"first_s": first, "per_file_s": per_file, "per_lens_s": per_lens, "counts": counts}
+
+
+def timing_pass(ix, chosen: list[tuple[str, str, int, int]]) -> list[float]:
+    """Seconds of ``changes`` (graph brought up to date, git diff, analysis with tests) for each
+    edit again, one at a time and with no test suite running beside it; the edits are undone
+    and the graph brought back after each."""
+    from orbit_lsp.changes import diff, impact
+
+    out = []
+    for rel, _qual, line, indent in chosen:
+        original = apply_edit(ix.root, rel, line, indent)
+        try:
+            t = time.perf_counter()
+            impact.refresh(ix)
+            impact.analyse(ix.graph, diff.from_git(ix.root, "worktree"), ix.root_package)
+            out.append(time.perf_counter() - t)
+        finally:
+            (ix.root / rel).write_bytes(original)
+    impact.refresh(ix)
+    return out

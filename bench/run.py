@@ -5,6 +5,7 @@
     python -m bench.run queries [--corpus stdlib|PATH] [--repeat 5]
     python -m bench.run lsp     [--corpus stdlib|PATH] [--n 20] [--saves 20]
     python -m bench.run ts-resolution [--package rxjs@7.8.1 | --corpus PATH]  (bench/ts_resolution.py)
+    python -m bench.run ts-syntax [--package zod@3.25.76 --package effect@3.22.4 | --corpus PATH]  (bench/ts_syntax.py)
     python -m bench.run ts-callers [--package zod@3.25.76 --package rxjs@7.8.1 | --corpus PATH] [--top 30]
                                                                                (bench/ts_callers.py)
     python -m bench.run peers   [--corpus stdlib|PATH] [--k 20] [--tools jedi,jedi-full,pyright]  (bench/peers.py)
@@ -966,6 +967,9 @@ def build_parser() -> argparse.ArgumentParser:
     from bench.ts_callers import add_parser as add_ts_callers
 
     add_ts_callers(sub, common)  # ts-callers (see bench/ts_callers.py)
+    from bench.ts_syntax import add_parser as add_ts_syntax
+
+    add_ts_syntax(sub, common)  # ts-syntax (see bench/ts_syntax.py)
 
     from bench import mcp, peers, profile  # their options live with their code
 
@@ -1009,6 +1013,12 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> int
         from bench.scale import run as run_scale
 
         record(run_scale(args, settings, command, restart_server=own_server), machine_info(settings, load, code),
+               None if args.no_record else args.results)
+        return 0
+    if args.cmd == "ts-syntax":  # its corpora are npm packages (or a directory used as it is)
+        from bench.ts_syntax import run as run_ts_syntax
+
+        record(run_ts_syntax(args, settings, command), machine_info(settings, load, code),
                None if args.no_record else args.results)
         return 0
     if args.cmd == "changes":  # its corpora are projects with their test suites (bench/changes.py)

@@ -2,7 +2,8 @@
 
 Values come, in rising priority, from the defaults below, environment variables
 (``ORBIT_FALKORDB_URL``, ``ORBIT_DATA_DIR``, ``ORBIT_QUERY_TIMEOUT_MS``, ``ORBIT_ROW_CAP``,
-``ORBIT_MAX_FILE_BYTES``; for the agent ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``, ``ORBIT_MODEL``,
+``ORBIT_MAX_FILE_BYTES``, ``ORBIT_GRAPH_KEY``, ``ORBIT_BASE_GRAPH_KEY``,
+``ORBIT_SKIP_BUILD_OUTPUT``, ``ORBIT_BUILD_OUTPUT_DIRS`` (comma-separated); for the agent ``OPENAI_BASE_URL``, ``OPENAI_API_KEY``, ``ORBIT_MODEL``,
 ``ORBIT_FALLBACK_MODELS`` (comma-separated), ``ORBIT_AGENT_MAX_STEPS``, ``ORBIT_AGENT_TIME_LIMIT_S``)
 and explicit overrides (CLI flags, LSP initialization options).
 
@@ -45,6 +46,11 @@ class Settings(BaseModel):
     - ``max_callers``: most callers one call-hierarchy level or ``orbit/impact`` answer lists (the
       total is always counted and said; lenses and hovers count every caller).
     - ``exclude``: extra gitignore-style patterns excluded from indexing.
+    - ``skip_build_output``: JS/TS build output is not indexed (default true; ``index.walk.
+      BuildOutput``): declaration files and compiled JavaScript beside their TypeScript source,
+      files under ``build_output_dirs`` (default ``dist``, ``build``, ``out``) beside a ``src/``
+      that mirror its modules, and a package's built files outside its ``src/``. Each is listed
+      as skipped with its source ("build output of src/a.ts"); imports of them resolve to it.
     - ``value_flow``: parameters also hold what the workspace's call sites pass them
       (``index.resolve``: a fixpoint over the whole workspace). Default false (experimental: a
       cold index several times slower on very large workspaces, and an incremental update after
@@ -69,6 +75,12 @@ class Settings(BaseModel):
       in it or above it (``index.roots``): ``"recursive"`` (default: the whole tree) or
       ``"shallow"`` (its own files only: what an editor that opened a lone file wants; the
       Neovim plugin sends it).
+    - ``graph_key``: an explicit key naming the code graph (``graph.keys.shared_graph_name``)
+      instead of the workspace folder and its git branch; a CI job indexes ``main`` once and
+      editors start from it. ``None`` (default): one graph per folder and branch.
+    - ``base_graph_key``: the shared graph a workspace's own graph starts from when it has none
+      yet (copied, then only files that differ are re-indexed: ``index.overlay``). ``None``
+      (default): the key named like the checked-out branch, then the remote's default branch.
     """
 
     model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
@@ -82,6 +94,8 @@ class Settings(BaseModel):
     max_hops: int = Field(default=4, ge=1, le=10)
     max_callers: int = Field(default=100, ge=1, le=100_000)
     exclude: list[str] = Field(default_factory=list)
+    skip_build_output: bool = True
+    build_output_dirs: list[str] = Field(default_factory=lambda: ["dist", "build", "out"])
     value_flow: bool = False
     agent_base_url: str | None = None
     agent_api_key: SecretStr | None = None
@@ -94,8 +108,27 @@ class Settings(BaseModel):
     memory_graph: str = Field(default="orbit_memory", pattern=r"^[A-Za-z0-9_\-]{1,100}$")
     index_home_or_root: bool = False
     loose_folders: Literal["recursive", "shallow"] = "recursive"
+    graph_key: str | None = None
+    base_graph_key: str | None = None
 
-    @field_validator("agent_fallback_models", mode="before")
+    @field_validator("graph_key", "base_graph_key", mode="before")
+    @classmethod
+    def _graph_key(cls, value):
+        """Blank is None; otherwise ``graph.keys.check_key`` (not empty, at most 200 characters,
+        no control characters)."""
+        from orbit_lsp.graph.keys import check_key
+
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return None
+        if not isinstance(value, str):
+            raise ValueError("a graph key must be a string such as main")
+        return check_key(value)
+
+    def build_output(self) -> tuple[str, ...] | None:
+        """What ``index.walk`` takes: the build directory names, or None to index build output."""
+        return tuple(self.build_output_dirs) if self.skip_build_output else None
+
+    @field_validator("agent_fallback_models", "build_output_dirs", mode="before")
     @classmethod
     def _split_models(cls, value):
         """``"a, b"`` (environment variable) → ``["a", "b"]``."""
@@ -165,6 +198,8 @@ ENV_VARS = {
     "ORBIT_ROW_CAP": "row_cap",
     "ORBIT_MAX_FILE_BYTES": "max_file_bytes",
     "ORBIT_VALUE_FLOW": "value_flow",
+    "ORBIT_SKIP_BUILD_OUTPUT": "skip_build_output",
+    "ORBIT_BUILD_OUTPUT_DIRS": "build_output_dirs",
     "OPENAI_BASE_URL": "agent_base_url",
     "OPENAI_API_KEY": "agent_api_key",
     "ORBIT_MODEL": "agent_model",
@@ -172,6 +207,8 @@ ENV_VARS = {
     "ORBIT_AGENT_MAX_STEPS": "agent_max_steps",
     "ORBIT_AGENT_TIME_LIMIT_S": "agent_time_limit_s",
     "ORBIT_MEMORY_GRAPH": "memory_graph",
+    "ORBIT_GRAPH_KEY": "graph_key",
+    "ORBIT_BASE_GRAPH_KEY": "base_graph_key",
 }
 
 

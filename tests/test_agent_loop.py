@@ -85,7 +85,7 @@ def test_multi_step_question_with_exact_callers(make_asker, indexed, srv):
     assert "```cypher" in md and "MATCH (f:File {path: $p})" in md and "— 4 rows" in md
     assert any("step 1: find_symbol" in p for p in progress)
     # the system prompt describes the schema
-    assert "(:File)-[:IMPORTS {line}]->(:File)" in srv.requests[0]["json"]["messages"][0]["content"]
+    assert "(:File)-[:IMPORTS {line, type_only}]->(:File)" in srv.requests[0]["json"]["messages"][0]["content"]
 
 
 def test_history_and_audit(make_asker, indexed, srv):

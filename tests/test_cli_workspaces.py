@@ -69,7 +69,7 @@ def test_list_drop_and_unregistered_graphs(tmp_path, data_dir, store):
         assert proc.stdout.startswith(f"dropped {ws} ({name}): {row['nodes']:,} nodes, {row['edges']:,} edges; cache ")
         assert name not in store.list_graphs() and cache_files(data_dir, name) == []
         assert writelock.read_marker(store, name) is None
-        assert str(ws) not in WorkspaceRegistry(data_dir).load()
+        assert name not in WorkspaceRegistry(data_dir).load()
         assert other_name in store.list_graphs()
         # drop by graph name
         proc = cli(data_dir, "--json", "workspaces", "drop", other_name)
@@ -115,7 +115,7 @@ def test_prune_gone_folders_and_old_ones(tmp_path, data_dir, store):
         reg = WorkspaceRegistry(data_dir)
         doc = json.loads(reg.path.read_text())
         ten_days = time.time() - 10 * 86400
-        doc["workspaces"][str(old)].update(indexed=ten_days, used=ten_days)
+        doc["graphs"][names[old]].update(indexed=ten_days, used=ten_days)
         reg.path.write_text(json.dumps(doc))
 
         proc = cli(data_dir, "workspaces", "prune", "--dry-run")
@@ -132,8 +132,8 @@ def test_prune_gone_folders_and_old_ones(tmp_path, data_dir, store):
         assert proc.returncode == 0, proc.stderr
         assert f"dropped {old} ({names[old]})" in proc.stdout and "not used for 7 days (last use 10 days ago)" in proc.stdout
         assert names[old] not in store.list_graphs() and names[fresh] in store.list_graphs()
-        assert set(WorkspaceRegistry(data_dir).load()) >= {str(fresh)}
-        assert not {str(gone), str(old)} & set(WorkspaceRegistry(data_dir).load())
+        assert set(WorkspaceRegistry(data_dir).load()) >= {names[fresh]}
+        assert not {names[gone], names[old]} & set(WorkspaceRegistry(data_dir).load())
 
         proc = cli(data_dir, "workspaces", "prune", "--older-than", "0")
         assert proc.returncode == 2 and "must be a positive number of days" in proc.stderr
@@ -145,15 +145,15 @@ def test_prune_gone_folders_and_old_ones(tmp_path, data_dir, store):
 def test_a_served_folder_is_registered(tmp_path, store):
     ws = make_ws(tmp_path / "served")
     ix = WorkspaceSet(store, store.settings).add(ws)
-    rec = WorkspaceRegistry(store.settings.data_dir).load()[str(ws)]
-    assert rec.graph == ix.graph.name and rec.indexed is None and time.time() - rec.used < 60
+    rec = WorkspaceRegistry(store.settings.data_dir).load()[ix.graph.name]
+    assert rec.root == str(ws) and rec.indexed is None and time.time() - rec.used < 60
 
 
 def test_registry_reads_the_first_format(tmp_path):
     reg = WorkspaceRegistry(tmp_path)
     reg.path.write_text(json.dumps({"/a/b": 1000.0}))
-    rec = reg.load()["/a/b"]
-    assert (rec.graph, rec.indexed, rec.used) == (code_graph_name("/a/b"), 1000.0, 1000.0)
+    rec = reg.load()[code_graph_name("/a/b")]  # no git at /a/b: the graph of the folder
+    assert (rec.root, rec.indexed, rec.used) == ("/a/b", 1000.0, 1000.0)
     reg.record(tmp_path, indexed=True)
-    assert set(reg.load()) == {"/a/b", str(tmp_path.resolve())}
-    assert json.loads(reg.path.read_text())["version"] == 2
+    assert {r.root for r in reg.load().values()} == {"/a/b", str(tmp_path.resolve())}
+    assert json.loads(reg.path.read_text())["version"] == 3  # one entry per graph (folder and branch)

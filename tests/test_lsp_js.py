@@ -38,6 +38,10 @@ TREE = {
     "src/lib/index.ts": 'export * from "./geo";\n',
     "src/app.ts": APP,
     "src/alias.ts": 'import { area } from "@lib/geo";\nexport const unit = () => area(1, 1);\n',
+    "src/pets.ts": ("export interface Pet {\n  speak(): string;\n}\n"
+                    "export class Dog implements Pet {\n  speak() { return 'woof'; }\n}\n"
+                    "export class Puppy extends Dog {\n  speak() { return 'yip'; }\n}\n"
+                    "export function talk(p: Pet) { return p.speak(); }\n"),
 }
 
 
@@ -130,3 +134,18 @@ async def test_tsconfig_edit_outside_the_editor_rebinds_imports(client, tsws):
     res = await impact(client, geo)
     assert {d["path"]: d["hops"] for d in res["dependents"]} == {"src/lib/index.ts": 1, "src/alias.ts": 1,
                                                                  "src/app.ts": 2}
+
+
+async def test_implementations_of_an_interface_and_its_method(client, tsws):
+    pets = uri(tsws / "src/pets.ts")
+
+    async def implementations(line, character):
+        res = await asyncio.wait_for(client.text_document_implementation_async(types.ImplementationParams(
+            text_document=types.TextDocumentIdentifier(uri=pets), position=types.Position(line, character))), T)
+        return sorted((loc.range.start.line, loc.range.start.character) for loc in res or [])
+
+    # the interface -> the classes below it; its method -> their methods (Dog directly, Puppy through Dog)
+    assert await implementations(0, 18) == [(3, 13), (6, 13)]
+    assert await implementations(1, 3) == [(4, 2), (7, 2)]
+    # the call p.speak() binds to the interface's declaration; from there, the implementations
+    assert await implementations(9, 41) == [(4, 2), (7, 2)]

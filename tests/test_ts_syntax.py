@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from orbit_lsp.agent.planner import run_planner
+from orbit_lsp.agent.tools import Toolbox
 from orbit_lsp.graph import queries
 from orbit_lsp.index.indexer import WorkspaceIndexer
 from orbit_lsp.index.languages import parse_js
@@ -96,11 +98,15 @@ def test_declaration_file_anonymous_default_function():
 export default function (): {
     localeError: errors.ErrorMap;
 };
+export declare const current: import("../FiberRef.js").FiberRef<errors.Map<string>>;
+declare const Base: new <A>(args: import("./Types.js").VoidIfEmpty<{ readonly [P in keyof A]: A[P] }>) => object;
 """)
     assert [(s.qual, s.name, s.kind, s.line, s.end_line) for s in f.symbols] == [
-        ("default", "default", "function", 2, 4)]
-    assert f.exports == {"default": ("def", "default")}
-    assert [(i.spec, i.kind) for i in f.imports] == [("../core/errors.js", "type")]
+        ("default", "default", "function", 2, 4), ("current", "current", "variable", 5, 5),
+        ("Base", "Base", "variable", 6, 6)]
+    assert f.exports == {"default": ("def", "default"), "current": ("n", "current")}
+    assert sorted((i.spec, i.line, i.kind) for i in f.imports) == [
+        ("../FiberRef.js", 5, "type"), ("../core/errors.js", 1, "type"), ("./Types.js", 6, "type")]
 
 
 def test_javascript_reserved_words_as_export_names():
@@ -224,5 +230,177 @@ def test_names_work_alike_for_js_ts_and_python(tmp_path, store, settings):
         assert queries.suggest_symbols(g, "Engine.strat") == ["pkg.mod.Engine.start"]
         chain = queries.call_chain(g, "check", "Zodtype.safeParse")
         assert chain.notes[-1].startswith("no symbol named 'Zodtype.safeParse' (target); closest: ")
+        # workspace/symbol (the LSP request) takes the same forms
+        ws = lambda text: [(s["qual"], s["rank"]) for s in queries.workspace_symbols(g, text).rows]  # noqa: E731
+        assert ws("ZodType.safeParse") == [("src/v3/types.ts#ZodType.safeParse", 0),
+                                           ("src/v4/types.mts#ZodType.safeParse", 0)]
+        assert ws("v4/types.mts#zodtype.safe") == [("src/v4/types.mts#ZodType.safeParse", 2)]
+        assert ws("Engine.start") == [("pkg.mod.Engine.start", 0)]
+        # the planner (no model) answers with them too
+        tb = Toolbox(g, tmp_path, settings)
+        text = run_planner("who calls v3/types.ts#ZodType.parse?", tb).answer
+        assert text == ("**`src/v3/types.ts#ZodType.parse` (`src/v3/types.ts:3`)** has 1 direct caller:\n"
+                        "- `src/v3/types.ts#ZodType.safeParse` (`src/v3/types.ts:2`)")
+        text = run_planner("what depends on ZodTyp.safeParse?", tb).answer
+        assert text == ("`ZodTyp.safeParse` is not a file or symbol in the code graph (not indexed, skipped, or "
+                        "misspelt). Closest symbols: `src/v3/types.ts#ZodType.safeParse`, "
+                        "`src/v4/types.mts#ZodType.safeParse`.")
     finally:
         g.delete()
+
+
+# -- 3. declaration files and build output ---------------------------------------------------------
+BUILD_TREE = {
+    "package.json": '{"name": "root"}',
+    "src/a.ts": "export function a() { return 1; }\n",
+    "src/a.d.ts": "export declare function a(): number;\n",
+    "src/b.ts": 'import { a } from "./a";\nexport function b() { return a(); }\n',
+    "src/b.js": 'import { a } from "./a";\nexport function b() { return a(); }\n',
+    "src/view.tsx": "export function View() { return null; }\n",
+    "dist/a.js": "export function a() { return 1; }\n",
+    "dist/a.d.ts": "export declare function a(): number;\n",
+    "dist/esm/b.mjs": "export function b() {}\n",
+    "dist/chunk-3f2a.js": "export function helper() {}\n",
+    "dist/view.d.ts": "export declare function View(): null;\n",
+    "view.js": "export function View() { return null; }\n",  # a package's build outside src/, zod-style
+    "types/only.d.ts": "export declare function only(): void;\n",  # no source: declarations stay
+    "vendor/x.js": "export function x() {}\n",
+    "packages/p/package.json": '{"name": "p", "types": "dist/index.d.ts", "main": "dist/index.js"}',
+    "packages/p/src/index.ts": "export function p() { return 1; }\n",
+    "packages/p/dist/index.d.ts": "export declare function p(): number;\n",
+    "packages/p/dist/index.js": "export function p() { return 1; }\n",
+    "app/main.ts": 'import { p } from "p";\nimport { a } from "../dist/a.js";\nimport { only } from "../types/only";\n'
+                   'import type { View } from "../dist/view";\nexport function main() { p(); a(); only(); }\n',
+}
+BUILD_SKIPS = {
+    "src/a.d.ts": "declarations of src/a.ts",
+    "src/b.js": "build output of src/b.ts",
+    "dist/a.js": "build output of src/a.ts",
+    "dist/a.d.ts": "declarations of src/a.ts",
+    "dist/esm/b.mjs": "build output of src/b.ts",
+    "dist/chunk-3f2a.js": "build output (dist/ mirrors src/)",
+    "dist/view.d.ts": "declarations of src/view.tsx",
+    "view.js": "build output of src/view.tsx",
+    "packages/p/dist/index.d.ts": "declarations of packages/p/src/index.ts",
+    "packages/p/dist/index.js": "build output of packages/p/src/index.ts",
+}
+
+
+def test_build_output_skipped_and_resolved_to_sources(tmp_path, store, settings):
+    from orbit_lsp.index.walk import WorkspaceFilter, walk_workspace
+
+    write(tmp_path, BUILD_TREE)
+    walk = walk_workspace(tmp_path)
+    assert dict(walk.skipped) == BUILD_SKIPS
+    assert [f.rel for f in walk.files] == ["app/main.ts", "packages/p/src/index.ts", "src/a.ts", "src/b.ts",
+                                           "src/view.tsx", "types/only.d.ts", "vendor/x.js"]
+    flt = WorkspaceFilter(tmp_path)
+    assert [r for r in sorted(BUILD_TREE) if flt.accepts(tmp_path / r)] == [f.rel for f in walk.files]
+    assert walk_workspace(tmp_path, build_output=None).skipped == []  # skip_build_output: false
+    assert dict(walk_workspace(tmp_path, build_output=("out",)).skipped) == {  # build_output_dirs: [out]
+        **{k: v for k, v in BUILD_SKIPS.items() if not k.startswith(("dist/", "packages/p/dist/"))},
+        # dist/ is no build directory now: its declarations beside their JavaScript still are
+        "dist/a.d.ts": "declarations of dist/a.js", "packages/p/dist/index.d.ts": "declarations of packages/p/dist/index.js"}
+    ix = index(tmp_path, store, settings)
+    try:
+        assert ix.skipped == BUILD_SKIPS
+        assert edges(ix.graph) == {
+            ("app/main.ts", "packages/p/src/index.ts"): False,  # package.json types: dist/index.d.ts
+            ("app/main.ts", "src/a.ts"): False,  # ../dist/a.js: the source of the build output
+            ("app/main.ts", "types/only.d.ts"): False,
+            ("app/main.ts", "src/view.tsx"): True,
+            ("src/b.ts", "src/a.ts"): False}
+        c = {(a, b) for a, b in rows(ix.graph, "MATCH (a:Symbol)-[:CALLS]->(b:Symbol) RETURN a.qual, b.qual")}
+        assert c == {("app/main.ts#main", "packages/p/src/index.ts#p"), ("app/main.ts#main", "src/a.ts#a"),
+                     ("app/main.ts#main", "types/only.d.ts#only"), ("src/b.ts#b", "src/a.ts#a")}
+    finally:
+        ix.graph.delete()
+    # with build output indexed, imports of declarations still resolve to their sources
+    ix = index(tmp_path, store, settings.model_copy(update={"skip_build_output": False}))
+    try:
+        assert ix.skipped == {}
+        out = edges(ix.graph)
+        assert out[("app/main.ts", "packages/p/src/index.ts")] is False
+        assert out[("app/main.ts", "src/a.ts")] is False
+        assert ("app/main.ts", "packages/p/dist/index.d.ts") not in out
+    finally:
+        ix.graph.delete()
+
+
+def test_impact_follows_type_only_edges_and_says_so(tmp_path, store, settings):
+    from orbit_lsp.graph.imports import ImportGraph
+
+    write(tmp_path, TYPE_ONLY_TREE)
+    ix = index(tmp_path, store, settings)
+    g = ix.graph
+    try:
+        # b.ts is imported for types only by a.ts and barrel.mts; a.ts by b, d (types) and view
+        # (a value); c.ts by a.ts and barrel.mts at run time
+        want = [{"path": "src/a.ts", "hops": 1, "type_only": True},
+                {"path": "src/barrel.mts", "hops": 1, "type_only": True},
+                {"path": "src/d.ts", "hops": 2, "type_only": True},  # d -> a (type) -> b
+                {"path": "src/view.tsx", "hops": 2, "type_only": True},  # view -> a (value) -> b (type)
+                {"path": "src/c.ts", "hops": 3, "type_only": True}]  # c -> d -> a -> b
+        assert queries.impact(g, "src/b.ts").rows == want
+        imports = ImportGraph.load(g)
+        assert queries.impact(g, "src/b.ts", imports=imports).rows == want
+        # c.ts: a.ts imports it at run time, so do view.tsx (through a) and barrel.mts; b.ts and
+        # d.ts reach it only through type-only imports of a.ts
+        want_c = [{"path": "src/a.ts", "hops": 1}, {"path": "src/barrel.mts", "hops": 1},
+                  {"path": "src/b.ts", "hops": 2, "type_only": True}, {"path": "src/d.ts", "hops": 2, "type_only": True},
+                  {"path": "src/view.tsx", "hops": 2}]
+        assert queries.impact(g, "src/c.ts").rows == want_c
+        assert queries.impact(g, "src/c.ts", imports=imports).rows == want_c
+        assert queries.impact(g, "lib/x.js", imports=imports).rows == [{"path": "lib/y.js", "hops": 1}]
+    finally:
+        g.delete()
+
+
+def test_generic_call_signatures_without_semicolons():
+    """effect's style: overloads in an object type, one per line, no ``;``, JSDoc between them;
+    TypeScript reads no type arguments across a line break, the grammar did (``B | C`` newline
+    ``<A>`` as ``C<A>``)."""
+    f = facts_of("src/Option.ts", """export const match: {
+  /**
+   * @since 2.0.0
+   */
+  <B, A, C = B>(options: { readonly onNone: LazyArg<B> }): (self: Option<A>) => B | C
+  /**
+   * Data-first.
+   */
+  <A, B, C = B>(
+    self: Option<A>,
+    options: { readonly onNone: LazyArg<B> }
+  ): B | C
+} = dual(2, <A, B, C = B>(self: Option<A>, { onNone }: { onNone: LazyArg<B> }): B | C => onNone())
+export const getOrElse: {
+  <B>(onNone: LazyArg<B>): <A>(self: Option<A>) => A | B
+  <A, B>(self: Option<A>, onNone: LazyArg<B>): A | B
+} = dual(2, (self: any, onNone: any) => onNone())
+export const satisfies = <A>() => <B extends A>(b: B) => b
+export const unsafeCoerce: <A, B>(a: A) => B = identity as any
+function dual(_n: number, f: any) { return f; }
+function identity<A>(a: A) { return a; }
+""")
+    assert {s.qual for s in f.symbols} >= {"match", "getOrElse", "satisfies", "unsafeCoerce", "dual", "identity"}
+    assert [(sc.qual, c.name, c.line) for sc in f.scopes for c in sc.calls if c.name == "dual"] == [
+        ("", "dual", 13), ("", "dual", 17)]  # module level: an initializer
+
+
+@pytest.mark.parametrize("rel", ["src/k.ts", "src/k.tsx", "src/k.mts", "lib/k.js"])
+def test_contextual_keywords_as_names(rel):
+    f = facts_of(rel, """class Field {
+  accessor() { return using(1); }
+  abstract = 1
+  m() { this.accessor(); }
+}
+function using(x) { return x; }
+const alias = using;
+alias(using);
+""")
+    assert [(s.qual, s.kind, s.line) for s in f.symbols] == [
+        ("", "module", 1), ("Field", "class", 1), ("Field.accessor", "method", 2), ("Field.m", "method", 4),
+        ("using", "function", 6), ("alias", "variable", 7)]
+    assert [(sc.qual, c.name, c.line, c.col) for sc in f.scopes for c in sc.calls] == [
+        ("", "alias", 8, 0), ("Field.accessor", "using", 2, 22), ("Field.m", "accessor", 4, 8)]
+    assert f.scopes[0].names["alias"] == [("n", "using")]

@@ -6,6 +6,7 @@ stay unbound (counted on the caller with its line, never guessed by name)."""
 from __future__ import annotations
 
 import contextlib
+import json
 
 from test_incremental import assert_same, new_indexer, workspaces, write
 
@@ -282,8 +283,11 @@ export class Obs {
   subscribe(cb: (v: Sub) => void) {}
 }
 export function untyped(cb) {}
+export interface Ctor<T> { init(inst: T): void }
+export function make<T extends { id: number }>(name: string, init: (inst: T) => void): Ctor<T> { return null!; }
+export interface Widget { id: number; draw(): void }
 """
-    use = """import { operate, each, Obs, untyped } from "./lib";
+    use = """import { operate, each, Obs, untyped, make, Ctor, Widget } from "./lib";
 export function main(obs: Obs) {
   operate((source, sub) => { sub.next(1); source.pipe(); });
   new Obs((sub) => sub.next(2));
@@ -291,9 +295,10 @@ export function main(obs: Obs) {
   each([], (s, i) => s.pipe());
   untyped((x) => x.pipe());
 }
+export const W: Ctor<Widget> = make("w", (inst) => { inst.draw(); });
 """
     with indexed(store, {"src/lib.ts": lib, "src/use.ts": use}) as ix:
-        got = calls(ix.graph, "src/use.ts")
+        got = calls(ix.graph, "src/use.ts#main")
         assert got == {
             ("src/use.ts#main", "src/lib.ts#operate"): "import",
             ("src/use.ts#main", "src/lib.ts#Sub.next"): "type",  # Init, an alias of a function type
@@ -307,3 +312,123 @@ export function main(obs: Obs) {
         assert sites(ix.graph, "src/use.ts#main", "src/lib.ts#Sub.next") == [3, 4, 5]
         assert sites(ix.graph, "src/use.ts#main", "src/lib.ts#Src.pipe") == [3, 6]
         assert unbound(ix.graph) == {"src/use.ts#main": ["pipe@7"]}  # an untyped callee's callback
+        # make<T>(…): Ctor<T> initialising a Ctor<Widget>: T is Widget in the callback
+        module = {k: v for k, v in calls(ix.graph).items() if k[0] == "src/use.ts"}  # module-level calls
+        assert module == {("src/use.ts", "src/lib.ts#make"): "import", ("src/use.ts", "src/lib.ts#Widget.draw"): "type"}
+
+
+def test_type_edits_rebind_other_files_incrementally(store):
+    """Edits that change what a type, a return type or a re-export means re-bind the calls of
+    the files that depend on them, and the incremental graph equals a full rebuild."""
+    a = "export class A { hello() {} }\nexport class B { hello() {} bye() {} }\n"
+    make_ = "import { A } from './a';\nexport function make(): A { return new A(); }\n"
+    types_ = "export type { A as Thing } from './a';\n"
+    use = ("import { make } from './make';\nimport type { Thing } from './types';\n"
+           "export function run(t: Thing) {\n  make().hello();\n  t.hello();\n}\n")
+    with indexed(store, {"src/a.ts": a, "src/make.ts": make_, "src/types.ts": types_, "src/use.ts": use}) as ix:
+        root, g = ix.root, ix.graph
+        assert calls(g, "src/use.ts")[("src/use.ts#run", "src/a.ts#A.hello")] == "return"
+        assert_same(ix, ix.make, store, "after the first build")
+        # the declared return type changes: make().hello() now binds to B.hello
+        write(root, "src/make.ts", make_.replace("{ A }", "{ A, B }").replace("(): A { return new A(); }",
+                                                                          "(): B { return new B(); }"))
+        ix.reindex_file(root / "src/make.ts")
+        got = calls(g, "src/use.ts")
+        assert got[("src/use.ts#run", "src/a.ts#B.hello")] == "return"
+        assert sites(g, "src/use.ts#run", "src/a.ts#A.hello") == [5]
+        assert_same(ix, ix.make, store, "after changing make's return type")
+        # the re-exported alias now names B: t.hello() follows
+        write(root, "src/types.ts", types_.replace("A as Thing", "B as Thing"))
+        ix.reindex_file(root / "src/types.ts")
+        assert ("src/use.ts#run", "src/a.ts#A.hello") not in calls(g, "src/use.ts")
+        assert sites(g, "src/use.ts#run", "src/a.ts#B.hello") == [4, 5]
+        assert_same(ix, ix.make, store, "after re-pointing the alias")
+        # the method disappears from the type: the call is unbound, with its line
+        write(root, "src/a.ts", "export class A { hello() {} }\nexport class B { bye() {} }\n")
+        ix.reindex_file(root / "src/a.ts")
+        assert unbound(g) == {"src/use.ts#run": ["hello@4", "hello@5"]}
+        assert_same(ix, ix.make, store, "after removing B.hello")
+
+
+def test_arrays_this_parameters_reassigned_typed_variables_and_alternatives(store):
+    lib = """export class Sub { unsubscribe() {} }
+export class Action { schedule() {} }
+export function run(cb: (this: Action) => void) {}
+export function pick(): Sub | null { return null; }
+"""
+    use = """import { Sub, Action, run, pick } from "./lib";
+export function main(subs: Sub[], list: Array<Sub>, other?: Sub) {
+  for (const s of subs) s.unsubscribe();
+  subs[0].unsubscribe();
+  list.forEach((s) => s.unsubscribe());
+  subs.find((s) => true)!.unsubscribe();
+  let inner: Sub | null = null;
+  const later = () => { inner = pick(); inner.unsubscribe(); };
+  (other ?? new Sub()).unsubscribe();
+  (other ? other : pick())!.unsubscribe();
+  run(function (this: Action) { this.schedule(); });
+  subs.length.toFixed();
+}
+"""
+    with indexed(store, {"src/lib.ts": lib, "src/use.ts": use}) as ix:
+        assert calls(ix.graph, "src/use.ts") == {
+            ("src/use.ts#main", "src/lib.ts#Sub.unsubscribe"): "type",
+            ("src/use.ts#main", "src/lib.ts#Sub"): "class",
+            ("src/use.ts#main", "src/lib.ts#pick"): "import",
+            ("src/use.ts#main", "src/lib.ts#run"): "import",
+            ("src/use.ts#main", "src/lib.ts#Action.schedule"): "self",  # this: Action
+            ("src/use.ts#main.later", "src/lib.ts#pick"): "import",
+            ("src/use.ts#main.later", "src/lib.ts#Sub.unsubscribe"): "type",  # declared Sub | null, reassigned
+        }
+        assert sites(ix.graph, "src/use.ts#main", "src/lib.ts#Sub.unsubscribe") == [3, 4, 5, 6, 9, 10]
+        assert unbound(ix.graph) == {}  # subs.length.toFixed(): a number's method, external
+
+
+def test_declaration_merging_keeps_the_callable(store):
+    lib = """export interface make { extra(): void }
+export function make(): Thing { return new Thing(); }
+export interface Thing { size(): number }
+export class Thing { grow() { return this; } }
+"""
+    use = """import { make } from "./lib";
+export function main() {
+  make().grow().size();
+}
+"""
+    with indexed(store, {"src/lib.ts": lib, "src/use.ts": use}) as ix:
+        kinds = dict(ix.graph.query("MATCH (s:Symbol) RETURN s.qual, s.kind").rows)
+        assert kinds["src/lib.ts#make"] == "function" and kinds["src/lib.ts#Thing"] == "class"
+        assert kinds["src/lib.ts#make.extra"] == "method"
+        assert calls(ix.graph, "src/use.ts") == {
+            ("src/use.ts#main", "src/lib.ts#make"): "import",
+            ("src/use.ts#main", "src/lib.ts#Thing.grow"): "return",
+            ("src/use.ts#main", "src/lib.ts#Thing.size"): "return",  # the interface's member of the merged class
+        }
+
+
+def test_cli_implementations(capsys, tmp_path, store, data_dir, monkeypatch):
+    from orbit_lsp.cli import main
+    from orbit_lsp.graph.connection import code_graph_name
+
+    monkeypatch.delenv("ORBIT_FALKORDB_URL", raising=False)
+    monkeypatch.setenv("ORBIT_DATA_DIR", str(data_dir))
+    ws = tmp_path / "impl"
+    (ws / "src").mkdir(parents=True)
+    (ws / "src/pets.ts").write_text("export interface Pet { speak(): string }\n"
+                                    "export abstract class Dog implements Pet { speak() { return 'woof'; } }\n"
+                                    "export class Puppy extends Dog { speak() { return 'yip'; } }\n"
+                                    "export class Cat implements Pet { speak() { return 'meow'; } }\n")
+    try:
+        capsys.readouterr()
+        assert main(["implementations", "Pet.speak", "--workspace", str(ws), "--json"]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        [entry] = doc["result"]["rows"]
+        assert entry["target"]["qual"] == "src/pets.ts#Pet.speak"
+        assert [r["qual"] for r in entry["implementations"]] == [
+            "src/pets.ts#Dog.speak", "src/pets.ts#Puppy.speak", "src/pets.ts#Cat.speak"]
+        assert main(["implementations", "Dog", "--workspace", str(ws)]) == 0
+        out = capsys.readouterr().out
+        assert "src/pets.ts#Dog  (class, src/pets.ts:2)" in out and "  1 implementation\n" in out
+        assert "    src/pets.ts#Puppy  (class, src/pets.ts:3)" in out
+    finally:
+        store.graph(code_graph_name(ws)).delete()

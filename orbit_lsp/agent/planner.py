@@ -115,7 +115,8 @@ _PATTERNS: list[tuple[str, re.Pattern]] = [
                            r"(?:changing\s+)?" + _n("x") + _END, re.I)),
 ]
 
-_FILE_LIKE = re.compile(r"/|\.(?:py|pyi|js|jsx|ts|tsx|mjs|cjs)$")
+# a path, unless it names a symbol in a file (``src/types.ts#ZodType.parse``)
+_FILE_LIKE = re.compile(r"^(?!.*#)(?:.*/|.*\.(?:py|pyi|js|jsx|ts|tsx|mts|cts|mjs|cjs)$)")
 
 
 def match(question: str) -> tuple[str, dict] | None:
@@ -166,6 +167,7 @@ def _where(c: dict) -> str:
 
 
 def _depends(run: _Run, x: str) -> str:
+    sym = None
     if not _FILE_LIKE.search(x):
         sym = run.tool("find_symbol", {"name": x})
         if sym and sym.data["candidates"]:
@@ -181,7 +183,9 @@ def _depends(run: _Run, x: str) -> str:
             users = _package_text(run, x, missing=None)
             if users is not None:
                 return users
-        return f"`{x}` is not a file or symbol in the code graph (not indexed, skipped, or misspelt)."
+        close = ((sym.data.get("note") if sym else None) or "").partition("; closest: ")[2]
+        return (f"`{x}` is not a file or symbol in the code graph (not indexed, skipped, or misspelt)."
+                + (" Closest symbols: " + ", ".join(code(c) for c in close.split(", ")) + "." if close else ""))
     return _impact_text(run, path)
 
 
@@ -247,7 +251,8 @@ def _impact_text(run: _Run, path: str) -> str:
         return f"Nothing in the workspace imports `{path}` (0 dependents within {res.data['max_hops']} hops)."
     lines = [f"**{deps['count']} file{'s' if deps['count'] != 1 else ''} depend on `{path}`** "
              f"(through imports, up to {res.data['max_hops']} hops):"]
-    lines += [f"- {code(d['path'])} — {d['hops']} hop{'s' if d['hops'] != 1 else ''}" for d in deps["items"]]
+    lines += [f"- {code(d['path'])} — {d['hops']} hop{'s' if d['hops'] != 1 else ''}"
+              + (" (its types only)" if d.get("type_only") else "") for d in deps["items"]]
     if deps.get("note"):
         lines.append(f"({deps['note']})")
     return "\n".join(lines)
@@ -256,7 +261,9 @@ def _impact_text(run: _Run, path: str) -> str:
 def _callers_text(data: dict) -> str:
     cands = data["candidates"]
     if not cands:
-        return f"No symbol named `{data['symbol']}` is in the code graph."
+        close = (data.get("note") or "").partition("; closest: ")[2]
+        return (f"No symbol named `{data['symbol']}` is in the code graph."
+                + (" Closest: " + ", ".join(code(c) for c in close.split(", ")) + "." if close else ""))
     out = []
     if len(cands) > 1:
         out.append(f"`{data['symbol']}` is ambiguous: {len(cands)} symbols match.")

@@ -133,6 +133,16 @@ def analyse(graph: Graph, change: Change, root_package: str = "", options: Optio
                     dep_hops[dep] = (hops, hit)
                 if is_test_support(dep) and (dep not in test_imports or hops < test_imports[dep][0]):
                     test_imports[dep] = (hops, hit, f"imports {hit}, removed or moved ({hops} hop{'s' * (hops > 1)})")
+    # module-level code that reaches the change runs when its module is imported: the test
+    # files importing that module (directly or not) run it at collection
+    for r in walk:
+        if r["kind"] != "module" or is_test_support(r["file"]) or r["depth"] >= far:
+            continue
+        for path, hops in imports.dependents(r["file"], far).items():
+            d = r["depth"] + hops
+            if is_test_support(path) and (path not in test_imports or d < test_imports[path][0]):
+                test_imports[path] = (d, r["reaches"], f"imports {r['file']} ({hops} hop{'s' * (hops > 1)}), whose "
+                                                       f"module-level code calls {r['reaches']}")
     changed_paths = {f["path"] for f in sc.files}
     dependents = sorted(({"path": p, "hops": h, "of": o} for p, (h, o) in dep_hops.items() if p not in changed_paths),
                         key=lambda r: (r["hops"], r["path"]))
@@ -153,8 +163,10 @@ def analyse(graph: Graph, change: Change, root_package: str = "", options: Optio
         r["depth"] += 1
         r["reaches"] = may_origin.get(r["via"], r["via"])
         may_origin.setdefault(r["qual"], r["reaches"])
-        if (r["file"], r["qual"]) not in bound:
-            may_rows.append(r)
+        may_rows.append(r)
+    if may_rows:  # special methods, properties and closures on the way, as for the bound walk
+        may_rows = _through_implicit_calls(graph, ans, change, [], may_rows, far)
+    may_rows = [r for r in may_rows if (r["file"], r["qual"]) not in bound]
     may_affected = [dict(r, names=may_names.get((r["file"], r["qual"]), [])) for r in may_rows
                     if r["depth"] <= opts.depth]
 
@@ -205,41 +217,87 @@ def _is_property(change: Change, file: str, line: int | None, cache: dict) -> bo
 
 def _through_implicit_calls(graph: Graph, ans: queries.Answer, change: Change, live: list[dict],
                             walk: list[dict], far: int) -> list[dict]:
-    """The walk continued past methods the language calls without a call expression the graph
-    could bind: special methods (``__init__`` on ``C()``, ``__enter__``/``__exit__`` on
-    ``with``, ``__call__``, ``__iter__``…) and properties (read as attributes). A changed or
-    reached one counts as a change of its class and of the class's subclasses (INHERITS): the
-    places that make instances of them (CALLS to the class) are walked from there, at the
-    method's depth (the class stands for the method). Rows get "via" the class and "reaches"
-    what the method reaches."""
+    """The walk continued past functions called without a call expression the graph could
+    bind:
+
+    - special methods (``__init__`` on ``C()``, ``__enter__``/``__exit__`` on ``with``,
+      ``__call__``, ``__iter__``…) and properties (read as attributes): a changed or reached one
+      counts as a change of its class and of the class's subclasses (INHERITS), and the places
+      that make instances of them (CALLS to the class) are walked from there;
+    - methods nothing in the workspace calls, not even through an unbound call using their
+      name (then they would be "may be affected"; the method's own ``super().name()`` does not
+      count): the standard library or a framework calls
+      them on instances (``http.cookiejar`` on requests' ``MockResponse.info``, click on
+      ``FlaskGroup.get_command``): likewise a change of their class and subclasses;
+    - closures (a function defined inside a function: a decorator's wrapper, a callback handed
+      to a framework): a changed or reached one counts as a change of the function that defines
+      it, whose callers receive it (``@app.errorhandler(404)`` runs ``errorhandler`` and gets
+      ``decorator``), and that function's callers are walked from there.
+
+    The class or enclosing function stands for the method at the method's depth (no hop). Rows
+    get "via" the class or function and "reaches" what the method reaches; enclosing functions
+    are listed as rows themselves."""
     lines_cache: dict = {}
     known = {(r["file"], r["qual"]): r for r in walk}
     seen_classes: set[tuple[str, str]] = set()
+    seen_outer: set[tuple[str, str]] = set()
+    checked_uncalled: set[tuple[str, str]] = set()
     frontier = [(s["file"], s["qual"], s["name"], s["kind"], s.get("line"), 0, s["qual"]) for s in live]
     frontier += [(r["file"], r["qual"], r["name"], r["kind"], r["line"], r["depth"], r["reaches"]) for r in walk]
     for _ in range(IMPLICIT_ROUNDS):
         starts: dict[tuple[str, str], tuple[int, str]] = {}
+        outer: dict[tuple[str, str], tuple[int, str, str]] = {}
+        uncalled: dict[tuple[str, str], tuple[tuple[str, str], int, str]] = {}
         for file, qual, name, kind, line, depth, reaches in frontier:
-            if kind != "method" or depth >= far:
+            if kind not in ("method", "function") or depth >= far:
                 continue
-            if not (_is_special(name) or _is_property(change, file, line, lines_cache)):
+            parent = (file, qual.rpartition(".")[0])
+            if kind == "function" and "." in qual and parent not in seen_outer \
+                    and (parent not in outer or depth < outer[parent][0]):
+                outer[parent] = (depth, reaches, qual)
+            if kind != "method" or parent in seen_classes:
                 continue
-            cls = (file, qual.rpartition(".")[0])
-            if cls not in seen_classes and (cls not in starts or depth < starts[cls][0]):
-                starts[cls] = (depth, reaches)
-        if not starts:
-            break
-        seen_classes.update(starts)
-        rows = ans.run(graph, "UNWIND $c AS c MATCH (k:Symbol {qual: c[1]}) WHERE k.file = c[0] AND k.kind = 'class' "
-                              "OPTIONAL MATCH (s:Symbol)-[:INHERITS*1..8]->(k) "
-                              "RETURN c[0], c[1], collect(DISTINCT [s.file, s.qual])",
-                       {"c": sorted([f, q] for f, q in starts)})
-        frontier = []
+            if _is_special(name) or _is_property(change, file, line, lines_cache):
+                if parent not in starts or depth < starts[parent][0]:
+                    starts[parent] = (depth, reaches)
+            elif not is_test_support(file) and (file, qual) not in checked_uncalled:
+                uncalled.setdefault((file, qual), (parent, depth, reaches))
+        if uncalled:  # methods nothing in the workspace calls: called on instances by other code
+            rows = ans.run(graph, "UNWIND $m AS m MATCH (s:Symbol {qual: m[1]}) WHERE s.file = m[0] "
+                                  "OPTIONAL MATCH (c:Symbol)-[:CALLS]->(s) WITH s, count(c) AS n WHERE n = 0 "
+                                  "OPTIONAL MATCH (u:Symbol) WHERE s.name IN u.unresolved_names AND u <> s "
+                                  "WITH s, count(u) AS m WHERE m = 0 RETURN s.file, s.qual", {"m": sorted([f, q] for f, q in uncalled)})
+            for f, q in rows:
+                parent, depth, reaches = uncalled[(f, q)]
+                if parent not in starts or depth < starts[parent][0]:
+                    starts[parent] = (depth, reaches)
+            checked_uncalled.update(uncalled)
         by_depth: dict[int, list[dict]] = {}
-        for cfile, cqual, subs in rows:
-            depth, reaches = starts[(cfile, cqual)]
-            for f, q in [(cfile, cqual)] + [(x[0], x[1]) for x in subs if x and x[0] is not None]:
-                by_depth.setdefault(depth, []).append({"file": f, "qual": q, "reaches": reaches})
+        if outer:  # which of the parents are functions (a nested class's method is not a closure)
+            seen_outer.update(outer)
+            rows = ans.run(graph, f"UNWIND $p AS p MATCH (s:Symbol {{qual: p[1]}}) WHERE s.file = p[0] "
+                                  f"AND s.kind IN ['function', 'method'] RETURN {queries.SYMBOL_FIELDS}",
+                           {"p": sorted([f, q] for f, q in outer)})
+            for r in rows:
+                sym = queries._sym(r)
+                depth, reaches, inner = outer[(sym["file"], sym["qual"])]
+                key = (sym["file"], sym["qual"])
+                if key not in known or max(depth, 1) < known[key]["depth"]:  # listed one hop from a changed closure
+                    known[key] = dict(sym, depth=max(depth, 1), via=inner, lines=[], resolved="closure", reaches=reaches)
+                by_depth.setdefault(depth, []).append({"file": sym["file"], "qual": sym["qual"], "reaches": reaches})
+        if starts:
+            seen_classes.update(starts)
+            rows = ans.run(graph, "UNWIND $c AS c MATCH (k:Symbol {qual: c[1]}) WHERE k.file = c[0] AND k.kind = 'class' "
+                                  "OPTIONAL MATCH (s:Symbol)-[:INHERITS*1..8]->(k) "
+                                  "RETURN c[0], c[1], collect(DISTINCT [s.file, s.qual])",
+                           {"c": sorted([f, q] for f, q in starts)})
+            for cfile, cqual, subs in rows:
+                depth, reaches = starts[(cfile, cqual)]
+                for f, q in [(cfile, cqual)] + [(x[0], x[1]) for x in subs if x and x[0] is not None]:
+                    by_depth.setdefault(depth, []).append({"file": f, "qual": q, "reaches": reaches})
+        if not by_depth:
+            break
+        frontier = []
         for depth, classes in sorted(by_depth.items()):
             reach_of = {c["qual"]: c["reaches"] for c in classes}
             found = queries.callers_of_all(graph, classes, far - depth, ans).rows
@@ -252,6 +310,10 @@ def _through_implicit_calls(graph: Graph, ans: queries.Answer, change: Change, l
                 if key not in known or r["depth"] < known[key]["depth"]:
                     known[key] = r
                     frontier.append((r["file"], r["qual"], r["name"], r["kind"], r["line"], r["depth"], r["reaches"]))
+            for c in classes:  # enclosing functions are reached: their own closures' parents next round
+                k = known.get((c["file"], c["qual"]))
+                if k is not None and k.get("resolved") == "closure":
+                    frontier.append((k["file"], k["qual"], k["name"], k["kind"], k["line"], k["depth"], k["reaches"]))
     return sorted(known.values(), key=lambda r: (r["depth"], r["file"], r["line"] or 0, r["qual"]))
 
 

@@ -2,12 +2,15 @@
 
 pytest: test files ``test_*.py`` / ``*_test.py``; ``test*`` functions, ``test*`` methods of
 ``Test*`` classes (without ``__init__``) and of ``unittest.TestCase`` subclasses; fixtures
-(``@pytest.fixture``, in ``conftest.py`` for the tests under its directory, in a test module for
-that module, in a class for that class) reach the tests and fixtures that name them as a
-parameter or in ``@pytest.mark.usefixtures``, and every test of their scope when ``autouse``;
-``setUp``/``setup_method``/… reach every test of their class, ``setup_module``/``setUpModule``
-and a test module's own module-level code every test of the module, a ``conftest.py``'s
-module-level code every test under its directory.
+(``@pytest.fixture``, under its ``name=`` if given, in ``conftest.py`` for the tests under its
+directory, in a test module for that module, in a class for that class) reach the tests and
+fixtures that name them as a parameter, in ``@pytest.mark.usefixtures`` (on the test, its class,
+or a ``pytestmark`` of its class or module) or in ``request.getfixturevalue("name")``, and every
+test of their scope when ``autouse``; ``setUp``/``setup_method``/``setUpClass``/… reach every
+test of their class, ``setup_module``/``setUpModule`` and a test module's own module-level code
+every test of the module, a ``conftest.py``'s module-level code every test under its directory.
+A test class also has the tests and setup methods of the classes of its module it inherits from
+(pytest collects ``Child::test_x`` for a ``test_x`` of a base).
 JS/TS runners (jest, vitest, mocha, node:test): files ``*.test.*``, ``*.spec.*`` and files under a
 ``__tests__/`` directory; the unit selected is the file (their tests are anonymous callbacks).
 
@@ -32,7 +35,8 @@ CLASS_SETUP = frozenset({"setUp", "tearDown", "setUpClass", "tearDownClass", "se
                          "setup_class", "teardown_class", "setup", "teardown", "asyncSetUp", "asyncTearDown"})
 MODULE_SETUP = frozenset({"setup_module", "teardown_module", "setUpModule", "tearDownModule", "setup_function",
                           "teardown_function", "setup", "teardown"})
-FILES_FORM_OVER = 40  # above this many test ids the command lists files instead
+FILES_FORM_OVER = 40  # above this many test ids the command uses ``-k`` (or the files) instead
+K_FORM_MAX = 4000  # characters of a ``-k`` expression past which the command lists files only
 SCANS = LRU(4096)  # (path, content digest) -> PyTestFile: a server or a benchmark re-reads few test files
 
 
@@ -95,7 +99,7 @@ class PyTestFile:
     path: str
     items: list[TestItem] = field(default_factory=list)
     fixtures: list[Fixture] = field(default_factory=list)
-    class_setup: dict[str, str] = field(default_factory=dict)  # in-file qual of a setup method -> class qual
+    class_setup: list[tuple[str, str]] = field(default_factory=list)  # (in-file qual of a setup method, class qual it serves)
     module_setup: set[str] = field(default_factory=set)
 
 
@@ -130,6 +134,28 @@ def _usefixtures(decorators: list[ast.expr]) -> set[str]:
     for dec in decorators:
         if isinstance(dec, ast.Call) and _decorator_name(dec).endswith("usefixtures"):
             out.update(a.value for a in dec.args if isinstance(a, ast.Constant) and isinstance(a.value, str))
+    return out
+
+
+def _pytestmark_fixtures(body: list[ast.stmt]) -> set[str]:
+    """Fixtures named by ``pytestmark = pytest.mark.usefixtures(…)`` (or a list of marks) in a
+    module or class body."""
+    out: set[str] = set()
+    for n in body:
+        if isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in n.targets):
+            marks = n.value.elts if isinstance(n.value, (ast.List, ast.Tuple)) else [n.value]
+            out |= _usefixtures(list(marks))
+    return out
+
+
+def _requested_by_name(fn) -> set[str]:
+    """Fixtures fetched by name inside ``fn``: ``request.getfixturevalue("x")``."""
+    out = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and node.func.attr in ("getfixturevalue", "getfuncargvalue") and node.args \
+                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            out.add(node.args[0].value)
     return out
 
 
@@ -200,7 +226,7 @@ def scan_python(path: str, data: bytes) -> PyTestFile:
     def function(fn, qual: str, cls: str | None, id_prefix: str, inherited: set[str], in_test_class: bool) -> None:
         fx = _fixture_info(fn)
         params = _params(fn)
-        uses = frozenset(params | _usefixtures(fn.decorator_list) | inherited)
+        uses = frozenset(params | _usefixtures(fn.decorator_list) | inherited | _requested_by_name(fn))
         if fx is not None:
             out.fixtures.append(Fixture(fx[0], path, qual, cls, uses, fx[1], _returned_class(fn),
                                         _attr_calls(fn, params, lines)))
@@ -208,25 +234,58 @@ def scan_python(path: str, data: bytes) -> PyTestFile:
             out.items.append(TestItem(f"{id_prefix}::{fn.name}", path, qual, cls, fn.lineno, uses,
                                       _attr_calls(fn, params, lines)))
         elif cls is not None and fn.name in CLASS_SETUP:
-            out.class_setup[qual] = cls
+            out.class_setup.append((qual, cls))
         elif cls is None and fn.name in MODULE_SETUP:
             out.module_setup.add(qual)
+
+    def local_bases(node: ast.ClassDef, seen: set[str]) -> list[tuple[ast.ClassDef, str]]:
+        """The classes of this module ``node`` inherits from, nearest first (module-level
+        classes only), with their in-file quals."""
+        found = []
+        for b in node.bases:
+            base = local_classes.get(_decorator_name(b))
+            if base is not None and base.name not in seen:
+                seen.add(base.name)
+                found.append((base, base.name))
+                found += local_bases(base, seen)
+        return found
 
     def klass(node: ast.ClassDef, qual: str, id_prefix: str, inherited: set[str]) -> None:
         has_init = any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "__init__" for n in node.body)
         test_class = is_testcase(node) or (node.name.startswith("Test") and not has_init)
-        uses = inherited | _usefixtures(node.decorator_list)
+        uses = inherited | _usefixtures(node.decorator_list) | _pytestmark_fixtures(node.body)
+        own = set()
         for n in node.body:
             if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                own.add(n.name)
                 function(n, f"{qual}.{n.name}", qual, id_prefix, uses, test_class)
             elif isinstance(n, ast.ClassDef) and test_class:
                 klass(n, f"{qual}.{n.name}", f"{id_prefix}::{n.name}", uses)
+        if not test_class:
+            return
+        # tests and setup methods inherited from classes of this module: pytest collects
+        # ``Child::test_x`` for a ``test_x`` defined in a base; the code is the base's
+        for base, bqual in local_bases(node, {node.name}):
+            for n in base.body:
+                if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) or n.name in own:
+                    continue
+                own.add(n.name)
+                if _fixture_info(n) is not None:
+                    continue
+                if n.name.startswith("test"):
+                    params = _params(n)
+                    out.items.append(TestItem(f"{id_prefix}::{n.name}", path, f"{bqual}.{n.name}", qual, n.lineno,
+                                              frozenset(params | _usefixtures(n.decorator_list) | uses
+                                                        | _requested_by_name(n)), _attr_calls(n, params, lines)))
+                elif n.name in CLASS_SETUP:
+                    out.class_setup.append((f"{bqual}.{n.name}", qual))
 
+    module_uses = _pytestmark_fixtures(tree.body) if is_test_module else set()
     for n in tree.body:
         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            function(n, n.name, None, path, set(), False)
+            function(n, n.name, None, path, set(module_uses), False)
         elif isinstance(n, ast.ClassDef):
-            klass(n, n.name, f"{path}::{n.name}", set())
+            klass(n, n.name, f"{path}::{n.name}", set(module_uses))
     return out
 
 
@@ -257,6 +316,10 @@ class TestIndex:
         self.conftests = [f for f in self.files if is_conftest(f)]
         self.js_tests = [f for f in self.files if is_js_test_file(f)]
         self._scanned: dict[str, PyTestFile] = {}
+        self._sites: dict | None = None
+        self._users_of: dict[tuple[str, str], tuple | None] = {}
+        self._lines: dict[str, dict[str, int]] = {}
+        self._quals: dict[str, dict] = {}
 
     def scan(self, path: str) -> PyTestFile:
         got = self._scanned.get(path)
@@ -313,18 +376,19 @@ class TestIndex:
                     for item in self._items_under(file) if is_conftest(file) else tf.items:
                         pick(item.id, item.file, "pytest", d, reaches, f"{how}; {what} of {file}")
                     continue
-                for item in tf.items:
-                    if qual == item.qual or qual.startswith(item.qual + "."):
-                        pick(item.id, file, "pytest", d, reaches, how)
-                for fx in tf.fixtures:
-                    if qual == fx.qual or qual.startswith(fx.qual + "."):
-                        key = (file, fx.qual)
-                        if key not in fixtures or d < fixtures[key][0]:
-                            fixtures[key] = (d, reaches, f"{how}; fixture '{fx.name}'")
-                for setup, cls in tf.class_setup.items():
-                    if qual == setup or qual.startswith(setup + "."):
-                        for item in tf.items:
-                            if item.cls == cls or (item.cls or "").startswith(cls + "."):
+                by_qual = self._by_qual(file)
+                parts = qual.split(".")
+                for k in range(len(parts), 0, -1):  # the symbol and what it is nested in
+                    for kind, x in by_qual.get(".".join(parts[:k]), ()):
+                        if kind == "item":
+                            pick(x.id, file, "pytest", d, reaches, how)
+                        elif kind == "fixture":
+                            key = (file, x.qual)
+                            if key not in fixtures or d < fixtures[key][0]:
+                                fixtures[key] = (d, reaches, f"{how}; fixture '{x.name}'")
+                        else:
+                            setup, items = x
+                            for item in items:
                                 pick(item.id, file, "pytest", d, reaches, f"{how}; {setup}")
         if method_hit is not None:
             self._typed_calls(method_hit, pick, fixtures)
@@ -338,33 +402,65 @@ class TestIndex:
             elif is_python_test_file(file):
                 for item in self.scan(file).items:
                     pick(item.id, file, "pytest", hops, reaches, how)
-        lines = {i.id: i.line for tf in self._scanned.values() for i in tf.items}
         for t in best.values():
-            t["line"] = lines.get(t["id"], 1)
+            if t["runner"] == "pytest":
+                if t["file"] not in self._lines:
+                    self._lines[t["file"]] = {i.id: i.line for i in self.scan(t["file"]).items}
+                t["line"] = self._lines[t["file"]].get(t["id"], 1)
         return sorted(best.values(), key=lambda t: t["id"])
+
+    def _by_qual(self, file: str) -> dict[str, list[tuple[str, object]]]:
+        """In-file qual -> what a reached symbol of that qual (or nested in it) selects in
+        ``file``: ("item", test), ("fixture", fixture), ("setup", (setup qual, [tests of the
+        class it serves])). Cached per index."""
+        got = self._quals.get(file)
+        if got is None:
+            tf = self.scan(file)
+            got = {}
+            for item in tf.items:
+                got.setdefault(item.qual, []).append(("item", item))
+            for fx in tf.fixtures:
+                got.setdefault(fx.qual, []).append(("fixture", fx))
+            for setup, cls in tf.class_setup:
+                items = [i for i in tf.items if i.cls == cls or (i.cls or "").startswith(cls + ".")]
+                got.setdefault(setup, []).append(("setup", (setup, items)))
+            self._quals[file] = got
+        return got
+
+    def _typed_sites(self) -> dict[tuple[str, str, str], tuple[Fixture, list[tuple[object, str, str]]]]:
+        """(fixture file, fixture qual, method) -> (fixture, [(test or fixture, its file,
+        parameter)]) for every method called on a fixture parameter whose fixture returns a
+        known class; read once per index (a lens resolves many symbols against it)."""
+        if self._sites is None:
+            sites: dict = {}
+            for f in self.py_tests + self.conftests:
+                tf = self.scan(f)
+                for holder in [*tf.items, *tf.fixtures]:
+                    for param, methods in sorted(holder.attr_calls.items()):
+                        fx = self.fixture_for(param, f, holder.cls)
+                        if fx is None or fx.returns is None:
+                            continue
+                        for m in sorted(methods):
+                            sites.setdefault((fx.file, fx.qual, m), (fx, []))[1].append((holder, f, param))
+            self._sites = sites
+        return self._sites
 
     def _typed_calls(self, method_hit, pick, fixtures: dict) -> None:
         """Tests and fixtures calling a method on a fixture parameter whose class's method of
         that name reaches the change: one hop more than that method."""
-        for f in self.py_tests + self.conftests:
-            tf = self.scan(f)
-            for holder in [*tf.items, *tf.fixtures]:
-                for param, methods in sorted(holder.attr_calls.items()):
-                    fx = self.fixture_for(param, f, holder.cls)
-                    if fx is None or fx.returns is None:
-                        continue
-                    for m in sorted(methods):
-                        hit = method_hit(fx, m)
-                        if hit is None:
-                            continue
-                        d, reaches, mq = hit
-                        how = f"calls {mq} ({d + 1} hop{'s' * (d > 0)}) on fixture '{param}'"
-                        if isinstance(holder, TestItem):
-                            pick(holder.id, f, "pytest", d + 1, reaches, how)
-                        else:
-                            key = (f, holder.qual)
-                            if key not in fixtures or d + 1 < fixtures[key][0]:
-                                fixtures[key] = (d + 1, reaches, f"{how}; fixture '{holder.name}'")
+        for (_, _, m), (fx, holders) in self._typed_sites().items():
+            hit = method_hit(fx, m)
+            if hit is None:
+                continue
+            d, reaches, mq = hit
+            for holder, f, param in holders:
+                how = f"calls {mq} ({d + 1} hop{'s' * (d > 0)}) on fixture '{param}'"
+                if isinstance(holder, TestItem):
+                    pick(holder.id, f, "pytest", d + 1, reaches, how)
+                else:
+                    key = (f, holder.qual)
+                    if key not in fixtures or d + 1 < fixtures[key][0]:
+                        fixtures[key] = (d + 1, reaches, f"{how}; fixture '{holder.name}'")
 
     def fixture_for(self, name: str, file: str, cls: str | None) -> Fixture | None:
         """The fixture a test or fixture of ``file`` (in class ``cls``) gets for parameter
@@ -394,6 +490,27 @@ class TestIndex:
             return [f for f in self.py_tests + self.conftests if _under(f, d)]
         return [fx.file]
 
+    def _users(self, file: str, qual: str) -> tuple[list[tuple[TestItem, str]], list[tuple[str, Fixture]]] | None:
+        """The tests ([(item, file)]) and fixtures ([(file, fixture)]) requesting the fixture
+        defined at ``qual`` of ``file`` (by name, within its scope; every test of its scope
+        when autouse); None when that is not a fixture. Cached per index."""
+        key = (file, qual)
+        if key not in self._users_of:
+            fx = next((f for f in self.scan(file).fixtures if f.qual == qual), None)
+            if fx is None:
+                self._users_of[key] = None
+                return None
+
+            def in_scope(cls: str | None) -> bool:
+                return fx.cls is None or cls == fx.cls or (cls or "").startswith(fx.cls + ".")
+            items, others = [], []
+            for vf in self._visible(fx):
+                tf = self.scan(vf)
+                items += [(item, vf) for item in tf.items if in_scope(item.cls) and (fx.name in item.uses or fx.autouse)]
+                others += [(vf, other) for other in tf.fixtures if in_scope(other.cls) and fx.name in other.uses]
+            self._users_of[key] = (items, others)
+        return self._users_of[key]
+
     def _fixtures(self, reached: dict[tuple[str, str], tuple[int, str | None, str]], pick) -> None:
         """Spread reached fixtures to the fixtures and tests that request them (by name, within
         the fixture's scope), until nothing new is reached."""
@@ -401,32 +518,42 @@ class TestIndex:
         done: dict[tuple[str, str], int] = {k: v[0] for k, v in reached.items()}
         while todo:
             (file, qual), (d, reaches, how) = todo.pop(0)
-            fx = next((f for f in self.scan(file).fixtures if f.qual == qual), None)
-            if fx is None:
+            users = self._users(file, qual)
+            if users is None:
                 continue
-            for vf in self._visible(fx):
-                tf = self.scan(vf)
-                in_scope = (lambda cls: fx.cls is None or cls == fx.cls or (cls or "").startswith(fx.cls + "."))
-                for item in tf.items:
-                    if in_scope(item.cls) and (fx.name in item.uses or fx.autouse):
-                        pick(item.id, vf, "pytest", d, reaches, how)
-                for other in tf.fixtures:
-                    key = (vf, other.qual)
-                    if in_scope(other.cls) and fx.name in other.uses and key not in done:
-                        done[key] = d
-                        todo.append((key, (d, reaches, f"{how} -> fixture '{other.name}'")))
+            items, others = users
+            for item, vf in items:
+                pick(item.id, vf, "pytest", d, reaches, how)
+            for vf, other in others:
+                key = (vf, other.qual)
+                if key not in done:
+                    done[key] = d
+                    todo.append((key, (d, reaches, f"{how} -> fixture '{other.name}'")))
 
 
 def commands(tests: list[dict]) -> dict:
-    """Runnable forms of a selection: {"pytest": command with node ids (or with files when
-    there are more than ``FILES_FORM_OVER``), "pytest_files": command with files, "files":
-    [test files], "js_files": [JS/TS test files]}."""
+    """Runnable forms of a selection: {"pytest": the command to run it, "pytest_ids": command
+    with every node id, "pytest_k": command with the test files and ``-k`` of the selected test
+    names, "pytest_files": command with the test files, "files": [test files], "js_files":
+    [JS/TS test files]} (commands None when nothing of that runner is selected).
+
+    "pytest" is the node-id form up to ``FILES_FORM_OVER`` tests; above, the ``-k`` form while
+    its expression stays under ``K_FORM_MAX`` characters, else the files form. The ``-k`` form
+    can run a few tests more than selected, never fewer: pytest matches ``-k`` names as
+    substrings of test, class and module names, within the files given."""
     py = [t for t in tests if t["runner"] == "pytest"]
     js = sorted({t["file"] for t in tests if t["runner"] == "js"})
     files = sorted({t["file"] for t in py})
-    out = {"files": files, "js_files": js, "pytest": None, "pytest_files": None}
+    out = {"files": files, "js_files": js, "pytest": None, "pytest_ids": None, "pytest_k": None, "pytest_files": None}
     if py:
-        out["pytest_files"] = "pytest " + " ".join(shlex.quote(f) for f in files)
-        out["pytest"] = (out["pytest_files"] if len(py) > FILES_FORM_OVER
-                         else "pytest " + " ".join(shlex.quote(t["id"]) for t in py))
+        quoted_files = " ".join(shlex.quote(f) for f in files)
+        out["pytest_files"] = "pytest " + quoted_files
+        out["pytest_ids"] = "pytest " + " ".join(shlex.quote(t["id"]) for t in py)
+        names = sorted({t["id"].rpartition("::")[2].split("[", 1)[0] for t in py})
+        expr = " or ".join(names)
+        out["pytest_k"] = f"pytest {quoted_files} -k {shlex.quote(expr)}"
+        if len(py) <= FILES_FORM_OVER:
+            out["pytest"] = out["pytest_ids"]
+        else:
+            out["pytest"] = out["pytest_k"] if len(expr) <= K_FORM_MAX else out["pytest_files"]
     return out

@@ -49,9 +49,10 @@ def cmd_index(ctx: Ctx) -> int:
         raise UsageError(f"no such directory: {path}")
     if not root.is_dir():
         raise UsageError(f"{path} is not a directory (index takes a workspace folder)")
-    from orbit_lsp.graph.connection import code_graph_name
+    from orbit_lsp.graph import keys
 
-    graph_name = code_graph_name(Path(os.path.realpath(root)))
+    gk = keys.workspace_key(Path(os.path.realpath(root)), ctx.settings.graph_key)
+    graph_name = gk.name
     interrupted = interrupted_build(ctx, graph_name)
 
     def start(total: int) -> None:  # inside the write lock, before any file is read
@@ -76,10 +77,16 @@ def cmd_index(ctx: Ctx) -> int:
         "notes": list(rep.notes),
     }
     if ctx.json:
+        result["branch"], result["graph_key"] = gk.branch, gk.key
+        result["parsed_paths"] = list(rep.parsed_paths)
         emit_json("index", result, top.cypher, workspace=str(indexer.root), graph=indexer.graph.name)
         return 0
     print(f"Indexed {indexer.root} ({rep.mode}) in {rep.seconds:.2f} s")
     print(f"  graph              {indexer.graph.name}")
+    if gk.key is not None:
+        print(f"  graph key          {gk.key} (shared)")
+    elif gk.branch is not None:
+        print(f"  branch             {gk.branch}")
     for note in rep.notes:
         print(f"  note               {note}")
     print(f"  files              {rep.files} ({rep.parsed} parsed, {rep.reused} unchanged)")

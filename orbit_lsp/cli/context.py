@@ -34,6 +34,7 @@ class Ctx:
         try:
             self.settings = Settings.from_env(
                 falkordb_url=args.falkordb_url,
+                graph_key=getattr(args, "graph_key", None),
                 data_dir=Path(args.data_dir).expanduser() if args.data_dir else None,
                 exclude=_exclude_patterns(getattr(args, "exclude", None)))
         except ValidationError as exc:

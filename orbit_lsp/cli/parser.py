@@ -75,6 +75,9 @@ def build_parser(only: set[str] | None = None) -> argparse.ArgumentParser:
         p.add_argument("--data-dir", metavar="DIR", default=d(None),
                        help="data dir of the embedded server and caches (default: $ORBIT_DATA_DIR "
                             "or the user data dir)")
+        p.add_argument("--graph-key", metavar="KEY", default=d(None),
+                       help="use the shared graph named KEY instead of the workspace's own graph of its "
+                            "git branch (e.g. a CI job: 'index --graph-key main'); default: $ORBIT_GRAPH_KEY")
         p.add_argument("-v", "--verbose", action="count", default=d(0),
                        help="log to stderr (-vv for debug)")
 

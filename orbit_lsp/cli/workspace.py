@@ -24,12 +24,24 @@ def registry(ctx: Ctx):
 
 
 def load_recent(ctx: Ctx) -> dict[str, float]:
-    """Root -> when ``orbit-lsp`` last indexed it."""
-    return {root: rec.indexed for root, rec in registry(ctx).load().items() if rec.indexed is not None}
+    """Root -> when ``orbit-lsp`` last indexed it (any of its graphs: branches, keys)."""
+    out: dict[str, float] = {}
+    for rec in registry(ctx).load().values():
+        if rec.indexed is not None and rec.indexed > out.get(rec.root, 0.0):
+            out[rec.root] = rec.indexed
+    return out
 
 
-def record_indexed(ctx: Ctx, root: Path) -> None:
-    registry(ctx).record(root, indexed=True)
+def record_indexed(ctx: Ctx, root: Path, graph: str | None = None) -> None:
+    registry(ctx).record(root, indexed=True, graph=graph, key=ctx.settings.graph_key)
+
+
+def graph_name(ctx: Ctx, root: Path | str) -> str:
+    """The graph of ``root`` for this command: the ``--graph-key`` one, else the folder's on its
+    checked-out git branch (``graph.keys``)."""
+    from orbit_lsp.graph import keys
+
+    return keys.graph_name(root, ctx.settings.graph_key)
 
 
 def is_within(path: Path, root: Path) -> bool:
@@ -38,7 +50,8 @@ def is_within(path: Path, root: Path) -> bool:
 
 def resolve_workspace(ctx: Ctx, file_arg: str | None = None) -> Path:
     """The workspace root whose graph answers (see the package docstring)."""
-    from orbit_lsp.graph.connection import code_graph_name
+    def code_graph_name(d) -> str:
+        return graph_name(ctx, d)
 
     if getattr(ctx.args, "workspace", None):
         root = Path(ctx.args.workspace).expanduser()
@@ -86,7 +99,7 @@ def index_workspace(ctx: Ctx, root: Path, progress=None, rebuild: bool = False):
     indexer.write_lock.on_wait = lambda: ctx.note(
         f"another orbit process is indexing {indexer.root}; waiting for it to finish")
     report = indexer.index_all(progress=progress, rebuild=rebuild)
-    record_indexed(ctx, indexer.root)
+    record_indexed(ctx, indexer.root, indexer.graph.name)
     return indexer, report
 
 
@@ -105,10 +118,9 @@ def workspace_graph(ctx: Ctx, file_arg: str | None = None):
     progress on stderr, saying so before the work starts (and when the last index of it did not
     finish)."""
     from orbit_lsp.cli.progress import ProgressBar
-    from orbit_lsp.graph.connection import code_graph_name
 
     root = resolve_workspace(ctx, file_arg)
-    graph = ctx.store.graph(code_graph_name(root))
+    graph = ctx.store.graph(graph_name(ctx, root))
     if not graph.exists():
         if interrupted_build(ctx, graph.name):
             def start(total: int) -> None:  # inside the write lock: the build is really gone
@@ -126,7 +138,7 @@ def workspace_graph(ctx: Ctx, file_arg: str | None = None):
             progress.finish()
         ctx.note(f"indexed {rep.files} files, {rep.symbols} symbols in {rep.seconds:.2f} s")
     else:
-        registry(ctx).record(root, graph=graph.name)  # its last use
+        registry(ctx).record(root, graph=graph.name, key=ctx.settings.graph_key)  # its last use
         if getattr(ctx.args, "exclude", None):
             ctx.note(f"--exclude applies when a workspace is indexed; {root} is indexed already "
                      f"(to change its graph: orbit-lsp index {root} --exclude ...)")

@@ -8,7 +8,6 @@ timeouts into ``QueryTimeout``. Nothing here retries a query.
 from __future__ import annotations
 
 import gc
-import hashlib
 import json
 import os
 import re
@@ -28,7 +27,7 @@ from orbit_lsp.config import Settings
 from orbit_lsp.graph import embedded
 from orbit_lsp.graph.errors import FalkorDBOffline, QueryRejected, QueryTimeout
 
-CODE_GRAPH_PREFIX = "orbit_code_"
+CODE_GRAPH_PREFIX = "orbit_code_"  # also graph.keys.CODE_GRAPH_PREFIX
 WRITE_TIMEOUT_MS = 120_000  # server-side timeout of bulk index writes (GraphWriter)
 MEMORY_GRAPH = "orbit_memory"
 
@@ -43,9 +42,12 @@ def marker_key(graph_name: str) -> str:
 
 def code_graph_name(workspace: Path | str) -> str:
     """``orbit_code_<id>`` for a workspace; ``id`` is derived from its real (symlink-resolved)
-    absolute path, so two workspaces never share a graph and one workspace always gets the same."""
-    real = os.path.realpath(os.path.abspath(os.fspath(workspace)))
-    return CODE_GRAPH_PREFIX + hashlib.sha256(real.encode("utf-8", "surrogateescape")).hexdigest()[:16]
+    absolute path and, in a git work tree, the branch its HEAD names (``graph.keys``): two
+    workspaces never share a graph, and one workspace on one branch always gets the same.
+    (An explicit graph key, ``Settings.graph_key``, is applied by ``keys.graph_name``.)"""
+    from orbit_lsp.graph.keys import graph_name
+
+    return graph_name(workspace)
 
 
 _JSON_KEY = re.compile(r'"([A-Za-z_][A-Za-z0-9_]*)":')

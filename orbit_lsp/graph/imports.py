@@ -16,17 +16,20 @@ from __future__ import annotations
 
 from orbit_lsp.graph.connection import Graph
 
-IMPORTERS_CYPHER = ("MATCH (b:File)<-[:IMPORTS]-(a:File) WITH b, collect(a.path) AS importers "
-                    "RETURN collect([b.path, importers])")
+IMPORTERS_CYPHER = ("MATCH (b:File)<-[e:IMPORTS]-(a:File) WITH b, collect(a.path) AS importers, "
+                    "collect(CASE WHEN e.type_only THEN a.path END) AS types "
+                    "RETURN collect([b.path, importers, types])")
 
 
 class ImportGraph:
     """The reverse IMPORTS adjacency of one graph: ``importers[path]`` = the paths of the files
-    with an IMPORTS edge to ``path``. ``cypher`` is the query it was read with
-    (``[{"query", "params"}]``)."""
+    with an IMPORTS edge to ``path``, ``type_importers[path]`` those whose edge is type-only
+    (``IMPORTS.type_only``). ``cypher`` is the query it was read with (``[{"query", "params"}]``)."""
 
-    def __init__(self, importers: dict[str, tuple[str, ...]]):
+    def __init__(self, importers: dict[str, tuple[str, ...]],
+                 type_importers: dict[str, frozenset[str]] | None = None):
         self.importers = importers
+        self.type_importers = type_importers or {}
         self.cypher = [{"query": IMPORTERS_CYPHER, "params": {}}]
 
     @classmethod
@@ -35,20 +38,22 @@ class ImportGraph:
         ``Graph.ro_query`` raises (``FalkorDBOffline``, ``QueryTimeout``)."""
         rows = graph.ro_query(IMPORTERS_CYPHER).rows
         pairs = rows[0][0] if rows and rows[0][0] else []
-        return cls({dst: tuple(srcs) for dst, srcs in pairs})
+        return cls({dst: tuple(srcs) for dst, srcs, _ in pairs},
+                   {dst: frozenset(types) for dst, _, types in pairs if types})
 
-    def dependents(self, path: str, max_hops: int) -> dict[str, int]:
+    def dependents(self, path: str, max_hops: int, run_time: bool = False) -> dict[str, int]:
         """Files that reach ``path`` through 1..``max_hops`` IMPORTS edges: {path: minimal hop
         count}; never ``path`` itself; empty for a file nothing imports (or one not in the
-        graph: callers check existence)."""
+        graph: callers check existence). ``run_time``: through edges that are not type-only."""
         hops: dict[str, int] = {}
         seen = {path}
         frontier = [path]
         for hop in range(1, max_hops + 1):
             found = []
             for f in frontier:
+                types = self.type_importers.get(f, ()) if run_time else ()
                 for d in self.importers.get(f, ()):
-                    if d not in seen:
+                    if d not in seen and d not in types:
                         seen.add(d)
                         found.append(d)
             if not found:
@@ -56,3 +61,11 @@ class ImportGraph:
             hops.update((d, hop) for d in found)
             frontier = found
         return hops
+
+    def type_only_dependents(self, path: str, max_hops: int, hops: dict[str, int] | None = None) -> set[str]:
+        """The dependents of ``path`` (``hops``: ``dependents(path, max_hops)`` when known) that
+        reach it within ``max_hops`` only through a type-only edge somewhere on the way."""
+        hops = self.dependents(path, max_hops) if hops is None else hops
+        if not self.type_importers or not hops:
+            return set()
+        return set(hops) - set(self.dependents(path, max_hops, run_time=True))

@@ -322,7 +322,9 @@ def chain_breaks(graph: Graph, srcs: list[dict], dsts: list[dict], max_len: int,
 def impact(graph: Graph, path: str, max_hops: int = MAX_HOPS, paths: bool = True,
            imports: ImportGraph | None = None) -> Answer:
     """Files that depend on ``path`` through 1..``max_hops`` IMPORTS edges, each with its
-    minimal hop count. ``rows``: [{"path", "hops"}] sorted by (hops, path); the file itself is
+    minimal hop count. ``rows``: [{"path", "hops"}] sorted by (hops, path), with ``"type_only":
+    True`` on a dependent whose every way there within ``max_hops`` has a type-only edge
+    (``IMPORTS.type_only``: it depends on the file's types only, not at run time); the file itself is
     never listed. ``total`` is their number and ``by_depth`` how many at each hop; with
     ``paths`` False only those two are computed (``rows`` stays empty). A note says when
     ``path`` is not in the graph.
@@ -338,36 +340,59 @@ def impact(graph: Graph, path: str, max_hops: int = MAX_HOPS, paths: bool = True
         if not ans.run(graph, "MATCH (f:File {path: $p}) RETURN count(f)", {"p": path})[0][0]:
             return _not_in_graph(ans, path)
         ans.cypher += imports.cypher
-        return _dependents(ans, imports.dependents(path, max_hops), paths)
-    # the file and its direct importers in one query
-    start = ans.run(graph, "MATCH (f:File {path: $p}) OPTIONAL MATCH (d)-[:IMPORTS]->(f) "
-                           "RETURN id(f), collect(DISTINCT id(d))", {"p": path})
+        found = imports.dependents(path, max_hops)
+        return _dependents(ans, found, paths, imports.type_only_dependents(path, max_hops, found) if paths else ())
+    # the file and its direct importers in one query (and whether a type-only edge is among them)
+    start = ans.run(graph, "MATCH (f:File {path: $p}) OPTIONAL MATCH (d)-[e:IMPORTS]->(f) "
+                           "RETURN id(f), collect(DISTINCT id(d)), sum(CASE WHEN e.type_only THEN 1 ELSE 0 END)",
+                    {"p": path})
     if not start:
         return _not_in_graph(ans, path)
-    q = "UNWIND $frontier AS i MATCH (f) WHERE id(f) = i MATCH (d)-[:IMPORTS]->(f) RETURN collect(DISTINCT id(d))"
-    seen = {start[0][0]}
+    q = ("UNWIND $frontier AS i MATCH (f) WHERE id(f) = i MATCH (d)-[e:IMPORTS]->(f) "
+         "RETURN collect(DISTINCT id(d)), sum(CASE WHEN e.type_only THEN 1 ELSE 0 END)")
+    hops, typed = _frontier_walk(graph, ans, start[0][0], (start[0][1], start[0][2]), q, max_hops)
+    type_only: set = set()
+    if typed and hops and paths:  # walk again without the type-only edges: who is left out
+        q_run = ("UNWIND $frontier AS i MATCH (f) WHERE id(f) = i MATCH (d)-[e:IMPORTS]->(f) "
+                 "WHERE e.type_only IS NULL OR NOT e.type_only RETURN collect(DISTINCT id(d)), sum(0)")
+        first = (ans.run(graph, q_run, {"frontier": [start[0][0]]}) or [([], 0)])[0]
+        run_time, _ = _frontier_walk(graph, ans, start[0][0], first, q_run, max_hops)
+        type_only = set(hops) - set(run_time)
+    if hops and paths:
+        path_of = dict(ans.run(graph, "UNWIND $frontier AS i MATCH (f) WHERE id(f) = i RETURN id(f), f.path",
+                               {"frontier": sorted(hops)}))
+        return _dependents(ans, {path_of[i]: h for i, h in hops.items() if i in path_of}, True,
+                           {path_of[i] for i in type_only if i in path_of})
+    return _dependents(ans, hops, False)
+
+
+def _frontier_walk(graph: Graph, ans: Answer, start: int, first: tuple, q: str, max_hops: int) -> tuple[dict, bool]:
+    """``impact``'s walk by node ids: ``first`` (importers of ``start``, type-only edges among
+    them) then one query ``q`` per hop. Returns ({id: minimal hops}, whether a type-only edge
+    was met)."""
+    seen = {start}
     hops: dict[int, int] = {}
     frontier: list[int] = []
+    typed = False
     for hop in range(1, max_hops + 1):
-        found = start[0][1] if hop == 1 else ans.run(graph, q, {"frontier": frontier})[0][0]
+        found, n_typed = first if hop == 1 else (ans.run(graph, q, {"frontier": frontier}) or [([], 0)])[0]
+        typed = typed or bool(n_typed)
         found = sorted(set(found) - seen)
         if not found:
             break
         hops.update((i, hop) for i in found)
         seen.update(found)
         frontier = found
-    if hops and paths:
-        path_of = dict(ans.run(graph, "UNWIND $frontier AS i MATCH (f) WHERE id(f) = i RETURN id(f), f.path",
-                               {"frontier": sorted(hops)}))
-        return _dependents(ans, {path_of[i]: h for i, h in hops.items() if i in path_of}, True)
-    return _dependents(ans, hops, False)
+    return hops, typed
 
 
 def _known_impact(graph: Graph, path: str, max_hops: int, paths: bool, imports: ImportGraph | None) -> Answer:
     """``impact`` of a file its caller has just found in the graph."""
     if imports is None:
         return impact(graph, path, max_hops, paths)
-    return _dependents(Answer(cypher=list(imports.cypher)), imports.dependents(path, max_hops), paths)
+    found = imports.dependents(path, max_hops)
+    return _dependents(Answer(cypher=list(imports.cypher)), found, paths,
+                       imports.type_only_dependents(path, max_hops, found) if paths else ())
 
 
 def _not_in_graph(ans: Answer, path: str) -> Answer:
@@ -376,14 +401,16 @@ def _not_in_graph(ans: Answer, path: str) -> Answer:
     return ans
 
 
-def _dependents(ans: Answer, hops: dict, paths: bool) -> Answer:
-    """Fill ``impact``'s answer from {dependent: minimal hops} (keys are paths when ``paths``)."""
+def _dependents(ans: Answer, hops: dict, paths: bool, type_only=()) -> Answer:
+    """Fill ``impact``'s answer from {dependent: minimal hops} (keys are paths when ``paths``);
+    ``type_only``: the dependents that depend on types only."""
     by_depth = [0] * max(hops.values(), default=0)
     for h in hops.values():
         by_depth[h - 1] += 1
     ans.by_depth, ans.total = by_depth, len(hops)
     if paths:
-        ans.rows = sorted(({"path": p, "hops": h} for p, h in hops.items()), key=lambda r: (r["hops"], r["path"]))
+        ans.rows = sorted(({"path": p, "hops": h, **({"type_only": True} if p in type_only else {})}
+                           for p, h in hops.items()), key=lambda r: (r["hops"], r["path"]))
     return ans
 
 
@@ -643,11 +670,41 @@ def symbol_callees(graph: Graph, path: str, qual: str, ans: Answer | None = None
     return ans
 
 
+MAX_IMPLEMENTATION_DEPTH = 16  # INHERITS hops followed down from an interface or a base class
+
+
+def symbol_implementations(graph: Graph, path: str, qual: str, ans: Answer | None = None) -> Answer:
+    """Implementations of one symbol (graph ``qual`` ``file#Type.member`` or ``file#Type``,
+    defined in ``path``): for a method of an interface or class, the same-named methods of the
+    types below it (``INHERITS``: extends, implements; up to ``MAX_IMPLEMENTATION_DEPTH`` hops);
+    for an interface or class, the classes below it. ``rows``: symbol dicts, sorted by (file,
+    line); empty when the symbol has none or is not in the graph."""
+    ans = ans or Answer()
+    found = ans.run(graph, "MATCH (s:Symbol {qual: $q}) WHERE s.file = $p RETURN s.kind", {"q": qual, "p": path})
+    if not found:
+        return ans
+    hops = f"[:INHERITS*1..{MAX_IMPLEMENTATION_DEPTH}]"
+    if found[0][0] in ("interface", "class"):
+        rows = ans.run(graph, f"MATCH (s:Symbol)-{hops}->(t:Symbol {{qual: $q}}) WHERE t.file = $p "
+                              f"AND s.kind = 'class' RETURN DISTINCT {SYMBOL_FIELDS}", {"q": qual, "p": path})
+    else:
+        owner, _, name = qual.rpartition(".")
+        if "#" not in owner:
+            return ans
+        rows = ans.run(graph, f"MATCH (d:Symbol)-{hops}->(t:Symbol {{qual: $o}}) WITH DISTINCT d "
+                              f"MATCH (s:Symbol {{qual: d.qual + $m}}) RETURN {SYMBOL_FIELDS}",
+                       {"o": owner, "m": "." + name})
+    ans.rows = sorted((_sym(r) for r in rows), key=lambda r: (r["file"], r["line"] or 0, r["qual"]))
+    return ans
+
+
 # -- workspace symbols and diagnostics (editor features) ------------------------------------------
 def workspace_symbols(graph: Graph, text: str, limit: int = 200) -> Answer:
     """Symbols (modules excluded) whose name contains ``text``, case-insensitively; an empty
     ``text`` matches every symbol. Best matches first: exact name (rank 0), then name prefix
-    (1), then the rest (2), each by (lower-cased name, file, line).
+    (1), then the rest (2), each by (lower-cased name, file, line). A ``text`` with ``.`` or
+    ``#`` is matched against qualified names (``Cart.add``, ``cart.ts#Cart.add``, in Python and
+    JS/TS alike): ending with it after a ``.`` or ``#`` ranks 0, holding it so 1, the rest 2.
 
     ``rows``: symbol dicts + ``rank``, at most ``limit``; a note says when more matched.
     One scan of the Symbol nodes (~30-60 ms on a 80k-symbol graph)."""
@@ -657,11 +714,16 @@ def workspace_symbols(graph: Graph, text: str, limit: int = 200) -> Answer:
     if not q:
         cypher = ("MATCH (s:Symbol) WHERE s.kind <> 'module' WITH s, toLower(s.name) AS n, 2 AS rank "
                   f"ORDER BY n, s.file, s.line LIMIT $limit RETURN {SYMBOL_FIELDS}, rank")
+    elif "." in q or "#" in q:  # a qualified name, or its end: ``Cart.add``, ``cart.ts#Cart.add``
+        cypher = ("MATCH (s:Symbol) WHERE s.kind <> 'module' WITH s, toLower(s.name) AS n, toLower(s.qual) AS ql "
+                  "WHERE ql CONTAINS $q WITH s, n, CASE WHEN ql = $q OR ql ENDS WITH $dq OR ql ENDS WITH $hq THEN 0 "
+                  "WHEN ql CONTAINS $dq OR ql CONTAINS $hq THEN 1 ELSE 2 END AS rank "
+                  f"ORDER BY rank, n, s.file, s.line LIMIT $limit RETURN {SYMBOL_FIELDS}, rank")
     else:
         cypher = ("MATCH (s:Symbol) WHERE s.kind <> 'module' WITH s, toLower(s.name) AS n WHERE n CONTAINS $q "
                   "WITH s, n, CASE WHEN n = $q THEN 0 WHEN n STARTS WITH $q THEN 1 ELSE 2 END AS rank "
                   f"ORDER BY rank, n, s.file, s.line LIMIT $limit RETURN {SYMBOL_FIELDS}, rank")
-    rows = ans.run(graph, cypher, {"q": q, "limit": limit + 1})
+    rows = ans.run(graph, cypher, {"q": q, "dq": "." + q, "hq": "#" + q, "limit": limit + 1})
     if len(rows) > limit:
         ans.notes.append(f"more than {limit} symbols match '{text}'; showing the first {limit}")
         rows = rows[:limit]

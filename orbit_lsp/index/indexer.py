@@ -43,7 +43,8 @@ from pathlib import Path
 
 from orbit_lsp.config import Settings
 from orbit_lsp.graph import writelock
-from orbit_lsp.graph.connection import GraphStore, code_graph_name
+from orbit_lsp.graph import keys
+from orbit_lsp.graph.connection import GraphStore
 from orbit_lsp.graph.errors import FalkorDBOffline, QueryRejected
 from orbit_lsp.graph.schema import ensure_indexes
 from orbit_lsp.graph.writer import GraphWriter
@@ -121,6 +122,7 @@ class IndexReport:
     seconds: float = 0.0
     timings: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # re-syncs and rebuilds and why
+    parsed_paths: list[str] = field(default_factory=list)  # files read and parsed again (index_all)
 
 
 def unresolved_sites(names: list[str], lines: list[int] | None) -> list[str] | None:
@@ -137,14 +139,16 @@ class WorkspaceIndexer:
     Raises ``FalkorDBOffline`` from any method that writes when FalkorDB is unreachable.
     """
 
-    def __init__(self, root: Path | str, store: GraphStore, settings: Settings | None = None):
+    def __init__(self, root: Path | str, store: GraphStore, settings: Settings | None = None,
+                 graph_name: str | None = None):
         self.root = Path(os.path.realpath(os.fspath(root)))
         self.store = store
         self.settings = settings or store.settings
-        self.graph = store.graph(code_graph_name(self.root))
+        # the folder's graph on its git branch, or the explicit key's (``graph.keys``)
+        self.graph = store.graph(graph_name or keys.graph_name(self.root, self.settings.graph_key))
         self.state: dict[str, FileState] = {}
         self.aliases: dict[str, str] = {}
-        self.filter = WorkspaceFilter(self.root, self.settings.exclude)
+        self.filter = WorkspaceFilter(self.root, self.settings.exclude, self.settings.build_output())
         self.lock = threading.RLock()
         self._last_index_time: float | None = None
         self.generation = next(_GENERATIONS)  # a new value for every change made to the graph
@@ -436,8 +440,36 @@ class WorkspaceIndexer:
         process writes the same graph. Returns an ``IndexReport`` (``notes``: why the graph was
         rebuilt or re-read); raises ``FalkorDBOffline``.
         """
+        from orbit_lsp.index import overlay
+
         with self._writing():
-            return self._index_all(progress, cancel, rebuild)
+            note = None if rebuild else overlay.seed(self)  # a shared graph or state to start from
+            rep = self._index_all(progress, cancel, rebuild)
+            if note:
+                rep.notes.insert(0, note)
+            overlay.after_index(self, rep)  # a shared graph publishes its per-file state
+            return rep
+
+    def use_graph(self, graph_name: str) -> None:
+        """Index into ``graph_name`` from now on (the folder's git branch changed): the state of
+        the previous graph is forgotten; the next ``index_all`` re-opens the new graph from its
+        cache (only files that differ from it are re-indexed) or builds it. Until then
+        ``last_index_time`` is None (the folder is not indexed)."""
+        with self.lock:
+            if graph_name == self.graph.name:
+                return
+            on_wait = self.write_lock.on_wait
+            self._token = None  # forgets the old graph's expected marker
+            self.graph = self.store.graph(graph_name)
+            self.write_lock = writelock.GraphWriteLock(self.store, graph_name, on_wait=on_wait)
+            self.state = {}
+            self._live = None
+            self._cache_token = None
+            self._cache_blobs = None
+            self._touched, self._touched_all, self._meta_dirty = set(), False, False
+            self._written_root_package = ""
+            self.imports_generation = next(_GENERATIONS)
+            self.last_index_time = None
 
     def _index_all(self, progress: Progress | None = None, cancel: threading.Event | None = None,
                    rebuild: bool = False) -> IndexReport:
@@ -448,7 +480,8 @@ class WorkspaceIndexer:
             known = self._token  # the graph as this indexer last saw it
             self._live = None  # the state is rebuilt from the disk and the cache
             walk = walk_workspace(self.root, self.settings.max_file_bytes, self.settings.exclude,
-                                  classify=False)  # _read classifies the bytes it reads
+                                  classify=False,  # _read classifies the bytes it reads
+                                  build_output=self.settings.build_output())
             self.aliases = walk.aliases
             self.skipped = dict(walk.skipped)
             timings["walk"] = time.perf_counter() - t0
@@ -495,6 +528,7 @@ class WorkspaceIndexer:
                 rep.mode = "cancelled"
                 rep.seconds = time.perf_counter() - t0
                 return rep
+            rep.parsed_paths = sorted(rel for rel, _, _, _ in to_parse)
             py = [(rel, data) for rel, data, _, _ in to_parse
                   if LANGS.get(os.path.splitext(rel)[1].lower()) == "python"]
             report_progress(progress, 0, len(to_parse), "", "parse")
@@ -812,11 +846,15 @@ class WorkspaceIndexer:
             for rel in changed:
                 resolver.set_facts(rel, self.state[rel].facts)
             resolver.invalidate(iface_changed | moved)
+            iface_changed |= resolver.python.implied(iface_changed)  # the subclass relation
         else:
             resolver = self._resolver()
             # the value flows of the graph as it stands (see resolve.resolve_fixpoint)
             resolver.seed((r, st) for r, st in old_state.items() if r in self.state)
+            for rel in changed:  # the seed holds their previous edges
+                resolver.set_facts(rel, self.state[rel].facts)
             resolver.invalidate(iface_changed | moved)
+            iface_changed |= resolver.python.implied(iface_changed)  # the subclass relation
         if set(old_state) != set(self.state):
             resolver.python.recompute_params()
         self._live = (table, resolver)

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("orbit_lsp.index")
 
 
-def _child(root: str, settings: Settings, conn, cancel) -> None:
+def _child(root: str, settings: Settings, conn, cancel, graph_name: str | None = None) -> None:
     """Child process entry point: index ``root`` and send ``("progress", done, total, rel, phase)``
     messages, then ``("done", report)`` or ``("error", text)``."""
     from orbit_lsp.graph.connection import GraphStore
@@ -39,7 +39,8 @@ def _child(root: str, settings: Settings, conn, cancel) -> None:
 
     try:
         store = GraphStore(settings)
-        ix = WorkspaceIndexer(root, store, settings)
+        ix = WorkspaceIndexer(root, store, settings, graph_name=graph_name)
+
         def forward(done: int, total: int, rel: str, phase: str = "read") -> None:
             conn.send(("progress", done, total, rel, phase))
         forward.phases = True  # every phase goes to the parent, which passes on what its callback takes
@@ -65,7 +66,7 @@ def index_all_isolated(ix: "WorkspaceIndexer", progress: "Progress | None" = Non
     parent_conn, child_conn = ctx.Pipe(duplex=False)
     child_cancel = ctx.Event()
     try:
-        proc = ctx.Process(target=_child, args=(str(ix.root), ix.settings, child_conn, child_cancel),
+        proc = ctx.Process(target=_child, args=(str(ix.root), ix.settings, child_conn, child_cancel, ix.graph.name),
                            name=f"orbit-index-{ix.root.name}", daemon=False)
         proc.start()
     except (OSError, RuntimeError) as exc:

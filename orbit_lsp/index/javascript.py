@@ -3,7 +3,8 @@
 Like ``python.py`` this is local to the file: it records definitions, module specifiers and
 call sites with small *value references* (see ``js_facts``); binding them across files is
 ``js_resolve.py``/``js_bind.py``'s job, finding the file a specifier names is ``js_modules.py``'s.
-Grammars and node readers: ``js_syntax.py``.
+Grammars and node readers: ``js_syntax.py``; declared types and type declarations:
+``js_typed.py`` (a base class of the extractor here).
 """
 
 from __future__ import annotations
@@ -13,25 +14,24 @@ from orbit_lsp.index.js_facts import (  # noqa: F401 - re-exported: the fact mod
     JS_EXTS, UNKNOWN, JsClass, JsFacts, JsImport, JsScope, JsSyntaxError)
 from orbit_lsp.index.js_syntax import (  # noqa: F401 - grammar_for and string_value re-exported
     CLASSES, FUNC_DECLS, FUNCS, SKIP, TYPE_DECLS, WRAPPERS, cjs_export_target, dynamic_import, end_col,
-    export_name, first_error, grammar_for, language, last_name, literal_import_calls, pattern_names,
+    export_name, first_error, grammar_for, last_name, literal_import_calls, pattern_names,
     require_spec, specifiers, string_value, text, unwrap)
-from orbit_lsp.index.js_types import jsdoc_tags, parameter_types, type_parameters, type_ref
+from orbit_lsp.index.js_typed import TypedDeclarations
+from orbit_lsp.index.js_types import parameter_types, type_parameters, type_ref
 from orbit_lsp.index.python import CallSite, PySymbol
 
-_JSDOC_HOLDERS = frozenset({"variable_declarator", "lexical_declaration", "variable_declaration", "export_statement",
-                            "expression_statement", "assignment_expression", "pair", "field_definition",
-                            "public_field_definition"})
 _MAX_RETURNS = 8  # return values kept per function (a longer list is as good as unknown)
 
 
-class _Extractor:
+class _Extractor(TypedDeclarations):
     def __init__(self, rel: str, js: bool = False):
         self.rel = rel
         self.type_stars: set[int] = set()  # lines of ``export type *`` the parse mended (js_parse)
         self.js = js  # a JavaScript file: JSDoc types count (TypeScript ignores them in .ts files)
         self.results: dict[str, tuple] = {}
         self.params: dict[str, tuple] = {}
-        self._callbacks: dict[int, tuple] = {}  # node id of a function passed to a call -> (scope, callee ref, i)
+        self._callbacks: dict[int, tuple] = {}  # node id of a function passed to a call -> (scope, callee ref, i, expected)
+        self._expected: dict[int, tuple] = {}  # node id of a call initialising a declared variable -> the type
         self._returns: dict[int, list] = {}  # scope index -> refs of its ``return`` values
         self._namespaces: set[int] = set()  # scope indexes of ``namespace`` bodies
         self.symbols: list[PySymbol] = []
@@ -56,12 +56,17 @@ class _Extractor:
         return f"{q}.{name}" if q else name
 
     def _add(self, qual: str, name: str, kind: str, node, name_node=None) -> bool:
+        at = name_node if name_node is not None else node
+        sym = PySymbol(qual, name, kind, node.start_point[0] + 1, node.end_point[0] + 1, at.start_point[1])
         if qual in self.seen:
+            if kind in ("function", "class"):  # ``interface F`` merged with ``function F``: the callable wins
+                for i, old in enumerate(self.symbols):
+                    if old.qual == qual and old.kind in ("interface", "type"):
+                        self.symbols[i] = sym
+                        return True
             return False
         self.seen.add(qual)
-        at = name_node if name_node is not None else node
-        self.symbols.append(PySymbol(qual, name, kind, node.start_point[0] + 1, node.end_point[0] + 1,
-                                     at.start_point[1]))
+        self.symbols.append(sym)
         return True
 
     def _import(self, spec: str | None, node, kind: str) -> None:
@@ -101,11 +106,19 @@ class _Extractor:
             return ("a", self.ref(node.child_by_field_name("object")), text(prop))
         if t == "subscript_expression":
             key = string_value(node.child_by_field_name("index"))
-            if key is None:
-                return UNKNOWN
-            return ("a", self.ref(node.child_by_field_name("object")), key)
+            obj = self.ref(node.child_by_field_name("object"))
+            if key is None:  # ``xs[i]``: an element
+                return UNKNOWN if obj == UNKNOWN else ("elem", obj)
+            return ("a", obj, key)
         if t == "new_expression":
             return ("new", self.ref(node.child_by_field_name("constructor")))
+        if t == "ternary_expression":  # either branch
+            alts = (self.ref(node.child_by_field_name("consequence")), self.ref(node.child_by_field_name("alternative")))
+            return ("alt", alts) if UNKNOWN not in alts else UNKNOWN
+        if t == "binary_expression" and node.child_by_field_name("operator") is not None \
+                and node.child_by_field_name("operator").type in ("||", "??"):  # ``a ?? b``: either
+            alts = (self.ref(node.child_by_field_name("left")), self.ref(node.child_by_field_name("right")))
+            return ("alt", alts) if UNKNOWN not in alts else UNKNOWN
         if t == "call_expression":
             spec = require_spec(node)
             if spec is not None:
@@ -138,20 +151,6 @@ class _Extractor:
         if inner is not None and inner.id in self._pending:
             return self._pending[inner.id]
         return self.ref(node)
-
-    def _jsdoc(self, node) -> dict:
-        """The JSDoc tags of the ``/** … */`` comment right before the declaration holding
-        ``node`` (JavaScript files only), else {}."""
-        if not self.js or node is None:
-            return {}
-        n = node
-        while n.parent is not None and n.parent.type in _JSDOC_HOLDERS:
-            n = n.parent
-        prev = n.prev_named_sibling
-        if prev is None or prev.type != "comment" or prev.end_point[0] < n.start_point[0] - 1:
-            return {}
-        doc = text(prev)
-        return jsdoc_tags(doc) if doc.startswith("/**") else {}
 
     def _declares_here(self) -> bool:
         """Whether declarations in the current scope are symbols (the module, a namespace)."""
@@ -191,43 +190,6 @@ class _Extractor:
         elif t in ("required_parameter", "optional_parameter"):
             self.bind_pattern(pat.child_by_field_name("pattern"), UNKNOWN)
             self.visit(pat.child_by_field_name("value"))
-
-    def _params(self, fn, documented: dict, callback: tuple | None) -> None:
-        """Bind the parameters of ``fn``: a declared type (``p: T``; JSDoc ``@param {T} p`` in
-        JavaScript, ``documented``) makes the value ``("t", T)``; an untyped parameter of a
-        function passed to a call (``callback``: (scope, callee ref, argument index)) is typed by
-        the callee's declared parameter type (``("cbp", …)``)."""
-        params = fn.child_by_field_name("parameters")
-        if params is None:
-            p = fn.child_by_field_name("parameter")
-            if p is not None:
-                tref = documented.get(text(p)) if p.type == "identifier" else None
-                if tref not in (None, UNKNOWN):
-                    self.bind_pattern(p, ("t", tref))
-                elif callback is not None and p.type == "identifier":
-                    self.bind_pattern(p, ("cbp", callback[0], callback[1], callback[2], 0))
-                else:
-                    self.bind_pattern(p, UNKNOWN)
-            return
-        for j, p in enumerate(params.named_children):
-            pat, tref = p, None
-            if p.type in ("required_parameter", "optional_parameter"):
-                pat = p.child_by_field_name("pattern")
-                tnode = p.child_by_field_name("type")
-                tref = type_ref(tnode) if tnode is not None else None
-            elif p.type == "assignment_pattern":
-                pat = p.child_by_field_name("left")
-            if tref is None and pat is not None and pat.type == "identifier":
-                tref = documented.get(text(pat))
-            if tref is None and callback is not None and pat is not None and pat.type in ("identifier", "object_pattern"):
-                tref = ("cbp", callback[0], callback[1], callback[2], j)
-            if tref not in (None, UNKNOWN) and pat is not None and pat.type in ("identifier", "object_pattern"):
-                self.bind_pattern(pat, tref if tref[0] == "cbp" else ("t", tref))
-                self.visit(p.child_by_field_name("value") if p is not pat else None)
-                if p.type == "assignment_pattern":
-                    self.visit(p.child_by_field_name("right"))
-            else:
-                self.bind_pattern(p, UNKNOWN)
 
     # -- definitions ----------------------------------------------------------------------------
     def function(self, fn, name: str | None, kind: str = "function", name_node=None, this_class=None,
@@ -324,6 +286,10 @@ class _Extractor:
                     supers = tuple(type_ref(c) for c in impl.named_children)
         idx = len(self.scopes)
         cls = self.classes.setdefault(qual, JsClass(qual, heritage, self.cur, scope=idx, supers=supers))
+        if cls.kind != "class":  # ``interface C`` merged with ``class C``: one class with both's members
+            merged = JsClass(qual, heritage, self.cur, dict(cls.members), scope=idx, supers=supers + cls.supers,
+                             fields=dict(cls.fields))
+            cls = self.classes[qual] = merged
         self.scopes.append(JsScope(qual, self.cur, this_class=qual))
         prev, self.cur = self.cur, idx
         for tname, constraint in type_parameters(node.child_by_field_name("type_parameters")):
@@ -388,97 +354,6 @@ class _Extractor:
         self.cur = prev
         return ("def", qual)
 
-    def _parameter_properties(self, ctor, cls: JsClass, class_scope: int) -> None:
-        """``constructor(private x: T)``: ``x`` is a field of type ``T``."""
-        params = ctor.child_by_field_name("parameters")
-        for p in (params.named_children if params is not None else []):
-            if p.type not in ("required_parameter", "optional_parameter"):
-                continue
-            if not any(c.type == "accessibility_modifier" or c.type == "readonly" for c in p.children):
-                continue
-            pat, tnode = p.child_by_field_name("pattern"), p.child_by_field_name("type")
-            if pat is not None and pat.type == "identifier" and tnode is not None:
-                cls.fields[text(pat)] = (class_scope, ("t", type_ref(tnode)))
-
-    def type_declaration(self, node, kind: str) -> None:
-        """An interface, type alias or enum: a symbol where declarations are symbols (the module,
-        a namespace). Interfaces and object-literal type aliases also get a ``JsClass`` (kind
-        ``interface``; their methods are symbols ``I.m``), other aliases one of kind ``alias``
-        whose ``supers[0]`` is the aliased type."""
-        n = node.child_by_field_name("name")
-        if n is None or not self._declares_here():
-            return
-        name = text(n)
-        qual = self._qual(name)
-        self._add(qual, name, kind, node, n)
-        if kind == "enum":
-            self.scope.bind(name, ("def", qual))
-            return
-        self.scope.types[name] = ("def", qual)
-        idx = len(self.scopes)
-        scope = JsScope(qual, self.cur)
-        for tname, constraint in type_parameters(node.child_by_field_name("type_parameters")):
-            scope.types[tname] = ("tp", constraint)
-        self.scopes.append(scope)
-        if kind == "type":
-            value = node.child_by_field_name("value")
-            if value is None or value.type != "object_type":
-                self.classes.setdefault(qual, JsClass(qual, None, self.cur, kind="alias", scope=idx,
-                                                      supers=(type_ref(value),)))
-                return
-            body, supers = value, ()
-        else:
-            body = node.child_by_field_name("body")
-            ext = next((c for c in node.named_children if c.type == "extends_type_clause"), None)
-            supers = tuple(type_ref(c) for c in ext.named_children) if ext is not None else ()
-        cls = self.classes.setdefault(qual, JsClass(qual, None, self.cur, kind="interface", scope=idx, supers=supers))
-        for m in (body.named_children if body is not None else []):
-            mn = m.child_by_field_name("name")
-            if mn is None or mn.type != "property_identifier":
-                continue
-            mname = text(mn)
-            tnode = m.child_by_field_name("type")
-            if m.type == "property_signature" and tnode is not None and tnode.named_children \
-                    and tnode.named_children[-1].type == "function_type":
-                ftype = tnode.named_children[-1]
-                ret = ("t", type_ref(ftype.child_by_field_name("return_type")))
-                ptypes = parameter_types(ftype.child_by_field_name("parameters"))
-            elif m.type == "method_signature":
-                ret = ("t", type_ref(m.child_by_field_name("return_type")))
-                ptypes = parameter_types(m.child_by_field_name("parameters"))
-            else:
-                if m.type == "property_signature":
-                    cls.fields[mname] = (idx, ("t", type_ref(tnode)))
-                continue
-            mq = f"{qual}.{mname}"
-            self._add(mq, mname, "method", m, mn)
-            cls.members.setdefault(mname, mq)
-            self.results.setdefault(mq, (idx, ret))
-            if any(t != UNKNOWN for t in ptypes):
-                self.params.setdefault(mq, (idx, ptypes))
-
-    def namespace(self, node) -> bool:
-        """``namespace N { … }``: a symbol ``N`` whose body is a scope; ``N`` is bound to the
-        namespace's exports. False when it is not a named namespace."""
-        n, body = node.child_by_field_name("name"), node.child_by_field_name("body")
-        if n is None or n.type != "identifier" or body is None:
-            return False
-        name = text(n)
-        qual = self._qual(name)
-        self._add(qual, name, "namespace", node, n)
-        idx = len(self.scopes)
-        self.scopes.append(JsScope(qual, self.cur))
-        self._namespaces.add(idx)
-        prev, self.cur = self.cur, idx
-        saved, self.exports = self.exports, {}
-        try:
-            self.block(body)
-        finally:
-            inner, self.exports = self.exports, saved
-            self.cur = prev
-        self.scope.bind(name, ("ns", idx, tuple(sorted(inner.items()))))
-        return True
-
     # -- statements -----------------------------------------------------------------------------
     def block(self, node) -> None:
         for ch in node.named_children:
@@ -501,8 +376,10 @@ class _Extractor:
                 ref = self.klass(v, name, name_node)
                 self.scope.bind(name, ref)
             else:
-                self._visit_value(v, name if self.cur == 0 else None)
                 declared = self._declared_type(d)
+                if declared is not None and v is not None and v.type == "call_expression":
+                    self._expected[v.id] = declared  # ``const x: C<T> = make((inst) => …)``
+                self._visit_value(v, name if self.cur == 0 else None)
                 ref = ("t", declared) if declared is not None else self._value_ref(value) if v is not None else UNKNOWN
                 if self.cur == 0 and not _is_import_ref(ref):  # ``const x = require(…)`` is an import
                     self._add(name, name, "variable", d, name_node)
@@ -517,12 +394,6 @@ class _Extractor:
             if exported:
                 for ident in pattern_names(name_node):
                     self.exports[ident] = ("n", ident)
-
-    def _declared_type(self, declarator) -> tuple | None:
-        """The declared type of a variable (``let x: T``; JSDoc ``@type {T}`` in JavaScript)."""
-        tnode = declarator.child_by_field_name("type")
-        tref = type_ref(tnode) if tnode is not None else self._jsdoc(declarator).get("type")
-        return None if tref is None or tref == UNKNOWN else tref
 
     def _visit_value(self, v, prefix: str | None = None) -> None:
         if v is None:
@@ -614,6 +485,16 @@ class _Extractor:
         elif t == "internal_module":
             if not self.namespace(node):
                 self.visit_children(node)
+        elif t == "for_in_statement":
+            left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+            op = node.child_by_field_name("operator")
+            self.visit(right)
+            if left is not None and left.type in ("identifier", "object_pattern", "array_pattern"):
+                elem = self.ref(right) if op is not None and op.type == "of" else UNKNOWN
+                self.bind_pattern(left, ("elem", elem) if elem != UNKNOWN else UNKNOWN)
+            else:
+                self.visit(left)
+            self.visit(node.child_by_field_name("body"))
         elif t == "return_statement":
             self.visit_children(node)
             if node.named_children:
@@ -682,18 +563,10 @@ class _Extractor:
             self.scope.calls.append(CallSite(fn.start_point[0] + 1, fn.start_point[1], end_col(fn),
                                              fref, last_name(fn), False, self._eval_scope))
             if fref != UNKNOWN and args is not None:
-                self._note_callbacks(args, fref)
+                self._note_callbacks(args, fref, self._expected.pop(node.id, None))
         self.visit(fn)
         if args is not None:
             self.visit_children(args)
-
-    def _note_callbacks(self, args, fref: tuple) -> None:
-        """Remember the functions passed as arguments of a call of ``fref`` (their untyped
-        parameters take the callee's declared parameter types)."""
-        for i, a in enumerate(args.named_children):
-            u = unwrap(a)
-            if u is not None and u.type in ("arrow_function", "function_expression", "function"):
-                self._callbacks[u.id] = (self.cur, fref, i)
 
     def _then_callback(self, cb, value: tuple) -> None:
         outer = self.scope
@@ -766,7 +639,8 @@ class _Extractor:
             self.visit(r)
             ref = self.ref(r)
         if left is not None and left.type == "identifier":
-            self.scope.bind(text(left), ref)
+            if not self._declared_typed(text(left)):  # a declared type wins over what is assigned
+                self.scope.bind(text(left), ref)
         elif left is not None and left.type == "member_expression" and self.scope.this_class is not None:
             obj, prop = left.child_by_field_name("object"), left.child_by_field_name("property")
             cls = self.classes.get(self.scope.this_class)
@@ -845,6 +719,15 @@ class _Extractor:
                         self.declarator(d, True)
                 return
             self.visit(decl)
+            if t == "ambient_declaration":  # ``export declare function f(): R;`` (.d.ts; ts-syntax)
+                inner = next((c for c in decl.named_children if c.type != "comment"), None)
+                if inner is not None and inner.type in ("lexical_declaration", "variable_declaration"):
+                    for d in inner.named_children:
+                        n = d.child_by_field_name("name") if d.type == "variable_declarator" else None
+                        if n is not None and n.type == "identifier":
+                            self.exports[text(n)] = ("n", text(n))
+                    return
+                decl = inner if inner is not None else decl
             n = decl.child_by_field_name("name")
             if n is not None:
                 name = text(n)
@@ -912,10 +795,13 @@ def extract(rel: str, source: bytes) -> JsFacts:
     for call, spec in literal_import_calls(root, parsed.grammar):
         if call.id not in ex._values_import_calls:
             ex._import(string_value(spec), call, "type")
+    for spec, line in parsed.type_imports:  # ``import("./x").T<A>`` types the parse mended (ts-syntax)
+        ex.imports.append(JsImport(spec, line, "type"))
     facts = JsFacts(rel=rel, lines=n_lines, symbols=ex.symbols, scopes=ex.scopes, classes=ex.classes,
                     imports=ex.imports, exports=ex.exports, stars=ex.stars, results=ex.results, params=ex.params)
     if parsed.mended:
         js_parse.restore_anonymous_default(facts)
+        js_parse.restore_names(facts, parsed.renames)
     if root.has_error:
         row, msg = first_error(root)
         raise JsSyntaxError(row + 1, f"{msg} (tree-sitter)", facts)

@@ -5,7 +5,8 @@ Values (tuples): ``("sym", file, qual, kind)`` a workspace definition, ``("mod",
 namespace, ``("inst", file, class qual)`` an instance of a workspace class or a value of a
 workspace interface, ``("obj", file, scope, items)`` an object literal or a namespace,
 ``("union", (value, …))`` one of several (a union type, several ``return`` values),
-``("promise", value)``, ``("fnv", file, scope, tref, (tref, …))`` a function of a declared type
+``("promise", value)``, ``("arr", file, scope, tref)`` an array of ``tref`` elements, ``("extf",
+file, scope, tref)`` an external function returning ``tref`` (``xs.find``), ``("fnv", file, scope, tref, (tref, …))`` a function of a declared type
 (returning ``tref``, taking parameters of those types), ``("shape", file, scope, members)`` a value of an object type literal, ``("ext",)``
 something outside the workspace (globals, packages, the language's own types); None when
 unknown. Unknown calls are counted by the caller, never matched by name.
@@ -37,6 +38,10 @@ TS_TYPES = frozenset({
 })
 _SAME_TYPE = frozenset({"Partial", "Readonly", "Required", "NonNullable", "NoInfer"})  # T's members
 _PROMISES = frozenset({"Promise", "PromiseLike"})
+_ARRAYS = frozenset({"Array", "ReadonlyArray"})
+_ELEMENT_METHODS = frozenset({"at", "shift", "pop", "find", "findLast"})  # return an element
+_ELEMENT_CALLBACKS = {"forEach": 0, "map": 0, "filter": 0, "some": 0, "every": 0, "find": 0, "findIndex": 0,
+                      "findLast": 0, "findLastIndex": 0, "flatMap": 0, "reduce": 1, "reduceRight": 1}
 GLOBALS = frozenset({
     "Array", "ArrayBuffer", "Atomics", "BigInt", "BigInt64Array", "BigUint64Array", "Boolean", "Buffer",
     "DataView", "Date", "Error", "EvalError", "FinalizationRegistry", "Float32Array", "Float64Array",
@@ -90,6 +95,9 @@ class JsBinder:
             sc = facts.scopes[idx]
             refs = sc.names.get(name)
             if refs:
+                typed = [r for r in refs if r[0] == "t"]
+                if typed:  # a declared type is the variable's type, whatever is assigned to it
+                    refs = typed[:1]
                 vals = [self.ev(rel, idx, r, depth + 1) for r in refs]
                 if len(vals) == 1:
                     return vals[0]
@@ -173,8 +181,11 @@ class JsBinder:
             return EXT if b == EXT else None
         if t == "ns":
             return ("obj", rel, ref[1], ref[2])
+        if t == "elem":
+            v = self.ev(rel, si, ref[1], depth + 1)
+            return self.type_value(v[1], v[2], v[3], depth + 1) if v is not None and v[0] == "arr" else None
         if t == "cbp":
-            return self.callback_param(rel, ref[1], ref[2], ref[3], ref[4], depth + 1)
+            return self.callback_param(rel, ref[1], ref[2], ref[3], ref[4], depth + 1, ref[5] if len(ref) > 5 else None)
         if t == "new":
             v = self.ev(rel, si, ref[1], depth + 1)
             if v is not None and v[0] == "sym" and v[3] == "class":
@@ -205,8 +216,10 @@ class JsBinder:
             return self.member(base[1], base[2], name, depth + 1)  # static members share the class body
         if t == "union":
             return _union([self.attr(v, name, depth + 1) for v in base[1]])
-        if t in ("promise", "fnv"):
+        if t in ("promise", "fnv", "extf"):
             return EXT  # then/catch/finally; call/apply/bind
+        if t == "arr":
+            return ("extf", base[1], base[2], base[3]) if name in _ELEMENT_METHODS else EXT
         if t == "shape":
             for k, tref in base[3]:
                 if k == name:
@@ -235,6 +248,8 @@ class JsBinder:
                 if base[1] in _PROMISES:
                     inner = self.type_value(rel, si, args[0], depth + 1, this)
                     return ("promise", inner) if inner is not None else EXT
+                if base[1] in _ARRAYS:
+                    return ("arr", rel, si, args[0])
                 if base[1] == "Awaited":
                     inner = self.type_value(rel, si, args[0], depth + 1, this)
                     return inner[1] if inner is not None and inner[0] == "promise" else inner
@@ -266,7 +281,9 @@ class JsBinder:
             return self.ev(rel, si, tref[1], depth + 1)
         if t == "idx":
             return self.attr(self.type_value(rel, si, tref[1], depth + 1, this), tref[2], depth + 1)
-        if t in ("ext", "arr"):
+        if t == "arr":
+            return ("arr", rel, si, tref[1])
+        if t == "ext":
             return EXT
         return None
 
@@ -358,13 +375,17 @@ class JsBinder:
         return None
 
     # -- callbacks ---------------------------------------------------------------------------------
-    def callback_param(self, rel: str, osi: int, fref: tuple, i: int, j: int, depth: int = 0):
+    def callback_param(self, rel: str, osi: int, fref: tuple, i: int, j: int, depth: int = 0,
+                       expected: tuple | None = None):
         """The value of parameter ``j`` of a function passed as argument ``i`` of a call of
         ``fref`` (scope ``osi``): from the callee's declared type of that parameter, when it is
         a function type (directly, through an alias, a union member or a type parameter's
         constraint)."""
         if fref[0] == "a":
             recv = self.ev(rel, osi, fref[1], depth + 1)
+            if recv is not None and recv[0] == "arr":  # xs.forEach((x) => …), xs.reduce((acc, x) => …)
+                k = _ELEMENT_CALLBACKS.get(fref[2])
+                return self.type_value(recv[1], recv[2], recv[3], depth + 1) if i == 0 and j == k else None
             f = self.attr(recv, fref[2], depth + 1)
         else:
             recv, f = None, self.ev(rel, osi, fref, depth + 1)
@@ -383,20 +404,39 @@ class JsBinder:
             p = facts.params.get(g[2]) if facts is not None else None
             if p is None or i >= len(p[1]):
                 continue
-            got = self._fn_param(g[1], p[0], p[1][i], j, recv, depth + 1)
+            subst = self._type_arguments(g[1], g[2], rel, osi, expected) if expected is not None else {}
+            got = self._fn_param(g[1], p[0], p[1][i], j, recv, depth + 1, subst)
             if got is not None:
                 return got
         return None
 
-    def _fn_param(self, rel: str, si: int, tref: tuple, j: int, recv, depth: int):
+    def _type_arguments(self, frel: str, fqual: str, rel: str, osi: int, expected: tuple) -> dict:
+        """Type parameters of function ``fqual`` fixed by the type its result is expected to
+        have: the callee returns ``G<T, …>`` and the variable is declared ``G<X, …>`` ->
+        ``{T: (rel, osi, X)}``."""
+        facts = self._facts(frel)
+        res = facts.results.get(fqual) if facts is not None else None
+        if res is None or res[1][0] != "t":
+            return {}
+        ret = res[1][1]
+        if ret[0] != "g" or expected[0] != "g" or _last_name(ret[1]) != _last_name(expected[1]):
+            return {}
+        return {a[1]: (rel, osi, x) for a, x in zip(ret[2], expected[2]) if a[0] == "n"}
+
+    def _fn_param(self, rel: str, si: int, tref: tuple, j: int, recv, depth: int, subst: dict | None = None):
         for _ in range(12):
             t = tref[0]
             if t == "fn":
                 ps = tref[2] if len(tref) > 2 else ()
-                return self.type_value(rel, si, ps[j], depth + 1, this=recv) if j < len(ps) else None
+                if j >= len(ps):
+                    return None
+                if subst and ps[j][0] == "n" and ps[j][1] in subst:
+                    at = subst[ps[j][1]]
+                    return self.type_value(at[0], at[1], at[2], depth + 1)
+                return self.type_value(rel, si, ps[j], depth + 1, this=recv)
             if t == "u":
                 for m in tref[1]:
-                    got = self._fn_param(rel, si, m, j, recv, depth + 1) if m[0] in ("fn", "n", "g", "q") else None
+                    got = self._fn_param(rel, si, m, j, recv, depth + 1, subst) if m[0] in ("fn", "n", "g", "q") else None
                     if got is not None:
                         return got
                 return None
@@ -495,7 +535,7 @@ class JsBinder:
             return EXT
         if t == "union":
             return _union([self.result_of(x, recv, depth + 1) for x in f[1]])
-        if t == "fnv":
+        if t in ("fnv", "extf"):
             return self.type_value(f[1], f[2], f[3], depth + 1, this=recv)
         if t != "sym" or f[3] not in ("function", "method"):
             return None
@@ -611,7 +651,7 @@ class JsBinder:
                 if w is not None and w[0] == "sym" and w[3] in ("function", "method", "class"):
                     return [(w[1], w[2], "import")], False
             return [], True
-        if v[0] == "ext":
+        if v[0] in ("ext", "extf"):
             return [], False
         return [], True
 
@@ -640,7 +680,7 @@ class JsBinder:
                 return "return"
             if t in ("t", "cbp"):
                 return "type"
-            if t in ("a", "await"):
+            if t in ("a", "await", "elem"):
                 ref = ref[1]
             elif t == "n":
                 facts = self._facts(rel)
@@ -673,6 +713,15 @@ def _union(values: list):
     if ws:
         return ws[0] if len(ws) == 1 else ("union", tuple(ws[:_MAX_UNION]))
     return EXT if values and all(v == EXT for v in values) else None
+
+
+def _last_name(tref: tuple) -> str | None:
+    """The name a type reference ends with (``ns.G`` -> ``G``)."""
+    if tref[0] == "n":
+        return tref[1]
+    if tref[0] == "q":
+        return tref[2]
+    return None
 
 
 def _mentions_this(ref: tuple) -> bool:

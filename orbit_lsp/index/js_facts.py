@@ -15,8 +15,11 @@ namespace / ``require`` / ``import x = require()``, or an exported name); ``("ob
 …))`` an object literal; ``("call", ref)`` what calling ``ref`` returns; ``("t", tref)`` a value
 of the declared type ``tref`` (annotations, ``as`` casts, JSDoc); ``("await", ref)``;
 ``("alt", (ref, …))`` one of several values (a function's ``return`` statements); ``("super",)``;
-``("cbp", scope, callee ref, i, j)`` parameter ``j`` of a function passed as argument ``i`` of a
-call of ``callee ref`` (evaluated in ``scope``), typed by the callee's declared parameter type;
+``("elem", ref)`` an element of the array ``ref`` (``xs[i]``, ``for (x of xs)``);
+``("cbp", scope, callee ref, i, j[, expected tref])`` parameter ``j`` of a function passed as
+argument ``i`` of a call of ``callee ref`` (evaluated in ``scope``), typed by the callee's
+declared parameter type (its type parameters fixed by ``expected``, the declared type of the
+variable the call initialises, when the callee returns the same generic type);
 ``("?",)`` unknown.
 
 Type references (``tref``, see ``js_types``): ``("n", name)``; ``("q", value ref, name)`` a

@@ -7,6 +7,9 @@ workspace file refers to, without reading any source file:
   .tsx .d.ts .js .jsx``), a ``.js``/``.jsx``/``.mjs``/``.cjs`` specifier naming its
   ``.ts``/``.tsx``/``.mts``/``.cts`` source, then the directory (its ``package.json``
   ``types``/``main``, then ``index.*``); a trailing ``/`` forces the directory;
+- a declaration file or build output found on the way (``a.d.ts`` beside ``a.ts``,
+  ``dist/a.d.ts`` or ``dist/a.js`` of ``src/a.ts``, see ``walk.BuildOutput``) stands for its
+  source when that is indexed, as TypeScript's project references map outputs to sources;
 - non-relative specifiers: the ``paths`` of the nearest ``tsconfig.json``/``jsconfig.json``
   (longest matching prefix, substitutions in order; relative to ``baseUrl``, or to the config
   that defines ``paths`` when there is none), then ``baseUrl``, then Node built-ins
@@ -36,6 +39,9 @@ import posixpath
 from pathlib import Path
 
 from orbit_lsp.index.resolve import canonical_path
+from orbit_lsp.index.walk import BuildOutput
+
+_BUILD_EXTS = (".d.ts", ".d.mts", ".d.cts", ".js", ".mjs", ".cjs", ".jsx")
 
 log = logging.getLogger("orbit_lsp.index")
 
@@ -153,6 +159,7 @@ class JsModules:
         self._nearest: dict[str, tuple] = {}  # rel dir -> (config that applies, config paths probed on the way)
         self._pkg_json: dict[str, dict | None] = {}  # rel dir -> its package.json
         self._packages: dict[str, str] | None = None  # workspace package name -> rel dir
+        self.build = BuildOutput(self.root)  # declaration files and build output -> their sources
 
     # -- paths ----------------------------------------------------------------------------------
     def _rel(self, abs_path: str) -> str | None:
@@ -170,7 +177,15 @@ class JsModules:
         return canonical_path(path, self.aliases)
 
     def _is_file(self, rel: str) -> str | None:
+        """The indexed file ``rel`` names: itself, or, for a declaration file or build output
+        (``walk.BuildOutput``: ``a.d.ts`` beside ``a.ts``, ``dist/a.js`` mirroring ``src/a.ts``),
+        its indexed source, whether or not the output exists (as TypeScript's project
+        references do); else None."""
         rel = self._canon(rel)
+        if rel.endswith(_BUILD_EXTS):
+            src = self.build.source(rel)
+            if src is not None and src in self.files:
+                return src
         return rel if rel in self.files else None
 
     # -- configs ----------------------------------------------------------------------------------

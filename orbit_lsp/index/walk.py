@@ -211,6 +211,121 @@ def generated_js(data: bytes) -> str | None:
     return None
 
 
+BUILD_OUTPUT_DIRS = ("dist", "build", "out")  # default ``Settings.build_output_dirs``
+_BUILD_EXTS = (".d.ts", ".d.mts", ".d.cts", ".js", ".mjs", ".cjs", ".jsx")  # longest first per stem
+_TS_SOURCES = (".ts", ".tsx", ".mts", ".cts")
+_SOURCES = _TS_SOURCES + (".js", ".jsx", ".mjs", ".cjs")
+
+
+class BuildOutput:
+    """Tells build output from sources, by paths only (``stat`` calls, cached per directory):
+
+    - a declaration file beside its source (``a.d.ts`` beside ``a.ts``/``a.tsx``/``a.js``,
+      ``.d.mts`` beside ``.mts``/``.mjs``, ``.d.cts`` beside ``.cts``/``.cjs``), and compiled
+      JavaScript beside its TypeScript
+      source (``a.js`` beside ``a.ts``, ``.mjs`` beside ``.mts``, ``.cjs`` beside ``.cts``);
+    - under a directory named in ``dirs`` (``dist``, ``build``, ``out``) beside a ``src/``, a
+      file whose module (path without its build extension, below the build directory or one
+      level further: ``dist/esm/…``) is a module of that ``src/``;
+    - in a package (a directory with ``package.json`` and a ``src/`` of TypeScript), a
+      ``.js``/``.cjs``/``.mjs``/``.d.ts``… file outside ``src/`` whose module is a TypeScript
+      module of ``src/`` (zod ships ``v3/types.js`` and ``v3/types.d.cts`` built from
+      ``src/v3/types.ts``).
+
+    ``source(rel)`` is the source file a build output was made from, else None. The walk also
+    skips the other files of a build directory found mirroring a ``src/`` (``mirrors``: bundler
+    chunks, helpers)."""
+
+    def __init__(self, root: str, dirs=BUILD_OUTPUT_DIRS):
+        self.root = root
+        self.dirs = frozenset(dirs)
+        self._isdir: dict[str, bool] = {}
+        self._isfile: dict[str, bool] = {}
+        self.mirrors: dict[str, str] = {}  # build directories found mirroring a src/ -> that src/
+        self._scanned: set[str] = set()  # build directories ``in_mirror`` listed
+
+    def _dir(self, rel: str) -> bool:
+        hit = self._isdir.get(rel)
+        if hit is None:
+            hit = self._isdir[rel] = os.path.isdir(os.path.join(self.root, *rel.split("/")))
+        return hit
+
+    def _file(self, rel: str) -> bool:
+        hit = self._isfile.get(rel)
+        if hit is None:
+            hit = self._isfile[rel] = os.path.isfile(os.path.join(self.root, *rel.split("/")))
+        return hit
+
+    def _module(self, stem: str, exts) -> str | None:
+        return next((stem + e for e in exts if self._file(stem + e)), None)
+
+    def source(self, rel: str) -> str | None:
+        low = rel.lower()
+        ext = next((e for e in _BUILD_EXTS if low.endswith(e)), None)
+        if ext is None:
+            return None
+        stem = rel[:-len(ext)]
+        beside = {".d.ts": (".ts", ".tsx", ".js", ".jsx"), ".d.mts": (".mts", ".mjs"), ".d.cts": (".cts", ".cjs"),
+                  ".js": (".ts", ".tsx"),
+                  ".jsx": (".tsx",), ".mjs": (".mts",), ".cjs": (".cts",)}[ext]
+        hit = self._module(stem, beside)
+        if hit:  # ``a.d.ts`` beside ``a.js``, itself built from ``src/a.ts``: that one
+            return (self.source(hit) if hit.endswith(_BUILD_EXTS) else None) or hit
+        parts = stem.split("/")
+        for i in range(len(parts) - 1, -1, -1):  # ancestors, nearest first ("" is the root)
+            base = "/".join(parts[:i])
+            src = f"{base}/src" if base else "src"
+            if parts[i] == "src" or not self._dir(src):
+                continue
+            rest = parts[i:]
+            if rest[0] in self.dirs:
+                for k in (1, 2):
+                    if len(rest) > k:
+                        hit = self._module(src + "/" + "/".join(rest[k:]), _SOURCES)
+                        if hit:
+                            self.mirrors[f"{base}/{rest[0]}" if base else rest[0]] = src
+                            return hit
+            elif self._file(f"{base}/package.json" if base else "package.json"):
+                hit = self._module(src + "/" + "/".join(rest), _TS_SOURCES)
+                if hit:
+                    return hit
+        return None
+
+    def in_mirror(self, rel: str) -> str | None:
+        """The build directory ``rel`` lies in when that directory mirrors a ``src/`` (one of its
+        first 2,000 files is the build output of a ``src/`` module: found by listing it once per
+        instance), else None. For single paths (the file watcher); the walk finds the same."""
+        parts = rel.split("/")
+        for i in range(len(parts) - 2, -1, -1):
+            if parts[i] not in self.dirs:
+                continue
+            base = "/".join(parts[:i])
+            top = f"{base}/{parts[i]}" if base else parts[i]
+            if top in self.mirrors:
+                return top
+            if top in self._scanned or not self._dir(f"{base}/src" if base else "src"):
+                continue
+            self._scanned.add(top)
+            seen = 0
+            for d, _, names in os.walk(os.path.join(self.root, *top.split("/"))):
+                for n in names:
+                    seen += 1
+                    r = os.path.relpath(os.path.join(d, n), self.root).replace(os.sep, "/")
+                    if self.source(r) is not None and top in self.mirrors:
+                        return top
+                if seen >= 2000:
+                    break
+        return None
+
+    def reason(self, rel: str) -> str | None:
+        """The skip reason of a build output (``"declarations of src/a.ts"``, ``"build output of
+        src/a.ts"``), else None."""
+        src = self.source(rel)
+        if src is None:
+            return None
+        return ("declarations of " if ".d." in rel.rsplit("/", 1)[-1].lower() else "build output of ") + src
+
+
 def _inside(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
@@ -218,8 +333,10 @@ def _inside(path: str, root: str) -> bool:
 class _Rules:
     """Exclusion rules shared by the walk and ``WorkspaceFilter``."""
 
-    def __init__(self, root: Path, exclude, revalidate: bool):
+    def __init__(self, root: Path, exclude, revalidate: bool, build_output=BUILD_OUTPUT_DIRS):
         self.root = str(Path(root).resolve())
+        # build output is skipped (``BuildOutput``) unless ``build_output`` is None
+        self.build = BuildOutput(self.root, build_output) if build_output is not None else None
         self.extra = pathspec.GitIgnoreSpec.from_lines(list(exclude)) if exclude else None
         self.revalidate = revalidate  # re-stat .gitignore files (watcher) or cache (walk)
         self._specs: dict[str, tuple[tuple, object]] = {}
@@ -280,14 +397,16 @@ class _Rules:
 
 
 def walk_workspace(root: Path, max_file_bytes: int = 2_000_000, exclude: list[str] = (),
-                   classify: bool = True) -> WalkResult:
+                   classify: bool = True, build_output=BUILD_OUTPUT_DIRS) -> WalkResult:
     """Walk ``root`` (see the module docstring for the rules) and return a ``WalkResult``.
+    ``build_output``: the build directory names of ``BuildOutput`` (build output is skipped
+    with its reason), or None to index build output too.
     With ``classify=False`` files are not opened: only the size limit is applied here and the
     caller, which reads each file anyway, runs ``classify_file`` on the bytes it reads.
     Unreadable files are skipped with an ``"unreadable: ..."`` reason; unreadable
     directories are logged and left out. Raises ``NotADirectoryError`` if ``root`` is not
     a directory."""
-    rules = _Rules(root, exclude, revalidate=False)
+    rules = _Rules(root, exclude, revalidate=False, build_output=build_output)
     top = rules.root
     if not os.path.isdir(top):
         raise NotADirectoryError(top)
@@ -299,7 +418,10 @@ def walk_workspace(root: Path, max_file_bytes: int = 2_000_000, exclude: list[st
 
     def add_file(rel: str, abs_: str, real: str, size: int) -> None:
         seen_files.add(real)
-        if size > max_file_bytes:
+        built = rules.build.reason(rel) if rules.build is not None else None
+        if built is not None:
+            reason = built
+        elif size > max_file_bytes:
             reason = f"larger than {max_file_bytes} bytes"
         elif not classify:
             reason = None
@@ -313,7 +435,8 @@ def walk_workspace(root: Path, max_file_bytes: int = 2_000_000, exclude: list[st
             res.files.append(SourceFile(rel, Path(abs_), LANGS[os.path.splitext(rel)[1]], size))
         else:
             res.skipped.append((rel, reason))
-            (log.warning if reason.startswith("larger") else log.info)("skipped %s: %s", rel, reason)
+            if built is None:  # build output is listed, not logged one by one
+                (log.warning if reason.startswith("larger") else log.info)("skipped %s: %s", rel, reason)
 
     while stack or links:
         if not stack:  # all reachable real dirs walked: consider symlinks in sorted order
@@ -368,6 +491,16 @@ def walk_workspace(root: Path, max_file_bytes: int = 2_000_000, exclude: list[st
             except OSError as err:
                 log.debug("ignoring %s: %s", rel, err)
         stack.extend(reversed(subdirs))
+    if rules.build is not None and rules.build.mirrors:
+        mirrors = rules.build.mirrors
+        kept = []
+        for f in res.files:
+            top = next((d for d in mirrors if f.rel.startswith(d + "/")), None)
+            if top is None:
+                kept.append(f)
+            else:
+                res.skipped.append((f.rel, f"build output ({top}/ mirrors {mirrors[top]}/)"))
+        res.files = kept
     res.files.sort(key=lambda f: f.rel)
     res.skipped.sort()
     return res
@@ -380,8 +513,8 @@ class WorkspaceFilter:
     ``exclude``. A path through a symlink is accepted only if its real in-root target would
     not be walked under its own path (so a file is not indexed under two names)."""
 
-    def __init__(self, root: Path, exclude: list[str] = ()):
-        self._rules = _Rules(root, exclude, revalidate=True)
+    def __init__(self, root: Path, exclude: list[str] = (), build_output=BUILD_OUTPUT_DIRS):
+        self._rules = _Rules(root, exclude, revalidate=True, build_output=build_output)
         self.root = Path(self._rules.root)
         self._given = os.path.abspath(root)
 
@@ -394,6 +527,12 @@ class WorkspaceFilter:
     def _lexically_ok(self, rel: str) -> bool:
         if os.path.splitext(rel)[1] not in LANGS or self._rules.builtin_excluded(rel):
             return False
+        build = self._rules.build
+        if build is not None and rel.endswith(_BUILD_EXTS):
+            build._isfile.clear()  # files come and go between events
+            build._isdir.clear()
+            if build.source(rel) is not None or build.in_mirror(rel) is not None:
+                return False
         parts = rel.split("/")
         return not any(self._rules.ignored("/".join(parts[:i]), True) for i in range(1, len(parts))) \
             and not self._rules.ignored(rel, False)

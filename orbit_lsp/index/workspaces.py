@@ -8,8 +8,8 @@ LSP: callers hand it filesystem paths.
 
 ``WorkspaceRegistry`` (``<data dir>/workspaces.json``) remembers, for each workspace root, its
 graph name, when the command line last indexed it and when any orbit process last used it
-(``orbit-lsp workspaces list|drop|prune`` reads it). Graph names are hashes of the root, so
-this file is the only way back from a graph to its folder.
+(``orbit-lsp workspaces list|drop|prune`` reads it). Graph names are hashes of the root and its
+git branch (``graph.keys``), so this file is the only way back from a graph to its folder.
 """
 
 from __future__ import annotations
@@ -54,31 +54,38 @@ def _anchored_dir_pattern(rel: str) -> str:
 
 @dataclass
 class WorkspaceRecord:
-    """One registered workspace: ``root`` (real path), ``graph`` (its code graph name),
+    """One registered code graph: ``root`` (real path of its workspace), ``graph`` (its name),
     ``indexed`` (when ``orbit-lsp`` last indexed it, ``time.time()``; None: never by the command
-    line), ``used`` (when any orbit process last indexed, served or queried it)."""
+    line), ``used`` (when any orbit process last indexed, served or queried it), ``branch`` (the
+    git branch it is the graph of, ``graph.keys.DETACHED``, or None: no git / not known) and
+    ``key`` (the explicit graph key it was opened with, else None)."""
 
     root: str
     graph: str
     indexed: float | None = None
     used: float | None = None
+    branch: str | None = None
+    key: str | None = None
 
     def to_dict(self) -> dict:
-        return {"root": self.root, "graph": self.graph, "indexed": self.indexed, "used": self.used}
+        return {"root": self.root, "graph": self.graph, "indexed": self.indexed, "used": self.used,
+                "branch": self.branch, "key": self.key}
 
 
 class WorkspaceRegistry:
-    """``<data_dir>/workspaces.json``: ``{"version": 2, "workspaces": {root: {"graph", "indexed",
-    "used"}}}`` (the first format, ``{root: indexed time}``, is read too). Updates are serialised
-    across processes with a ``flock`` on ``workspaces.json.lock`` and written atomically. A
-    convenience: failing to read or write it is logged, never raised."""
+    """``<data_dir>/workspaces.json``: ``{"version": 3, "graphs": {graph: {"root", "branch", "key",
+    "indexed", "used"}}}``, one entry per code graph (a folder has one per git branch). The
+    earlier formats (``{"version": 2, "workspaces": {root: {"graph", …}}}`` and ``{root: indexed
+    time}``) are read too. Updates are serialised across processes with a ``flock`` on
+    ``workspaces.json.lock`` and written atomically. A convenience: failing to read or write it
+    is logged, never raised."""
 
     def __init__(self, data_dir: Path | str):
         self.path = Path(data_dir).expanduser() / REGISTRY_FILE
 
     def load(self) -> dict[str, WorkspaceRecord]:
-        """Root -> record; empty when the file is missing or unreadable."""
-        from orbit_lsp.graph.connection import code_graph_name
+        """Graph name -> record; empty when the file is missing or unreadable."""
+        from orbit_lsp.graph.keys import root_graph_name
 
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
@@ -87,18 +94,39 @@ class WorkspaceRegistry:
         out: dict[str, WorkspaceRecord] = {}
         if not isinstance(data, dict):
             return out
+
+        def num(v) -> float | None:
+            return None if v is None else float(v)
+
+        if data.get("version") == 3:
+            for graph, v in (data.get("graphs") or {}).items() if isinstance(data.get("graphs"), dict) else ():
+                try:
+                    if isinstance(v, dict) and v.get("root"):
+                        out[str(graph)] = WorkspaceRecord(str(v["root"]), str(graph), num(v.get("indexed")),
+                                                          num(v.get("used")), v.get("branch"), v.get("key"))
+                except (TypeError, ValueError):
+                    continue
+            return out
         items = data.get("workspaces") if data.get("version") == 2 else data
         for root, v in (items or {}).items() if isinstance(items, dict) else ():
             try:
-                if isinstance(v, dict):
-                    out[str(root)] = WorkspaceRecord(
-                        str(root), str(v.get("graph") or code_graph_name(root)),
-                        None if v.get("indexed") is None else float(v["indexed"]),
-                        None if v.get("used") is None else float(v["used"]))
+                if isinstance(v, dict):  # version 2: root -> {graph, indexed, used}
+                    rec = WorkspaceRecord(str(root), str(v.get("graph") or root_graph_name(root)),
+                                          num(v.get("indexed")), num(v.get("used")))
                 else:  # first format: root -> when the command line indexed it
-                    out[str(root)] = WorkspaceRecord(str(root), code_graph_name(root), float(v), float(v))
+                    rec = WorkspaceRecord(str(root), root_graph_name(root), float(v), float(v))
+                out[rec.graph] = rec
             except (TypeError, ValueError):
                 continue
+        return out
+
+    def by_root(self) -> dict[str, list[WorkspaceRecord]]:
+        """Root -> its records (one per graph: per branch), most recently used first."""
+        out: dict[str, list[WorkspaceRecord]] = {}
+        for rec in self.load().values():
+            out.setdefault(rec.root, []).append(rec)
+        for recs in out.values():
+            recs.sort(key=lambda r: r.used or r.indexed or 0.0, reverse=True)
         return out
 
     @contextlib.contextmanager
@@ -113,38 +141,48 @@ class WorkspaceRegistry:
 
     def _save(self, records: dict[str, WorkspaceRecord]) -> None:
         keep = sorted(records.values(), key=lambda r: r.used or r.indexed or 0.0, reverse=True)[:REGISTRY_MAX]
-        doc = {"version": 2, "workspaces": {r.root: {"graph": r.graph, "indexed": r.indexed, "used": r.used}
-                                            for r in sorted(keep, key=lambda r: r.root)}}
+        doc = {"version": 3, "graphs": {r.graph: {"root": r.root, "branch": r.branch, "key": r.key,
+                                                  "indexed": r.indexed, "used": r.used}
+                                        for r in sorted(keep, key=lambda r: (r.root, r.graph))}}
         tmp = self.path.with_name(f"{self.path.name}.tmp{os.getpid()}.{threading.get_ident()}")
         tmp.write_text(json.dumps(doc, indent=1), encoding="utf-8")
         os.replace(tmp, self.path)
 
-    def record(self, root: Path | str, indexed: bool = False, graph: str | None = None) -> None:
-        """Note that ``root`` was used now (``indexed``: indexed by the command line now)."""
-        from orbit_lsp.graph.connection import code_graph_name
+    def record(self, root: Path | str, indexed: bool = False, graph: str | None = None,
+               key: str | None = None) -> None:
+        """Note that the graph ``graph`` of ``root`` was used now (``indexed``: indexed by the
+        command line now). ``graph`` None: the graph of ``root`` on its checked-out branch (or
+        of ``key``); its branch is read from git when ``graph`` is that branch's graph."""
+        from orbit_lsp.graph import keys
 
-        key = str(real(root))
+        path = str(real(root))
+        gk = keys.workspace_key(path, key)
+        name = graph or gk.name
+        branch = gk.branch if name == gk.name else None
         now = time.time()
         try:
             with self._locked():
                 records = self.load()
-                rec = records.get(key) or WorkspaceRecord(key, graph or code_graph_name(key))
+                rec = records.get(name) or WorkspaceRecord(path, name)
+                rec.root = path
                 rec.used = now
+                if name == gk.name:
+                    rec.branch, rec.key = branch, gk.key
                 if indexed:
                     rec.indexed = now
-                records[key] = rec
+                records[name] = rec
                 self._save(records)
         except OSError as exc:
-            log.info("could not record workspace %s in %s: %s", key, self.path, exc)
+            log.info("could not record workspace %s in %s: %s", path, self.path, exc)
 
-    def forget(self, roots: list[str]) -> None:
-        """Remove ``roots`` (as registered) from the registry."""
+    def forget(self, graphs: list[str]) -> None:
+        """Remove the records of ``graphs`` from the registry."""
         try:
             with self._locked():
                 records = self.load()
-                if any(r in records for r in roots):
-                    for r in roots:
-                        records.pop(r, None)
+                if any(g in records for g in graphs):
+                    for g in graphs:
+                        records.pop(g, None)
                     self._save(records)
         except OSError as exc:
             log.info("could not update %s: %s", self.path, exc)
@@ -179,10 +217,46 @@ class WorkspaceSet:
                     self._shallow.add(root)
                 from orbit_lsp.index.indexer import WorkspaceIndexer
 
-                ix = self._folders[root] = WorkspaceIndexer(root, self.store, self._settings_for(root))
+                ix = self._folders[root] = WorkspaceIndexer(root, self.store, self._settings_for(root),
+                                                            graph_name=self._graph_name_locked(root))
                 self._reconcile_locked(changed=root)
-                WorkspaceRegistry(self.settings.data_dir).record(root, graph=ix.graph.name)
+                WorkspaceRegistry(self.settings.data_dir).record(root, graph=ix.graph.name,
+                                                                 key=self.settings.graph_key)
             return ix
+
+    def _graph_name_locked(self, root: Path) -> str:
+        """The graph ``root`` should be served from now: the explicit key's
+        (``Settings.graph_key``) unless another served folder has it already (two folders never
+        share a graph), else the folder's on its checked-out git branch (``graph.keys``)."""
+        from orbit_lsp.graph import keys
+
+        key = self.settings.graph_key
+        if key:
+            name = keys.shared_graph_name(key)
+            if not any(ix.graph.name == name for r, ix in self._folders.items() if r != root):
+                return name
+            log.warning("graph key %r is used by another served folder already; %s gets a graph of its own",
+                        key, root)
+        return keys.graph_name(root)
+
+    def moved(self) -> list[tuple[WorkspaceIndexer, str]]:
+        """Served folders whose graph is no longer the one they should use: their git HEAD now
+        names another branch (``git checkout``/``switch``), or the graph key setting changed.
+        ``(indexer, graph name to use)``; cheap (reads each folder's HEAD file)."""
+        with self._lock:
+            out = []
+            for root, ix in self._folders.items():
+                name = self._graph_name_locked(root)
+                if name != ix.graph.name:
+                    out.append((ix, name))
+            return out
+
+    def switch(self, ix: WorkspaceIndexer, graph_name: str) -> None:
+        """Serve ``ix``'s folder from ``graph_name`` (``WorkspaceIndexer.use_graph``: waits for a
+        running index of the folder). Its owner must then index it (``index_all``): only files
+        that differ from that graph's cache are re-indexed."""
+        ix.use_graph(graph_name)
+        WorkspaceRegistry(self.settings.data_dir).record(ix.root, graph=graph_name, key=self.settings.graph_key)
 
     def remove(self, folder: Path | str) -> WorkspaceIndexer | None:
         """Stop serving ``folder``; its graph stays for the next time it is opened."""
@@ -244,7 +318,7 @@ class WorkspaceSet:
         if changed:
             from orbit_lsp.index.walk import WorkspaceFilter
 
-            ix.filter = WorkspaceFilter(ix.root, settings.exclude)
+            ix.filter = WorkspaceFilter(ix.root, settings.exclude, settings.build_output())
         return changed
 
     def _reconcile_locked(self, changed: Path) -> None:
@@ -277,7 +351,7 @@ class WorkspaceSet:
 
 @dataclass
 class GraphSize:
-    """``nodes``/``edges``: counts (None when the graph could not be read); ``memory_mb``:
+    """``files``/``nodes``/``edges``: counts (None when the graph could not be read); ``memory_mb``:
     FalkorDB's ``GRAPH.MEMORY USAGE`` total in MB (None when the server lacks the command);
     ``cache_bytes``: size of the graph's cache files under ``<data dir>/cache``."""
 
@@ -285,14 +359,16 @@ class GraphSize:
     edges: int | None = None
     memory_mb: float | None = None
     cache_bytes: int = 0
+    files: int | None = None
 
     def to_dict(self) -> dict:
-        return {"nodes": self.nodes, "edges": self.edges, "memory_mb": self.memory_mb,
+        return {"files": self.files, "nodes": self.nodes, "edges": self.edges, "memory_mb": self.memory_mb,
                 "cache_bytes": self.cache_bytes}
 
 
 NODE_COUNT = "MATCH (n) RETURN count(n)"
 EDGE_COUNT = "MATCH ()-[r]->() RETURN count(r)"
+FILE_COUNT = "MATCH (f:File) RETURN count(f)"
 
 
 def cache_files(data_dir: Path | str, graph_name: str) -> list[Path]:
@@ -310,6 +386,7 @@ def graph_size(store: GraphStore, graph_name: str, timeout_ms: int | None = None
     try:
         size.nodes = int(g.ro_query(NODE_COUNT, timeout_ms=timeout_ms).rows[0][0])
         size.edges = int(g.ro_query(EDGE_COUNT, timeout_ms=timeout_ms).rows[0][0])
+        size.files = int(g.ro_query(FILE_COUNT, timeout_ms=timeout_ms).rows[0][0])
     except (QueryRejected, QueryTimeout) as exc:
         log.info("could not count graph %s: %s", graph_name, exc)
     try:
@@ -324,12 +401,14 @@ def graph_size(store: GraphStore, graph_name: str, timeout_ms: int | None = None
 
 def drop_graph(store: GraphStore, graph_name: str) -> int:
     """Delete code graph ``graph_name``, the scratch graph of an unfinished build of it, its
-    generation marker and its cache files, holding its write lock (waits for a writer to
+    generation marker, its published state (``index.overlay``) and its cache files, holding its write lock (waits for a writer to
     finish). Returns the cache bytes freed. Refuses anything but a code graph (``ValueError``).
     Raises ``FalkorDBOffline``."""
     from orbit_lsp.graph import writelock
     from orbit_lsp.graph.connection import CODE_GRAPH_PREFIX
     from orbit_lsp.index.indexer import build_graph_name
+
+    from orbit_lsp.index import overlay
 
     if not graph_name.startswith(CODE_GRAPH_PREFIX):
         raise ValueError(f"{graph_name} is not a code graph")
@@ -338,6 +417,7 @@ def drop_graph(store: GraphStore, graph_name: str) -> int:
         store.graph(graph_name).delete()
         store.graph(build_graph_name(graph_name)).delete()
         writelock.forget_marker(store, graph_name)
+        overlay.forget(store, graph_name)
         for p in cache_files(store.settings.data_dir, graph_name):
             try:
                 n = p.stat().st_size

@@ -10,7 +10,8 @@ when it answers.
 - ``before_answer(wait_s)`` is called before every tool call: it raises ``FalkorDBOffline`` (the
   one seen last) while offline, ``NotReady`` when the first index has not finished within
   ``wait_s`` seconds, else applies the queued file changes at once (so an edit the watcher saw is
-  in the graph before the answer) and returns ``Freshness``.
+  in the graph before the answer) and returns ``Freshness``. When the folder's git branch changed
+  since the last answer (``follow_head``), its branch's graph is re-opened first.
 - ``went_offline(exc)`` starts the recovery thread: every ``RETRY_S`` seconds it reconnects
   (which restarts the embedded server) and brings the graph up to date (the server may have lost
   it), then answers are served again.
@@ -146,6 +147,8 @@ class LiveWorkspace:
             raise self.offline
         if self.failure and self.ix.last_index_time is None:
             raise NotReady(self.failure)
+        if self.follow_head():
+            return self.before_answer(wait_s)
         try:
             rels, _ = self.watcher.flush(force=False)
         except FalkorDBOffline as exc:
@@ -154,7 +157,29 @@ class LiveWorkspace:
         reindexed = -1 if rels is None else len(rels)
         return Freshness(self.ix.last_index_time, self.watcher.pending, reindexed)
 
+    def follow_head(self) -> bool:
+        """When the folder's git HEAD names another branch than its graph's (``graph.keys``):
+        serve that branch's graph, re-opened in the background (only files that differ from its
+        cache are re-indexed; a new branch starts from a shared graph or is built). True when
+        it moved."""
+        from orbit_lsp.graph import keys
+
+        name = keys.graph_name(self.root, self.settings.graph_key)
+        if name == self.ix.graph.name:
+            return False
+        with self._lock:
+            if name == self.ix.graph.name:
+                return False
+            log.info("%s changed branch: graph %s -> %s", self.root, self.ix.graph.name, name)
+            self.ready.clear()
+            self.ix.use_graph(name)
+            self._imports = None
+        threading.Thread(target=self._first_index, name="orbit-mcp-index", daemon=True).start()
+        return True
+
     def _apply(self, changes: Changes):
+        if self.follow_head():  # a checkout: the new branch's graph is re-opened, covering them
+            return set(), []
         with self._lock:
             if self.ix.last_index_time is None:  # the first index (or the recovery) covers them
                 return set(), []

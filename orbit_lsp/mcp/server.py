@@ -9,7 +9,7 @@ message the model can act on: bad arguments, a refused or timed-out query, "Falk
 protocol (logs go to stderr).
 
 ``main(argv)`` is ``orbit-lsp mcp`` / ``python -m orbit_lsp.mcp``:
-``[--workspace PATH] [--http HOST:PORT] [--tools SELECTION] [--falkordb-url URL] [--data-dir DIR] [-v]``.
+``[--workspace PATH] [--http HOST:PORT] [--tools SELECTION] [--falkordb-url URL] [--graph-key KEY] [--data-dir DIR] [-v]``.
 """
 
 from __future__ import annotations
@@ -186,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="orbit-lsp mcp", description="Serve orbit's code graph to coding agents over MCP.")
     add_arguments(p)
     p.add_argument("--falkordb-url", metavar="URL", default=None)
+    p.add_argument("--graph-key", metavar="KEY", default=None,
+                   help="use the shared graph named KEY (default: the folder's graph of its git branch)")
     p.add_argument("--data-dir", metavar="DIR", default=None)
     p.add_argument("-v", "--verbose", action="count", default=0)
     args = p.parse_args(argv)
@@ -193,7 +195,7 @@ def main(argv: list[str] | None = None) -> int:
                         logging.INFO if args.verbose else logging.WARNING,
                         format="%(levelname)s %(name)s: %(message)s")
     try:
-        settings = Settings.from_env(falkordb_url=args.falkordb_url,
+        settings = Settings.from_env(falkordb_url=args.falkordb_url, graph_key=args.graph_key,
                                      data_dir=Path(args.data_dir).expanduser() if args.data_dir else None)
         return run(args, settings)
     except (UsageProblem, ValueError) as exc:  # pydantic's ValidationError is a ValueError

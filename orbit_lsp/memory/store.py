@@ -45,8 +45,9 @@ from pathlib import Path
 from typing import Any
 
 from orbit_lsp.agent.redact import redact, text_problem
-from orbit_lsp.graph.connection import CODE_GRAPH_PREFIX, MEMORY_GRAPH, Graph, GraphStore, code_graph_name
+from orbit_lsp.graph.connection import CODE_GRAPH_PREFIX, MEMORY_GRAPH, Graph, GraphStore
 from orbit_lsp.graph.errors import QueryRejected
+from orbit_lsp.graph.keys import root_graph_name
 from orbit_lsp.graph.schema import existing_indexes
 from orbit_lsp.memory.anchors import Anchor, staleness
 from orbit_lsp.memory.concepts import concepts, question_concepts
@@ -73,8 +74,9 @@ class UnknownMemory(LookupError):
 
 
 def project_id(root: Path | str) -> str:
-    """The id of a workspace as a ``Project``: the hex part of its code graph's name."""
-    return code_graph_name(root)[len(CODE_GRAPH_PREFIX):]
+    """The id of a workspace as a ``Project``: the hex part of the name its code graph has outside
+    git (``graph.keys.root_graph_name``: one project per folder, whatever branch is checked out)."""
+    return root_graph_name(root)[len(CODE_GRAPH_PREFIX):]
 
 
 @dataclass

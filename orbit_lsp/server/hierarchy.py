@@ -76,6 +76,7 @@ class Feature:
         ls.on(types.CALL_HIERARCHY_INCOMING_CALLS, self.incoming)
         ls.on(types.CALL_HIERARCHY_OUTGOING_CALLS, self.outgoing)
         ls.on(types.WORKSPACE_SYMBOL, self.workspace_symbol, types.WorkspaceSymbolOptions(resolve_provider=False))
+        ls.on(types.TEXT_DOCUMENT_IMPLEMENTATION, self.implementation, types.ImplementationOptions())
 
     # -- items -------------------------------------------------------------------------------
     def item(self, ix: WorkspaceIndexer, s: dict, lines: Lines | AsciiLines,
@@ -168,6 +169,28 @@ class Feature:
             caller = self.lines_of(ix, row["file"], lines)
             out.append({"from": self.item(ix, row, caller, spell), "fromRanges": _sites(caller, row)})
         return out
+
+    async def implementation(self, params: types.ImplementationParams) -> list[dict] | None:
+        """Implementations of the interface, class or method at the position
+        (``queries.symbol_implementations``): locations of their names."""
+        ls = self.server
+        owner = ls.locate(params.text_document.uri)
+        if owner is None:
+            return None
+        ix, rel = owner
+        await ls.warm_lines([ix.root / rel])
+        lines = ls.lines()
+        line1, col = lines.graph_position(ix.root / rel, params.position)
+        at = await ls.answer(ix, queries.target_at, rel, line1, col)
+        syms = [r["symbol"] for r in at.rows if r["type"] == "symbol" and r["symbol"]["kind"] != "module"]
+        if not syms:
+            return None
+        ans = await ls.answer(ix, queries.symbol_implementations, syms[0]["file"], syms[0]["qual"])
+        await self._warm(ix, {row["file"] for row in ans.rows})
+        lines = ls.lines()
+        spell = ls.uri_speller(params.text_document.uri)
+        return [{"uri": it["uri"], "range": it["selectionRange"]}
+                for it in (self.item(ix, row, self.lines_of(ix, row["file"], lines), spell) for row in ans.rows)]
 
     async def outgoing(self, params: types.CallHierarchyOutgoingCallsParams) -> list[dict] | None:
         target = await self._target(params.item)

@@ -25,6 +25,16 @@ lenses sit on the buffer's lines, for the symbols the graph also has (counts fro
 buffer that does not parse gets only the file lens. Reads hold the indexer's lock (bounded wait)
 so that a lens never mixes two versions of a file that is being re-indexed.
 
+Tests lens (issue 16): on each function and method (test functions of test modules excepted) of
+a workspace that has tests, "N tests reach this" ("no test reaches this"): the tests ``orbit-lsp
+changes`` would select if that symbol alone changed (``changes.reach``; computed in resolve, for
+the lenses of a file resolved together, cached per graph generation). Its command
+``orbit.showTests`` with arguments ``[uri, {"line", "character"}, qual]`` answers
+``{"target": qual, "tests": [test dict + "uri"], "locations": [Location of each test],
+"commands": selection.commands(tests)}`` (a references-style
+list and the command lines that run them) and shows the command line with
+``window/showMessage``.
+
 ``Snapshot`` is shared with ``hover`` and the code actions; the buffer-aware graph reads
 (``lens_work``, ``targets_at``) are in ``index.buffers``.
 """
@@ -40,6 +50,8 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
+from orbit_lsp.changes.reach import test_index, tests_for
+from orbit_lsp.changes.selection import commands as test_commands, is_python_test_file
 from orbit_lsp.index.buffers import lens_counts, lens_work, targets_at
 from orbit_lsp.index.indexer import WorkspaceIndexer
 from orbit_lsp.index.walk import read_workspace_file
@@ -49,6 +61,8 @@ from orbit_lsp.server.lines import Lines
 log = logging.getLogger(__name__)
 
 SHOW_IMPACT = "orbit.showImpact"
+SHOW_TESTS = "orbit.showTests"
+TEST_LENS_KINDS = ("function", "method")
 
 
 # -- what the client sees ---------------------------------------------------------------------------
@@ -152,11 +166,24 @@ def symbol_title(name: str, counts: dict) -> str:
     return title
 
 
+def tests_title(tests: list[dict]) -> str:
+    n = len(tests)
+    return "no test reaches this" if n == 0 else f"{_plural(n, 'test')} reach{'es' * (n == 1)} this"
+
+
+def _wants_test_lens(rel: str, symbol: dict) -> bool:
+    """Functions and methods, but not the tests themselves (a test reaches only itself)."""
+    if symbol.get("kind") not in TEST_LENS_KINDS:
+        return False
+    return not (is_python_test_file(rel) and symbol.get("name", "").startswith("test"))
+
+
 # -- the feature ---------------------------------------------------------------------------------------
 class Feature:
     def __init__(self, server: OrbitServer):
         self.server = server
         self._batches: dict[tuple, list] = {}  # (indexer id, file) -> [(qual, name, future)] to read
+        self._test_batches: dict[tuple, list] = {}  # (indexer id, file) -> [(qual, future)]
         self._reading: set[asyncio.Task] = set()
 
     def register(self) -> None:
@@ -165,6 +192,7 @@ class Feature:
         ls.on(types.CODE_LENS_RESOLVE, self.resolve)
 
         ls.on_command(SHOW_IMPACT, self.show_impact)
+        ls.on_command(SHOW_TESTS, self.show_tests)
 
     async def code_lens(self, params: types.CodeLensParams) -> list[dict]:
         """The lenses as plain JSON (each a ``CodeLens`` without a command): a large file has
@@ -181,11 +209,16 @@ class Feature:
         zero = {"line": 0, "character": 0}
         lenses = [{"range": {"start": zero, "end": zero}, "data": {"uri": uri, "target": {"type": "file"}}}]
         lines = snap.lines
+        with_tests = (any(_wants_test_lens(snap.rel, s) for s in res["symbols"])
+                      and await ls.query(test_index, snap.ix) is not None)
         for s in res["symbols"]:
             line0, c = max(0, s["line"] - 1), lines.character(s["line"], s["col"])
-            lenses.append({"range": {"start": {"line": line0, "character": c},
-                                     "end": {"line": line0, "character": c + lines.units(s["name"])}},
+            rng = {"start": {"line": line0, "character": c}, "end": {"line": line0, "character": c + lines.units(s["name"])}}
+            lenses.append({"range": rng,
                            "data": {"uri": uri, "target": {"type": "symbol", "qual": s["qual"], "name": s["name"]}}})
+            if with_tests and _wants_test_lens(snap.rel, s):
+                lenses.append({"range": rng,
+                               "data": {"uri": uri, "target": {"type": "tests", "qual": s["qual"], "name": s["name"]}}})
         return lenses
 
     async def resolve(self, lens: types.CodeLens) -> dict:
@@ -196,10 +229,12 @@ class Feature:
         target = data.get("target") if data else None
         uri = data.get("uri") if data else None
         kind = target.get("type") if isinstance(target, dict) else None
-        qual, name = (target.get("qual"), target.get("name")) if kind == "symbol" else (None, "")
+        qual, name = (target.get("qual"), target.get("name")) if kind in ("symbol", "tests") else (None, "")
         if not (isinstance(uri, str) and (kind == "file" or (isinstance(qual, str) and isinstance(name, str)))):
             raise JsonRpcInvalidParams("codeLens/resolve: this lens was not made by orbit-lsp (no data)")
         owner = ls.locate(uri)
+        if kind == "tests":
+            return await self._resolve_tests(lens, data, owner, uri, qual, name)
         counts = None
         if owner is not None and owner[0].last_index_time is not None:
             counts = await self._counts(owner[0], owner[1], qual, name)
@@ -215,6 +250,47 @@ class Feature:
         return {"range": {"start": {"line": r.start.line, "character": r.start.character},
                           "end": {"line": r.end.line, "character": r.end.character}},
                 "command": {"title": title, "command": SHOW_IMPACT, "arguments": arguments}, "data": data}
+
+    async def _resolve_tests(self, lens: types.CodeLens, data: dict, owner, uri: str, qual: str, name: str) -> dict:
+        tests = None
+        if owner is not None and owner[0].last_index_time is not None:
+            tests = await self._tests(owner[0], owner[1], qual)
+        title = tests_title(tests) if tests is not None else f"tests unknown: {name} is not in the graph now"
+        r = lens.range
+        start = {"line": r.start.line, "character": r.start.character}
+        return {"range": {"start": start, "end": {"line": r.end.line, "character": r.end.character}},
+                "command": {"title": title, "command": SHOW_TESTS, "arguments": [uri, start, qual]}, "data": data}
+
+    async def _tests(self, ix: WorkspaceIndexer, rel: str, qual: str) -> list[dict] | None:
+        """The tests reaching one symbol, computed with those of the other tests lenses of the
+        same file asked for meanwhile (batched like ``_counts``)."""
+        loop = asyncio.get_running_loop()
+        key = (id(ix), rel)
+        batch = self._test_batches.get(key)
+        if batch is None:
+            batch = self._test_batches[key] = []
+            loop.call_soon(self._start_test_batch, key, ix, rel)
+        answer = loop.create_future()
+        batch.append((qual, answer))
+        return await answer
+
+    def _start_test_batch(self, key: tuple, ix: WorkspaceIndexer, rel: str) -> None:
+        task = asyncio.ensure_future(self._read_test_batch(key, ix, rel))
+        self._reading.add(task)
+        task.add_done_callback(self._reading.discard)
+
+    async def _read_test_batch(self, key: tuple, ix: WorkspaceIndexer, rel: str) -> None:
+        batch = self._test_batches.pop(key)
+        try:
+            found = await self.server.query(tests_for, ix, rel, [q for q, _ in batch])
+        except Exception as exc:  # noqa: BLE001 - every lens of the batch gets the error
+            for _, answer in batch:
+                if not answer.done():
+                    answer.set_exception(exc)
+            return
+        for q, answer in batch:
+            if not answer.done():
+                answer.set_result(found.get(q))
 
     async def _counts(self, ix: WorkspaceIndexer, rel: str, qual: str | None, name: str) -> dict | None:
         """One lens's counts, read together with those of the other lenses of the same file
@@ -276,6 +352,41 @@ class Feature:
         result["cypher"] = lookup + result["cypher"]
         ls.window_show_message(types.ShowMessageParams(types.MessageType.Info, impact_message(result)))
         return result
+
+
+    # -- orbit.showTests -----------------------------------------------------------------------
+    async def show_tests(self, *args) -> dict:
+        """``orbit.showTests(uri, position, qual)``: the tests reaching the symbol ``qual`` of
+        that document (see the module docstring), plus a showMessage with the command line."""
+        ls = self.server
+        uri = args[0] if args else None
+        qual = args[2] if len(args) > 2 else None
+        if not isinstance(uri, str) or not uri:
+            raise JsonRpcInvalidParams(f"{SHOW_TESTS} needs a document URI as its first argument")
+        _position_arg(args[1] if len(args) > 1 else None)
+        if not isinstance(qual, str) or not qual:
+            raise JsonRpcInvalidParams(f"{SHOW_TESTS} needs the symbol's qualified name as its third argument")
+        owner = ls.locate(uri)
+        if owner is None or owner[0].last_index_time is None:
+            raise JsonRpcInvalidParams(f"{SHOW_TESTS}: {uri} is not in an indexed workspace folder")
+        ix, rel = owner
+        tests = await self._tests(ix, rel, qual)
+        if tests is None:
+            msg = f"orbit: {qual} is not in the graph now"
+            tests = []
+        else:
+            cmds = test_commands(tests)
+            run = cmds["pytest"] or (("JS/TS test files " + " ".join(cmds["js_files"])) if cmds["js_files"] else "")
+            msg = f"orbit: {tests_title(tests).replace('this', qual)}" + (f": {run}" if run else "")
+        out = []
+        locations = []
+        for t in tests:
+            t_uri = ls.uri_of(ix.root / t["file"])
+            out.append(dict(t, uri=t_uri))
+            pos = {"line": max(0, t["line"] - 1), "character": 0}
+            locations.append({"uri": t_uri, "range": {"start": pos, "end": pos}})
+        ls.window_show_message(types.ShowMessageParams(types.MessageType.Info, msg))
+        return {"target": qual, "tests": out, "locations": locations, "commands": test_commands(tests)}
 
 
 def _position_arg(value: Any) -> types.Position | None:

@@ -52,6 +52,7 @@ from orbit_lsp.server.app import OrbitServer, use_lsp_lines
 log = logging.getLogger("orbit_lsp.server")
 CLIENT_TIMEOUT_S = 10.0   # longest wait for the client's answer to a server request
 LOADING_NOTICE_S = 3.0    # FalkorDB not answering after this long at start: say it is loading data
+HEAD_POLL_S = 1.0         # how often the folders' git HEAD is read (a branch switch moves the graph)
 
 
 def _settings_object(value: Any) -> Any:
@@ -105,6 +106,8 @@ class Feature:
         self.cancels: set[threading.Event] = set()  # running index_all runs (set on shutdown)
         self._connected_store = None  # the GraphStore last connected to before indexing
         self.stopping = False
+        self.head_task: asyncio.Future | None = None  # follows branch switches (``follow_heads``)
+        self.head_lock = asyncio.Lock()  # one branch switch at a time (poll, flush, settings)
 
     def register(self) -> None:
         ls = self.server
@@ -149,6 +152,42 @@ class Feature:
                 await self.index_folder(ix)
         finally:
             self.initial_index_done.set()
+            if not self.stopping:
+                self.head_task = asyncio.ensure_future(self._follow_heads())
+
+    # -- branches ------------------------------------------------------------------------------
+    async def _follow_heads(self) -> None:
+        """Every ``HEAD_POLL_S``: move folders whose git branch changed to that branch's graph."""
+        while not self.stopping:
+            await asyncio.sleep(HEAD_POLL_S)
+            try:
+                await self.follow_heads()
+            except Exception:  # noqa: BLE001 - keep following; the next poll tries again
+                log.exception("following a branch switch failed")
+
+    async def follow_heads(self) -> list[WorkspaceIndexer]:
+        """Serve every folder whose graph changed (its git HEAD names another branch, or the
+        ``graphKey`` setting changed) from its new graph, and index it: that graph is re-opened
+        from its cache, and only the files that differ from it are re-indexed (a branch seen for
+        the first time starts as a copy of the folder's previous graph or of a shared one:
+        ``index.overlay``). Runs on the ``HEAD_POLL_S`` poll and before every batch of file
+        events is applied, so a checkout's events go to the new branch's graph; events applied
+        before HEAD moved (a checkout longer than ``WATCH_MAX_DELAY_S``) went to the old graph,
+        whose cache records them: that branch re-indexes those files when it is opened again.
+        The watcher's events wait while the folder is re-opened (it is not indexed) and find
+        their files indexed already. Returns the folders moved."""
+        ls = self.server
+        moved = []
+        async with self.head_lock:
+            for ix, name in ls.workspaces.moved():
+                if self.stopping:
+                    break
+                self._log(f"orbit: {ix.root} changed branch (graph {ix.graph.name} -> {name}); re-opening it")
+                await ls.index(ls.workspaces.switch, ix, name)
+                if ix.graph.name == name:
+                    moved.append(ix)
+                    await self.index_folder(ix)
+        return moved
 
     def serve(self, folder: Path) -> WorkspaceIndexer | None:
         """Serve ``folder`` unless it is too broad (home directory, filesystem root) while the
@@ -229,13 +268,14 @@ class Feature:
         else:
             await self._pull_configuration()
         new = ls.settings
-        index_keys = ("falkordb_url", "data_dir", "exclude", "max_file_bytes")
+        index_keys = ("falkordb_url", "data_dir", "exclude", "max_file_bytes", "graph_key")
         if any(getattr(old, k) != getattr(new, k) for k in index_keys):
             if (old.falkordb_url, old.data_dir) != (new.falkordb_url, new.data_dir):
                 for ix in list(self.observers):
                     self.observers.pop(ix).stop()
                 for ix in ls.workspaces.all():
                     self.watch(ix)
+            await self.follow_heads()  # a changed graph key moves folders to another graph
             await self.reopen_all()
         elif old != new:
             ls.refresh_lenses()
@@ -460,6 +500,10 @@ class Feature:
         if self.flush_handle is not None:
             self.flush_handle.cancel()
             self.flush_handle = None
+        if self.loop is not None and self.server.workspaces.moved():
+            # a checkout: its file events belong to the new branch's graph, which is re-opened
+            # first (the events then find their files indexed already)
+            await self.follow_heads()
         now = time.monotonic()
         self.burst_start = None
         batch: dict[Path, _Pending] = {}
@@ -537,6 +581,8 @@ class Feature:
         """Stop watching and cancel running indexing, so ``exit`` does not wait for it."""
         self.stopping = True
         self.server.heap.stop()
+        if self.head_task is not None:
+            self.head_task.cancel()
         if self.flush_handle is not None:
             self.flush_handle.cancel()
             self.flush_handle = None

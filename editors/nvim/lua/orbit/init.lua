@@ -18,7 +18,8 @@ M.defaults = {
   cmd_env = nil, -- e.g. { OPENAI_API_KEY = os.getenv("MY_KEY") }: the API key is never a setting
   filetypes = { "python", "javascript", "javascriptreact", "typescript", "typescriptreact" },
   root_markers = { "pyproject.toml", "package.json", ".git" },
-  -- falkordbUrl, maxHops, exclude, agent = { baseUrl, model, fallbackModels }, indexHomeOrRoot;
+  -- falkordbUrl, maxHops, exclude, agent = { baseUrl, model, fallbackModels }, indexHomeOrRoot, graphKey,
+  -- baseGraphKey (shared graphs: see the README, "Branches and shared graphs");
   -- looseFolders = "shallow": a file outside any project (no root marker) gets its folder's own
   -- files indexed, not the whole tree below it ("recursive" to index it all)
   settings = { orbit = { looseFolders = "shallow" } },
@@ -585,6 +586,35 @@ end
 vim.lsp.commands["orbit.showImpact"] = function(command)
   local args = command.arguments or {}
   M.impact(args[1], args[2])
+end
+
+-- the "N tests reach this" lens: the server's answer (its command line comes as a message) and
+-- the tests in the quickfix list, opened
+vim.lsp.commands["orbit.showTests"] = function(command, ctx)
+  local client = (ctx and ctx.client_id and vim.lsp.get_client_by_id(ctx.client_id)) or client_for(ctx and ctx.bufnr)
+  if not client then
+    vim.notify("orbit: no orbit-lsp client for this buffer", vim.log.levels.WARN)
+    return
+  end
+  request(client, "workspace/executeCommand", { command = command.command, arguments = command.arguments },
+    function(err, r)
+      vim.schedule(function()
+        if err then
+          M.last_tests = { err = err }
+          vim.notify(error_text("orbit.showTests", err), vim.log.levels.ERROR)
+          return
+        end
+        local items = {}
+        for _, x in ipairs(r.tests or {}) do
+          table.insert(items, { filename = vim.uri_to_fname(x.uri), lnum = x.line or 1, text = x.id .. " — " .. x.reason })
+        end
+        vim.fn.setqflist({}, " ", { title = "Orbit: tests reaching " .. tostring(r.target), items = items })
+        M.last_tests = { result = r }
+        if #items > 0 then
+          vim.cmd("copen")
+        end
+      end)
+    end, ctx and ctx.bufnr)
 end
 
 -- "Orbit: propose a change…": ask what to change, then run the server's command with it (the

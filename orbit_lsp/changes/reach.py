@@ -1,0 +1,234 @@
+"""Which tests reach given symbols: for each symbol, the tests ``orbit-lsp changes`` would select
+if that symbol alone changed (the "N tests reach this" code lens and its command).
+
+``tests_reaching(graph, targets, index, ...)`` fetches once the part of the call graph above all
+the targets together (their transitive callers over ``CALLS``, up to ``test_depth`` hops, in one
+query per hop), then walks it in memory from each target: the same rules as the selection of
+``impact.analyse`` — a special method (``__init__``, ``__enter__``, ``__call__``…) or a property
+stands for its class and subclasses, and so does a method nothing in the workspace calls, bound or
+unbound (others call it on instances), a closure for the function defining it, whose callers are
+walked at the method's depth; tests are
+picked by ``selection.TestIndex`` (fixtures by parameter name, ``usefixtures``, ``autouse``,
+setup methods, module-level code of test modules, methods called on fixture values). Raises what
+graph reads raise (``FalkorDBOffline``, ``QueryTimeout``).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Callable
+
+from orbit_lsp.changes.impact import DEFAULT_TEST_DEPTH, PROPERTY_DECORATORS, _fixture_classes, _is_special, in_file_qual
+from orbit_lsp.changes.selection import TestIndex, is_test_support
+from orbit_lsp.graph import queries
+from orbit_lsp.graph.cache import ANSWERS
+from orbit_lsp.graph.connection import Graph
+from orbit_lsp.index.walk import read_workspace_file
+from orbit_lsp.lru import LRU
+
+Key = tuple[str, str]  # (workspace-relative file, graph qual)
+
+
+class _Lines:
+    """Source lines of files read on demand (the property check)."""
+
+    def __init__(self, read: Callable[[str], bytes | None]):
+        self.read = read
+        self.cache: dict[str, list[str]] = {}
+
+    def is_property(self, file: str, line: int | None) -> bool:
+        if not line:
+            return False
+        if file not in self.cache:
+            data = self.read(file)
+            self.cache[file] = data.decode("utf-8", "replace").splitlines() if data is not None else []
+        lines = self.cache[file]
+        k = line - 1
+        if not (0 <= k < len(lines) and lines[k].lstrip().startswith("@")):
+            k -= 1
+        while 0 <= k < len(lines) and lines[k].lstrip().startswith("@"):
+            if PROPERTY_DECORATORS.match(lines[k]):
+                return True
+            k -= 1
+        return False
+
+
+def tests_reaching(graph: Graph, targets: list[dict], index: TestIndex, root_package: str = "",
+                   read: Callable[[str], bytes | None] | None = None, test_depth: int = DEFAULT_TEST_DEPTH,
+                   ans: queries.Answer | None = None) -> dict[Key, list[dict]]:
+    """For each target (dicts with "file", "qual" (graph qual), "name", "kind", "line"), the
+    tests that reach it: ``{(file, qual): [test dict as in Selection.tests]}`` (sorted by id; a
+    target no test reaches maps to []). ``index`` holds the workspace's test files; ``read``
+    gives a file's bytes (the property check; default ``index.read``); ``ans`` collects the
+    Cypher run."""
+    ans = ans if ans is not None else queries.Answer()
+    read = read or index.read
+    lines = _Lines(read)
+    info: dict[Key, dict] = {(t["file"], t["qual"]): t for t in targets}
+    callers_of: dict[Key, set[Key]] = {}
+    stands_for: dict[Key, set[Key]] = {}  # special method / property -> its class and subclasses (no hop)
+    seen: set[Key] = set(info)
+    frontier = sorted(seen)
+    depth = 0
+    while frontier and depth < test_depth:
+        methods = [k for k in frontier if info[k].get("kind") == "method"]
+        implicit = [k for k in methods if _is_special(info[k]["name"]) or lines.is_property(k[0], info[k].get("line"))]
+        others = [k for k in methods if k not in set(implicit) and not is_test_support(k[0])]
+        if others:  # methods nothing in the workspace calls: called on instances by other code
+            rows = ans.run(graph, "UNWIND $m AS m MATCH (s:Symbol {qual: m[1]}) WHERE s.file = m[0] "
+                                  "OPTIONAL MATCH (c:Symbol)-[:CALLS]->(s) WITH s, count(c) AS n WHERE n = 0 "
+                                  "OPTIONAL MATCH (u:Symbol) WHERE s.name IN u.unresolved_names AND u <> s "
+                                  "WITH s, count(u) AS m WHERE m = 0 RETURN s.file, s.qual", {"m": [list(k) for k in others]})
+            implicit += [(f, q) for f, q in rows]
+        if implicit:
+            classes = {k: (k[0], k[1].rpartition(".")[0]) for k in implicit}
+            rows = ans.run(graph, "UNWIND $c AS c MATCH (k:Symbol {qual: c[1]}) WHERE k.file = c[0] AND k.kind = 'class' "
+                                  "OPTIONAL MATCH (s:Symbol)-[:INHERITS*1..8]->(k) "
+                                  "RETURN c[0], c[1], collect(DISTINCT [s.file, s.qual, s.name, s.line])",
+                           {"c": [list(c) for c in sorted(set(classes.values()))]})
+            family: dict[Key, list[Key]] = {}
+            for cfile, cqual, subs in rows:
+                keys = [(cfile, cqual)]
+                info.setdefault((cfile, cqual), {"file": cfile, "qual": cqual, "name": cqual.rpartition(".")[2],
+                                                 "kind": "class", "line": None})
+                for s in subs:
+                    if s and s[0] is not None:
+                        keys.append((s[0], s[1]))
+                        info.setdefault((s[0], s[1]), {"file": s[0], "qual": s[1], "name": s[2], "kind": "class",
+                                                       "line": s[3]})
+                family[(cfile, cqual)] = keys
+            for m, c in classes.items():
+                for k in family.get(c, []):
+                    stands_for.setdefault(m, set()).add(k)
+                    if k not in seen:
+                        seen.add(k)
+                        frontier.append(k)
+        nested = {k: (k[0], k[1].rpartition(".")[0]) for k in frontier if info[k].get("kind") == "function"}
+        if nested:  # closures stand for the function that defines them
+            rows = ans.run(graph, "UNWIND $p AS p MATCH (s:Symbol {qual: p[1]}) WHERE s.file = p[0] "
+                                  "AND s.kind IN ['function', 'method'] RETURN s.file, s.qual, s.name, s.kind, s.line",
+                           {"p": [list(c) for c in sorted(set(nested.values()))]})
+            parents = {(f, q): {"file": f, "qual": q, "name": n, "kind": k, "line": ln} for f, q, n, k, ln in rows}
+            for inner, parent in nested.items():
+                if parent in parents:
+                    stands_for.setdefault(inner, set()).add(parent)
+                    if parent not in seen:
+                        seen.add(parent)
+                        info[parent] = parents[parent]
+                        frontier.append(parent)
+        rows = ans.run(graph, "UNWIND $f AS t MATCH (c:Symbol)-[:CALLS]->(s:Symbol {qual: t[1]}) WHERE s.file = t[0] "
+                              "RETURN s.file, s.qual, c.file, c.qual, c.name, c.kind, c.line",
+                       {"f": [list(k) for k in frontier]})
+        nxt = []
+        for sfile, squal, cfile, cqual, cname, ckind, cline in rows:
+            ck = (cfile, cqual)
+            callers_of.setdefault((sfile, squal), set()).add(ck)
+            if ck not in seen:
+                seen.add(ck)
+                info[ck] = {"file": cfile, "qual": cqual, "name": cname, "kind": ckind, "line": cline}
+                nxt.append(ck)
+        frontier = sorted(nxt)
+        depth += 1
+
+    classes_of_fixture: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    test_local: dict[Key, tuple[str, str] | None | bool] = {}  # graph key -> (test file, in-file qual) | None
+    out: dict[Key, list[dict]] = {}
+    for t in targets:
+        start = (t["file"], t["qual"])
+        dist = {start: 0}
+        todo = deque([start])
+        while todo:  # 0-1 BFS: a class stands for its special method at the same depth
+            u = todo.popleft()
+            d = dist[u]
+            for k in stands_for.get(u, ()):
+                if dist.get(k, test_depth + 1) > d:
+                    dist[k] = d
+                    todo.appendleft(k)
+            if d < test_depth:
+                for k in callers_of.get(u, ()):
+                    if dist.get(k, test_depth + 1) > d + 1:
+                        dist[k] = d + 1
+                        todo.append(k)
+        reached: dict = {}
+        for key, d in dist.items():
+            local = test_local.get(key, False)
+            if local is False:
+                local = test_local[key] = (key[0], in_file_qual(key[0], key[1], root_package)) \
+                    if is_test_support(key[0]) else None
+            if local is not None:
+                how = f"changed: {t['qual']}" if d == 0 else f"calls {t['qual']} ({d} hop{'s' * (d > 1)})"
+                reached[local] = (d, t["qual"], how)
+
+        def method_hit(fx, method: str, dist=dist, target=t["qual"]):
+            key = (fx.file, fx.qual)
+            if key not in classes_of_fixture:
+                classes_of_fixture[key] = _fixture_classes(graph, ans, fx, root_package)
+            for cfile, cqual in classes_of_fixture[key]:
+                d = dist.get((cfile, f"{cqual}.{method}"))
+                if d is not None and d < test_depth:
+                    return d, target, f"{cqual}.{method}"
+            return None
+
+        out[start] = index.select(reached, {}, method_hit)
+    return out
+
+
+# -- per workspace, per graph generation (the language server's lenses) ----------------------------
+_INDEXES = LRU(16)  # (graph name, generation) -> TestIndex | None
+_REACH = LRU(8192)  # (graph name, generation, file, qual) -> [test dict]
+
+
+def workspace_files(graph: Graph) -> tuple[str, ...]:
+    """Every file path the graph has (``File`` nodes), sorted."""
+    return tuple(sorted(r[0] for r in graph.ro_query("MATCH (f:File) RETURN f.path").rows))
+
+
+def test_index(ix) -> TestIndex | None:
+    """The test structure of indexer ``ix``'s workspace as its graph is now (test files read
+    from disk), or None when the workspace has no test file. Cached per graph generation."""
+    key = (ix.graph.name, ix.generation)
+    found, index = _INDEXES.lookup(key)
+    if not found:
+        files = ANSWERS.get(ix.graph, ix.generation, workspace_files)
+        index = None
+        if any(is_test_support(f) for f in files):
+            root, limit = ix.root, getattr(getattr(ix, "settings", None), "max_file_bytes", 2_000_000)
+
+            def read(rel: str) -> bytes | None:
+                try:
+                    return read_workspace_file(root, root / rel, limit)
+                except OSError:
+                    return None
+            index = TestIndex(list(files), read)
+        _INDEXES.put(key, index)
+    return index
+
+
+def tests_for(ix, file: str, quals: list[str], ans: queries.Answer | None = None) -> dict[str, list[dict] | None]:
+    """For each graph qual of a symbol of ``file`` (workspace-relative), the tests that reach it
+    (``tests_reaching``), or None when the symbol is not in the graph now; {} entries for every
+    qual when the workspace has no test. Cached per graph generation; the symbols not cached are
+    computed together."""
+    ans = ans if ans is not None else queries.Answer()
+    index = test_index(ix)
+    if index is None:
+        return {q: [] for q in quals}
+    gen = (ix.graph.name, ix.generation)
+    out: dict[str, list[dict] | None] = {}
+    todo = []
+    for q in dict.fromkeys(quals):
+        found, tests = _REACH.lookup((*gen, file, q))
+        if found:
+            out[q] = tests
+        else:
+            todo.append(q)
+    if todo:
+        rows = ans.run(ix.graph, "UNWIND $q AS q MATCH (s:Symbol {qual: q}) WHERE s.file = $f "
+                                 "RETURN s.qual, s.name, s.kind, s.line", {"q": todo, "f": file})
+        targets = [{"file": file, "qual": q, "name": n, "kind": k, "line": ln} for q, n, k, ln in rows]
+        got = tests_reaching(ix.graph, targets, index, ix.root_package, ans=ans) if targets else {}
+        for q in todo:
+            tests = got.get((file, q))
+            out[q] = tests
+            _REACH.put((*gen, file, q), tests)
+    return out

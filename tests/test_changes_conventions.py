@@ -1,0 +1,292 @@
+"""Test selection by pytest's conventions, checked against pytest itself: for each function of a
+small package, its body is made to raise, the suite is run for real (a pytest subprocess), and the
+tests that fail must be exactly the tests ``orbit-lsp changes`` selects (fixtures renamed with
+``name=``, fixture chains across conftest files, ``autouse`` below a directory, ``usefixtures``
+on a test and in ``pytestmark``, ``request.getfixturevalue``, tests inherited from a base class
+with its ``setup_method``, ``unittest`` ``setUpClass``, module-level code of a test module and of
+a module a test file imports, a closure returned by a method called on a fixture, a method only
+the standard library calls)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from changes_repo import Repo
+from orbit_lsp.changes import diff, impact
+from orbit_lsp.changes.selection import commands
+from orbit_lsp.index.indexer import WorkspaceIndexer
+
+LIB = {name: value for value, name in enumerate("abcdefghkm", 1)}
+SUITE = {
+    "pkg/__init__.py": "",
+    "pkg/lib.py": "".join(f"\n\ndef {n}():\n    return {v}\n" for n, v in LIB.items()),
+    "pkg/registry.py": '''
+        from pkg.lib import m
+
+        DEFAULT = m()
+        ''',
+    "pkg/hooks.py": '''
+        class Hooks:
+            def __init__(self):
+                self.handlers = []
+
+            def on(self, name):
+                def decorator(fn):
+                    self.handlers.append((name, fn))
+                    return fn
+                return decorator
+
+            def fire(self):
+                return [fn() for _, fn in self.handlers]
+        ''',
+    "pkg/encode.py": '''
+        import json
+
+
+        class Encoder(json.JSONEncoder):
+            def default(self, o):
+                return sorted(o)
+
+
+        def dump(x):
+            return Encoder().encode(x)
+        ''',
+    "tests/test_encode.py": '''
+        from pkg.encode import dump
+
+
+        def test_dump():
+            assert dump({2, 1}) == "[1, 2]"
+        ''',
+    "tests/__init__.py": "",
+    "tests/test_registry.py": '''
+        from pkg.registry import DEFAULT
+
+
+        def test_default():
+            assert DEFAULT == 10
+
+
+        def test_other():
+            pass
+        ''',
+    "tests/test_hooks.py": '''
+        import pytest
+
+        from pkg.hooks import Hooks
+
+
+        @pytest.fixture
+        def hooks():
+            return Hooks()
+
+
+        def test_on(hooks):
+            @hooks.on("x")
+            def handler():
+                return 1
+            assert hooks.fire() == [1]
+
+
+        def test_plain():
+            assert Hooks().handlers == []
+        ''',
+    "tests/conftest.py": '''
+        import pytest
+
+        from pkg.lib import a
+
+
+        @pytest.fixture(name="alpha")
+        def _alpha_fixture():
+            return a()
+
+
+        @pytest.fixture
+        def uses_alpha(alpha):
+            return alpha + 1
+        ''',
+    "tests/sub/__init__.py": "",
+    "tests/sub/conftest.py": '''
+        import pytest
+
+        from pkg.lib import e
+
+
+        @pytest.fixture(autouse=True)
+        def everywhere_below():
+            return e()
+        ''',
+    "tests/sub/test_below.py": '''
+        def test_one():
+            pass
+
+
+        def test_two():
+            pass
+        ''',
+    "tests/test_marked.py": '''
+        import pytest
+
+        from pkg.lib import h
+
+        pytestmark = pytest.mark.usefixtures("marked")
+
+
+        @pytest.fixture
+        def marked():
+            return h()
+
+
+        def test_m1():
+            pass
+
+
+        class TestInClass:
+            def test_m2(self):
+                pass
+        ''',
+    "tests/test_conv.py": '''
+        import unittest
+
+        import pytest
+
+        from pkg.lib import b, c, d, f, g, k
+
+        VALUE = f()
+
+
+        @pytest.fixture
+        def local_fx():
+            return b()
+
+
+        def test_local(local_fx):
+            assert local_fx == 2
+
+
+        def test_chain(uses_alpha):
+            assert uses_alpha == 2
+
+
+        @pytest.mark.usefixtures("alpha")
+        def test_usefixtures():
+            pass
+
+
+        def test_by_name(request):
+            assert request.getfixturevalue("local_fx") == 2
+
+
+        class Base:
+            def setup_method(self):
+                self.v = c()
+
+            def test_inherited(self):
+                assert self.v == 3
+
+
+        class TestChild(Base):
+            def test_own(self):
+                assert k() == 9
+
+
+        class UT(unittest.TestCase):
+            @classmethod
+            def setUpClass(cls):
+                cls.v = d()
+
+            def test_ut(self):
+                assert self.v == 4
+
+
+        def test_value():
+            assert VALUE == 6
+
+
+        def test_g():
+            assert g() == 7
+        ''',
+}
+SUMMARY = re.compile(r"^(FAILED|ERROR) (\S+?)(?: - .*)?$")
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory, store, settings):
+    """(repository, its indexer, the node ids pytest collects)."""
+    repo = Repo(tmp_path_factory.mktemp("conv") / "ws")
+    for rel, text in SUITE.items():
+        repo.write(rel, text)
+    repo.commit("base")
+    collected = [ln for ln in pytest_run(repo.root, "--collect-only", "tests").stdout.splitlines() if "::" in ln]
+    ix = WorkspaceIndexer(repo.root, store, settings)
+    yield repo, ix, collected
+    ix.graph.delete()
+
+
+def pytest_run(root, *args) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": str(root), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    env.pop("PYTEST_ADDOPTS", None)
+    return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+                          cwd=root, capture_output=True, text=True, env=env, timeout=120)
+
+
+def failing(root, collected: list[str]) -> set[str]:
+    """The tests that fail (a module that fails to import: every test of it)."""
+    out = pytest_run(root, "-rfE", "--tb=no", "tests").stdout
+    got = set()
+    for line in out.splitlines():
+        m = SUMMARY.match(line.strip())
+        if m and "::" in m.group(2):
+            got.add(m.group(2))
+        elif m:
+            got |= {t for t in collected if t.startswith(m.group(2) + "::")}
+    return got
+
+
+EDITS = [("pkg/lib.py", f"def {fn}():") for fn in sorted(LIB)] + [
+    ("pkg/hooks.py", "        def decorator(fn):"),  # a closure: run by whoever got it from Hooks.on
+    ("pkg/encode.py", "    def default(self, o):"),  # called by the standard library on an Encoder
+]
+
+
+@pytest.mark.parametrize("rel, definition", EDITS)
+def test_selection_is_what_fails(suite, rel, definition):
+    repo, ix, collected = suite
+    assert len(collected) == 18  # the suite as pytest sees it (TestChild::test_inherited included)
+    indent = " " * (len(definition) - len(definition.lstrip()) + 4)
+    repo.edit(rel, definition + "\n", f"{definition}\n{indent}raise RuntimeError('broken')\n")
+    try:
+        impact.refresh(ix)
+        result = impact.analyse(ix.graph, diff.from_git(repo.root, "worktree"), ix.root_package)
+        fails = failing(repo.root, collected)
+        assert fails, "every function edited is used by some test"
+        assert sorted(t["id"] for t in result["tests"]["selected"]) == sorted(fails)
+        assert result["tests"]["total"] == len(collected)
+    finally:
+        repo.git("checkout", "--", rel)
+
+
+def test_command_forms():
+    tests = [{"id": f"tests/test_{i % 3}.py::TestX::test_{i}[p]", "file": f"tests/test_{i % 3}.py", "runner": "pytest"}
+             for i in range(50)]
+    c = commands(tests)
+    assert c["files"] == ["tests/test_0.py", "tests/test_1.py", "tests/test_2.py"]
+    assert c["pytest_files"] == "pytest tests/test_0.py tests/test_1.py tests/test_2.py"
+    # above 40 tests: the test files and -k of the tests' names (parameters dropped, each name once)
+    names = " or ".join(sorted({f"test_{i}" for i in range(50)}))
+    assert c["pytest_k"] == f"pytest tests/test_0.py tests/test_1.py tests/test_2.py -k '{names}'"
+    assert c["pytest"] == c["pytest_k"]
+    assert c["pytest_ids"].split()[1] == "'tests/test_0.py::TestX::test_0[p]'"
+    few = commands(tests[:3])
+    assert few["pytest"] == few["pytest_ids"]
+    # a -k expression too long to be useful: the files
+    many = [{"id": f"tests/t_test.py::test_{'x' * 60}_{i}", "file": "tests/t_test.py", "runner": "pytest"}
+            for i in range(100)]
+    assert commands(many)["pytest"] == "pytest tests/t_test.py"
+    assert commands([])["pytest"] is None
