@@ -338,7 +338,13 @@ def _one(name: str, src: Path, args, settings, store, cache: Path, report: Repor
             by_class[r[3]] = by_class.get(r[3], 0) + 1
         report.tables.append(Table(f"{name}: misses by class", ["class", "misses"],
                                    sorted(([k, v] for k, v in by_class.items()), key=lambda kv: -kv[1])))
-    report.data[name] = {"recall": recall, "failing": failing_total, "hit": hit, "shares": shares,
+    quiet = timing_pass(ix, chosen)
+    report.tables.append(Table(f"{name}: `changes` alone (each edit again, no suite running, graph warm)",
+                               ["edits", "p50 ms", "p95 ms", "max ms"],
+                               [[len(quiet), (pct(quiet, 50) or 0) * 1000, (pct(quiet, 95) or 0) * 1000,
+                                 max(quiet, default=0) * 1000]]))
+    lens = _lens_timing(ix, name, report)
+    report.data[name] = {"lens": lens, "quiet_times": quiet, "recall": recall, "failing": failing_total, "hit": hit, "shares": shares,
                          "may_shares": may_shares, "times": times, "misses": misses, "edits": chosen,
                          "items": len(items), "baseline_failing": sorted(baseline), "graph": ix.graph.name}
 
@@ -459,3 +465,60 @@ def _third_party(filename: str) -> str:
         top = top.removesuffix(".py")
         return "" if top in ("_pytest", "pytest", "pluggy") else top
     return Path(filename).stem if filename and not filename.startswith("<") else ""
+
+
+def _lens_timing(ix, name: str, report: Report) -> dict:
+    """Time of the "N tests reach this" lenses of every non-test Python file (all its functions
+    and methods in one batch, as an editor resolves the lenses on screen together), the graph
+    warm and the answers not cached; and of the first lens of the workspace (test files read)."""
+    from orbit_lsp.changes import reach
+    from orbit_lsp.changes.selection import is_test_support
+
+    rows = ix.graph.ro_query("MATCH (s:Symbol) WHERE s.kind IN ['function', 'method'] RETURN s.file, s.qual").rows
+    by_file: dict[str, list[str]] = {}
+    for f, q in rows:
+        if f.endswith(".py") and not is_test_support(f):
+            by_file.setdefault(f, []).append(q)
+    reach._INDEXES.clear()
+    reach._REACH.clear()
+    t = time.perf_counter()
+    reach.test_index(ix).total()
+    first = time.perf_counter() - t
+    per_file, per_lens, counts = [], [], []
+    for f, quals in sorted(by_file.items()):
+        reach._REACH.clear()
+        t = time.perf_counter()
+        got = reach.tests_for(ix, f, quals)
+        took = time.perf_counter() - t
+        per_file.append(took)
+        per_lens.append(took / len(quals))
+        counts += [len(v or []) for v in got.values()]
+    report.tables.append(Table(f"{name}: tests lens (resolve, graph warm, answers not cached)",
+                               ["measure", "value"], [
+        ["files / lenses", f"{len(by_file)} / {sum(len(q) for q in by_file.values())}"],
+        ["first lens of the workspace: test files read (ms)", first * 1000],
+        ["a file's lenses together, p50 / p95 (ms)", f"{(pct(per_file, 50) or 0) * 1000:.1f} / {(pct(per_file, 95) or 0) * 1000:.1f}"],
+        ["per lens, p50 / p95 (ms)", f"{(pct(per_lens, 50) or 0) * 1000:.1f} / {(pct(per_lens, 95) or 0) * 1000:.1f}"],
+        ["tests per lens, mean / max", f"{statistics.mean(counts):.1f} / {max(counts)}" if counts else "–"],
+    ]))
+    return {"first_s": first, "per_file_s": per_file, "per_lens_s": per_lens, "counts": counts}
+
+
+def timing_pass(ix, chosen: list[tuple[str, str, int, int]]) -> list[float]:
+    """Seconds of ``changes`` (graph brought up to date, git diff, analysis with tests) for each
+    edit again, one at a time and with no test suite running beside it; the edits are undone
+    and the graph brought back after each."""
+    from orbit_lsp.changes import diff, impact
+
+    out = []
+    for rel, _qual, line, indent in chosen:
+        original = apply_edit(ix.root, rel, line, indent)
+        try:
+            t = time.perf_counter()
+            impact.refresh(ix)
+            impact.analyse(ix.graph, diff.from_git(ix.root, "worktree"), ix.root_package)
+            out.append(time.perf_counter() - t)
+        finally:
+            (ix.root / rel).write_bytes(original)
+    impact.refresh(ix)
+    return out

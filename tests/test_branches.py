@@ -256,6 +256,7 @@ def test_two_worktrees_on_different_branches_keep_separate_graphs(tmp_path, data
         git(repo, "branch", "-D", "feature/x")
         assert cli_main(["workspaces", "prune", "--json", "--data-dir", str(data_dir)]) == 0
         pruned = json.loads(capsys.readouterr().out)["result"]["dropped"]
+        pruned = [d for d in pruned if d["root"] in (str(repo), str(wt))]
         assert [(d["graph"], d["dropped"]) for d in pruned] == [(names[1], True)]
         assert "folder no longer exists" in pruned[0]["reason"]
         assert names[1] not in store.list_graphs() and names[0] in store.list_graphs()
@@ -275,14 +276,14 @@ def test_prune_drops_graphs_of_deleted_branches(tmp_path, data_dir, store, capsy
         git(repo, "checkout", "-q", "feature/x")
         run("index", str(repo))
         git(repo, "checkout", "-q", "main")
-        assert run("workspaces", "prune", "--dry-run")["result"]["dropped"] == []
+        assert [d for d in run("workspaces", "prune", "--dry-run")["result"]["dropped"] if d["root"] == str(repo)] == []
         git(repo, "branch", "-D", "feature/x")
         dry = run("workspaces", "prune", "--dry-run")["result"]["dropped"]
-        assert [(d["graph"], d["reason"], d["dropped"]) for d in dry] == [
+        assert [(d["graph"], d["reason"], d["dropped"]) for d in dry if d["root"] == str(repo)] == [
             (g_feature, "branch feature/x no longer exists", False)]
         assert g_feature in store.list_graphs()
         done = run("workspaces", "prune")["result"]["dropped"]
-        assert [(d["graph"], d["dropped"]) for d in done] == [(g_feature, True)]
+        assert [(d["graph"], d["dropped"]) for d in done if d["root"] == str(repo)] == [(g_feature, True)]
         assert g_feature not in store.list_graphs() and g_main in store.list_graphs()
         assert g_feature not in WorkspaceRegistry(data_dir).load()
     finally:
@@ -397,7 +398,7 @@ async def test_language_server_follows_a_branch_switch(lsp: LanguageClient, tmp_
     try:
         await start_session(lsp, repo, "neovim")
         st = await request(lsp, "orbit/status", {})
-        assert [w["graph"] for w in st["workspaces"]] == [g_main]
+        assert [(w["graph"], w["branch"], w["graph_key"]) for w in st["workspaces"]] == [(g_main, "main", None)]
 
         git(repo, "checkout", "-q", "feature/x")
 
@@ -410,7 +411,7 @@ async def test_language_server_follows_a_branch_switch(lsp: LanguageClient, tmp_
         while (w := await on_feature()) is None:
             assert time.monotonic() < deadline, "the server did not move to the branch's graph"
             await asyncio.sleep(0.1)
-        assert w["files"] == len(set(MAIN) - set(FEATURE_REMOVED) | set(FEATURE))
+        assert w["files"] == len(set(MAIN) - set(FEATURE_REMOVED) | set(FEATURE)) and w["branch"] == "feature/x"
         moved = [m.message for m in lsp.log_messages if "changed branch" in m.message]
         assert len(moved) == 1 and g_main in moved[0] and g_feature in moved[0]
         assert ("pkg.core.compute", "pkg.core.scale") in calls_of(store.graph(g_feature))
@@ -429,3 +430,66 @@ async def test_language_server_follows_a_branch_switch(lsp: LanguageClient, tmp_
         assert "pkg/extra.py" not in {d["path"] for d in answer["dependents"]}
     finally:
         drop(store, g_main, g_feature)
+
+
+def test_mcp_workspace_follows_a_branch_switch(tmp_path, store, settings):
+    from orbit_lsp.mcp.live import LiveWorkspace
+
+    repo = make_repo(tmp_path / "mcp")
+    g_main, g_feature = keys.branch_graph_name(repo, "main"), keys.branch_graph_name(repo, "feature/x")
+    live = LiveWorkspace(repo, settings, store)
+    try:
+        live.start()
+        live.before_answer(wait_s=60)
+        assert live.graph.name == g_main and set(files_of(live.graph)) == set(MAIN)
+        git(repo, "checkout", "-q", "feature/x")
+        fresh = live.before_answer(wait_s=60)  # the next tool call answers from feature/x's graph
+        assert live.graph.name == g_feature and fresh.synced is not None
+        assert set(files_of(live.graph)) == set(MAIN) - set(FEATURE_REMOVED) | set(FEATURE)
+        assert ("pkg.core.compute", "pkg.core.scale") in calls_of(live.graph)
+        assert set(files_of(store.graph(g_main))) == set(MAIN)
+    finally:
+        live.stop()
+        drop(store, g_main, g_feature)
+
+
+def test_a_base_written_while_it_is_copied_is_not_used(tmp_path, store, settings):
+    from orbit_lsp.index.indexer import build_graph_name
+
+    repo = make_repo(tmp_path / "copy")
+    ix = WorkspaceIndexer(repo, store, settings)
+    other = WorkspaceIndexer(repo, store, settings, graph_name=keys.branch_graph_name(repo, "other"))
+    try:
+        ix.index_all()
+        marker = writelock.read_marker(store, ix.graph.name)
+        assert overlay._copy_graph(other, ix.graph.name, marker) == build_graph_name(other.graph.name)
+        # a writer moved the marker (as every write does first) between reading it and copying
+        assert overlay._copy_graph(other, ix.graph.name, "an older marker") is None
+        assert build_graph_name(other.graph.name) not in store.list_graphs()
+    finally:
+        drop(store, ix.graph.name, other.graph.name, build_graph_name(other.graph.name))
+
+
+def test_prune_drops_the_graph_from_before_branches(tmp_path, data_dir, store, capsys):
+    repo = make_repo(tmp_path / "legacy")
+    legacy = keys.root_graph_name(repo)
+    reg = WorkspaceRegistry(data_dir)
+    try:
+        # a graph of the folder as orbit named it before branches, registered in the old format
+        WorkspaceIndexer(repo, store, Settings(data_dir=data_dir), graph_name=legacy).index_all()
+        doc = json.loads(reg.path.read_text()) if reg.path.exists() else {"version": 3, "graphs": {}}
+        doc["graphs"][legacy] = {"root": str(repo), "branch": None, "key": None, "indexed": time.time(),
+                                 "used": time.time()}
+        reg.path.write_text(json.dumps(doc))
+        # the first index of the branch starts from it
+        assert cli_main(["index", str(repo), "--json", "--data-dir", str(data_dir)]) == 0
+        out = json.loads(capsys.readouterr().out)
+        assert out["result"]["mode"] == "unchanged" and out["result"]["parsed_paths"] == []
+        assert any("another branch" in n for n in out["result"]["notes"])
+        assert cli_main(["workspaces", "prune", "--json", "--data-dir", str(data_dir)]) == 0
+        dropped = json.loads(capsys.readouterr().out)["result"]["dropped"]
+        mine = [d for d in dropped if d["root"] == str(repo)]  # (other tests' gone folders may go too)
+        assert [d["graph"] for d in mine] == [legacy] and "before per-branch graphs" in mine[0]["reason"]
+        assert keys.branch_graph_name(repo, "main") in store.list_graphs()
+    finally:
+        drop(store, legacy, keys.branch_graph_name(repo, "main"))

@@ -4,7 +4,8 @@ tests that fail must be exactly the tests ``orbit-lsp changes`` selects (fixture
 ``name=``, fixture chains across conftest files, ``autouse`` below a directory, ``usefixtures``
 on a test and in ``pytestmark``, ``request.getfixturevalue``, tests inherited from a base class
 with its ``setup_method``, ``unittest`` ``setUpClass``, module-level code of a test module and of
-a module a test file imports, a closure returned by a method called on a fixture)."""
+a module a test file imports, a closure returned by a method called on a fixture, a method only
+the standard library calls)."""
 
 from __future__ import annotations
 
@@ -42,6 +43,25 @@ SUITE = {
 
             def fire(self):
                 return [fn() for _, fn in self.handlers]
+        ''',
+    "pkg/encode.py": '''
+        import json
+
+
+        class Encoder(json.JSONEncoder):
+            def default(self, o):
+                return sorted(o)
+
+
+        def dump(x):
+            return Encoder().encode(x)
+        ''',
+    "tests/test_encode.py": '''
+        from pkg.encode import dump
+
+
+        def test_dump():
+            assert dump({2, 1}) == "[1, 2]"
         ''',
     "tests/__init__.py": "",
     "tests/test_registry.py": '''
@@ -231,13 +251,14 @@ def failing(root, collected: list[str]) -> set[str]:
 
 EDITS = [("pkg/lib.py", f"def {fn}():") for fn in sorted(LIB)] + [
     ("pkg/hooks.py", "        def decorator(fn):"),  # a closure: run by whoever got it from Hooks.on
+    ("pkg/encode.py", "    def default(self, o):"),  # called by the standard library on an Encoder
 ]
 
 
 @pytest.mark.parametrize("rel, definition", EDITS)
 def test_selection_is_what_fails(suite, rel, definition):
     repo, ix, collected = suite
-    assert len(collected) == 17  # the suite as pytest sees it (TestChild::test_inherited included)
+    assert len(collected) == 18  # the suite as pytest sees it (TestChild::test_inherited included)
     indent = " " * (len(definition) - len(definition.lstrip()) + 4)
     repo.edit(rel, definition + "\n", f"{definition}\n{indent}raise RuntimeError('broken')\n")
     try:

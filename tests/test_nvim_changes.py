@@ -59,3 +59,17 @@ def test_float_and_quickfix(result):
 def test_bad_ref(result):
     text = "\n".join(result["steps"]["bad_ref"]["lines"])
     assert "`orbit/changes` failed: unknown ref 'no-such-ref'" in text
+
+
+def test_tests_lens_command(result):
+    """The "N tests reach this" lens's command: the tests reaching app.core.helper in the
+    quickfix list (see changes_repo's call graph), their command line in the answer."""
+    assert result["ok"], result.get("error")
+    t = result["steps"]["tests"]
+    assert t["title"] == "Orbit: tests reaching app.core.helper"
+    root = result["root"]
+    assert [(Path(i["file"]).resolve(), i["lnum"]) for i in t["items"]] == [
+        ((root / "tests/test_core.py").resolve(), 8), ((root / "tests/test_core.py").resolve(), 4),
+        ((root / "tests/test_engine.py").resolve(), 8), ((root / "tests/test_service.py").resolve(), 4)]
+    assert t["pytest"] == ("pytest tests/test_core.py::test_compute tests/test_core.py::test_helper "
+                           "tests/test_engine.py::test_run tests/test_service.py::test_serve")

@@ -6,6 +6,7 @@ stay unbound (counted on the caller with its line, never guessed by name)."""
 from __future__ import annotations
 
 import contextlib
+import json
 
 from test_incremental import assert_same, new_indexer, workspaces, write
 
@@ -403,3 +404,62 @@ export function main() {
             ("src/use.ts#main", "src/lib.ts#Thing.grow"): "return",
             ("src/use.ts#main", "src/lib.ts#Thing.size"): "return",  # the interface's member of the merged class
         }
+
+
+def test_cli_implementations(capsys, tmp_path, store, data_dir, monkeypatch):
+    from orbit_lsp.cli import main
+    from orbit_lsp.graph.connection import code_graph_name
+
+    monkeypatch.delenv("ORBIT_FALKORDB_URL", raising=False)
+    monkeypatch.setenv("ORBIT_DATA_DIR", str(data_dir))
+    ws = tmp_path / "impl"
+    (ws / "src").mkdir(parents=True)
+    (ws / "src/pets.ts").write_text("export interface Pet { speak(): string }\n"
+                                    "export abstract class Dog implements Pet { speak() { return 'woof'; } }\n"
+                                    "export class Puppy extends Dog { speak() { return 'yip'; } }\n"
+                                    "export class Cat implements Pet { speak() { return 'meow'; } }\n")
+    try:
+        capsys.readouterr()
+        assert main(["implementations", "Pet.speak", "--workspace", str(ws), "--json"]) == 0
+        doc = json.loads(capsys.readouterr().out)
+        [entry] = doc["result"]["rows"]
+        assert entry["target"]["qual"] == "src/pets.ts#Pet.speak"
+        assert [r["qual"] for r in entry["implementations"]] == [
+            "src/pets.ts#Dog.speak", "src/pets.ts#Puppy.speak", "src/pets.ts#Cat.speak"]
+        assert main(["implementations", "Dog", "--workspace", str(ws)]) == 0
+        out = capsys.readouterr().out
+        assert "src/pets.ts#Dog  (class, src/pets.ts:2)" in out and "  1 implementation\n" in out
+        assert "    src/pets.ts#Puppy  (class, src/pets.ts:3)" in out
+    finally:
+        store.graph(code_graph_name(ws)).delete()
+
+
+def test_map_values(store):
+    lib = "export class Sub { unsubscribe() {} }\n"
+    use = """import { Sub } from "./lib";
+export function main(byName: Map<string, Sub>) {
+  const lookup = new Map<number, { sub: Sub }>();
+  lookup.get(1)!.sub.unsubscribe();
+  byName.get("a")?.unsubscribe();
+  byName.forEach((s) => s.unsubscribe());
+}
+"""
+    with indexed(store, {"src/lib.ts": lib, "src/use.ts": use}) as ix:
+        # the first site is lookup.get(1)!.sub…: a value a call returned
+        assert calls(ix.graph, "src/use.ts") == {("src/use.ts#main", "src/lib.ts#Sub.unsubscribe"): "return"}
+        assert sites(ix.graph, "src/use.ts#main", "src/lib.ts#Sub.unsubscribe") == [4, 5, 6]
+        assert unbound(ix.graph) == {}
+
+
+def test_a_union_receiver_without_a_declared_type(store):
+    src = """export class A { m() {} }
+export class B { m() {} }
+export function main(flag: boolean) {
+  const x = flag ? new A() : new B();
+  x.m();
+}
+"""
+    with indexed(store, {"src/u.ts": src}) as ix:
+        got = calls(ix.graph, "src/u.ts#main")
+        assert got[("src/u.ts#main", "src/u.ts#A.m")] == "instance"  # instances of two classes
+        assert got[("src/u.ts#main", "src/u.ts#B.m")] == "instance"

@@ -614,3 +614,113 @@ def test_a_site_bound_to_the_symbol_is_not_listed_again_as_unbound(index):
     assert [c["qual"] for c in row["callers"]] == ["twice.use"]
     assert unbound(ix, "twice.use") == ["open@7"]  # still counted on its caller
     assert row["unbound"] == {"total": 0, "sites": []}
+
+
+# -- parameter values past the cap, and values passed around in a cycle ----------------------------
+def _many(n: int, prefix: str) -> str:
+    return "\n".join(f"def {prefix}{i}():\n    pass\n" for i in range(n))
+
+
+PASSED_AROUND = {"ring.py": _many(5, "f") + _many(4, "g") + '''
+def first(cb, depth):
+    cb()
+    if depth:
+        second(cb, depth - 1)
+
+def second(cb, depth):
+    cb()
+    if depth:
+        first(cb, depth - 1)
+
+def small(cb):
+    cb()
+
+def go():
+''' + "".join(f"    first(f{i}, 3)\n" for i in range(5)) + "".join(f"    second(g{i}, 3)\n" for i in range(4))
+    + "    small(f0)\n    small(g0)\n"}
+
+
+def test_parameters_passed_around_a_cycle_past_the_cap_are_unknown_in_both(index):
+    """``first`` and ``second`` pass their callback to each other: each may hold all nine
+    functions (five passed to ``first``, four to ``second``), more than the cap of eight
+    (``MAX_PARAM_VALUES``), so neither ``cb()`` is bound: each is an unbound site, in both
+    functions. Binding ``second``'s call to its four own functions only would be a partial
+    answer given as a whole one."""
+    ix = index(PASSED_AROUND)
+    assert {b: h for b, h in out_of(ix, "ring.first").items() if h == "param"} == {}
+    assert {b: h for b, h in out_of(ix, "ring.second").items() if h == "param"} == {}
+    assert unbound(ix, "ring.first") == ["cb@28"]
+    assert unbound(ix, "ring.second") == ["cb@33"]
+    # below the cap every value is followed
+    assert out_of(ix, "ring.small") == {"ring.f0": "param", "ring.g0": "param"}
+
+
+SUBCLASS_ATTRIBUTES = {"app.py": '''
+class Notifier:
+    def notify(self):
+        pass
+
+class Mailer:
+    def notify(self):
+        pass
+
+class Base:
+    def run(self):
+        self.notifier.notify()
+
+    def missing(self):
+        self.nobody_sets_this.notify()
+
+class Child(Base):
+    def __init__(self):
+        self.notifier = Notifier()
+
+class GrandChild(Child):
+    notifier = Mailer()  # shadowed: Child.__init__ sets the instance's own notifier
+
+class Plain(Base):
+    notifier = Notifier()
+
+class Printer:
+    def notify(self):
+        pass
+
+class OtherChild(Child):
+    def __init__(self):
+        self.notifier = Printer()
+'''}
+
+
+def test_attributes_set_only_in_subclasses_are_read_in_the_base(index):
+    """``Base.run`` reads ``self.notifier``, which only subclasses set: there ``self`` is an
+    instance of a subclass, so the call reaches what each subclass assigns: ``Child`` and
+    ``OtherChild`` in ``__init__``, ``Plain`` in its class body. ``GrandChild``'s class attribute
+    never reaches ``self.notifier``: ``Child.__init__`` gives each instance its own. An
+    attribute no class sets stays unbound."""
+    ix = index(SUBCLASS_ATTRIBUTES)
+    assert out_of(ix, "app.Base.run") == {"app.Notifier.notify": "instance", "app.Printer.notify": "instance"}
+    assert unbound(ix, "app.Base.run") == []
+    assert out_of(ix, "app.Base.missing") == {}
+    assert unbound(ix, "app.Base.missing") == ["notify@14"]
+
+
+def test_subclass_attributes_follow_an_edit_of_the_bases(tmp_path, store):
+    """Incremental == rebuild when a subclass stops deriving from the base."""
+    from orbit_lsp.config import Settings
+
+    ix = build(tmp_path, store, SUBCLASS_ATTRIBUTES)
+    try:
+        path = ix.root / "app.py"
+        path.write_text(path.read_text().replace("class Child(Base):", "class Child:"))
+        ix.reindex_file(path)
+        # Child's subclasses no longer derive from Base either: only Plain sets Base's notifier
+        assert out_of(ix, "app.Base.run") == {"app.Notifier.notify": "instance"}
+        path.write_text(path.read_text().replace("class Plain(Base):", "class Plain:"))
+        ix.reindex_file(path)
+        assert out_of(ix, "app.Base.run") == {}
+        assert unbound(ix, "app.Base.run") == ["notify@11"]
+        path.write_text(path.read_text().replace("class Child:", "class Child(Base):"))
+        ix.reindex_file(path)
+        assert out_of(ix, "app.Base.run") == {"app.Notifier.notify": "instance", "app.Printer.notify": "instance"}
+    finally:
+        ix.graph.delete()

@@ -224,6 +224,11 @@ def _through_implicit_calls(graph: Graph, ans: queries.Answer, change: Change, l
       ``__call__``, ``__iter__``…) and properties (read as attributes): a changed or reached one
       counts as a change of its class and of the class's subclasses (INHERITS), and the places
       that make instances of them (CALLS to the class) are walked from there;
+    - methods nothing in the workspace calls, not even through an unbound call using their
+      name (then they would be "may be affected"; the method's own ``super().name()`` does not
+      count): the standard library or a framework calls
+      them on instances (``http.cookiejar`` on requests' ``MockResponse.info``, click on
+      ``FlaskGroup.get_command``): likewise a change of their class and subclasses;
     - closures (a function defined inside a function: a decorator's wrapper, a callback handed
       to a framework): a changed or reached one counts as a change of the function that defines
       it, whose callers receive it (``@app.errorhandler(404)`` runs ``errorhandler`` and gets
@@ -236,11 +241,13 @@ def _through_implicit_calls(graph: Graph, ans: queries.Answer, change: Change, l
     known = {(r["file"], r["qual"]): r for r in walk}
     seen_classes: set[tuple[str, str]] = set()
     seen_outer: set[tuple[str, str]] = set()
+    checked_uncalled: set[tuple[str, str]] = set()
     frontier = [(s["file"], s["qual"], s["name"], s["kind"], s.get("line"), 0, s["qual"]) for s in live]
     frontier += [(r["file"], r["qual"], r["name"], r["kind"], r["line"], r["depth"], r["reaches"]) for r in walk]
     for _ in range(IMPLICIT_ROUNDS):
         starts: dict[tuple[str, str], tuple[int, str]] = {}
         outer: dict[tuple[str, str], tuple[int, str, str]] = {}
+        uncalled: dict[tuple[str, str], tuple[tuple[str, str], int, str]] = {}
         for file, qual, name, kind, line, depth, reaches in frontier:
             if kind not in ("method", "function") or depth >= far:
                 continue
@@ -248,12 +255,23 @@ def _through_implicit_calls(graph: Graph, ans: queries.Answer, change: Change, l
             if kind == "function" and "." in qual and parent not in seen_outer \
                     and (parent not in outer or depth < outer[parent][0]):
                 outer[parent] = (depth, reaches, qual)
-            if kind != "method":
+            if kind != "method" or parent in seen_classes:
                 continue
-            if not (_is_special(name) or _is_property(change, file, line, lines_cache)):
-                continue
-            if parent not in seen_classes and (parent not in starts or depth < starts[parent][0]):
-                starts[parent] = (depth, reaches)
+            if _is_special(name) or _is_property(change, file, line, lines_cache):
+                if parent not in starts or depth < starts[parent][0]:
+                    starts[parent] = (depth, reaches)
+            elif not is_test_support(file) and (file, qual) not in checked_uncalled:
+                uncalled.setdefault((file, qual), (parent, depth, reaches))
+        if uncalled:  # methods nothing in the workspace calls: called on instances by other code
+            rows = ans.run(graph, "UNWIND $m AS m MATCH (s:Symbol {qual: m[1]}) WHERE s.file = m[0] "
+                                  "OPTIONAL MATCH (c:Symbol)-[:CALLS]->(s) WITH s, count(c) AS n WHERE n = 0 "
+                                  "OPTIONAL MATCH (u:Symbol) WHERE s.name IN u.unresolved_names AND u <> s "
+                                  "WITH s, count(u) AS m WHERE m = 0 RETURN s.file, s.qual", {"m": sorted([f, q] for f, q in uncalled)})
+            for f, q in rows:
+                parent, depth, reaches = uncalled[(f, q)]
+                if parent not in starts or depth < starts[parent][0]:
+                    starts[parent] = (depth, reaches)
+            checked_uncalled.update(uncalled)
         by_depth: dict[int, list[dict]] = {}
         if outer:  # which of the parents are functions (a nested class's method is not a closure)
             seen_outer.update(outer)

@@ -5,7 +5,8 @@ if that symbol alone changed (the "N tests reach this" code lens and its command
 the targets together (their transitive callers over ``CALLS``, up to ``test_depth`` hops, in one
 query per hop), then walks it in memory from each target: the same rules as the selection of
 ``impact.analyse`` — a special method (``__init__``, ``__enter__``, ``__call__``…) or a property
-stands for its class and subclasses, a closure for the function defining it, whose callers are
+stands for its class and subclasses, and so does a method nothing in the workspace calls, bound or
+unbound (others call it on instances), a closure for the function defining it, whose callers are
 walked at the method's depth; tests are
 picked by ``selection.TestIndex`` (fixtures by parameter name, ``usefixtures``, ``autouse``,
 setup methods, module-level code of test modules, methods called on fixture values). Raises what
@@ -70,8 +71,15 @@ def tests_reaching(graph: Graph, targets: list[dict], index: TestIndex, root_pac
     frontier = sorted(seen)
     depth = 0
     while frontier and depth < test_depth:
-        implicit = [k for k in frontier if info[k].get("kind") == "method"
-                    and (_is_special(info[k]["name"]) or lines.is_property(k[0], info[k].get("line")))]
+        methods = [k for k in frontier if info[k].get("kind") == "method"]
+        implicit = [k for k in methods if _is_special(info[k]["name"]) or lines.is_property(k[0], info[k].get("line"))]
+        others = [k for k in methods if k not in set(implicit) and not is_test_support(k[0])]
+        if others:  # methods nothing in the workspace calls: called on instances by other code
+            rows = ans.run(graph, "UNWIND $m AS m MATCH (s:Symbol {qual: m[1]}) WHERE s.file = m[0] "
+                                  "OPTIONAL MATCH (c:Symbol)-[:CALLS]->(s) WITH s, count(c) AS n WHERE n = 0 "
+                                  "OPTIONAL MATCH (u:Symbol) WHERE s.name IN u.unresolved_names AND u <> s "
+                                  "WITH s, count(u) AS m WHERE m = 0 RETURN s.file, s.qual", {"m": [list(k) for k in others]})
+            implicit += [(f, q) for f, q in rows]
         if implicit:
             classes = {k: (k[0], k[1].rpartition(".")[0]) for k in implicit}
             rows = ans.run(graph, "UNWIND $c AS c MATCH (k:Symbol {qual: c[1]}) WHERE k.file = c[0] AND k.kind = 'class' "
@@ -123,6 +131,7 @@ def tests_reaching(graph: Graph, targets: list[dict], index: TestIndex, root_pac
         depth += 1
 
     classes_of_fixture: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    test_local: dict[Key, tuple[str, str] | None | bool] = {}  # graph key -> (test file, in-file qual) | None
     out: dict[Key, list[dict]] = {}
     for t in targets:
         start = (t["file"], t["qual"])
@@ -141,10 +150,14 @@ def tests_reaching(graph: Graph, targets: list[dict], index: TestIndex, root_pac
                         dist[k] = d + 1
                         todo.append(k)
         reached: dict = {}
-        for (file, qual), d in dist.items():
-            if is_test_support(file):
+        for key, d in dist.items():
+            local = test_local.get(key, False)
+            if local is False:
+                local = test_local[key] = (key[0], in_file_qual(key[0], key[1], root_package)) \
+                    if is_test_support(key[0]) else None
+            if local is not None:
                 how = f"changed: {t['qual']}" if d == 0 else f"calls {t['qual']} ({d} hop{'s' * (d > 1)})"
-                reached[(file, in_file_qual(file, qual, root_package))] = (d, t["qual"], how)
+                reached[local] = (d, t["qual"], how)
 
         def method_hit(fx, method: str, dist=dist, target=t["qual"]):
             key = (fx.file, fx.qual)

@@ -316,6 +316,10 @@ class TestIndex:
         self.conftests = [f for f in self.files if is_conftest(f)]
         self.js_tests = [f for f in self.files if is_js_test_file(f)]
         self._scanned: dict[str, PyTestFile] = {}
+        self._sites: dict | None = None
+        self._users_of: dict[tuple[str, str], tuple | None] = {}
+        self._lines: dict[str, dict[str, int]] = {}
+        self._quals: dict[str, dict] = {}
 
     def scan(self, path: str) -> PyTestFile:
         got = self._scanned.get(path)
@@ -372,18 +376,19 @@ class TestIndex:
                     for item in self._items_under(file) if is_conftest(file) else tf.items:
                         pick(item.id, item.file, "pytest", d, reaches, f"{how}; {what} of {file}")
                     continue
-                for item in tf.items:
-                    if qual == item.qual or qual.startswith(item.qual + "."):
-                        pick(item.id, file, "pytest", d, reaches, how)
-                for fx in tf.fixtures:
-                    if qual == fx.qual or qual.startswith(fx.qual + "."):
-                        key = (file, fx.qual)
-                        if key not in fixtures or d < fixtures[key][0]:
-                            fixtures[key] = (d, reaches, f"{how}; fixture '{fx.name}'")
-                for setup, cls in tf.class_setup:
-                    if qual == setup or qual.startswith(setup + "."):
-                        for item in tf.items:
-                            if item.cls == cls or (item.cls or "").startswith(cls + "."):
+                by_qual = self._by_qual(file)
+                parts = qual.split(".")
+                for k in range(len(parts), 0, -1):  # the symbol and what it is nested in
+                    for kind, x in by_qual.get(".".join(parts[:k]), ()):
+                        if kind == "item":
+                            pick(x.id, file, "pytest", d, reaches, how)
+                        elif kind == "fixture":
+                            key = (file, x.qual)
+                            if key not in fixtures or d < fixtures[key][0]:
+                                fixtures[key] = (d, reaches, f"{how}; fixture '{x.name}'")
+                        else:
+                            setup, items = x
+                            for item in items:
                                 pick(item.id, file, "pytest", d, reaches, f"{how}; {setup}")
         if method_hit is not None:
             self._typed_calls(method_hit, pick, fixtures)
@@ -397,33 +402,65 @@ class TestIndex:
             elif is_python_test_file(file):
                 for item in self.scan(file).items:
                     pick(item.id, file, "pytest", hops, reaches, how)
-        lines = {i.id: i.line for tf in self._scanned.values() for i in tf.items}
         for t in best.values():
-            t["line"] = lines.get(t["id"], 1)
+            if t["runner"] == "pytest":
+                if t["file"] not in self._lines:
+                    self._lines[t["file"]] = {i.id: i.line for i in self.scan(t["file"]).items}
+                t["line"] = self._lines[t["file"]].get(t["id"], 1)
         return sorted(best.values(), key=lambda t: t["id"])
+
+    def _by_qual(self, file: str) -> dict[str, list[tuple[str, object]]]:
+        """In-file qual -> what a reached symbol of that qual (or nested in it) selects in
+        ``file``: ("item", test), ("fixture", fixture), ("setup", (setup qual, [tests of the
+        class it serves])). Cached per index."""
+        got = self._quals.get(file)
+        if got is None:
+            tf = self.scan(file)
+            got = {}
+            for item in tf.items:
+                got.setdefault(item.qual, []).append(("item", item))
+            for fx in tf.fixtures:
+                got.setdefault(fx.qual, []).append(("fixture", fx))
+            for setup, cls in tf.class_setup:
+                items = [i for i in tf.items if i.cls == cls or (i.cls or "").startswith(cls + ".")]
+                got.setdefault(setup, []).append(("setup", (setup, items)))
+            self._quals[file] = got
+        return got
+
+    def _typed_sites(self) -> dict[tuple[str, str, str], tuple[Fixture, list[tuple[object, str, str]]]]:
+        """(fixture file, fixture qual, method) -> (fixture, [(test or fixture, its file,
+        parameter)]) for every method called on a fixture parameter whose fixture returns a
+        known class; read once per index (a lens resolves many symbols against it)."""
+        if self._sites is None:
+            sites: dict = {}
+            for f in self.py_tests + self.conftests:
+                tf = self.scan(f)
+                for holder in [*tf.items, *tf.fixtures]:
+                    for param, methods in sorted(holder.attr_calls.items()):
+                        fx = self.fixture_for(param, f, holder.cls)
+                        if fx is None or fx.returns is None:
+                            continue
+                        for m in sorted(methods):
+                            sites.setdefault((fx.file, fx.qual, m), (fx, []))[1].append((holder, f, param))
+            self._sites = sites
+        return self._sites
 
     def _typed_calls(self, method_hit, pick, fixtures: dict) -> None:
         """Tests and fixtures calling a method on a fixture parameter whose class's method of
         that name reaches the change: one hop more than that method."""
-        for f in self.py_tests + self.conftests:
-            tf = self.scan(f)
-            for holder in [*tf.items, *tf.fixtures]:
-                for param, methods in sorted(holder.attr_calls.items()):
-                    fx = self.fixture_for(param, f, holder.cls)
-                    if fx is None or fx.returns is None:
-                        continue
-                    for m in sorted(methods):
-                        hit = method_hit(fx, m)
-                        if hit is None:
-                            continue
-                        d, reaches, mq = hit
-                        how = f"calls {mq} ({d + 1} hop{'s' * (d > 0)}) on fixture '{param}'"
-                        if isinstance(holder, TestItem):
-                            pick(holder.id, f, "pytest", d + 1, reaches, how)
-                        else:
-                            key = (f, holder.qual)
-                            if key not in fixtures or d + 1 < fixtures[key][0]:
-                                fixtures[key] = (d + 1, reaches, f"{how}; fixture '{holder.name}'")
+        for (_, _, m), (fx, holders) in self._typed_sites().items():
+            hit = method_hit(fx, m)
+            if hit is None:
+                continue
+            d, reaches, mq = hit
+            for holder, f, param in holders:
+                how = f"calls {mq} ({d + 1} hop{'s' * (d > 0)}) on fixture '{param}'"
+                if isinstance(holder, TestItem):
+                    pick(holder.id, f, "pytest", d + 1, reaches, how)
+                else:
+                    key = (f, holder.qual)
+                    if key not in fixtures or d + 1 < fixtures[key][0]:
+                        fixtures[key] = (d + 1, reaches, f"{how}; fixture '{holder.name}'")
 
     def fixture_for(self, name: str, file: str, cls: str | None) -> Fixture | None:
         """The fixture a test or fixture of ``file`` (in class ``cls``) gets for parameter
@@ -453,6 +490,27 @@ class TestIndex:
             return [f for f in self.py_tests + self.conftests if _under(f, d)]
         return [fx.file]
 
+    def _users(self, file: str, qual: str) -> tuple[list[tuple[TestItem, str]], list[tuple[str, Fixture]]] | None:
+        """The tests ([(item, file)]) and fixtures ([(file, fixture)]) requesting the fixture
+        defined at ``qual`` of ``file`` (by name, within its scope; every test of its scope
+        when autouse); None when that is not a fixture. Cached per index."""
+        key = (file, qual)
+        if key not in self._users_of:
+            fx = next((f for f in self.scan(file).fixtures if f.qual == qual), None)
+            if fx is None:
+                self._users_of[key] = None
+                return None
+
+            def in_scope(cls: str | None) -> bool:
+                return fx.cls is None or cls == fx.cls or (cls or "").startswith(fx.cls + ".")
+            items, others = [], []
+            for vf in self._visible(fx):
+                tf = self.scan(vf)
+                items += [(item, vf) for item in tf.items if in_scope(item.cls) and (fx.name in item.uses or fx.autouse)]
+                others += [(vf, other) for other in tf.fixtures if in_scope(other.cls) and fx.name in other.uses]
+            self._users_of[key] = (items, others)
+        return self._users_of[key]
+
     def _fixtures(self, reached: dict[tuple[str, str], tuple[int, str | None, str]], pick) -> None:
         """Spread reached fixtures to the fixtures and tests that request them (by name, within
         the fixture's scope), until nothing new is reached."""
@@ -460,20 +518,17 @@ class TestIndex:
         done: dict[tuple[str, str], int] = {k: v[0] for k, v in reached.items()}
         while todo:
             (file, qual), (d, reaches, how) = todo.pop(0)
-            fx = next((f for f in self.scan(file).fixtures if f.qual == qual), None)
-            if fx is None:
+            users = self._users(file, qual)
+            if users is None:
                 continue
-            for vf in self._visible(fx):
-                tf = self.scan(vf)
-                in_scope = (lambda cls: fx.cls is None or cls == fx.cls or (cls or "").startswith(fx.cls + "."))
-                for item in tf.items:
-                    if in_scope(item.cls) and (fx.name in item.uses or fx.autouse):
-                        pick(item.id, vf, "pytest", d, reaches, how)
-                for other in tf.fixtures:
-                    key = (vf, other.qual)
-                    if in_scope(other.cls) and fx.name in other.uses and key not in done:
-                        done[key] = d
-                        todo.append((key, (d, reaches, f"{how} -> fixture '{other.name}'")))
+            items, others = users
+            for item, vf in items:
+                pick(item.id, vf, "pytest", d, reaches, how)
+            for vf, other in others:
+                key = (vf, other.qual)
+                if key not in done:
+                    done[key] = d
+                    todo.append((key, (d, reaches, f"{how} -> fixture '{other.name}'")))
 
 
 def commands(tests: list[dict]) -> dict:

@@ -3,7 +3,7 @@
 Without a subcommand (or with ``--stdio``, which editors pass) it runs the language server over
 stdio. Subcommands answer the same questions from the code graph for people and scripts:
 
-``index PATH``, ``impact FILE``, ``callers SYMBOL``, ``chain FROM TO``, ``cypher QUERY``,
+``index PATH``, ``impact FILE``, ``callers SYMBOL``, ``implementations SYMBOL``, ``chain FROM TO``, ``cypher QUERY``,
 ``export PATH``, ``ask QUESTION``, ``memory add|list|confirm|forget``, ``db status``, ``db stop``.
 
 Each query subcommand prints its answer, then every Cypher statement it ran with its parameters;
@@ -26,7 +26,7 @@ Layout (one module per responsibility):
 - ``parser``: the global options and the shared parent parsers;
 - ``registry``: which ``cmd_*`` module adds which subcommand (**add a subcommand there**; its
   docstring says how);
-- ``cmd_index``, ``cmd_queries`` (impact, callers, chain, cypher, export), ``cmd_ask``,
+- ``cmd_index``, ``cmd_queries`` (impact, callers, implementations, chain, cypher, export), ``cmd_ask``,
   ``cmd_memory``, ``cmd_workspaces``, ``cmd_db``, ...: one module per command family;
 - ``context`` (``Ctx``: arguments, settings, store), ``workspace`` (which graph a command reads,
   indexing on demand), ``output`` (JSON and Cypher printing), ``progress``, ``errors``.

@@ -33,6 +33,14 @@ def add_parsers(subs, parents: Parents) -> None:
     p.add_argument("--depth", type=positive_int, default=1, metavar="N",
                    help="follow callers of callers up to N hops (default 1)")
 
+    p = subs.add_parser("implementations", parents=[common, out, ws],
+                        help="classes below an interface or class; methods implementing a method",
+                        description="Implementations of SYMBOL (a name, Class.method or a qualified name): "
+                                    "for an interface or class, the classes that extend or implement it, "
+                                    "directly or not; for a method, the same-named methods of those classes "
+                                    "(from the INHERITS edges). One answer per matching symbol.")
+    p.add_argument("symbol", metavar="SYMBOL")
+
     p = subs.add_parser("chain", parents=[common, out, ws], help="shortest call path FROM -> TO",
                         description="Shortest CALLS path from one symbol to another.")
     p.add_argument("source", metavar="FROM")
@@ -274,5 +282,34 @@ def cmd_export(ctx: Ctx) -> int:
     return 0
 
 
+def cmd_implementations(ctx: Ctx) -> int:
+    from orbit_lsp.graph import queries
+
+    root, graph = workspace_graph(ctx)
+    ans = queries.find_symbols(graph, ctx.args.symbol)
+    if not ans.rows:
+        raise CliError(queries.not_found_note(graph, ctx.args.symbol, ans).replace(
+            " in the graph", f" in the graph of {root}", 1))
+    entries = []
+    for t in ans.rows:
+        impl = queries.symbol_implementations(graph, t["file"], t["qual"], ans)
+        entries.append({"target": t, "implementations": impl.rows})
+    if ctx.json:
+        emit_json("implementations", {"symbol": ctx.args.symbol, "rows": entries, "notes": ans.notes}, ans.cypher,
+                  workspace=str(root), graph=graph.name)
+        return 0
+    for i, e in enumerate(entries):
+        t, found = e["target"], e["implementations"]
+        if i:
+            print()
+        print(f"{t['qual']}  ({t['kind']}, {_where(t)})")
+        print(f"  {len(found)} implementation{'s' if len(found) != 1 else ''}")
+        for r in found:
+            print(f"    {r['qual']}  ({r['kind']}, {_where(r)})")
+    print_cypher(ans.cypher)
+    return 0
+
+
 COMMANDS = {"impact": cmd_impact, "callers": cmd_callers, "chain": cmd_chain, "cypher": cmd_cypher,
+            "implementations": cmd_implementations,
             "export": cmd_export}

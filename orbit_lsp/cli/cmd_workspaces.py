@@ -233,13 +233,17 @@ def _cmd_drop(ctx: Ctx) -> int:
     return 0
 
 
-def _prune_reason(r: dict, older: float | None, now: float) -> str | None:
+def _prune_reason(r: dict, older: float | None, now: float, rows: list[dict]) -> str | None:
     """Why a registered graph is pruned (None: kept)."""
     from orbit_lsp.graph import keys
 
     if not r["folder_exists"]:
         return "its folder no longer exists"
     branch = r.get("branch")
+    if (branch is None and not r.get("key") and r["graph"] == keys.root_graph_name(r["root"])
+            and keys.git_head(r["root"]) is not None
+            and any(o["root"] == r["root"] and o.get("branch") for o in rows)):
+        return "the folder's graph from before per-branch graphs (it has branch graphs now)"
     if branch and not r.get("key"):
         head = keys.git_head(r["root"])
         if head is None:
@@ -262,7 +266,7 @@ def _cmd_prune(ctx: Ctx) -> int:
     for r in rows:
         if r["root"] is None:
             continue
-        why = _prune_reason(r, older, now)
+        why = _prune_reason(r, older, now, rows)
         if why is not None:
             chosen.append((r, why))
     unknown = sum(1 for r in rows if r["root"] is None)

@@ -6,7 +6,7 @@ the indexer knows of each file (its ``FileState``: content hash, facts, resolved
 rows as the local cache ``<data dir>/cache/<graph>.sqlite``) next to the graph, in the redis hash
 ``orbit:state:<graph>`` of the same FalkorDB: field ``\\0meta`` (JSON: cache version, the graph's
 generation marker the state matches, root package, indexing host and folder, time, file count)
-and one field per file (its pickled state, zlib-compressed, in base85: the client decodes replies
+and one field per file (its pickled state, zlib-compressed, in base64: the client decodes replies
 as text). It is replaced in one ``RENAME``.
 
 ``seed(ix)``, called by ``WorkspaceIndexer.index_all`` inside the graph's write lock, before it
@@ -17,9 +17,11 @@ reads the graph:
   of the key named like the checked-out branch; this folder's graph of the branch it was on
   last (the registry; its local cache); the shared graph of the remote's default branch. A
   shared graph is usable when its published state matches its marker, a local one when its
-  cache does. It is copied (``GRAPH.COPY``, holding the base graph's write lock so no writer
-  changes it meanwhile) into a scratch graph renamed over the workspace's graph together with
-  a new marker; the base's state becomes the local cache. ``index_all`` then finds graph and
+  cache does. It is copied (``GRAPH.COPY``) into a scratch graph, kept only if the base's
+  marker did not move during the copy (optimistic: no lock of the base is taken, so its writers
+  never wait for editors, and no two processes can wait for each other's locks), and renamed
+  over the workspace's graph together with a new marker; the base's state (one ``HGETALL``
+  snapshot, or one SQLite read transaction) becomes the local cache. ``index_all`` then finds graph and
   cache in agreement and re-indexes only the files whose content differs (copy-on-write: the
   base graph is never written).
 - the graph exists but the local cache does not match it (a CI runner with no cache, another
@@ -74,14 +76,24 @@ class SafeUnpickler(pickle.Unpickler):
     """Unpickles only data: classes of ``orbit_lsp.index`` modules that are data classes (or
     tuples: named tuples) and builtin containers. Anything else raises ``UnpicklingError``."""
 
+    _allowed: dict[tuple[str, str], type] = {}  # classes found allowed already (any instance)
+
     def find_class(self, module: str, name: str):
+        found = self._allowed.get((module, name))
+        if found is not None:
+            return found
         if module == "builtins" and name in _BUILTINS:
-            return super().find_class(module, name)
-        if module.startswith("orbit_lsp.index.") and "." not in name:
             obj = super().find_class(module, name)
-            if isinstance(obj, type) and (dataclasses.is_dataclass(obj) or issubclass(obj, tuple)):
-                return obj
-        raise pickle.UnpicklingError(f"{module}.{name} is not allowed in a shared graph's state")
+        elif module.startswith("orbit_lsp.index.") and "." not in name:
+            obj = super().find_class(module, name)
+            if not (isinstance(obj, type) and (dataclasses.is_dataclass(obj) or issubclass(obj, tuple))):
+                obj = None
+        else:
+            obj = None
+        if obj is None:
+            raise pickle.UnpicklingError(f"{module}.{name} is not allowed in a shared graph's state")
+        self._allowed[(module, name)] = obj
+        return obj
 
 
 def safe_loads(blob: bytes):
@@ -116,18 +128,21 @@ def published_meta(store: "GraphStore", graph_name: str) -> dict | None:
     return meta if isinstance(meta, dict) else None
 
 
-def _published_rows(store: "GraphStore", graph_name: str) -> list[tuple[str, bytes]]:
-    rows = []
-    cursor = 0
-    key = state_key(graph_name)
-    while True:
-        cursor, chunk = store.execute("HSCAN", key, cursor, "COUNT", 1000)
-        items = list(chunk.items()) if isinstance(chunk, dict) else list(zip(chunk[0::2], chunk[1::2]))
-        for field, value in items:
-            if field != META_FIELD:
-                rows.append((field, zlib.decompress(base64.b85decode(value))))
-        if int(cursor) == 0:
-            return rows
+def _published(store: "GraphStore", graph_name: str) -> tuple[dict | None, list[tuple[str, bytes]]]:
+    """``(meta, [(rel, pickled state)])`` of ``graph_name``'s published state, read in one
+    ``HGETALL`` (one snapshot: a publish replaces the hash in one ``RENAME``)."""
+    reply = store.execute("HGETALL", state_key(graph_name))
+    items = list(reply.items()) if isinstance(reply, dict) else list(zip(reply[0::2], reply[1::2]))
+    meta, rows = None, []
+    for field, value in items:
+        if field == META_FIELD:
+            try:
+                meta = json.loads(value)
+            except ValueError:
+                return None, []
+        else:
+            rows.append((field, zlib.decompress(base64.b64decode(value))))
+    return (meta if isinstance(meta, dict) else None), rows
 
 
 def publish(ix: "WorkspaceIndexer") -> bool:
@@ -155,6 +170,12 @@ def publish(ix: "WorkspaceIndexer") -> bool:
     except sqlite3.Error as exc:
         log.warning("could not read the cache of %s to publish it: %s", name, exc)
         return False
+    try:
+        for rel, _ in rows:
+            rel.encode("utf-8")
+    except UnicodeEncodeError:  # the client speaks UTF-8 text: such a path cannot be a field
+        log.warning("not publishing the state of %s: a file path is not valid UTF-8", name)
+        return False
     head = keys.git_head(ix.root)
     doc = {"version": meta.get("version"), "graph_token": token, "root_package": meta.get("root_package", ""),
            "root": str(ix.root), "host": socket.gethostname(), "indexed": time.time(), "files": len(rows),
@@ -165,7 +186,7 @@ def publish(ix: "WorkspaceIndexer") -> bool:
         for i in range(0, len(rows), CHUNK):
             args = []
             for rel, blob in rows[i:i + CHUNK]:
-                args += [rel, base64.b85encode(zlib.compress(blob, 1)).decode("ascii")]
+                args += [rel, base64.b64encode(zlib.compress(blob, 1)).decode("ascii")]
             store.execute("HSET", tmp, *args)
         store.execute("HSET", tmp, META_FIELD, json.dumps(doc))
         store.execute("RENAME", tmp, state_key(name))
@@ -253,10 +274,11 @@ def seed(ix: "WorkspaceIndexer") -> str | None:
         marker = writelock.read_marker(store, name)
         if cache is not None and (marker is None or cache.get("graph_token") == marker):
             return None  # the local cache matches (or the graph predates markers)
-        meta = published_meta(store, name)
+        if _usable(published_meta(store, name), marker, version) is not None:
+            return None
+        meta, rows = _published(store, name)
         if _usable(meta, marker, version) is not None:
             return None
-        rows = _published_rows(store, name)
         try:
             _decode(rows)
         except Exception as exc:  # noqa: BLE001 - any decoding failure: not usable
@@ -307,28 +329,27 @@ def _copy_sibling(ix: "WorkspaceIndexer", base: str, version: str) -> str | None
     from orbit_lsp.index.state import StateCache
 
     store, name = ix.store, ix.graph.name
-    scratch = build_graph_name(name)
     other = StateCache(ix.cache_path.with_name(f"{base}.sqlite"), ix.root)
     other.version = version  # the same flavour as this indexer's (``Settings.value_flow``)
-    with writelock.GraphWriteLock(store, base):
-        marker = writelock.read_marker(store, base)
-        meta = other.usable()
-        if meta is None or marker is None or marker.startswith(writelock.DIRTY) or meta.get("graph_token") != marker:
-            return None
+    marker = writelock.read_marker(store, base)
+    if marker is None or marker.startswith(writelock.DIRTY) or not other.path.exists():
+        return None
+    try:
+        db = sqlite3.connect(other.path, timeout=30)
         try:
-            db = sqlite3.connect(other.path, timeout=30)
-            try:
+            with db:  # one read transaction: meta and rows of the same save
+                db.execute("BEGIN")
+                meta = dict(db.execute("SELECT key, value FROM meta"))
                 rows = list(db.execute("SELECT rel, state FROM files"))
-            finally:
-                db.close()
-        except sqlite3.Error:
-            return None
-        store.graph(scratch).delete()
-        try:
-            store.execute("GRAPH.COPY", base, scratch)
-        except QueryRejected as exc:
-            log.warning("could not copy graph %s: %s", base, exc)
-            return None
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return None
+    if meta.get("version") != version or meta.get("root") != str(ix.root) or meta.get("graph_token") != marker:
+        return None
+    scratch = _copy_graph(ix, base, marker)
+    if scratch is None:
+        return None
     token = writelock.new_token()
     ix._cache.save({}, {"root_package": meta.get("root_package", ""), "graph_token": token}, None, rows)
     store.atomically(("RENAME", scratch, name), ("SET", writelock.marker_key(name), token))
@@ -340,26 +361,23 @@ def _copy_from(ix: "WorkspaceIndexer", key: str, base: str, version: str) -> str
     from orbit_lsp.index.indexer import build_graph_name
 
     store, name = ix.store, ix.graph.name
-    scratch = build_graph_name(name)
-    with writelock.GraphWriteLock(store, base):  # no writer changes it while it is copied
-        marker = writelock.read_marker(store, base)
-        meta = published_meta(store, base)
+    marker = writelock.read_marker(store, base)
+    why = _usable(published_meta(store, base), marker, version)
+    if why is None:
+        meta, rows = _published(store, base)
         why = _usable(meta, marker, version)
-        if why is not None:
-            log.info("not starting %s from shared graph %s: %s", ix.root, key, why)
-            return None
-        rows = _published_rows(store, base)
-        try:
-            _decode(rows)
-        except Exception as exc:  # noqa: BLE001 - any decoding failure: not usable
-            log.warning("the published state of shared graph %s was refused: %s", key, exc)
-            return None
+    if why is not None:
+        log.info("not starting %s from shared graph %s: %s", ix.root, key, why)
+        return None
+    scratch = _copy_graph(ix, base, marker)
+    if scratch is None:
+        return None
+    try:
+        _decode(rows)
+    except Exception as exc:  # noqa: BLE001 - any decoding failure: not usable
+        log.warning("the published state of shared graph %s was refused: %s", key, exc)
         store.graph(scratch).delete()
-        try:
-            store.execute("GRAPH.COPY", base, scratch)
-        except QueryRejected as exc:  # a FalkorDB without GRAPH.COPY (before 4.0)
-            log.warning("could not copy shared graph %s: %s", key, exc)
-            return None
+        return None
     token = writelock.new_token()
     # the cache first: a crash between the two leaves a cache whose token no graph has
     ix._cache.save({}, {"root_package": meta.get("root_package", ""), "graph_token": token}, None, rows)
@@ -367,6 +385,28 @@ def _copy_from(ix: "WorkspaceIndexer", key: str, base: str, version: str) -> str
     when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(meta.get("indexed") or 0))
     return (f"started from shared graph '{key}' ({len(rows)} files, indexed on {meta.get('host')} "
             f"{when}); only files that differ are re-indexed")
+
+
+def _copy_graph(ix: "WorkspaceIndexer", base: str, marker: str) -> str | None:
+    """``GRAPH.COPY`` of ``base`` into ``ix``'s scratch graph, kept only when ``base``'s marker is
+    still ``marker`` afterwards (no writer wrote it meanwhile: every write changes the marker
+    first). No lock of ``base`` is taken: its writers never wait for a reader, and a process
+    holding it never waits for ``ix``'s. Returns the scratch graph's name, or None."""
+    from orbit_lsp.index.indexer import build_graph_name
+
+    store = ix.store
+    scratch = build_graph_name(ix.graph.name)
+    store.graph(scratch).delete()  # a copy or build that stopped half-way (we hold ix's lock)
+    try:
+        store.execute("GRAPH.COPY", base, scratch)
+    except QueryRejected as exc:  # a FalkorDB without GRAPH.COPY (before 4.0)
+        log.warning("could not copy graph %s: %s", base, exc)
+        return None
+    if writelock.read_marker(store, base) != marker:
+        log.info("graph %s was written while it was copied; not starting from it", base)
+        store.graph(scratch).delete()
+        return None
+    return scratch
 
 
 def after_index(ix: "WorkspaceIndexer", rep: "IndexReport") -> None:

@@ -178,6 +178,8 @@ class LiveWorkspace:
         return True
 
     def _apply(self, changes: Changes):
+        if self.follow_head():  # a checkout: the new branch's graph is re-opened, covering them
+            return set(), []
         with self._lock:
             if self.ix.last_index_time is None:  # the first index (or the recovery) covers them
                 return set(), []

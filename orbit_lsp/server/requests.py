@@ -11,7 +11,8 @@ Result: ``{"target": {...}, "dependents": [{"path", "uri", "hops"}], "callers": 
 ``path``, ``uri``, ``qual``, ``line``, ``depth``).
 
 ``orbit/status`` params: none. Result: ``{"falkordb": {"where", "mode", "online", "error"},
-"workspaces": [{"root", "graph", "files", "symbols", "calls", "imports", "last_index"}],
+"workspaces": [{"root", "graph", "branch", "graph_key", "files", "symbols", "calls", "imports",
+"last_index"}],
 "agent": {"model", "endpoint", "apiKey"}}`` (``endpoint``: where model requests, with the API key
 when one is set, are sent; ``apiKey``: whether one is set).
 """
@@ -22,7 +23,7 @@ from typing import Any
 
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
-from orbit_lsp.graph import queries
+from orbit_lsp.graph import keys, queries
 from orbit_lsp.index.buffers import file_impact
 from orbit_lsp.server.app import REQUEST_FAILED, OrbitServer, lsp_position, raw_params
 
@@ -132,6 +133,8 @@ class Feature:
         for ix in ls.workspaces.all():
             entry: dict[str, Any] = {"root": str(ix.root), "graph": ix.graph.name,
                                      "last_index": ix.last_index_time, "skipped": len(ix.skipped)}
+            gk = keys.workspace_key(ix.root, ls.settings.graph_key)  # which branch or key the graph is of
+            entry["branch"], entry["graph_key"] = (gk.branch, gk.key) if gk.name == ix.graph.name else (None, None)
             if online and ix.last_index_time is not None:
                 counts = (await ls.query(queries.counts, ix.graph)).rows[0]
                 entry.update(counts)

@@ -63,6 +63,20 @@ local function run()
     return orbit.last ~= last and orbit.last ~= nil
   end)
   out.steps.bad_ref = { lines = orbit.last.lines }
+  vim.cmd("fclose!")
+  -- the tests lens's command on app.core.helper: its tests in the quickfix list
+  vim.cmd.edit(root .. "/app/core.py")
+  local uri = vim.uri_from_bufnr(0)
+  vim.lsp.commands["orbit.showTests"]({ title = "", command = "orbit.showTests",
+    arguments = { uri, { line = 3, character = 4 }, "app.core.helper" } }, { client_id = client.id, bufnr = 0 })
+  wait("the tests", function()
+    return orbit.last_tests ~= nil
+  end)
+  local tq = vim.fn.getqflist({ title = 1, items = 1 })
+  out.steps.tests = { title = tq.title, items = {}, pytest = orbit.last_tests.result and orbit.last_tests.result.commands.pytest }
+  for _, it in ipairs(tq.items) do
+    table.insert(out.steps.tests.items, { file = vim.api.nvim_buf_get_name(it.bufnr), lnum = it.lnum })
+  end
   out.ok = true
 end
 

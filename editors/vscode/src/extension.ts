@@ -15,6 +15,9 @@ import {
   ImpactResult,
   Memory,
   OPEN_IMPACT,
+  OPEN_TESTS,
+  SERVER_SHOW_TESTS,
+  TestsResult,
   TreeNode,
   askMarkdown,
   changesLabel,
@@ -25,6 +28,7 @@ import {
   rewriteCommand,
   statusMarkdown,
   targetLabel,
+  testsCommandLine,
 } from "./render";
 
 const SECRET_KEY = "orbit.apiKey";
@@ -255,6 +259,22 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   context.subscriptions.push(
     vscode.commands.registerCommand("orbitLsp.showImpact", guard("orbit/impact", () => showImpact())),
     vscode.commands.registerCommand(OPEN_IMPACT, guard("orbit/impact", (uri?: string, pos?: { line: number; character: number }) => showImpact(uri, pos))),
+    // the "N tests reach this" lens: the server's answer as a references list, and a way to run them
+    vscode.commands.registerCommand(OPEN_TESTS, guard(SERVER_SHOW_TESTS, async (uri: string, pos: { line: number; character: number }, qual: string) => {
+      const r = await request<TestsResult>("workspace/executeCommand",
+        { command: SERVER_SHOW_TESTS, arguments: [uri, pos, qual] }, "Orbit: tests reaching " + qual);
+      const c = requireClient();
+      const locations = r.locations.map((l) => new vscode.Location(c.protocol2CodeConverter.asUri(l.uri),
+        new vscode.Range(l.range.start.line, l.range.start.character, l.range.end.line, l.range.end.character)));
+      await vscode.commands.executeCommand("editor.action.showReferences", c.protocol2CodeConverter.asUri(uri),
+        new vscode.Position(pos.line, pos.character), locations);
+      const line = testsCommandLine(r);
+      if (line && (await vscode.window.showInformationMessage(`Orbit: ${line}`, "Run in terminal")) === "Run in terminal") {
+        const term = vscode.window.createTerminal("Orbit tests");
+        term.show();
+        term.sendText(line);
+      }
+    })),
     vscode.commands.registerCommand("orbitLsp.showChanges", guard("orbit/changes", async () => {
       // the change as the editor shows it: unsaved buffers count (the server reads them)
       const doc = cursorParams().textDocument;

@@ -6,6 +6,25 @@
 export const SERVER_SHOW_IMPACT = "orbit.showImpact";
 /** This extension's command that opens the impact view for the same arguments. */
 export const OPEN_IMPACT = "orbitLsp.openImpact";
+/** The server's command behind the "N tests reach this" lens. */
+export const SERVER_SHOW_TESTS = "orbit.showTests";
+/** This extension's command that runs it and shows the tests as a references list. */
+export const OPEN_TESTS = "orbitLsp.openTests";
+
+/** What `orbit.showTests` answers. */
+export interface TestsResult {
+  target: string;
+  tests: { id: string; file: string; uri: string; line: number; reason: string; depth: number }[];
+  locations: { uri: string; range: { start: { line: number; character: number }; end: { line: number; character: number } } }[];
+  commands: { pytest: string | null; pytest_ids: string | null; pytest_k: string | null; pytest_files: string | null;
+    files: string[]; js_files: string[] };
+}
+
+/** The command line that runs the tests of an `orbit.showTests` answer ("" when none). */
+export function testsCommandLine(r: TestsResult): string {
+  if (r.commands.pytest) return r.commands.pytest;
+  return r.commands.js_files.length ? r.commands.js_files.join(" ") : "";
+}
 
 export interface Cypher { query: string; params?: Record<string, unknown> }
 export interface ImpactTarget {
@@ -26,6 +45,9 @@ export interface Command { title: string; command: string; arguments?: unknown[]
 export function rewriteCommand<T extends Command | undefined>(cmd: T): T {
   if (cmd && cmd.command === SERVER_SHOW_IMPACT) {
     return { ...cmd, command: OPEN_IMPACT } as T;
+  }
+  if (cmd && cmd.command === SERVER_SHOW_TESTS) {
+    return { ...cmd, command: OPEN_TESTS } as T;
   }
   return cmd;
 }

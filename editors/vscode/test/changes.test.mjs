@@ -116,3 +116,20 @@ test("orbit/changes: saved and unsaved edits, tests to run, the view's tree", as
   assert.equal(tree[1].children[1].uri, uriOf("tests/test_core.py"));
   assert.equal(render.changesLabel(r), "working tree vs HEAD, with 1 unsaved buffer(s): 2 changed symbols, 3 callers, 2 tests to run");
 });
+
+test("the 'N tests reach this' lens: resolved, rewritten to the references view, its command line", async () => {
+  const uri = uriOf("app/core.py");
+  const lenses = await conn.sendRequest("textDocument/codeLens", { textDocument: { uri } });
+  const mine = lenses.filter((l) => l.data.target.type === "tests");
+  assert.deepEqual(mine.map((l) => l.data.target.qual), ["app.core.helper", "app.core.compute"]);
+  const resolved = await Promise.all(mine.map((l) => conn.sendRequest("codeLens/resolve", l)));
+  // helper: test_compute (through compute) and test_wrap (through wrap -> compute)
+  assert.deepEqual(resolved.map((l) => l.command.title), ["2 tests reach this", "2 tests reach this"]);
+  const cmd = render.rewriteCommand(resolved[0].command);
+  assert.equal(cmd.command, render.OPEN_TESTS);
+  const r = await conn.sendRequest("workspace/executeCommand", { command: render.SERVER_SHOW_TESTS, arguments: cmd.arguments });
+  assert.equal(r.target, "app.core.helper");
+  assert.deepEqual(r.tests.map((t) => t.id), ["tests/test_core.py::test_compute", "tests/test_core.py::test_wrap"]);
+  assert.deepEqual(r.locations.map((l) => [l.uri, l.range.start.line]), [[uriOf("tests/test_core.py"), 4], [uriOf("tests/test_core.py"), 8]]);
+  assert.equal(render.testsCommandLine(r), "pytest tests/test_core.py::test_compute tests/test_core.py::test_wrap");
+});

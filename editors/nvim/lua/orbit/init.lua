@@ -588,6 +588,35 @@ vim.lsp.commands["orbit.showImpact"] = function(command)
   M.impact(args[1], args[2])
 end
 
+-- the "N tests reach this" lens: the server's answer (its command line comes as a message) and
+-- the tests in the quickfix list, opened
+vim.lsp.commands["orbit.showTests"] = function(command, ctx)
+  local client = (ctx and ctx.client_id and vim.lsp.get_client_by_id(ctx.client_id)) or client_for(ctx and ctx.bufnr)
+  if not client then
+    vim.notify("orbit: no orbit-lsp client for this buffer", vim.log.levels.WARN)
+    return
+  end
+  request(client, "workspace/executeCommand", { command = command.command, arguments = command.arguments },
+    function(err, r)
+      vim.schedule(function()
+        if err then
+          M.last_tests = { err = err }
+          vim.notify(error_text("orbit.showTests", err), vim.log.levels.ERROR)
+          return
+        end
+        local items = {}
+        for _, x in ipairs(r.tests or {}) do
+          table.insert(items, { filename = vim.uri_to_fname(x.uri), lnum = x.line or 1, text = x.id .. " — " .. x.reason })
+        end
+        vim.fn.setqflist({}, " ", { title = "Orbit: tests reaching " .. tostring(r.target), items = items })
+        M.last_tests = { result = r }
+        if #items > 0 then
+          vim.cmd("copen")
+        end
+      end)
+    end, ctx and ctx.bufnr)
+end
+
 -- "Orbit: propose a change…": ask what to change, then run the server's command with it (the
 -- edit comes back as workspace/applyEdit, asked before applying like every edit); the outcome
 -- (status, reason, diff) in the float
