@@ -653,3 +653,74 @@ def test_parameters_passed_around_a_cycle_past_the_cap_are_unknown_in_both(index
     assert unbound(ix, "ring.second") == ["cb@33"]
     # below the cap every value is followed
     assert out_of(ix, "ring.small") == {"ring.f0": "param", "ring.g0": "param"}
+
+
+SUBCLASS_ATTRIBUTES = {"app.py": '''
+class Notifier:
+    def notify(self):
+        pass
+
+class Mailer:
+    def notify(self):
+        pass
+
+class Base:
+    def run(self):
+        self.notifier.notify()
+
+    def missing(self):
+        self.nobody_sets_this.notify()
+
+class Child(Base):
+    def __init__(self):
+        self.notifier = Notifier()
+
+class GrandChild(Child):
+    notifier = Mailer()  # shadowed: Child.__init__ sets the instance's own notifier
+
+class Plain(Base):
+    notifier = Notifier()
+
+class Printer:
+    def notify(self):
+        pass
+
+class OtherChild(Child):
+    def __init__(self):
+        self.notifier = Printer()
+'''}
+
+
+def test_attributes_set_only_in_subclasses_are_read_in_the_base(index):
+    """``Base.run`` reads ``self.notifier``, which only subclasses set: there ``self`` is an
+    instance of a subclass, so the call reaches what each subclass assigns: ``Child`` and
+    ``OtherChild`` in ``__init__``, ``Plain`` in its class body. ``GrandChild``'s class attribute
+    never reaches ``self.notifier``: ``Child.__init__`` gives each instance its own. An
+    attribute no class sets stays unbound."""
+    ix = index(SUBCLASS_ATTRIBUTES)
+    assert out_of(ix, "app.Base.run") == {"app.Notifier.notify": "instance", "app.Printer.notify": "instance"}
+    assert unbound(ix, "app.Base.run") == []
+    assert out_of(ix, "app.Base.missing") == {}
+    assert unbound(ix, "app.Base.missing") == ["notify@14"]
+
+
+def test_subclass_attributes_follow_an_edit_of_the_bases(tmp_path, store):
+    """Incremental == rebuild when a subclass stops deriving from the base."""
+    from orbit_lsp.config import Settings
+
+    ix = build(tmp_path, store, SUBCLASS_ATTRIBUTES)
+    try:
+        path = ix.root / "app.py"
+        path.write_text(path.read_text().replace("class Child(Base):", "class Child:"))
+        ix.reindex_file(path)
+        # Child's subclasses no longer derive from Base either: only Plain sets Base's notifier
+        assert out_of(ix, "app.Base.run") == {"app.Notifier.notify": "instance"}
+        path.write_text(path.read_text().replace("class Plain(Base):", "class Plain:"))
+        ix.reindex_file(path)
+        assert out_of(ix, "app.Base.run") == {}
+        assert unbound(ix, "app.Base.run") == ["notify@11"]
+        path.write_text(path.read_text().replace("class Child:", "class Child(Base):"))
+        ix.reindex_file(path)
+        assert out_of(ix, "app.Base.run") == {"app.Notifier.notify": "instance", "app.Printer.notify": "instance"}
+    finally:
+        ix.graph.delete()

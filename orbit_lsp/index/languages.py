@@ -89,6 +89,8 @@ class WorkspaceResolver:
         for rel, st in states:
             if st is None or is_js(rel):
                 continue
+            if st.edges is not None:
+                py.seed_inherits(rel, st.edges)
             if st.edges is not None and st.edges.flows:
                 py.apply_flows(None, st.edges.flows, pending=False)
             if st.pvals:

@@ -17,7 +17,7 @@ from orbit_lsp.index.parsing import gc_paused, pickle_facts
 from orbit_lsp.index.resolve import FileEdges
 from orbit_lsp.lru import LRU
 
-CACHE_VERSION = 12  # 12: TS grammar gaps mended (js_parse), FileEdges.type_only; 11: JS/TS facts carry types (js_types: results, fields, supers, type scopes); 10: value flow (parameters, containers, lambdas as symbols, FileEdges.flows); 6: JS/TS files have facts; 7: facts kept pickled (FileState.facts_blob); 8: lambda and comprehension scopes; 9: FileState.nonascii_lines, `from pkg import name` unbound in pkg is unresolved
+CACHE_VERSION = 13  # 13: Python attributes set only in subclasses are read in the base (edges change); 12: TS grammar gaps mended (js_parse), FileEdges.type_only; 11: JS/TS facts carry types (js_types: results, fields, supers, type scopes); 10: value flow (parameters, containers, lambdas as symbols, FileEdges.flows); 6: JS/TS files have facts; 7: facts kept pickled (FileState.facts_blob); 8: lambda and comprehension scopes; 9: FileState.nonascii_lines, `from pkg import name` unbound in pkg is unresolved
 
 FACTS = LRU(256)  # pickled facts -> the decoded objects, most recently used (bytes cache their hash)
 
@@ -66,13 +66,14 @@ class FileState:
         else:
             self.set_facts_blob(pickle_facts(value), value)
 
-    def set_facts_blob(self, blob: bytes, facts: pyx.PyFacts | None = None) -> None:
-        """Facts by their pickle (``facts``: the same, decoded, when at hand)."""
-        if facts is None:
-            facts = load_facts(blob)
-        else:
+    def set_facts_blob(self, blob: bytes, facts: pyx.PyFacts | None = None, symbols: int | None = None) -> None:
+        """Facts by their pickle (``facts``: the same, decoded, when at hand; ``symbols``: their
+        number of symbols, when known: the pickle is then not decoded)."""
+        if facts is not None:
             FACTS.put(blob, facts)
-        self.facts_blob, self.symbols = blob, len(facts.symbols)
+        elif symbols is None:
+            facts = load_facts(blob)
+        self.facts_blob, self.symbols = blob, (len(facts.symbols) if facts is not None else symbols)
 
 
 class LazyFacts:

@@ -1,0 +1,260 @@
+"""Classes for the Python resolver: bases, the C3 method resolution order, attribute lookup on
+classes and instances (properties included), and the subclass relation (attributes that only
+subclasses set, read in a base)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from orbit_lsp.index.py_values import (
+    _MAX_DEPTH,
+    _OBJECT_ATTRS,
+    ALL_CLASSES,
+    BOTTOM,
+    HAS_FACTS,
+    _NoC3,
+    _unit,
+)
+from orbit_lsp.index.python import UNKNOWN
+
+if TYPE_CHECKING:
+    from orbit_lsp.index.resolve import FileEdges
+
+
+class ClassModel:
+    """Mixed into ``resolve.Resolver`` (whose state and evaluation, ``ev``, it uses)."""
+
+    def implied(self, entities) -> set[tuple]:
+        """After ``set_facts`` and ``invalidate(entities)``: ``{ALL_CLASSES}`` when the subclass
+        relation changed (a class gained or lost a workspace base, also through a base name
+        imported from a file that changed), having forgotten what consulted it; else empty.
+        The indexer adds it to the entities that decide which files are resolved again."""
+        entities = set(entities)
+        redo = set(self._inherits_stale)
+        redo.update(r for r, (_, deps) in self._inherits.items() if not deps.isdisjoint(entities))
+        self._inherits_stale = set()
+        moved = False
+        for r in sorted(redo):
+            before = self._inherits.pop(r, ((), frozenset()))[0]
+            if r in self.facts:
+                self._inherits[r] = self._file_inherits(r)
+            if self._inherits.get(r, ((), None))[0] != before:
+                moved = True
+        if not moved:
+            return set()
+        self._subclasses = None
+        self.invalidate((ALL_CLASSES,))
+        return {ALL_CLASSES}
+
+    def seed_inherits(self, rel: str, edges: FileEdges) -> None:
+        """A file's (class, base) pairs from the edges an earlier resolver computed (the
+        ``inherits`` of its ``FileEdges``, and what it consulted then: ``deps``)."""
+        pairs = tuple(sorted(((rel, q), (bf, bq)) for q, bf, bq in edges.inherits))
+        self._inherits[rel] = (pairs, frozenset(edges.deps) | {(rel, HAS_FACTS)})
+        self._inherits_stale.discard(rel)
+
+    def _file_inherits(self, rel: str) -> tuple:
+        saved, self._deps = self._deps, set()
+        try:
+            pairs = set()
+            for q, c in self.facts[rel].classes.items():
+                if c.bases:
+                    for b in self._bases(rel, q) or ():
+                        pairs.add(((rel, q), b))
+            return tuple(sorted(pairs)), frozenset(self._deps)
+        finally:
+            self._deps = saved
+
+    def _ensure_subclasses(self, everyone) -> None:
+        """The subclass relation over ``everyone`` (every file with facts), computing the pairs
+        of the files that have none yet (evaluated before any other evaluation of a run, so no
+        cycle runs through it)."""
+        for r in everyone:
+            if r in self._inherits_stale or r not in self._inherits:
+                self._inherits_stale.discard(r)
+                if r in self.facts:
+                    self._inherits[r] = self._file_inherits(r)
+        if self._subclasses is None:
+            subs: dict[tuple, list] = {}
+            for r in sorted(self._inherits):
+                for sub, base in self._inherits[r][0]:
+                    subs.setdefault(base, []).append(sub)
+            self._subclasses = subs
+
+    def subclass_attr(self, rel: str, qual: str, attr: str):
+        """An attribute read on an instance of class ``qual`` that neither it nor its bases
+        define: what the workspace subclasses that define it assign (``self.x = …`` in a
+        subclass, read in a base's method: ``self`` is an instance of the subclass there), every
+        subclass down the hierarchy. A class-body value below a subclass that assigns the
+        attribute on its instances is shadowed by that assignment and left out. None when no
+        subclass defines it."""
+        self._deps.add(ALL_CLASSES)
+        if self._subclasses is None:
+            return None
+        vals, seen, todo = [], {(rel, qual)}, [((rel, qual), False)]
+        while todo:
+            cls_key, shadowed = todo.pop()
+            for r, q in self._subclasses.get(cls_key, ()):
+                if (r, q) in seen:
+                    continue
+                seen.add((r, q))
+                facts = self._facts(r)
+                cls = facts.classes.get(q) if facts is not None else None
+                if cls is None:
+                    continue
+                self._deps.add((r, _unit(q)))
+                body = facts.scopes[cls.body]
+                if attr in body.names and not shadowed:
+                    vals.append(self._through_instance(self.combine([self.ev(r, cls.body, x) for x in body.names[attr]])))
+                if attr in cls.attrs:
+                    vals.append(self.combine([self.ev(r, msi, x) for msi, x in cls.attrs[attr]]))
+                todo.append(((r, q), shadowed or attr in cls.attrs))
+        return self.combine(vals) if vals else None
+
+    def _bases(self, r: str, q: str) -> list[tuple[str, str]] | None:
+        """The workspace classes among the bases of class ``q`` of file ``r``, in order (None:
+        not a class of that file)."""
+        facts = self._facts(r)
+        if facts is None:
+            return None
+        self._deps.add((r, _unit(q)))
+        cls = facts.classes.get(q)
+        if cls is None:
+            return None
+        bases = []
+        for b in cls.bases:
+            v = self.ev(r, cls.outer, b)
+            for m in (v[1] if v and v[0] == "union" else [v]):
+                if m and m[0] == "sym" and m[3] == "class" and (m[1], m[2]) not in bases:
+                    bases.append((m[1], m[2]))
+        return bases
+
+    def mro(self, rel: str, qual: str) -> list[tuple[str, str]]:
+        """The method resolution order of a workspace class over workspace classes: C3
+        linearisation, as Python computes ``__mro__`` (``class D(B, C)`` with ``B(A)``, ``C(A)``:
+        D, B, C, A). A hierarchy C3 rejects (Python raises TypeError) falls back to a depth-first
+        order without repeats."""
+        key = ("mro", rel, qual)
+        hit = self.memo.get(key)  # memoised with what it consulted; the memoised case of ``_scc``, inlined
+        if hit is not None and len(self._stack) + hit[2] <= _MAX_DEPTH:
+            self._deps |= hit[1]
+            if hit[2] > self._sub:
+                self._sub = hit[2]
+            got = hit[0]
+        else:
+            got = self._scc(key, self._mro, rel, qual)
+        return list(got) if isinstance(got, tuple) and got != BOTTOM else []
+
+    def _mro(self, rel: str, qual: str) -> tuple:
+        try:
+            return tuple(self._c3(rel, qual, {}, set()))
+        except _NoC3:
+            return tuple(self._dfs_mro(rel, qual))
+
+    def _c3(self, r: str, q: str, memo: dict, active: set) -> list[tuple[str, str]]:
+        key = (r, q)
+        if key in memo:
+            return memo[key]
+        if key in active:
+            raise _NoC3  # a cycle of bases
+        bases = self._bases(r, q)
+        if bases is None:
+            return []
+        active.add(key)
+        seqs = [list(self._c3(br, bq, memo, active)) for br, bq in bases]
+        active.discard(key)
+        seqs = [x for x in seqs if x] + [list(bases)]
+        out = [key]
+        while True:
+            seqs = [x for x in seqs if x]
+            if not seqs:
+                break
+            for x in seqs:
+                head = x[0]
+                if not any(head in y[1:] for y in seqs):
+                    break
+            else:
+                raise _NoC3
+            out.append(head)
+            for x in seqs:
+                if x[0] == head:
+                    del x[0]
+        memo[key] = out
+        return out
+
+    def _dfs_mro(self, rel: str, qual: str) -> list[tuple[str, str]]:
+        out: list[tuple[str, str]] = []
+        stack = [(rel, qual)]
+        seen = set()
+        while stack:
+            r, q = stack.pop(0)
+            if (r, q) in seen:
+                continue
+            seen.add((r, q))
+            bases = self._bases(r, q)
+            if bases is None:
+                continue
+            out.append((r, q))
+            stack = bases + stack
+        return out
+
+    def _mro_complete(self, mro: list[tuple[str, str]]) -> bool:
+        """True when every base of every class in ``mro`` is a workspace class (or ``object``),
+        so an attribute missing from all of them can only come from ``object``."""
+        for r, q in mro:
+            facts = self.facts[r]
+            cls = facts.classes[q]
+            for b in cls.bases:
+                v = self.ev(r, cls.outer, b)
+                if v == ("builtin", "object"):
+                    continue
+                if not (v and v[0] == "sym" and v[3] == "class"):
+                    return False
+        return True
+
+    def class_attr(self, rel: str, qual: str, attr: str, via_instance: bool, skip_first: bool = False):
+        mro = self.mro(rel, qual)
+        for i, (r, q) in enumerate(mro):
+            if skip_first and i == 0:
+                continue
+            facts = self.facts[r]
+            cls = facts.classes[q]
+            body = facts.scopes[cls.body]
+            if attr in body.names:  # the class's unit: recorded by mro()
+                v = self.combine([self.ev(r, cls.body, x) for x in body.names[attr]])
+                if via_instance:
+                    v = self._through_instance(v)
+                return v
+            if via_instance and attr in cls.attrs:
+                return self.combine([self.ev(r, msi, x) for msi, x in cls.attrs[attr]])
+        if attr in _OBJECT_ATTRS and self._mro_complete(mro):
+            return ("ext", f"builtins.object.{attr}")
+        if via_instance and not skip_first and mro:
+            return self.subclass_attr(rel, qual, attr)
+        return None
+
+    def _through_instance(self, v):
+        """A class attribute read through an instance: a ``@property`` gives what its getter
+        returns."""
+        if v is None:
+            return None
+        if v[0] == "propv":
+            return self.call_result(("sym", v[1], v[2], "method"), v[1], -1, UNKNOWN)
+        if v[0] == "union" and any(m[0] == "propv" for m in v[1]):
+            return self.combine([self._through_instance(m) for m in v[1]] + ([None] if v[2] else []))
+        return v
+
+    def property_getter(self, base, attr: str):
+        """``(file, qual)`` of the ``@property`` getter that reading ``attr`` on value ``base``
+        runs, or None."""
+        if base is None or base[0] not in ("inst", "super"):
+            return None
+        for r, q in self.mro(base[1], base[2])[1 if base[0] == "super" else 0:]:
+            body = self.facts[r].scopes[self.facts[r].classes[q].body]
+            refs = body.names.get(attr)
+            if refs is not None:
+                for x in refs:
+                    if x[0] == "prop":
+                        return (r, x[1])
+                return None
+        return None

@@ -1,0 +1,192 @@
+"""Modules for the Python resolver: which workspace file an import names (source roots,
+packages, symlinked directories, ``src/`` layouts), what a module binds at its top level (star
+imports included), and the IMPORTS and USES_PACKAGE edges of a file."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from orbit_lsp.index.py_values import BOTTOM, STARS
+
+if TYPE_CHECKING:
+    from orbit_lsp.index.python import PyFacts
+    from orbit_lsp.index.resolve import FileEdges
+
+
+def canonical_path(path: str, aliases: dict[str, str]) -> str:
+    """``path`` with in-workspace symlinked directories (``aliases``: link -> target, both
+    workspace-relative) replaced by their targets, links to links followed (8 at most)."""
+    for _ in range(8):
+        for link, target in aliases.items():
+            if path == link or path.startswith(link + "/"):
+                path = (target + path[len(link):]).lstrip("/")
+                break
+        else:
+            return path
+    return path
+
+
+class ModuleLookup:
+    """Mixed into ``resolve.Resolver`` (whose state and evaluation, ``ev``, it uses)."""
+
+    def _canon(self, path: str) -> str:
+        return canonical_path(path, self.aliases)
+
+    def _module_at(self, path: str):
+        """('mod', key) for a module at ``path`` (no extension), or None."""
+        path = self._canon(path)
+        if path + ".py" in self.files:
+            return ("mod", path + ".py")
+        init = (path + "/__init__.py") if path else "__init__.py"
+        if init in self.files:
+            return ("mod", init)
+        if path in self.dirs:
+            return ("mod", path + "/" if path else "")
+        return None
+
+    def _package_root(self, rel: str) -> str:
+        parts = rel.split("/")[:-1]
+        while parts and "/".join(parts) + "/__init__.py" in self.files:
+            parts.pop()
+        return "/".join(parts)
+
+    def roots_for(self, rel: str) -> list[str]:
+        roots = [""]
+        if self.src_root:
+            roots.append(self.src_root)
+        pr = self._package_root(rel)
+        if pr not in roots:
+            roots.append(pr)
+        return roots
+
+    def find_module(self, spec: tuple, importer: str):
+        """Resolve a module spec: ('mod', key) | ('ext', dotted) | ('missing', text)."""
+        base, dotted = spec
+        sub = dotted.replace(".", "/")
+        if base == "<outside>":
+            return ("missing", "." + dotted)
+        if base is not None:
+            path = f"{base}/{sub}" if base and sub else (base or sub)
+            m = self._module_at(path)
+            return m if m else ("missing", dotted or ".")
+        if not dotted:
+            return ("missing", "")
+        top = sub.split("/")[0]
+        if self.root_package and top == self.root_package:
+            # the workspace root is this package: ``rootpkg.a.b`` is ``a/b`` under the root
+            inner = sub[len(top) + 1:]
+            m = self._module_at(inner)
+            return m if m else ("missing", dotted)
+        top_seen = False
+        for root in self.roots_for(importer):
+            path = f"{root}/{sub}" if root else sub
+            m = self._module_at(path)
+            if m:
+                return m
+            top_path = f"{root}/{top}" if root else top
+            if self._module_at(top_path):
+                top_seen = True
+        if top_seen:
+            return ("missing", dotted)
+        return ("ext", dotted)
+
+    @staticmethod
+    def module_file(mod) -> str | None:
+        key = mod[1]
+        return key if key.endswith(".py") else None
+
+    def submodule(self, mod, name: str):
+        key = mod[1]
+        if key.endswith("/__init__.py") or key == "__init__.py":
+            base = key[: -len("__init__.py")].rstrip("/")
+        elif key.endswith("/") or key == "":
+            base = key.rstrip("/")
+        else:
+            return None
+        return self._module_at(f"{base}/{name}" if base else name)
+
+    def _star_lookup(self, rel: str, facts: PyFacts, name: str):
+        self._deps.add((rel, STARS))
+        if not facts.stars:
+            return None
+        key = ("*", rel, name)
+        if key in self._active:  # star-import cycle
+            self._cut += 1
+            return None
+        self._active.add(key)
+        try:
+            for spec in facts.stars:
+                m = self.find_module(spec, rel)
+                if m[0] == "mod":
+                    v = self.module_binding(m, name)
+                    if v is not None and v != BOTTOM:
+                        return v
+                elif m[0] == "ext":
+                    return None  # could come from the external module: unknown
+            return None
+        finally:
+            self._active.discard(key)
+
+    def module_binding(self, mod, name: str):
+        key = self.module_file(mod)
+        if key is None:
+            return None
+        facts = self._facts(key)
+        if facts is None:
+            return None
+        top = facts.scopes[0]
+        self._deps.add((key, name))
+        if name in top.names:
+            return self.combine([self.ev(key, 0, r) for r in top.names[name]])
+        return self._star_lookup(key, facts, name)
+
+    def _may_bind(self, mod, name: str) -> bool:
+        """Whether module ``mod`` binds ``name`` at its top level, or may: a definition,
+        assignment or import of it there, a star import (what it brings is not looked at
+        here), a module ``__getattr__``, ``*`` itself, or no facts to tell (a file that never
+        parsed). False only when ``from mod import name`` certainly finds nothing in ``mod``'s
+        own file."""
+        key = self.module_file(mod)
+        facts = self._facts(key) if key is not None else None
+        if facts is None or name == "*":
+            return True
+        for unit in (name, "__getattr__", STARS):
+            self._deps.add((key, unit))
+        top = facts.scopes[0].names
+        return name in top or "__getattr__" in top or bool(facts.stars)
+
+    def module_attr(self, mod, name: str):
+        v = self.module_binding(mod, name)
+        if v is not None and v != BOTTOM:
+            return v
+        # ``from . import utils`` in a package's __init__ binds its own submodule
+        return self.submodule(mod, name) or v
+
+    def _import_edges(self, rel: str, imp, out: FileEdges) -> None:
+        spec, names, line = imp.spec, imp.names, imp.line
+        if spec[0] is None and spec[1].split(".")[0] == "__future__":
+            return
+        m = self.find_module(spec, rel)
+        if m[0] == "ext":
+            top = spec[1].split(".")[0]
+            out.packages.setdefault(top, line)
+            return
+        if m[0] == "missing":
+            dots = "" if spec[0] is None else "."
+            out.unresolved_imports.append(f"{line}:{dots}{spec[1]}")
+            return
+        targets = []
+        if not names:
+            targets.append(self.module_file(m))
+        else:
+            for n in names:
+                sub = self.submodule(m, n) if n != "*" else None
+                if sub is not None and self.module_file(sub):
+                    targets.append(self.module_file(sub))
+                elif self.module_file(m) and self._may_bind(m, n):
+                    targets.append(self.module_file(m))
+                else:
+                    out.unresolved_imports.append(f"{line}:{spec[1]}.{n}")
+        for t in targets:
+            if t and t != rel:
+                out.imports.setdefault(t, line)

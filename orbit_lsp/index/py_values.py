@@ -1,0 +1,104 @@
+"""Values of the Python resolver (``index/resolve.py``) and the entities its evaluations consult.
+
+A value is a tuple whose first item is its kind: ``("sym", file, qual, kind)`` a workspace
+symbol, ``("inst", file, class qual)`` an instance, ``("mod", path)`` a module, ``("ext", name)``
+something outside the workspace, ``("union", members, unknown)`` one of several, containers
+(``seq``, ``dict``, ``bag``, ``tup``), ``BOTTOM`` (no value yet) and ``TOO_MANY`` (a parameter
+past ``MAX_PARAM_VALUES``). None is unknown. Entities are ``(file, unit)`` pairs and the
+constants below; a memoised value is forgotten when an entity it consulted changes.
+"""
+
+from __future__ import annotations
+
+_OBJECT_ATTRS = frozenset(dir(object))
+_MAX_DEPTH = 400  # a safety net against runaway recursion, far above real alias chains
+
+def _unit(qual: str) -> str:
+    """The top-level name a qualified name belongs to (``Agent.run`` -> ``Agent``)."""
+    return qual.partition(".")[0]
+
+
+STARS = "*"  # entity of a file's star imports
+
+HAS_FACTS = "<facts>"  # entity of whether a file has facts at all
+
+STORES = "#stores"  # entity of every container store in a file (``c[k] = v``, ``c.append(v)``)
+
+ALL_CLASSES = ("*", "#classes")  # entity: the subclass relation of the whole workspace
+
+PVAL = "~param"  # entities ``(PVAL, file, qual)``: the values of a function's parameters
+
+MAX_PARAM_VALUES = 8  # a parameter receiving more workspace values than this is taken as unknown
+
+MAX_PARAM_CHANGES = 2 * MAX_PARAM_VALUES + 4  # changes of one function's parameter values per run
+#   before it is widened (``Resolver._widen``)
+
+MAX_PARAM_PASSES = 64  # passes of parameter values among themselves per round (``_propagate_params``)
+
+MAX_FLOW_ROUNDS = 12  # a safety net for the value-flow fixpoint (real code converges in a few)
+
+BOTTOM = ("bottom",)  # no value (yet): a binding that only holds itself; never "unknown"
+
+TOO_MANY = ("too-many",)  # a parameter value past MAX_PARAM_VALUES: unknown for binding, and
+#   what a parameter receives when it is passed one (the top of parameter values)
+
+EXT_ANY = ("ext", "<external>")  # a value derived from an external one: all alike for binding
+
+_MAX_NESTING = 4  # containers of containers (``bag``, ``tup``, ``partial``) deeper than this are unknown
+
+def _ext(name: str, suffix: str) -> tuple:
+    """The external value ``name`` + ``suffix`` (``json.loads`` + ``()``). Names derived from a
+    derived name (``str().decode()``) collapse into ``EXT_ANY``: their spelling never binds a
+    call, and ``x = x.decode()`` would otherwise make new names without end."""
+    if "(" in name or "[" in name or name == EXT_ANY[1] or name.count(".") >= 4:
+        return EXT_ANY
+    return ("ext", name + suffix)
+
+def _workspace_part(v):
+    """The workspace values of a parameter's value in one form (members in one order; the
+    unknown flag kept beside them), or None when it holds none."""
+    v = _canonical(v)
+    if v is None or v == EXT_ANY or v == BOTTOM:
+        return None
+    if v == TOO_MANY:
+        return TOO_MANY
+    if v[0] == "union":
+        members = tuple(m for m in v[1] if m != EXT_ANY)
+        if not members:
+            return None  # nothing from the workspace
+        if len(members) > MAX_PARAM_VALUES:
+            return TOO_MANY  # too many values to be of use: unknown, for good
+
+        return members[0] if len(members) == 1 and not v[2] else ("union", members, v[2])
+    return v
+
+def _canonical(v):
+    """A parameter value in one form: values from outside the workspace (which bind nothing)
+    as one ``EXT_ANY``, a union's members in one order (equal however its flows were
+    evaluated)."""
+    if v is None:
+        return None
+    if v[0] in ("ext", "builtin"):
+        return EXT_ANY
+    if v[0] == "union":
+        if TOO_MANY in v[1]:
+            return TOO_MANY  # a parameter that receives one holding too many values holds too many
+        members = {EXT_ANY if m[0] in ("ext", "builtin") else m for m in v[1]}
+        if len(members) == 1 and not v[2]:
+            return next(iter(members))
+        return ("union", tuple(sorted(members, key=repr)), v[2])
+    return v
+
+def _depth(v, limit: int) -> int:
+    if limit < 0 or v is None or v[0] not in ("bag", "tup", "partial", "union"):
+        return 0
+    members = (v[1],) if v[0] == "partial" else v[1]
+    return 1 + max((_depth(m, limit - 1) for m in members), default=0)
+
+def _nested(v):
+    """A constructed container value, or None (unknown) past ``_MAX_NESTING`` levels
+    (``x = enumerate(x)`` would nest without end)."""
+    return None if _depth(v, _MAX_NESTING + 1) > _MAX_NESTING else v
+
+class _NoC3(Exception):
+    """The bases admit no C3 linearisation (or form a cycle)."""
