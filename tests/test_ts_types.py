@@ -432,3 +432,34 @@ def test_cli_implementations(capsys, tmp_path, store, data_dir, monkeypatch):
         assert "    src/pets.ts#Puppy  (class, src/pets.ts:3)" in out
     finally:
         store.graph(code_graph_name(ws)).delete()
+
+
+def test_map_values(store):
+    lib = "export class Sub { unsubscribe() {} }\n"
+    use = """import { Sub } from "./lib";
+export function main(byName: Map<string, Sub>) {
+  const lookup = new Map<number, { sub: Sub }>();
+  lookup.get(1)!.sub.unsubscribe();
+  byName.get("a")?.unsubscribe();
+  byName.forEach((s) => s.unsubscribe());
+}
+"""
+    with indexed(store, {"src/lib.ts": lib, "src/use.ts": use}) as ix:
+        # the first site is lookup.get(1)!.sub…: a value a call returned
+        assert calls(ix.graph, "src/use.ts") == {("src/use.ts#main", "src/lib.ts#Sub.unsubscribe"): "return"}
+        assert sites(ix.graph, "src/use.ts#main", "src/lib.ts#Sub.unsubscribe") == [4, 5, 6]
+        assert unbound(ix.graph) == {}
+
+
+def test_a_union_receiver_without_a_declared_type(store):
+    src = """export class A { m() {} }
+export class B { m() {} }
+export function main(flag: boolean) {
+  const x = flag ? new A() : new B();
+  x.m();
+}
+"""
+    with indexed(store, {"src/u.ts": src}) as ix:
+        got = calls(ix.graph, "src/u.ts#main")
+        assert got[("src/u.ts#main", "src/u.ts#A.m")] == "instance"  # instances of two classes
+        assert got[("src/u.ts#main", "src/u.ts#B.m")] == "instance"

@@ -21,6 +21,7 @@ from orbit_lsp.index.js_types import parameter_types, type_parameters, type_ref
 from orbit_lsp.index.python import CallSite, PySymbol
 
 _MAX_RETURNS = 8  # return values kept per function (a longer list is as good as unknown)
+_KEYED = frozenset({"Map", "WeakMap"})  # ``new Map<K, V>()`` is read as a value of that type
 
 
 class _Extractor(TypedDeclarations):
@@ -111,7 +112,11 @@ class _Extractor(TypedDeclarations):
                 return UNKNOWN if obj == UNKNOWN else ("elem", obj)
             return ("a", obj, key)
         if t == "new_expression":
-            return ("new", self.ref(node.child_by_field_name("constructor")))
+            ctor, targs = node.child_by_field_name("constructor"), node.child_by_field_name("type_arguments")
+            if ctor is not None and ctor.type == "identifier" and targs is not None and text(ctor) in _KEYED:
+                # new Map<K, V>(): its values are typed (the binder checks the name is the global one)
+                return ("t", ("g", ("n", text(ctor)), tuple(type_ref(a) for a in targs.named_children)))
+            return ("new", self.ref(ctor))
         if t == "ternary_expression":  # either branch
             alts = (self.ref(node.child_by_field_name("consequence")), self.ref(node.child_by_field_name("alternative")))
             return ("alt", alts) if UNKNOWN not in alts else UNKNOWN

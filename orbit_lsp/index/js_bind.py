@@ -4,8 +4,9 @@ that follows values; ``js_resolve.JsResolver`` adds modules, exports and the per
 Values (tuples): ``("sym", file, qual, kind)`` a workspace definition, ``("mod", file)`` a module
 namespace, ``("inst", file, class qual)`` an instance of a workspace class or a value of a
 workspace interface, ``("obj", file, scope, items)`` an object literal or a namespace,
-``("union", (value, …))`` one of several (a union type, several ``return`` values),
-``("promise", value)``, ``("arr", file, scope, tref)`` an array of ``tref`` elements, ``("extf",
+``("union", (value, …), False)`` one of several (a union type, several ``return`` values),
+``("promise", value)``, ``("arr", file, scope, tref)`` an array of ``tref`` elements, ``("map",
+file, scope, tref)`` a ``Map`` of ``tref`` values, ``("extf",
 file, scope, tref)`` an external function returning ``tref`` (``xs.find``), ``("fnv", file, scope, tref, (tref, …))`` a function of a declared type
 (returning ``tref``, taking parameters of those types), ``("shape", file, scope, members)`` a value of an object type literal, ``("ext",)``
 something outside the workspace (globals, packages, the language's own types); None when
@@ -39,6 +40,7 @@ TS_TYPES = frozenset({
 _SAME_TYPE = frozenset({"Partial", "Readonly", "Required", "NonNullable", "NoInfer"})  # T's members
 _PROMISES = frozenset({"Promise", "PromiseLike"})
 _ARRAYS = frozenset({"Array", "ReadonlyArray"})
+_MAPS = frozenset({"Map", "ReadonlyMap", "WeakMap"})  # ``get`` returns a value, ``forEach`` passes it
 _ELEMENT_METHODS = frozenset({"at", "shift", "pop", "find", "findLast"})  # return an element
 _ELEMENT_CALLBACKS = {"forEach": 0, "map": 0, "filter": 0, "some": 0, "every": 0, "find": 0, "findIndex": 0,
                       "findLast": 0, "findLastIndex": 0, "flatMap": 0, "reduce": 1, "reduceRight": 1}
@@ -220,6 +222,8 @@ class JsBinder:
             return EXT  # then/catch/finally; call/apply/bind
         if t == "arr":
             return ("extf", base[1], base[2], base[3]) if name in _ELEMENT_METHODS else EXT
+        if t == "map":
+            return ("extf", base[1], base[2], base[3]) if name == "get" else EXT
         if t == "shape":
             for k, tref in base[3]:
                 if k == name:
@@ -250,6 +254,8 @@ class JsBinder:
                     return ("promise", inner) if inner is not None else EXT
                 if base[1] in _ARRAYS:
                     return ("arr", rel, si, args[0])
+                if base[1] in _MAPS and len(args) == 2:
+                    return ("map", rel, si, args[1])
                 if base[1] == "Awaited":
                     inner = self.type_value(rel, si, args[0], depth + 1, this)
                     return inner[1] if inner is not None and inner[0] == "promise" else inner
@@ -386,6 +392,9 @@ class JsBinder:
             if recv is not None and recv[0] == "arr":  # xs.forEach((x) => …), xs.reduce((acc, x) => …)
                 k = _ELEMENT_CALLBACKS.get(fref[2])
                 return self.type_value(recv[1], recv[2], recv[3], depth + 1) if i == 0 and j == k else None
+            if recv is not None and recv[0] == "map":  # m.forEach((value, key) => …)
+                ok = fref[2] == "forEach" and i == 0 and j == 0
+                return self.type_value(recv[1], recv[2], recv[3], depth + 1) if ok else None
             f = self.attr(recv, fref[2], depth + 1)
         else:
             recv, f = None, self.ev(rel, osi, fref, depth + 1)
@@ -711,7 +720,8 @@ def _union(values: list):
             if x is not None and x != EXT and x not in ws:
                 ws.append(x)
     if ws:
-        return ws[0] if len(ws) == 1 else ("union", tuple(ws[:_MAX_UNION]))
+        # the shape of the Python resolver's unions (members, "some member unknown"): resolve.receiver_kind reads it
+        return ws[0] if len(ws) == 1 else ("union", tuple(ws[:_MAX_UNION]), False)
     return EXT if values and all(v == EXT for v in values) else None
 
 
