@@ -848,6 +848,8 @@ class Resolver(ParameterFlow, ClassModel, Containers, ModuleLookup):
         are memoised, so resolving a file again after a change elsewhere re-evaluates only
         what the change can affect."""
         facts = self.facts[rel]
+        if self._subclasses is None:  # resolved on its own (an unsaved buffer): every file seeded
+            self._ensure_subclasses(sorted(set(self._inherits) | self._inherits_stale | {rel}))
         self._deps = set()
         out = FileEdges()
         flows: dict[tuple, set] = {}
