@@ -13,6 +13,7 @@
     python -m bench.run mcp     [--corpus stdlib|PATH] [--n 20]                                   (bench/mcp.py)
     python -m bench.run changes [--projects requests==2.32.3,flask==3.0.3 | --corpus PATH] [--n 50]  (bench/changes.py)
     python -m bench.run cli-latency [--corpus stdlib|PATH] [--n 20] [--k 5]                       (bench/cli_latency.py)
+    python -m bench.run scale   [--corpus-set python|mixed] [--reindex-n 20] [--lsp]             (bench/scale.py)
 
 ``--corpus`` also takes ``django`` / ``pypi:NAME==VERSION`` (an sdist, see bench/corpora.py).
 
@@ -978,9 +979,10 @@ def build_parser() -> argparse.ArgumentParser:
     from bench import changes  # test selection of `orbit-lsp changes` (issue 16)
 
     changes.add_parser(sub, common)
-    from bench import cli_latency  # issue 19: a query from the command line, end to end
+    from bench import cli_latency, scale  # issue 19: a query from the command line; the scale corpus
 
     cli_latency.add_parser(sub, common)
+    scale.add_parser(sub, common)
     return p
 
 
@@ -1005,6 +1007,12 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> int
         from bench.ts_callers import run as run_ts_callers
 
         record(run_ts_callers(args, settings, command), machine_info(settings, load, code),
+               None if args.no_record else args.results)
+        return 0
+    if args.cmd == "scale":  # its corpus is built from several projects (bench/scale.py)
+        from bench.scale import run as run_scale
+
+        record(run_scale(args, settings, command, restart_server=own_server), machine_info(settings, load, code),
                None if args.no_record else args.results)
         return 0
     if args.cmd == "ts-syntax":  # its corpora are npm packages (or a directory used as it is)

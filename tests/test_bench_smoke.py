@@ -231,3 +231,27 @@ def test_bench_changes_on_tiny_project(tmp_path, settings, store):
     assert len(listed) == misses
     assert all(line.rstrip(" |").rsplit("|", 1)[1].strip() for line in listed)
     assert (src / "app/core.py").read_text() == textwrap.dedent(BASE["app/core.py"]).lstrip("\n")
+
+
+def test_bench_cli_latency_and_scale_on_tiny_corpus(tiny, settings):
+    """``cli-latency``: the console script answers in a real process; ``scale`` on a folder of
+    one's own (the corpus set needs downloads): floor, cold index in a child process, re-open,
+    re-index, and the corpus restored."""
+    ws, cache, results = tiny
+    assert _run(["cli-latency", "--n", "1", "--k", "1"], settings, ws, cache, results) == 0
+    text = results.read_text()
+    assert "· cli-latency ·" in text and "orbit-lsp callers (all targets)" in text
+    assert "python -c pass (interpreter floor)" in text and "| 0 runs exited" not in text
+
+    from bench import scale
+
+    corpus, _ = bench.prepare_corpus(str(ws), cache)
+    before = {p.relative_to(corpus): p.read_bytes() for p in corpus.rglob("*.py")}
+    args = _args(["scale", "--workspace-dir", str(corpus), "--reindex-n", "2"], ws, cache, results)
+    rep = scale.run(args, settings, "test", restart_server=False)
+    assert rep.data["python_files"] == 4 and rep.data["cold"]["result"]["mode"] == "full"
+    assert rep.data["cold"]["result"]["files"] == 4 and rep.data["reopen_mode"] == "unchanged"
+    assert rep.data["cold"]["peak_sum_kib"] > 0 and rep.data["floor_one_core_s"] > 0
+    captions = " ".join(t.caption for t in rep.tables)
+    assert "cold index against the floor" in captions and "one-file re-index" in captions
+    assert {p.relative_to(corpus): p.read_bytes() for p in corpus.rglob("*.py")} == before

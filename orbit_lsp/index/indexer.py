@@ -58,7 +58,7 @@ from orbit_lsp.index.parsing import (  # noqa: F401 (re-exported: imported from 
     parse_many,
     parse_python,
 )
-from orbit_lsp.index.state import CACHE_VERSION, FileState, LazyFacts, StateCache  # noqa: F401 (re-exported)
+from orbit_lsp.index.state import CACHE_VERSION, FACTS, FileState, LazyFacts, StateCache  # noqa: F401 (re-exported)
 from orbit_lsp.index.walk import LANGS, WorkspaceFilter, classify_file, is_dotenv, read_regular_file, walk_workspace
 
 log = logging.getLogger("orbit_lsp.index")
@@ -68,7 +68,7 @@ Progress = Callable[[int, int, str], None]  # (done, total, rel)
 # ``progress(done, total, rel, phase)``, each phase counting from 0 to its own total (files for
 # read, parse and resolve; write batches for write; ``rel`` "" when no file is meant). Any
 # other callback is called, as always, for the read phase only.
-PHASES = ("read", "parse", "resolve", "write")
+from orbit_lsp.index.progress import PHASES  # noqa: E402 (its place: the comment above)
 
 
 def report_progress(progress, done: int, total: int, rel: str, phase: str = "read") -> None:
@@ -82,6 +82,10 @@ def report_progress(progress, done: int, total: int, rel: str, phase: str = "rea
 
 
 _GENERATIONS = itertools.count(1)
+# decoded facts a full build keeps at once (``state.FACTS`` is raised to this while it
+# resolves): a resolution consults a file's own facts and those of what it imports, so a few
+# thousand recently used files cover the packages being resolved; more only costs memory
+BUILD_DECODED_FACTS = 2048
 BUILD_GRAPH_PREFIX = "orbit_build_"  # scratch graph of a full build: orbit_build_<code graph name>
 
 
@@ -375,14 +379,19 @@ class WorkspaceIndexer:
         lang = LANGS.get(os.path.splitext(rel)[1].lower(), "")
         st = FileState(rel, lang, h, count_lines(data), seen_hash=h, nonascii_lines=nonascii_lines(data))
         if lang in PARSED_LANGS:
+            nsyms = None
             if parsed is not None:
-                facts, blob, err = parsed
+                facts, blob, err, nsyms = parsed
             else:
-                facts, err = parse_file(rel, data)
+                try:
+                    facts, err = parse_file(rel, data)
+                except Exception as exc:  # noqa: BLE001 - a bug on one file must not stop the index
+                    log.exception("extracting %s failed", rel)
+                    facts, err = None, f"line 0: orbit could not extract this file ({type(exc).__name__}: {exc})"
                 blob = None
             if err is None:
                 if blob is not None:
-                    st.set_facts_blob(blob, facts)
+                    st.set_facts_blob(blob, facts, nsyms)
                 else:
                     st.facts = facts
             else:
@@ -528,8 +537,10 @@ class WorkspaceIndexer:
             py = [(rel, data) for rel, data, _, _ in to_parse
                   if LANGS.get(os.path.splitext(rel)[1].lower()) == "python"]
             report_progress(progress, 0, len(to_parse), "", "parse")
-            parsed = parse_many(py, progress=lambda n: report_progress(progress, n, len(to_parse), "", "parse"))
-            fresh = {rel: p[0] for rel, p in parsed.items() if p[0] is not None}  # decoded already
+            # a full build keeps only the compact pickles of what this process parses too (the
+            # decoded objects of a large workspace are gigabytes: ``_full_build`` decodes on use)
+            parsed = parse_many(py, progress=lambda n: report_progress(progress, n, len(to_parse), "", "parse"),
+                                keep=consistent)
             others = 0
             for rel, data, h, old in to_parse:
                 st = new_state[rel] = self._new_state(rel, data, h, old, parsed.get(rel))
@@ -544,10 +555,10 @@ class WorkspaceIndexer:
             timings["parse"] = time.perf_counter() - t1
             rep.skipped = sorted(self.skipped.items())
 
-            del parsed
+            del parsed, py, to_parse  # the sources read: not needed past here
             if not consistent:
                 self.state = new_state
-                self._full_build(rep, fresh, progress)
+                self._full_build(rep, progress)
             else:
                 old_state = cache
                 self.state = new_state
@@ -589,10 +600,13 @@ class WorkspaceIndexer:
                 pk.update(st.edges.packages)
         rep.packages = len(pk)
 
-    def _full_build(self, rep: IndexReport, fresh: dict | None = None, progress: Progress | None = None) -> None:
-        """Resolve every file and write a fresh graph. ``fresh``: facts already decoded (parsed
-        in this process); the others are decoded once for the build and dropped after it, with
-        the build's resolver: later edits resolve through ``LazyFacts``.
+    def _full_build(self, rep: IndexReport, progress: Progress | None = None) -> None:
+        """Resolve every file and write a fresh graph. Facts stay pickled in the state: the
+        symbol rows decode one file at a time, and the resolver reads them through
+        ``LazyFacts``, whose cache of decoded facts (``state.FACTS``) holds at most
+        ``BUILD_DECODED_FACTS`` files during the build — so memory is bounded by the pickles,
+        not by every file's decoded facts at once (about 100 KB a file: gigabytes on 20,000
+        files). Later edits resolve through ``LazyFacts`` as well.
 
         The writes run in a background thread, in order, and overlap this thread's work: File
         and Symbol nodes (which need no resolution) are written while the files are resolved,
@@ -609,21 +623,15 @@ class WorkspaceIndexer:
         server = self.store.server_id
         w = GraphWriter(target)
         rels = sorted(self.state)
-        decoded = dict(fresh or {})
-        for r in rels:
-            st = self.state[r]
-            if st.facts_blob is not None and r not in decoded:
-                decoded[r] = pickle.loads(st.facts_blob)
+        have = [r for r in rels if self.state[r].facts_blob is not None]
         bg = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="orbit-graph-write")
         jobs: list[cf.Future] = []
         try:
             file_rows = [self._file_row(r, resolved=False) for r in rels]
             sym_keys: list[tuple[str, str]] = []
             sym_rows: list[list] = []
-            for r in rels:
-                facts = decoded.get(r)
-                if facts is None:
-                    continue
+            for r in have:
+                facts = pickle.loads(self.state[r].facts_blob)  # one file at a time, not cached
                 for sy in facts.symbols:
                     sym_keys.append((r, sy.qual))
                     sym_rows.append([r, full_qual(r, sy.qual, rp), sy.name, sy.kind, sy.line, sy.end_line, sy.col, 0, [],
@@ -637,12 +645,18 @@ class WorkspaceIndexer:
             node_job = bg.submit(nodes)
             jobs.append(node_job)
             t_res = time.perf_counter()
-            resolver = self._resolver(decoded)
-            have = [r for r in rels if r in decoded]
+            facts = None
+            resolver = self._resolver()  # over LazyFacts
             report_progress(progress, 0, len(have), "", "resolve")
-            resolved = resolver.resolve_many(
-                have, lambda r: None, have,
-                progress=lambda i, n, rel: report_progress(progress, i, n, rel, "resolve"))
+            cap = FACTS.max_entries
+            FACTS.max_entries = max(cap, BUILD_DECODED_FACTS)
+            try:
+                resolved = resolver.resolve_many(
+                    have, lambda r: None, have,
+                    progress=lambda i, n, rel: report_progress(progress, i, n, rel, "resolve"))
+            finally:
+                FACTS.max_entries = cap
+                FACTS.clear()
             for rel, st in self.state.items():
                 st.edges = resolved.get(rel)
                 st.pvals = None
@@ -651,10 +665,9 @@ class WorkspaceIndexer:
             rep.timings["flow"] = flow["more_s"]  # value-flow rounds after the first resolution
             rep.flow_rounds, rep.flow_files = flow["rounds"], flow["again"]
             rep.timings["resolve"] = time.perf_counter() - t_res - flow["more_s"]
-            # the first edit builds a resolver over LazyFacts: keeping this one would keep every
-            # file's facts decoded and the whole workspace's memo (hundreds of MB on the stdlib)
+            # the first edit builds a resolver of its own: keeping this one would keep the whole
+            # workspace's memo (hundreds of MB on the stdlib)
             del resolver
-            decoded.clear()
             self._live = None
             file_ids, sym_ids = node_job.result()
             self._write_edges_by_id(w, rels, file_ids, sym_ids, lambda fn, *a: jobs.append(bg.submit(fn, *a)))

@@ -6,8 +6,8 @@ of it after the objects are freed. Done in a child process, that memory goes bac
 when the child exits; the server then re-opens the folder from the cache the child wrote (the
 incremental path: well under a second, and only the lean per-file state stays resident).
 
-The child gets the folder and the settings, reports progress ``(done, total, rel)`` through a
-pipe, and stops between files when cancelled (as ``index_all`` does in-process). When the child
+The child gets the folder and the settings, reports progress ``(done, total, rel, phase)`` through a
+pipe (passed on as ``indexer.report_progress`` does: every phase to a phase-aware callback), and stops between files when cancelled (as ``index_all`` does in-process). When the child
 cannot be started or fails, the build runs in this process instead, so errors (e.g.
 ``FalkorDBOffline``) surface exactly as they would have.
 """
@@ -28,7 +28,7 @@ log = logging.getLogger("orbit_lsp.index")
 
 
 def _child(root: str, settings: Settings, conn, cancel, graph_name: str | None = None) -> None:
-    """Child process entry point: index ``root`` and send ``("progress", done, total, rel)``
+    """Child process entry point: index ``root`` and send ``("progress", done, total, rel, phase)``
     messages, then ``("done", report)`` or ``("error", text)``."""
     from orbit_lsp.graph.connection import GraphStore
     from orbit_lsp.index.indexer import WorkspaceIndexer
@@ -40,7 +40,12 @@ def _child(root: str, settings: Settings, conn, cancel, graph_name: str | None =
     try:
         store = GraphStore(settings)
         ix = WorkspaceIndexer(root, store, settings, graph_name=graph_name)
-        rep = ix.index_all(progress=lambda d, t, r: conn.send(("progress", d, t, r)), cancel=_Cancel())
+
+        def forward(done: int, total: int, rel: str, phase: str = "read") -> None:
+            conn.send(("progress", done, total, rel, phase))
+        forward.phases = True  # every phase goes to the parent, which passes on what its callback takes
+
+        rep = ix.index_all(progress=forward, cancel=_Cancel())
         conn.send(("done", rep))
     except BaseException as exc:  # noqa: BLE001 - reported to the parent, which redoes the work
         try:
@@ -79,8 +84,9 @@ def index_all_isolated(ix: "WorkspaceIndexer", progress: "Progress | None" = Non
                 except EOFError:
                     break
                 if msg[0] == "progress":
-                    if progress is not None:
-                        progress(*msg[1:])
+                    from orbit_lsp.index.indexer import report_progress
+
+                    report_progress(progress, *msg[1:])
                 else:
                     result = msg
                     break

@@ -88,15 +88,15 @@ def parse_python(rel: str, data: bytes) -> tuple[pyx.PyFacts | None, str | None]
 
 
 def _parse_batch(items: list[tuple[str, bytes]], keep: bool = False) -> list[tuple]:
-    """Parse a batch of (rel, source) pairs: ``(rel, facts, blob, error)`` each, ``blob`` the
-    pickled facts (what the indexer keeps) and ``facts`` the objects only with ``keep`` (this
-    process's own share: a worker's objects would only be pickled twice)."""
+    """Parse a batch of (rel, source) pairs: ``(rel, facts, blob, error, symbols)`` each, ``blob``
+    the pickled facts (what the indexer keeps), ``symbols`` how many symbols they hold, and
+    ``facts`` the objects only with ``keep`` (a worker's objects would only be pickled twice)."""
     out = []
     with gc_paused():
         for rel, data in items:
             facts, err = parse_python(rel, data)
             blob = pickle_facts(facts) if facts is not None else None
-            out.append((rel, facts if keep else None, blob, err))
+            out.append((rel, facts if keep else None, blob, err, len(facts.symbols) if facts is not None else 0))
     return out
 
 
@@ -121,10 +121,12 @@ def _batches(items: list[tuple[str, bytes]]) -> list[list[tuple[str, bytes]]]:
 
 
 def parse_many(items: list[tuple[str, bytes]], workers: int | None = None,
-               progress: Callable[[int], None] | None = None) -> dict[str, tuple]:
+               progress: Callable[[int], None] | None = None, keep: bool = True) -> dict[str, tuple]:
     """Parse many Python files: this process parses too, and ``workers - 1`` worker processes
     help when there are enough files to pay for starting them. Returns ``{rel: (facts, blob,
-    error)}``: ``blob`` the pickled facts, ``facts`` the objects when parsed in this process.
+    error, symbols)}``: ``blob`` the pickled facts, ``symbols`` their number of symbols,
+    ``facts`` the objects when parsed in this process and ``keep`` (else None: a large
+    workspace's full build keeps only the compact blobs, see ``indexer._full_build``).
 
     The facts a worker parses cost a pickle there and an unpickle here (together about a third
     of parsing them), so this process does its share itself: it takes batches from the small
@@ -133,7 +135,7 @@ def parse_many(items: list[tuple[str, bytes]], workers: int | None = None,
     ``progress(n)`` is called with the number of files parsed so far, after each batch."""
     workers = workers or min(os.cpu_count() or 1, 8)
     if workers < 2 or len(items) < PARALLEL_MIN_FILES:
-        out = {rel: (f, b, e) for rel, f, b, e in _parse_batch(items, keep=True)}
+        out = {rel: (f, b, e, n) for rel, f, b, e, n in _parse_batch(items, keep=keep)}
         if progress is not None:
             progress(len(out))
         return out
@@ -146,8 +148,8 @@ def parse_many(items: list[tuple[str, bytes]], workers: int | None = None,
     futures: set = set()
 
     def take(fut) -> None:
-        for rel, f, b, e in fut.result():
-            out[rel] = (f, b, e)
+        for rel, f, b, e, n in fut.result():
+            out[rel] = (f, b, e, n)
 
     pool = None
     try:
@@ -162,8 +164,8 @@ def parse_many(items: list[tuple[str, bytes]], workers: int | None = None,
             while pending and len(futures) < 4 * (workers - 1):
                 futures.add(pool.submit(_parse_batch, pending.popleft()))
             if pending:
-                for rel, f, b, e in _parse_batch(pending.pop(), keep=True):
-                    out[rel] = (f, b, e)
+                for rel, f, b, e, n in _parse_batch(pending.pop(), keep=keep):
+                    out[rel] = (f, b, e, n)
                 done = {f for f in futures if f.done()}
             else:
                 done, _ = cf.wait(futures, return_when=cf.FIRST_COMPLETED)
@@ -175,7 +177,7 @@ def parse_many(items: list[tuple[str, bytes]], workers: int | None = None,
     except (OSError, cf.process.BrokenProcessPool) as exc:
         log.warning("parallel parsing failed (%s); parsing in this process", exc)
         rest = [it for it in items if it[0] not in out]
-        out.update({rel: (f, b, e) for rel, f, b, e in _parse_batch(rest, keep=True)})
+        out.update({rel: (f, b, e, n) for rel, f, b, e, n in _parse_batch(rest, keep=keep)})
     finally:
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)

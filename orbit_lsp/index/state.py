@@ -66,13 +66,14 @@ class FileState:
         else:
             self.set_facts_blob(pickle_facts(value), value)
 
-    def set_facts_blob(self, blob: bytes, facts: pyx.PyFacts | None = None) -> None:
-        """Facts by their pickle (``facts``: the same, decoded, when at hand)."""
-        if facts is None:
-            facts = load_facts(blob)
-        else:
+    def set_facts_blob(self, blob: bytes, facts: pyx.PyFacts | None = None, symbols: int | None = None) -> None:
+        """Facts by their pickle (``facts``: the same, decoded, when at hand; ``symbols``: their
+        number of symbols, when known: the pickle is then not decoded)."""
+        if facts is not None:
             FACTS.put(blob, facts)
-        self.facts_blob, self.symbols = blob, len(facts.symbols)
+        elif symbols is None:
+            facts = load_facts(blob)
+        self.facts_blob, self.symbols = blob, (len(facts.symbols) if facts is not None else symbols)
 
 
 class LazyFacts:

@@ -42,6 +42,8 @@ from watchdog.observers import Observer
 
 from orbit_lsp.index.indexer import IndexReport, WorkspaceIndexer
 from orbit_lsp.index.isolated import index_all_isolated
+from orbit_lsp.index.progress import PhaseClock, eta_text
+from orbit_lsp.index.progress import words as progress_words
 from orbit_lsp.index.roots import ROOT_MARKERS, in_project, too_broad
 from orbit_lsp.index.watcher import (DELETE_GRACE_S, WATCH_DEBOUNCE_S, WATCH_MAX_DELAY_S, Changes, apply_changes,
                                      classify, event_paths, linked_sources)
@@ -306,15 +308,22 @@ class Feature:
                 ls.work_done_progress.end(token, types.WorkDoneProgressEnd(message="FalkorDB offline"))
                 ls.work_done_progress.tokens.pop(token, None)
             return None
-        last = [0.0]
+        last = [0.0, ""]
+        clock = PhaseClock()
 
-        def report(done: int, total: int, rel: str) -> None:  # index thread
+        def report(done: int, total: int, rel: str, phase: str = "read") -> None:  # index thread
+            # every phase (reading, parsing, resolving, writing) with its own count; the
+            # percentage is the whole index's share done, the message says the time left
             now = time.monotonic()
-            if progress and (now - last[0] >= 0.1 or done >= total):
-                last[0] = now
-                pct = int(100 * done / total) if total else 100
+            clock.update(done, total, phase)
+            if progress and (now - last[0] >= 0.1 or done >= total or phase != last[1]):
+                last[0], last[1] = now, phase
+                word, unit = progress_words(phase)
+                left = eta_text(clock.eta())
                 loop.call_soon_threadsafe(ls.work_done_progress.report, token, types.WorkDoneProgressReport(
-                    message=f"{done}/{total} files", percentage=min(pct, 100)))
+                    message=f"{word} {done}/{total} {unit}" + (f" · {left}" if left else ""),
+                    percentage=min(int(100 * clock.fraction), 100)))
+        report.phases = True
 
         self.cancels.add(cancel)
         failure = "failed"

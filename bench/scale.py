@@ -1,0 +1,323 @@
+"""The scale corpus: a monorepo of 20,000+ real Python files (and a mixed Python/TypeScript one).
+
+    python -m bench.run scale [--corpus-set python|mixed] [--reindex-n 20] [--lsp] [--no-cold]
+
+The workspace is built once under ``<cache dir>/scale/<set>/`` from real source distributions
+laid side by side, each in its own folder (fetched and unpacked by ``bench.corpora`` like the
+other corpora; npm packages with ``npm pack``, as ``bench.ts_resolution``): the standard library
+copy, Django, SymPy, Salt, Transformers, Twisted, the Kubernetes client, Airflow, ansible-core,
+NetworkX, the Vertex AI SDK, Pygments, pip, Pylint and Wagtail (``PYTHON_SET``); the mixed set is Django beside the TypeScript
+sources of RxJS, Zod and Effect (``MIXED_SET``). Files are copied (never linked): the re-index
+measure edits them.
+
+Measured, each in its own process as a user runs it:
+
+- the floor: reading and ``ast.parse``-ing the walk's Python files on one core (GC on and
+  paused), and on every core (a process pool over chunks, wall time);
+- cold index: ``orbit-lsp index WS --json`` with no graph and no cache, the embedded FalkorDB
+  restarted first (so its memory peak is this run's): wall time, its ratio to each floor, the
+  indexer's phases, the peak RSS of orbit's process tree (the sum over the ``orbit-lsp`` process
+  and its parse workers, sampled every 50 ms) and of its largest process, FalkorDB's VmHWM and
+  ``used_memory_peak``;
+- re-open unchanged: the same command again (mode ``unchanged``);
+- one-file re-index p95 (``bench.run.run_reindex``: edits alternate an interface change and a
+  body edit, each restored);
+- with ``--lsp``: ``bench.lsp.run_lsp`` on the workspace: initialize → first lenses cold and
+  re-opened, lens/hover/call-hierarchy/impact latency on the most imported files and most called
+  functions, the server's RSS.
+
+Targets (issue 19): cold ≤ 1.5× the one-core floor, orbit's peak RSS ≤ 1.5 GB, re-index p95 ≤
+50 ms, requests p95 ≤ 20 ms.
+"""
+
+from __future__ import annotations
+
+import ast
+import concurrent.futures as cf
+import gc
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from bench.corpora import fetch_sdist
+from bench.run import (Report, Table, baseline, log, ms, open_store, pct, prepare_corpus, run_reindex,
+                       server_memory)
+
+PYTHON_SET = ("stdlib", "django==5.1", "sympy==1.13.3", "salt==3007.1", "transformers==4.46.3",
+              "twisted==24.10.0", "kubernetes==31.0.0", "apache-airflow==2.10.3", "ansible-core==2.17.5",
+              "networkx==3.4.2", "google-cloud-aiplatform==1.71.1",
+              "pygments==2.18.0", "pip==24.3.1", "pylint==3.3.1", "wagtail==6.3.1")
+MIXED_SET = ("django==5.1", "npm:rxjs@7.8.1", "npm:zod@3.25.76", "npm:effect@3.10.0")
+SETS = {"python": PYTHON_SET, "mixed": MIXED_SET}
+MIN_PYTHON_FILES = 20_000
+
+TARGET_RATIO = 1.5
+TARGET_RSS_MIB = 1.5 * 1024
+TARGET_REQUEST_P95_MS = 20.0
+
+
+def add_parser(sub, common) -> None:
+    p = sub.add_parser("scale", parents=[common],
+                       help="the 20,000-file corpus: cold index vs the parse floor, memory, re-open, "
+                            "re-index (see bench/scale.py)")
+    p.add_argument("--corpus-set", choices=sorted(SETS), default="python",
+                   help="python: 20,000+ Python files (default); mixed: Django with TypeScript projects")
+    p.add_argument("--reindex-n", type=int, default=20, help="files edited for the one-file re-index (0: skip)")
+    p.add_argument("--lsp", action="store_true", help="also run the language-server benchmark on it (long)")
+    p.add_argument("--lsp-n", type=int, default=10, help="targets per request kind with --lsp")
+    p.add_argument("--no-cold", action="store_true", help="skip the cold index (re-open and re-index only)")
+    p.add_argument("--workspace-dir", type=Path, default=None, metavar="DIR",
+                   help="measure this folder instead of building the corpus set (a corpus of your own; the "
+                        "re-index edits and restores its files)")
+
+
+# -- the corpus -----------------------------------------------------------------------------------
+def _source_dir(spec: str, cache_dir: Path) -> tuple[str, Path]:
+    """(folder name in the workspace, unpacked source) of one spec."""
+    if spec == "stdlib":
+        path, _label = prepare_corpus("stdlib", cache_dir)
+        return "stdlib", path
+    if spec.startswith("npm:"):
+        from bench.ts_resolution import fetch_package
+
+        pkg = spec[4:]
+        return pkg.replace("@", "-").replace("/", "-").lstrip("-"), fetch_package(pkg, cache_dir)
+    name, version = spec.split("==")
+    return f"{name}-{version}", fetch_sdist(name, version, cache_dir)
+
+
+def build_workspace(set_name: str, cache_dir: Path) -> tuple[Path, list[tuple[str, Path]]]:
+    """The workspace of ``set_name`` (built once; a marker lists what it holds)."""
+    cache_dir = Path(cache_dir).expanduser()
+    specs = SETS[set_name]
+    ws = cache_dir / "scale" / set_name
+    marker = ws.with_name(ws.name + ".built")
+    stamp = "\n".join(specs) + "\n"
+    parts = [_source_dir(spec, cache_dir) for spec in specs]
+    if not ws.is_dir() or not marker.exists() or marker.read_text() != stamp:
+        log(f"building the scale workspace {ws}")
+        shutil.rmtree(ws, ignore_errors=True)
+        tmp = ws.with_name(ws.name + f".tmp{os.getpid()}")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        for name, src in parts:
+            shutil.copytree(src, tmp / name, symlinks=True,
+                            ignore=shutil.ignore_patterns("__pycache__", "*.pyc", "node_modules", ".git"))
+        os.replace(tmp, ws)
+        marker.write_text(stamp)
+    return ws, parts
+
+
+# -- measures -------------------------------------------------------------------------------------
+def _parse_chunk(paths: list[str]) -> int:
+    errors = 0
+    for p in paths:
+        with open(p, "rb") as fh:
+            data = fh.read()
+        try:
+            ast.parse(data, filename=p)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            errors += 1
+    return errors
+
+
+def parallel_baseline(paths: list[Path], workers: int) -> float:
+    """Wall seconds to read and ``ast.parse`` every file in a pool of ``workers`` processes."""
+    names = [str(p) for p in sorted(paths, key=lambda p: -p.stat().st_size)]
+    chunks = [names[i::workers * 8] for i in range(workers * 8)]
+    t = time.perf_counter()
+    with cf.ProcessPoolExecutor(max_workers=workers) as pool:
+        list(pool.map(_parse_chunk, chunks))
+    return time.perf_counter() - t
+
+
+def _children(pid: int) -> list[int]:
+    out = []
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children") as fh:
+                out += [int(x) for x in fh.read().split()]
+    except OSError:
+        pass
+    return out
+
+
+def _rss_kib(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
+class TreeRss:
+    """Samples the RSS of a process and its descendants every ``interval`` seconds: the peak of
+    their sum and of the largest one."""
+
+    def __init__(self, pid: int, interval: float = 0.05):
+        self.pid, self.interval = pid, interval
+        self.peak_sum = self.peak_one = 0
+        self.peak_procs = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            pids, todo = [], [self.pid]
+            while todo:
+                p = todo.pop()
+                pids.append(p)
+                todo += _children(p)
+            rss = [_rss_kib(p) for p in pids]
+            self.peak_sum = max(self.peak_sum, sum(rss))
+            self.peak_one = max(self.peak_one, max(rss, default=0))
+            self.peak_procs = max(self.peak_procs, sum(1 for r in rss if r))
+            self._stop.wait(self.interval)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def cli_index(ws: Path, settings, extra: tuple[str, ...] = ()) -> dict:
+    """``orbit-lsp index WS --json`` in a child process: its JSON result, wall seconds, the
+    peaks of its process tree (KiB) and its stderr lines (the progress)."""
+    script = Path(sys.executable).parent / "orbit-lsp"
+    cmd = [str(script)] if script.exists() else [sys.executable, "-m", "orbit_lsp"]
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env.pop("ORBIT_FALKORDB_URL", None)
+    env["ORBIT_DATA_DIR"] = str(settings.data_dir)
+    t = time.perf_counter()
+    proc = subprocess.Popen(cmd + ["index", str(ws), "--json", *extra], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    rss = TreeRss(proc.pid)
+    out, err = proc.communicate()
+    wall = time.perf_counter() - t
+    rss.stop()
+    if proc.returncode != 0:
+        raise SystemExit(f"bench: orbit-lsp index {ws} failed ({proc.returncode}): {out.strip()[-2000:]}\n"
+                         f"{err.strip()[-2000:]}")  # with --json the error is on stdout
+    return {"result": json.loads(out)["result"], "wall": wall, "peak_sum_kib": rss.peak_sum,
+            "peak_one_kib": rss.peak_one, "procs": rss.peak_procs, "stderr": err.splitlines()}
+
+
+def _mib(kib) -> float | None:
+    return None if kib is None else kib / 1024
+
+
+def run(args, settings, command: str, restart_server: bool = True) -> Report:
+    """The scale benchmark (see the module docstring). ``restart_server``: restart the embedded
+    FalkorDB before the cold index (False when the caller shares its server, e.g. the tests)."""
+    from orbit_lsp.graph import embedded
+    from orbit_lsp.graph.connection import code_graph_name
+    from orbit_lsp.index.walk import walk_workspace
+
+    if args.workspace_dir is not None:
+        ws = Path(args.workspace_dir).expanduser()
+        parts = [(p.name, p) for p in sorted(ws.iterdir()) if p.is_dir()]
+    else:
+        ws, parts = build_workspace(args.corpus_set, args.cache_dir)
+    root = Path(os.path.realpath(ws))
+    gname = code_graph_name(root)
+    walk = walk_workspace(root, settings.max_file_bytes, settings.exclude)
+    py = [sf.abs for sf in walk.files if sf.lang == "python"]
+    langs: dict[str, int] = {}
+    for sf in walk.files:
+        langs[sf.lang] = langs.get(sf.lang, 0) + 1
+    label = (f"scale corpus '{args.corpus_set}'" if args.workspace_dir is None else str(ws)) + \
+        f": {len(walk.files):,} source files"
+    report = Report("scale", label, command)
+    per_part = []
+    for name, _src in parts:
+        n = sum(1 for sf in walk.files if sf.rel.startswith(name + "/"))
+        per_part.append([name, n])
+    report.tables.append(Table("the workspace (" + str(root) + "): source files per project, as the walk lists them",
+                               ["project", "files"], per_part + [["total", len(walk.files)]]))
+    if args.workspace_dir is None and args.corpus_set == "python" and len(py) < MIN_PYTHON_FILES:
+        report.notes.append(f"only {len(py):,} Python files: fewer than the {MIN_PYTHON_FILES:,} the issue asks for")
+    nbytes = 0
+    for p in py:  # page cache warm for both sides
+        with open(p, "rb") as fh:
+            nbytes += len(fh.read())
+    load0 = os.getloadavg()
+    rows: list[list] = [["files (walk): " + ", ".join(f"{k} {v:,}" for k, v in sorted(langs.items())),
+                         len(walk.files), "–"], ["Python source bytes", nbytes, "–"]]
+    one_on, errs, _ = baseline(py, gc_paused=False)
+    one_off, _, _ = baseline(py, gc_paused=True)
+    gc.collect()
+    cores = os.cpu_count() or 1
+    all_cores = parallel_baseline(py, cores)
+    log(f"floor: one core {one_on:.1f} s (GC on), {one_off:.1f} s (GC paused); {cores} cores {all_cores:.1f} s")
+    rows += [["floor: read + ast.parse, one core, GC on (s)", one_on, "–"],
+             ["floor: read + ast.parse, one core, GC paused (s)", one_off, "–"],
+             [f"floor: read + ast.parse, {cores} processes (s)", all_cores, "–"]]
+    store = open_store(settings)
+    if not args.no_cold:
+        store.graph(gname).delete()
+        (Path(settings.data_dir) / "cache" / f"{gname}.sqlite").unlink(missing_ok=True)
+        if restart_server:
+            store.close()
+            embedded.stop(settings.data_dir)
+            store = open_store(settings)  # a fresh server: its memory peak is this run's
+        log(f"cold index of {len(walk.files):,} files (orbit-lsp index, a child process)")
+        cold = cli_index(root, settings)
+        res = cold["result"]
+        log(f"cold index {cold['wall']:.1f} s ({res['mode']}), peak RSS {_mib(cold['peak_sum_kib']):.0f} MiB")
+        rows += [["cold index wall, orbit-lsp index (s)", cold["wall"], "–"]]
+        rows += [[f"  {ph} (s, the indexer's phase)", v, "–"] for ph, v in res["timings"].items()]
+        rows += [["ratio cold / floor one core GC on", cold["wall"] / one_on,
+                  "ok" if cold["wall"] / one_on <= TARGET_RATIO else "OVER"],
+                 ["ratio cold / floor one core GC paused", cold["wall"] / one_off, "–"],
+                 [f"ratio cold / floor {cores} processes", cold["wall"] / all_cores, "–"],
+                 ["files indexed / symbols / calls", f"{res['files']:,} / {res['symbols']:,} / {res['calls']:,}", "–"],
+                 ["parse errors / skipped files", f"{len(res['parse_errors'])} / {len(res['skipped'])}", "–"],
+                 ["peak RSS of orbit's processes, summed (MiB)", _mib(cold["peak_sum_kib"]),
+                  "ok" if _mib(cold["peak_sum_kib"]) <= TARGET_RSS_MIB else "OVER"],
+                 ["peak RSS of its largest process (MiB)", _mib(cold["peak_one_kib"]), "–"],
+                 ["orbit processes at once (most)", cold["procs"], "–"]]
+        mem, notes = server_memory(store, settings, gname)
+        report.notes += notes
+        rows += [["FalkorDB VmHWM (MiB)", _mib(mem.get("vm_hwm_kb")), "–"],
+                 ["FalkorDB used_memory_peak (MiB)", (mem.get("used_memory_peak") or 0) / 2**20, "–"]]
+        phases = [line for line in cold["stderr"] if ": " in line][:40]
+        if phases:
+            report.notes.append("progress lines of the cold index (stderr, not a terminal): "
+                                + " | ".join(phases))
+    reopen = cli_index(root, settings)
+    rows += [["re-open unchanged, orbit-lsp index (s)", reopen["wall"], "–"],
+             ["  re-open mode", reopen["result"]["mode"], "–"],
+             ["  re-open peak RSS summed (MiB)", _mib(reopen["peak_sum_kib"]), "–"]]
+    load1 = os.getloadavg()
+    report.tables.append(Table("cold index against the floor, memory, re-open", ["measure", "value", "target"], rows))
+    report.notes.append(f"load average (1 min) {load0[0]:.2f} at the floor, {load1[0]:.2f} after the re-open, on "
+                        f"{cores} cores shared with other work: the ratios are measured in the same run.")
+    report.data = {"files": len(walk.files), "python_files": len(py), "floor_one_core_s": one_on,
+                   "floor_all_cores_s": all_cores, "reopen_mode": reopen["result"]["mode"],
+                   "cold": None if args.no_cold else {k: v for k, v in cold.items() if k != "stderr"}}
+    store.close()
+    if args.reindex_n:
+        sub = run_reindex(root, label, settings, command, n=args.reindex_n, seed=args.seed,
+                          cache_dir=args.cache_dir, profile=False)
+        for t in sub.tables[:1]:
+            t.caption = "one-file re-index on the scale corpus: " + t.caption
+            report.tables.append(t)
+        report.notes += [f"re-index: {n}" for n in sub.notes]
+    if args.lsp:
+        from bench.lsp import run_lsp
+
+        sub = run_lsp(root, label, settings, command, n=args.lsp_n, saves=args.lsp_n)
+        for t in sub.tables:
+            t.caption = "language server on the scale corpus: " + t.caption
+            report.tables.append(t)
+        report.notes += [f"lsp: {n}" for n in sub.notes]
+    return report
