@@ -493,3 +493,26 @@ def test_prune_drops_the_graph_from_before_branches(tmp_path, data_dir, store, c
         assert keys.branch_graph_name(repo, "main") in store.list_graphs()
     finally:
         drop(store, legacy, keys.branch_graph_name(repo, "main"))
+
+
+def test_a_damaged_published_state_costs_a_full_build_not_an_error(tmp_path, external_url, capsys):
+    repo = make_repo(tmp_path / "origin")
+    editor = tmp_path / "editor"
+    git(tmp_path, "clone", "-q", str(repo), str(editor))
+    shared = keys.shared_graph_name("main")
+    ext = GraphStore(Settings(falkordb_url=external_url, data_dir=tmp_path / "d"))
+
+    def run(data: Path, *argv: str) -> dict:
+        assert cli_main([*argv, "--json", "--falkordb-url", external_url, "--data-dir", str(data)]) == 0
+        return json.loads(capsys.readouterr().out)
+
+    try:
+        run(tmp_path / "ci", "index", str(repo), "--graph-key", "main")
+        ext.execute("HSET", overlay.state_key(shared), "pkg/core.py", "not base64 of zlib data")
+        out = run(tmp_path / "ed", "index", str(editor))
+        assert out["result"]["mode"] == "full" and set(out["result"]["parsed_paths"]) == set(MAIN)
+        assert set(files_of(ext.graph(out["graph"]))) == set(MAIN)
+    finally:
+        for n in ext.list_graphs():
+            drop(ext, n)
+        ext.close()

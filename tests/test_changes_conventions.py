@@ -55,6 +55,9 @@ SUITE = {
 
         def dump(x):
             return Encoder().encode(x)
+
+
+        DEFAULT = Encoder()  # made at import; its default() runs only when used
         ''',
     "tests/test_encode.py": '''
         from pkg.encode import dump
@@ -62,6 +65,13 @@ SUITE = {
 
         def test_dump():
             assert dump({2, 1}) == "[1, 2]"
+        ''',
+    "tests/test_encode_import.py": '''
+        from pkg.encode import DEFAULT
+
+
+        def test_made():
+            assert DEFAULT is not None
         ''',
     "tests/__init__.py": "",
     "tests/test_registry.py": '''
@@ -258,7 +268,7 @@ EDITS = [("pkg/lib.py", f"def {fn}():") for fn in sorted(LIB)] + [
 @pytest.mark.parametrize("rel, definition", EDITS)
 def test_selection_is_what_fails(suite, rel, definition):
     repo, ix, collected = suite
-    assert len(collected) == 18  # the suite as pytest sees it (TestChild::test_inherited included)
+    assert len(collected) == 19  # the suite as pytest sees it (TestChild::test_inherited included)
     indent = " " * (len(definition) - len(definition.lstrip()) + 4)
     repo.edit(rel, definition + "\n", f"{definition}\n{indent}raise RuntimeError('broken')\n")
     try:

@@ -724,3 +724,24 @@ def test_subclass_attributes_follow_an_edit_of_the_bases(tmp_path, store):
         assert out_of(ix, "app.Base.run") == {"app.Notifier.notify": "instance", "app.Printer.notify": "instance"}
     finally:
         ix.graph.delete()
+
+
+def test_an_unsaved_buffer_binds_subclass_attributes_like_the_saved_file(tmp_path, store):
+    """The editor's buffer analysis (``buffers.analyse_buffer``, one file resolved on its own)
+    binds ``Base.run``'s call as the index does, and follows the buffer's own bases."""
+    from orbit_lsp.index.buffers import analyse_buffer
+    from orbit_lsp.index.indexer import content_hash
+
+    ix = build(tmp_path, store, SUBCLASS_ATTRIBUTES)
+    try:
+        def bound_from_run(text: str) -> set[str]:
+            data = text.encode()
+            _, edges = analyse_buffer(ix, "app.py", data, content_hash(data), True)
+            return {k[2] for k in edges.calls if k[0] == "Base.run"}
+
+        saved = (ix.root / "app.py").read_text()
+        assert bound_from_run(saved) == {"Notifier.notify", "Printer.notify"}
+        unsaved = saved.replace("class Child(Base):", "class Child:").replace("class Plain(Base):", "class Plain:")
+        assert bound_from_run(unsaved) == set()
+    finally:
+        ix.graph.delete()

@@ -134,9 +134,10 @@ def analyse(graph: Graph, change: Change, root_package: str = "", options: Optio
                 if is_test_support(dep) and (dep not in test_imports or hops < test_imports[dep][0]):
                     test_imports[dep] = (hops, hit, f"imports {hit}, removed or moved ({hops} hop{'s' * (hops > 1)})")
     # module-level code that reaches the change runs when its module is imported: the test
-    # files importing that module (directly or not) run it at collection
+    # files importing that module (directly or not) run it at collection (not when that code
+    # only makes an instance whose changed method runs later: ``cli = FlaskGroup()``)
     for r in walk:
-        if r["kind"] != "module" or is_test_support(r["file"]) or r["depth"] >= far:
+        if r["kind"] != "module" or is_test_support(r["file"]) or r["depth"] >= far or r.get("instance_only"):
             continue
         for path, hops in imports.dependents(r["file"], far).items():
             d = r["depth"] + hops
@@ -190,6 +191,7 @@ def analyse(graph: Graph, change: Change, root_package: str = "", options: Optio
 
 
 IMPLICIT_ROUNDS = 3
+CONSTRUCTION = frozenset({"__init__", "__new__", "__post_init__", "__init_subclass__", "__set_name__"})
 PROPERTY_DECORATORS = re.compile(r"^\s*@(?:[\w.]*\.)?(?:property|cached_property|setter|getter|deleter)\b")
 
 
@@ -242,6 +244,7 @@ def _through_implicit_calls(graph: Graph, ans: queries.Answer, change: Change, l
     seen_classes: set[tuple[str, str]] = set()
     seen_outer: set[tuple[str, str]] = set()
     checked_uncalled: set[tuple[str, str]] = set()
+    instance_only: set[str] = set()  # classes walked for a method that does not run at construction
     frontier = [(s["file"], s["qual"], s["name"], s["kind"], s.get("line"), 0, s["qual"]) for s in live]
     frontier += [(r["file"], r["qual"], r["name"], r["kind"], r["line"], r["depth"], r["reaches"]) for r in walk]
     for _ in range(IMPLICIT_ROUNDS):
@@ -258,8 +261,11 @@ def _through_implicit_calls(graph: Graph, ans: queries.Answer, change: Change, l
             if kind != "method" or parent in seen_classes:
                 continue
             if _is_special(name) or _is_property(change, file, line, lines_cache):
+                construct = name in CONSTRUCTION
                 if parent not in starts or depth < starts[parent][0]:
-                    starts[parent] = (depth, reaches)
+                    starts[parent] = (depth, reaches, construct or (parent in starts and starts[parent][2]))
+                elif construct:
+                    starts[parent] = (*starts[parent][:2], True)
             elif not is_test_support(file) and (file, qual) not in checked_uncalled:
                 uncalled.setdefault((file, qual), (parent, depth, reaches))
         if uncalled:  # methods nothing in the workspace calls: called on instances by other code
@@ -270,7 +276,7 @@ def _through_implicit_calls(graph: Graph, ans: queries.Answer, change: Change, l
             for f, q in rows:
                 parent, depth, reaches = uncalled[(f, q)]
                 if parent not in starts or depth < starts[parent][0]:
-                    starts[parent] = (depth, reaches)
+                    starts[parent] = (depth, reaches, parent in starts and starts[parent][2])
             checked_uncalled.update(uncalled)
         by_depth: dict[int, list[dict]] = {}
         if outer:  # which of the parents are functions (a nested class's method is not a closure)
@@ -292,9 +298,11 @@ def _through_implicit_calls(graph: Graph, ans: queries.Answer, change: Change, l
                                   "RETURN c[0], c[1], collect(DISTINCT [s.file, s.qual])",
                            {"c": sorted([f, q] for f, q in starts)})
             for cfile, cqual, subs in rows:
-                depth, reaches = starts[(cfile, cqual)]
+                depth, reaches, construct = starts[(cfile, cqual)]
                 for f, q in [(cfile, cqual)] + [(x[0], x[1]) for x in subs if x and x[0] is not None]:
                     by_depth.setdefault(depth, []).append({"file": f, "qual": q, "reaches": reaches})
+                    if not construct:
+                        instance_only.add(q)
         if not by_depth:
             break
         frontier = []
@@ -304,6 +312,8 @@ def _through_implicit_calls(graph: Graph, ans: queries.Answer, change: Change, l
             origin = dict(reach_of)
             for r in found:
                 r["depth"] += depth  # the class stands for the method: no hop between them
+                if r["kind"] == "module" and r["via"] in instance_only:
+                    r["instance_only"] = True  # makes an instance at import; the method runs later
                 r["reaches"] = origin.get(r["via"], r["via"])
                 origin.setdefault(r["qual"], r["reaches"])
                 key = (r["file"], r["qual"])

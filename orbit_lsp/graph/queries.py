@@ -16,6 +16,7 @@ from orbit_lsp.graph.connection import Graph
 from orbit_lsp.graph.imports import ImportGraph
 
 MAX_HOPS = 4
+_JS_EXTS = (".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts")  # files with type-only imports
 
 
 @dataclass
@@ -342,14 +343,15 @@ def impact(graph: Graph, path: str, max_hops: int = MAX_HOPS, paths: bool = True
         ans.cypher += imports.cypher
         found = imports.dependents(path, max_hops)
         return _dependents(ans, found, paths, imports.type_only_dependents(path, max_hops, found) if paths else ())
-    # the file and its direct importers in one query (and whether a type-only edge is among them)
+    # the file and its direct importers in one query (and whether a type-only edge is among them:
+    # only JS/TS files import each other for types, so a Python file's walk does not ask)
+    typed = "sum(CASE WHEN e.type_only THEN 1 ELSE 0 END)" if path.lower().endswith(_JS_EXTS) else "sum(0)"
     start = ans.run(graph, "MATCH (f:File {path: $p}) OPTIONAL MATCH (d)-[e:IMPORTS]->(f) "
-                           "RETURN id(f), collect(DISTINCT id(d)), sum(CASE WHEN e.type_only THEN 1 ELSE 0 END)",
-                    {"p": path})
+                           f"RETURN id(f), collect(DISTINCT id(d)), {typed}", {"p": path})
     if not start:
         return _not_in_graph(ans, path)
     q = ("UNWIND $frontier AS i MATCH (f) WHERE id(f) = i MATCH (d)-[e:IMPORTS]->(f) "
-         "RETURN collect(DISTINCT id(d)), sum(CASE WHEN e.type_only THEN 1 ELSE 0 END)")
+         f"RETURN collect(DISTINCT id(d)), {typed}")
     hops, typed = _frontier_walk(graph, ans, start[0][0], (start[0][1], start[0][2]), q, max_hops)
     type_only: set = set()
     if typed and hops and paths:  # walk again without the type-only edges: who is left out

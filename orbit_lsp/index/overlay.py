@@ -265,7 +265,20 @@ def _decode(rows: list[tuple[str, bytes]]) -> None:
 def seed(ix: "WorkspaceIndexer") -> str | None:
     """Give ``ix`` a graph and cache to start from when it has none that agree (see the module
     docstring). Returns a note saying what was done, or None. Call inside ``ix``'s write lock.
-    Raises ``FalkorDBOffline``; a shared state that cannot be used is logged and skipped."""
+    Raises ``FalkorDBOffline``; anything else that goes wrong (a damaged published state, a cache
+    that cannot be written) is logged and leaves the workspace to be built as without a base."""
+    from orbit_lsp.graph.errors import FalkorDBOffline
+
+    try:
+        return _seed(ix)
+    except FalkorDBOffline:
+        raise
+    except Exception as exc:  # noqa: BLE001 - starting from a base is an optimisation only
+        log.warning("could not start graph %s from a base graph: %s: %s", ix.graph.name, type(exc).__name__, exc)
+        return None
+
+
+def _seed(ix: "WorkspaceIndexer") -> str | None:
     store, name = ix.store, ix.graph.name
     graphs = set(store.list_graphs())
     version = ix._cache.version
@@ -414,6 +427,17 @@ def after_index(ix: "WorkspaceIndexer", rep: "IndexReport") -> None:
     inside the graph's write lock."""
     if rep.mode == "cancelled" or not ix.graph.name.startswith(keys.SHARED_GRAPH_PREFIX):
         return
-    if publish(ix):
+    from orbit_lsp.graph.errors import FalkorDBOffline
+
+    try:
+        done = publish(ix)
+    except FalkorDBOffline:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the index itself succeeded
+        log.warning("could not publish the state of %s: %s: %s", ix.graph.name, type(exc).__name__, exc)
+        rep.notes.append(f"the per-file state of shared graph '{ix.settings.graph_key}' could not be published "
+                         f"({type(exc).__name__}: {exc}); workspaces starting from it are built from scratch")
+        return
+    if done:
         rep.notes.append(f"published the per-file state of shared graph '{ix.settings.graph_key}' "
                          f"for workspaces that start from it")

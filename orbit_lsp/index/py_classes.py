@@ -50,7 +50,8 @@ class ClassModel:
         """A file's (class, base) pairs from the edges an earlier resolver computed (the
         ``inherits`` of its ``FileEdges``, and what it consulted then: ``deps``)."""
         pairs = tuple(sorted(((rel, q), (bf, bq)) for q, bf, bq in edges.inherits))
-        self._inherits[rel] = (pairs, frozenset(edges.deps) | {(rel, HAS_FACTS)})
+        deps = edges.inherit_deps if edges.inherit_deps is not None else edges.deps
+        self._inherits[rel] = (pairs, frozenset(deps) | {(rel, HAS_FACTS)})
         self._inherits_stale.discard(rel)
 
     def _file_inherits(self, rel: str) -> tuple:

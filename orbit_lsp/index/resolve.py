@@ -231,6 +231,8 @@ class FileEdges:
     #   parameters from this file's call sites (see the module doc)
     type_only: set[str] = field(default_factory=set)  # dst paths of ``imports`` imported for types
     #   only (TypeScript ``import type`` …: no run-time dependency; IMPORTS.type_only)
+    inherit_deps: frozenset | None = None  # entities the evaluation of its classes' bases consulted
+    #   (``ClassModel.seed_inherits``; None: not recorded, in edges cached by an older version)
 
     def add_call(self, caller: str, dst_file: str, dst_qual: str, resolved: str, site) -> None:
         """Record one bound call site (``site``: ``line``, ``col``, ``end_col``) on the edge from
@@ -846,6 +848,8 @@ class Resolver(ParameterFlow, ClassModel, Containers, ModuleLookup):
         are memoised, so resolving a file again after a change elsewhere re-evaluates only
         what the change can affect."""
         facts = self.facts[rel]
+        if self._subclasses is None:  # resolved on its own (an unsaved buffer): every file seeded
+            self._ensure_subclasses(sorted(set(self._inherits) | self._inherits_stale | {rel}))
         self._deps = set()
         out = FileEdges()
         flows: dict[tuple, set] = {}
@@ -863,6 +867,7 @@ class Resolver(ParameterFlow, ClassModel, Containers, ModuleLookup):
                     out.unresolved_lines.setdefault(caller, []).append(site.line)
                 for dst_file, dst_qual, args, kwargs, skip in into:
                     flows.setdefault((dst_file, dst_qual), set()).add((rel, si, args, kwargs, skip))
+        saved, self._deps = self._deps, set()
         for cls in facts.classes.values():
             for b in cls.bases:
                 v = self.ev(rel, cls.outer, b)
@@ -871,6 +876,8 @@ class Resolver(ParameterFlow, ClassModel, Containers, ModuleLookup):
                         edge = (cls.qual, m[1], m[2])
                         if edge not in out.inherits:
                             out.inherits.append(edge)
+        out.inherit_deps = frozenset(self._deps)
+        self._deps = saved | self._deps
         out.deps = frozenset(e for e in self._deps if e[0] != rel)
         out.flows = {k: tuple(sorted(v, key=repr)) for k, v in flows.items()}
         self._deps = set()

@@ -218,13 +218,13 @@ class WorkspaceSet:
                 from orbit_lsp.index.indexer import WorkspaceIndexer
 
                 ix = self._folders[root] = WorkspaceIndexer(root, self.store, self._settings_for(root),
-                                                            graph_name=self._graph_name_locked(root))
+                                                            graph_name=self._graph_name_locked(root, warn=True))
                 self._reconcile_locked(changed=root)
                 WorkspaceRegistry(self.settings.data_dir).record(root, graph=ix.graph.name,
                                                                  key=self.settings.graph_key)
             return ix
 
-    def _graph_name_locked(self, root: Path) -> str:
+    def _graph_name_locked(self, root: Path, warn: bool = False) -> str:
         """The graph ``root`` should be served from now: the explicit key's
         (``Settings.graph_key``) unless another served folder has it already (two folders never
         share a graph), else the folder's on its checked-out git branch (``graph.keys``)."""
@@ -235,8 +235,9 @@ class WorkspaceSet:
             name = keys.shared_graph_name(key)
             if not any(ix.graph.name == name for r, ix in self._folders.items() if r != root):
                 return name
-            log.warning("graph key %r is used by another served folder already; %s gets a graph of its own",
-                        key, root)
+            if warn:
+                log.warning("graph key %r is used by another served folder already; %s gets a graph of its own",
+                            key, root)
         return keys.graph_name(root)
 
     def moved(self) -> list[tuple[WorkspaceIndexer, str]]:

@@ -129,21 +129,28 @@ class Feature:
         return (ix, syms[0]["file"], syms[0]["qual"]) if syms else None
 
     # -- handlers ----------------------------------------------------------------------------
-    async def prepare(self, params: types.CallHierarchyPrepareParams) -> list[dict] | None:
+    async def _symbol_at(self, uri: str, position: types.Position) -> tuple | None:
+        """``(indexer, symbol row)`` of the innermost non-module symbol at ``position`` of the
+        document ``uri``, or None (no workspace, or no symbol there)."""
         ls = self.server
-        owner = ls.locate(params.text_document.uri)
+        owner = ls.locate(uri)
         if owner is None:
             return None
         ix, rel = owner
         await ls.warm_lines([ix.root / rel])
-        lines = ls.lines()
-        line1, col = lines.graph_position(ix.root / rel, params.position)
+        line1, col = ls.lines().graph_position(ix.root / rel, position)
         at = await ls.answer(ix, queries.target_at, rel, line1, col)
         syms = [r["symbol"] for r in at.rows if r["type"] == "symbol" and r["symbol"]["kind"] != "module"]
-        if not syms:
+        return (ix, syms[0]) if syms else None
+
+    async def prepare(self, params: types.CallHierarchyPrepareParams) -> list[dict] | None:
+        ls = self.server
+        found = await self._symbol_at(params.text_document.uri, params.position)
+        if found is None:
             return None
-        await self._warm(ix, [syms[0]["file"]])
-        return [self.item(ix, syms[0], self.lines_of(ix, syms[0]["file"], lines),
+        ix, sym = found
+        await self._warm(ix, [sym["file"]])
+        return [self.item(ix, sym, self.lines_of(ix, sym["file"], ls.lines()),
                           ls.uri_speller(params.text_document.uri))]
 
     async def incoming(self, params: types.CallHierarchyIncomingCallsParams) -> list[dict] | None:
@@ -174,18 +181,11 @@ class Feature:
         """Implementations of the interface, class or method at the position
         (``queries.symbol_implementations``): locations of their names."""
         ls = self.server
-        owner = ls.locate(params.text_document.uri)
-        if owner is None:
+        found = await self._symbol_at(params.text_document.uri, params.position)
+        if found is None:
             return None
-        ix, rel = owner
-        await ls.warm_lines([ix.root / rel])
-        lines = ls.lines()
-        line1, col = lines.graph_position(ix.root / rel, params.position)
-        at = await ls.answer(ix, queries.target_at, rel, line1, col)
-        syms = [r["symbol"] for r in at.rows if r["type"] == "symbol" and r["symbol"]["kind"] != "module"]
-        if not syms:
-            return None
-        ans = await ls.answer(ix, queries.symbol_implementations, syms[0]["file"], syms[0]["qual"])
+        ix, sym = found
+        ans = await ls.answer(ix, queries.symbol_implementations, sym["file"], sym["qual"])
         await self._warm(ix, {row["file"] for row in ans.rows})
         lines = ls.lines()
         spell = ls.uri_speller(params.text_document.uri)
