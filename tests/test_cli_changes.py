@@ -94,6 +94,11 @@ def test_fail_on(capsys, repo):
     assert err.strip() == "orbit-lsp: --fail-on callers=6: 7 exceeds it"
     rc, _, _ = run(capsys, "changes", "--workspace", str(repo.root), "--fail-on", "callers=7")
     assert rc == 0
+    # a threshold on tests computes them even without --tests (4 tests reach app.core.helper)
+    rc, _, err = run(capsys, "changes", "--workspace", str(repo.root), "--fail-on", "tests=3")
+    assert rc == 3 and err.strip() == "orbit-lsp: --fail-on tests=3: 4 exceeds it"
+    rc, _, _ = run(capsys, "changes", "--workspace", str(repo.root), "--fail-on", "tests=4")
+    assert rc == 0
 
 
 @pytest.mark.parametrize("argv, message", [

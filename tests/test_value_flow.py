@@ -745,3 +745,71 @@ def test_an_unsaved_buffer_binds_subclass_attributes_like_the_saved_file(tmp_pat
         assert bound_from_run(unsaved) == set()
     finally:
         ix.graph.delete()
+
+
+def test_implementations_of_a_python_method_are_the_overrides_below_it(index):
+    """``queries.symbol_implementations`` for a Python method: the same-named methods of the
+    classes below its class (never the method itself), and nothing for a plain function."""
+    from orbit_lsp.graph import queries
+
+    ix = index({"adapters.py": '''
+class BaseAdapter:
+    def send(self):
+        raise NotImplementedError
+
+class HTTPAdapter(BaseAdapter):
+    def send(self):
+        pass
+
+class Retrying(HTTPAdapter):
+    def send(self):
+        pass
+
+class Quiet(BaseAdapter):
+    pass
+
+def send():
+    pass
+'''})
+    got = queries.symbol_implementations(ix.graph, "adapters.py", "adapters.BaseAdapter.send")
+    assert [r["qual"] for r in got.rows] == ["adapters.HTTPAdapter.send", "adapters.Retrying.send"]
+    found = queries.find_symbols(ix.graph, "BaseAdapter.send")
+    again = queries.symbol_implementations(ix.graph, "adapters.py", "adapters.send", found)
+    assert again.rows == []
+
+
+def test_calls_on_what_library_code_returns_are_counted_not_dropped(index):
+    """A value derived from a library call (an item of an ``OrderedDict``, what
+    ``ctx.ensure_object(ScriptInfo)`` returns) may be a workspace object: a method called on it
+    is an unbound site, counted and located, never silently taken as external. A library
+    function or method called by name stays outside the workspace (not counted)."""
+    ix = index({"sessions.py": '''
+import json
+from collections import OrderedDict
+
+import click
+
+class HTTPAdapter:
+    def send(self, request):
+        pass
+
+class Session:
+    def __init__(self):
+        self.adapters = OrderedDict()
+        self.adapters["http://"] = HTTPAdapter()
+
+    def get_adapter(self, url):
+        for prefix, adapter in self.adapters.items():
+            return adapter
+
+    def send(self, request):
+        adapter = self.get_adapter(request)
+        return adapter.send(request)
+
+def load(ctx: click.Context, text):
+    json.loads(text)
+    return ctx.ensure_object(Session).send(text)
+'''})
+    assert unbound(ix, "sessions.Session.send") == ["send@21"]
+    # ctx.ensure_object is click's own method: outside the workspace; what it returns is not
+    assert unbound(ix, "sessions.load") == ["send@25"]

@@ -61,7 +61,7 @@ def add_parsers(subs, parents: Parents) -> None:
                         "pull-request comment")
     p.add_argument("--fail-on", type=_fail_on, action="append", default=[], metavar="KEY=N",
                    help="exit with status 3 when a count exceeds N; KEY: " + ", ".join(FAIL_KEYS)
-                        + " (repeatable), e.g. --fail-on public=20")
+                        + " (repeatable), e.g. --fail-on public=20; tests and tests-may imply --tests")
 
 
 def cmd_changes(ctx: Ctx) -> int:
@@ -90,7 +90,9 @@ def cmd_changes(ctx: Ctx) -> int:
     except diff.ChangeError as exc:
         raise CliError(str(exc)) from None
     ix, _rep = index_workspace(ctx, root)
-    opts = impact.Options(depth=args.depth, test_depth=args.test_depth, tests=args.tests)
+    # a threshold on tests needs the tests: --fail-on tests=N implies --tests (else it never fires)
+    tests = args.tests or any(k in ("tests", "tests-may") for k, _ in args.fail_on)
+    opts = impact.Options(depth=args.depth, test_depth=args.test_depth, tests=tests)
     result = impact.analyse(ix.graph, change, ix.root_package, opts)
     if fmt == "json":
         cypher = result.pop("cypher")

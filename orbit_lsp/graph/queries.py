@@ -682,6 +682,7 @@ def symbol_implementations(graph: Graph, path: str, qual: str, ans: Answer | Non
     for an interface or class, the classes below it. ``rows``: symbol dicts, sorted by (file,
     line); empty when the symbol has none or is not in the graph."""
     ans = ans or Answer()
+    ans.rows = []  # a caller's Answer may hold the rows of its own lookup
     found = ans.run(graph, "MATCH (s:Symbol {qual: $q}) WHERE s.file = $p RETURN s.kind", {"q": qual, "p": path})
     if not found:
         return ans
@@ -690,8 +691,11 @@ def symbol_implementations(graph: Graph, path: str, qual: str, ans: Answer | Non
         rows = ans.run(graph, f"MATCH (s:Symbol)-{hops}->(t:Symbol {{qual: $q}}) WHERE t.file = $p "
                               f"AND s.kind = 'class' RETURN DISTINCT {SYMBOL_FIELDS}", {"q": qual, "p": path})
     else:
+        # a member of a class or interface (``file#Type.m`` in JS/TS, ``pkg.mod.Type.m`` in Python)
         owner, _, name = qual.rpartition(".")
-        if "#" not in owner:
+        kind = ans.run(graph, "MATCH (o:Symbol {qual: $o}) WHERE o.file = $p RETURN o.kind",
+                       {"o": owner, "p": path}) if owner else []
+        if not kind or kind[0][0] not in ("interface", "class"):
             return ans
         rows = ans.run(graph, f"MATCH (d:Symbol)-{hops}->(t:Symbol {{qual: $o}}) WITH DISTINCT d "
                               f"MATCH (s:Symbol {{qual: d.qual + $m}}) RETURN {SYMBOL_FIELDS}",

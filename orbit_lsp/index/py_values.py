@@ -47,10 +47,17 @@ EXT_ANY = ("ext", "<external>")  # a value derived from an external one: all ali
 _MAX_NESTING = 4  # containers of containers (``bag``, ``tup``, ``partial``) deeper than this are unknown
 
 def _ext(name: str, suffix: str) -> tuple:
-    """The external value ``name`` + ``suffix`` (``json.loads`` + ``()``). Names derived from a
-    derived name (``str().decode()``) collapse into ``EXT_ANY``: their spelling never binds a
-    call, and ``x = x.decode()`` would otherwise make new names without end."""
-    if "(" in name or "[" in name or name == EXT_ANY[1] or name.count(".") >= 4:
+    """The external value ``name`` + ``suffix`` (``json.loads`` + ``()``). An attribute of what
+    a library name returns (``click.Context()`` + ``.ensure_object``: a method of a library
+    instance) is still that library's; anything derived further (``str().decode().strip``, an
+    item of a library container, what a library method returns) collapses into ``EXT_ANY``:
+    its spelling never binds a call, ``x = x.decode()`` would otherwise make new names without
+    end, and it may well be a workspace object (calls on it are counted as unbound)."""
+    if name == EXT_ANY[1] or name.count(".") >= 4:
+        return EXT_ANY
+    if "(" in name or "[" in name:
+        if suffix.startswith(".") and name.endswith("()") and name.count("(") == 1 and "[" not in name:
+            return ("ext", name + suffix)
         return EXT_ANY
     return ("ext", name + suffix)
 

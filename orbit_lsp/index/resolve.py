@@ -38,6 +38,7 @@ from orbit_lsp.index.py_modules import ModuleLookup, canonical_path  # noqa: F40
 from orbit_lsp.index.py_values import (
     _MAX_DEPTH,
     BOTTOM,
+    EXT_ANY,
     HAS_FACTS,
     STARS,
     STORES,
@@ -783,6 +784,11 @@ class Resolver(ParameterFlow, ClassModel, Containers, ModuleLookup):
                     got.setdefault(x, None)
                 unknown = unknown or u
             return list(got), unknown
+        if v == EXT_ANY:
+            # derived from an external value (what a library call returns, an item of a library
+            # container): it may well be a workspace object (``ctx.ensure_object(ScriptInfo)``,
+            # ``OrderedDict`` of adapters), so the call is unknown, counted, not taken as external
+            return [], True
         if t in ("ext", "builtin", "mod", "dmeth", "bottom"):
             return [], False  # outside the workspace (a builtin container's method included)
         return [], True
