@@ -203,7 +203,7 @@ class ClassModel:
         """True when every base of every class in ``mro`` is a workspace class (or ``object``),
         so an attribute missing from all of them can only come from ``object``."""
         for r, q in mro:
-            facts = self.facts[r]
+            facts = self._facts(r)
             cls = facts.classes[q]
             for b in cls.bases:
                 v = self.ev(r, cls.outer, b)
@@ -218,7 +218,7 @@ class ClassModel:
         for i, (r, q) in enumerate(mro):
             if skip_first and i == 0:
                 continue
-            facts = self.facts[r]
+            facts = self._facts(r)
             cls = facts.classes[q]
             body = facts.scopes[cls.body]
             if attr in body.names:  # the class's unit: recorded by mro()
@@ -251,7 +251,8 @@ class ClassModel:
         if base is None or base[0] not in ("inst", "super"):
             return None
         for r, q in self.mro(base[1], base[2])[1 if base[0] == "super" else 0:]:
-            body = self.facts[r].scopes[self.facts[r].classes[q].body]
+            facts = self._facts(r)
+            body = facts.scopes[facts.classes[q].body]
             refs = body.names.get(attr)
             if refs is not None:
                 for x in refs:

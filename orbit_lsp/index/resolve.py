@@ -264,6 +264,8 @@ class _Cut(Exception):
 
 
 
+_UNSEEN = object()  # ``Resolver._facts``: a file not read yet
+_FACTS_SEEN_MAX = 2048  # files whose facts ``Resolver._facts`` keeps at once
 _CONSTANT_REFS = frozenset(("lit", "d", "l", "prop"))  # refs whose value is the ref itself (``ev``)
 
 
@@ -317,6 +319,7 @@ class Resolver(ParameterFlow, ClassModel, Containers, ModuleLookup):
         self._pending: set[tuple] = set()  # functions whose parameter values must be recomputed
         self.pval_changed: set[tuple] = set()  # functions whose parameter values changed (caller clears)
         self._stores: dict[str, list] = {}  # file -> [(scope, store)] of its container stores
+        self._facts_seen: dict = {}  # file -> its facts as last read (``_facts``)
         self._subclasses: dict[tuple, list] | None = None  # class -> its direct workspace subclasses
         self._inherits: dict[str, tuple] = {}  # file -> (its (class, base) pairs, entities consulted)
         self._inherits_stale: set[str] = set()  # files whose pairs must be computed again
@@ -332,6 +335,7 @@ class Resolver(ParameterFlow, ClassModel, Containers, ModuleLookup):
         self._kinds.pop(rel, None)
         self._units.pop(rel, None)
         self._stores.pop(rel, None)
+        self._facts_seen.pop(rel, None)
         self._inherits_stale.add(rel)
 
     def invalidate(self, entities) -> int:
@@ -366,7 +370,11 @@ class Resolver(ParameterFlow, ClassModel, Containers, ModuleLookup):
 
     # -- evaluation -----------------------------------------------------------------------
     def _facts(self, rel: str) -> PyFacts | None:
-        facts = self.facts.get(rel)
+        facts = self._facts_seen.get(rel, _UNSEEN)
+        if facts is _UNSEEN:  # ``self.facts`` may decode on use (``LazyFacts``): once per file
+            if len(self._facts_seen) >= _FACTS_SEEN_MAX:
+                self._facts_seen.clear()  # bounded: a full build decodes a bounded number at once
+            facts = self._facts_seen[rel] = self.facts.get(rel)
         if facts is None:
             self._deps.add((rel, HAS_FACTS))
         return facts
@@ -906,7 +914,7 @@ class Resolver(ParameterFlow, ClassModel, Containers, ModuleLookup):
             if not resolved:
                 resolved = self._how(rel, si, site.ref, dst_file, dst_qual)
             out.append((dst_file, dst_qual, "decorator" if site.decorator else resolved))
-            if site.args or site.kwargs:
+            if self.value_flow and (site.args or site.kwargs):  # flows feed parameter values only
                 skip = self._flow_skip(rel, si, site, v, dst_file, dst_qual, resolved)
                 if skip is not None:
                     into.append((dst_file, dst_qual, site.args, site.kwargs, skip))
