@@ -206,8 +206,13 @@ def _is_property(change: Change, file: str, line: int | None, cache: dict) -> bo
     if file not in cache:
         data = change.new_bytes(file)
         cache[file] = data.decode("utf-8", "replace").splitlines() if data is not None else []
-    lines = cache[file]
-    k = line - 1  # the first decorator (a changed symbol's span starts there) or the def line
+    return decorated_as_property(cache[file], line)
+
+
+def decorated_as_property(lines: list[str], line: int) -> bool:
+    """Whether the definition at 1-based ``line`` of a file's ``lines`` (its first decorator,
+    where a symbol's span starts, or its ``def`` line) has a property decorator."""
+    k = line - 1
     if not (0 <= k < len(lines) and lines[k].lstrip().startswith("@")):
         k -= 1
     while 0 <= k < len(lines) and lines[k].lstrip().startswith("@"):

@@ -18,7 +18,8 @@ from __future__ import annotations
 from collections import deque
 from typing import Callable
 
-from orbit_lsp.changes.impact import DEFAULT_TEST_DEPTH, PROPERTY_DECORATORS, _fixture_classes, _is_special, in_file_qual
+from orbit_lsp.changes.impact import (DEFAULT_TEST_DEPTH, _fixture_classes, _is_special, decorated_as_property,
+                                      in_file_qual)
 from orbit_lsp.changes.selection import TestIndex, is_test_support
 from orbit_lsp.graph import queries
 from orbit_lsp.graph.cache import ANSWERS
@@ -42,15 +43,7 @@ class _Lines:
         if file not in self.cache:
             data = self.read(file)
             self.cache[file] = data.decode("utf-8", "replace").splitlines() if data is not None else []
-        lines = self.cache[file]
-        k = line - 1
-        if not (0 <= k < len(lines) and lines[k].lstrip().startswith("@")):
-            k -= 1
-        while 0 <= k < len(lines) and lines[k].lstrip().startswith("@"):
-            if PROPERTY_DECORATORS.match(lines[k]):
-                return True
-            k -= 1
-        return False
+        return decorated_as_property(self.cache[file], line)
 
 
 def tests_reaching(graph: Graph, targets: list[dict], index: TestIndex, root_package: str = "",
