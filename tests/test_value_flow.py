@@ -125,7 +125,7 @@ def test_functions_and_classes_as_values(index):
     assert out_of(ix, "flow.with_default") == {"flow.handler": "param"}  # the default
     assert out_of(ix, "flow.use_factory") == {"flow.factory": "local", "flow.factory.inner": "return"}
     # a lambda is a Symbol under the scope it is written in; what it calls stays with that scope
-    assert out_of(ix, "flow.use_lambda") == {"flow.<lambda@25>": "local"}
+    assert out_of(ix, "flow.use_lambda") == {"flow.<lambda>": "local"}
     assert ("flow", "flow.handler") in edges(ix)
     # an instance passed to __init__ and kept in an attribute
     assert out_of(ix, "flow.Service.go") == {"flow.Notifier.notify": "instance"}
@@ -813,3 +813,43 @@ def load(ctx: click.Context, text):
     assert unbound(ix, "sessions.Session.send") == ["send@21"]
     # ctx.ensure_object is click's own method: outside the workspace; what it returns is not
     assert unbound(ix, "sessions.load") == ["send@25"]
+
+
+SHIFTED_BEFORE = textwrap.dedent('''\
+    def helper(data, table={}):
+        return data
+
+
+    HANDLERS = [helper, lambda: helper(1)]
+    KEYS = {"a": helper}
+    pick = lambda k: KEYS[k]
+
+
+    class Codes:
+        OK = (200, "OK")
+        MISSING = (404, "Not Found")
+        late = lambda self: 1
+    ''')
+
+
+def test_lines_added_above_literals_and_lambdas_leave_the_interface_alone():
+    """A container literal is identified by its scope and its order there, and a lambda is named
+    by its order under its definition: a line added in ``helper``'s body moves every literal and
+    lambda below it, yet no other file's resolution can see a difference (so none is re-resolved,
+    and a diff of the two versions changes no lambda's name)."""
+    from orbit_lsp.index.parsing import parse_python
+    from orbit_lsp.index.resolve import changed_entities
+
+    after = SHIFTED_BEFORE.replace("    return data\n", "    print(data)\n    return data\n")
+    assert after != SHIFTED_BEFORE
+    old, _ = parse_python("m.py", SHIFTED_BEFORE.encode())
+    new, _ = parse_python("m.py", after.encode())
+    assert changed_entities("m.py", old, new) == (set(), set())
+    # a lambda's line is its Symbol's line
+    assert {s.qual: s.line for s in new.symbols if s.name == "<lambda>"} == {
+        "<lambda>": 6, "<lambda#2>": 8, "Codes.<lambda>": 14}
+    # a new literal in a scope is a change of that scope's unit only
+    added = after.replace('    MISSING = (404, "Not Found")\n', '    MISSING = (404, "Not Found")\n    GONE = (410, "Gone")\n')
+    newer, _ = parse_python("m.py", added.encode())
+    changed, _moved = changed_entities("m.py", new, newer)
+    assert changed == {("m.py", "Codes")}
