@@ -309,7 +309,7 @@ class Resolver(ParameterFlow, ClassModel, Containers, ModuleLookup):
         self.param_in: dict[tuple, set] = {}  # (file, function qual) -> flows into its parameters
         self._widened: dict[tuple, set] = {}  # functions widened in this resolve_fixpoint (``_widen``)
         self._change_count: dict[tuple, int] = {}
-        self._flows_in: dict[tuple, tuple] = {}  # the same flows in a fixed order (``_compute_pval``)
+        self._flows_in: dict[tuple, tuple] = {}  # (parameters, what to evaluate) per function (``_plan``)
         # the last resolve_fixpoint: rounds, seconds of the first and of the later rounds, and how
         # many files the later rounds resolved again
         self.flow_stats: dict = {"rounds": 0, "first_s": 0.0, "more_s": 0.0, "again": 0}
