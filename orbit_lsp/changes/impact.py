@@ -14,6 +14,8 @@ import re
 import time
 from dataclasses import dataclass
 
+from orbit_lsp.changes.broken import Broken, removed_names
+from orbit_lsp.changes.broken import find as find_broken
 from orbit_lsp.changes.diff import Change
 from orbit_lsp.changes.selection import TestIndex, commands, is_test_support
 from orbit_lsp.changes.symbols import symbol_changes
@@ -63,7 +65,8 @@ def analyse(graph: Graph, change: Change, root_package: str = "", options: Optio
     """The impact of ``change``.
 
     Returns {"change": {"mode", "description", "base"}, "files": [...], "symbols": [...],
-    "hunks": [...] (see ``symbols.SymbolChanges``), "callers": [symbol dict + "depth", "via",
+    "hunks": [...] (see ``symbols.SymbolChanges``), "comment_only": [path] (Python files whose
+    change is only comments, blank lines or spacing: no code change, not in "files"), "callers": [symbol dict + "depth", "via",
     "reaches"] (bound CALLS, 1..depth hops), "dependents": [{"path", "hops", "of"}] (IMPORTS,
     1..depth hops), "may_be_affected": [symbol dict + "depth", "names", "reaches"] (reached only
     through unbound call sites using a changed name), "tests": {"selected": [...],
@@ -92,6 +95,18 @@ def analyse(graph: Graph, change: Change, root_package: str = "", options: Optio
     for r in walk:  # rows come by depth: a row's via was reached before it
         r["reaches"] = origin.get(r["via"], r["via"])
         origin.setdefault(r["qual"], r["reaches"])
+    # code that still uses a name the change takes away: it fails when it runs (ImportError,
+    # NameError); its functions are callers at 1 hop, its modules fail at import (below)
+    gone = {module_name(f["old_path"], root_package): f["old_path"] for f in sc.files
+            if f["status"] in ("removed", "renamed") and f["lang"] == "python" and f["old_path"]}
+    unresolved_imports = None
+    taken = removed_names(change, sc.files)
+    if gone or taken:
+        unresolved_imports = ans.run(graph, "MATCH (f:File) WHERE f.unresolved_imports IS NOT NULL "
+                                            "RETURN f.path, f.unresolved_imports ORDER BY f.path")
+    broken = find_broken(graph, ans, change, sc.files, root_package, unresolved_imports, taken)
+    notes += broken.notes
+    walk = _with_broken_functions(graph, ans, broken, walk, far, root_package)
     walk = _through_implicit_calls(graph, ans, change, live, walk, far)
     bound = {(r["file"], r["qual"]) for r in walk} | {(t["file"], t["qual"]) for t in targets}
     callers = [r for r in walk if r["depth"] <= opts.depth]
@@ -114,25 +129,36 @@ def analyse(graph: Graph, change: Change, root_package: str = "", options: Optio
             if f["path"] in file_level and is_test_support(path):
                 if path not in test_imports or hops < test_imports[path][0]:
                     test_imports[path] = (hops, f["path"], f"imports {f['path']} ({hops} hop{'s' * (hops > 1)})")
-    # files that still import a module the change removed or moved away (now unresolved)
-    gone = {module_name(f["old_path"], root_package): f["old_path"] for f in sc.files
-            if f["status"] in ("removed", "renamed") and f["lang"] == "python" and f["old_path"]}
+    # files that fail at import now: they still import a module the change removed or moved
+    # away (now unresolved), or a name it took away from a module; their importers fail too
+    failing: dict[str, tuple[str, str]] = {}  # path -> (what it still uses, how)
     if gone:
-        rows = ans.run(graph, "MATCH (f:File) WHERE f.unresolved_imports IS NOT NULL "
-                              "RETURN f.path, f.unresolved_imports ORDER BY f.path")
-        for path, items in rows:
+        for path, items in unresolved_imports or ():
             hit = next((gone[m] for item in items or () for m in gone
                         if (mod := str(item).partition(":")[2]) == m or mod.startswith(m + ".")), None)
-            if hit is None:
-                continue
-            notes.append(f"{path} still imports {hit}, which the change removes or moves")
-            reach = {path: 0, **imports.dependents(path, far - 1)}
-            for dep, h in reach.items():
-                hops = h + 1
-                if hops <= opts.depth and (dep not in dep_hops or hops < dep_hops[dep][0]):
-                    dep_hops[dep] = (hops, hit)
-                if is_test_support(dep) and (dep not in test_imports or hops < test_imports[dep][0]):
-                    test_imports[dep] = (hops, hit, f"imports {hit}, removed or moved ({hops} hop{'s' * (hops > 1)})")
+            if hit is not None:
+                notes.append(f"{path} still imports {hit}, which the change removes or moves")
+                failing.setdefault(path, (hit, f"imports {hit}, removed or moved"))
+    for path, (name, mod_path, _line, error) in broken.files.items():
+        failing.setdefault(path, (mod_path, f"uses {name} of {mod_path}, removed ({error} at import)"))
+    if any(p.endswith("__init__.py") for p in failing):  # a package that fails fails every module in it
+        all_files = [r[0] for r in ans.run(graph, "MATCH (f:File) RETURN f.path")]
+        for path, what in list(failing.items()):
+            if path.endswith("__init__.py"):
+                pkg = path[: -len("__init__.py")]
+                for f in all_files:
+                    if f.startswith(pkg) and f != path and f.endswith(".py"):
+                        failing.setdefault(f, (what[0], f"in package {pkg.rstrip('/')}, whose __init__.py fails: "
+                                                        + what[1]))
+    for path, (hit, how) in sorted(failing.items()):
+        reach = {path: 0, **imports.dependents(path, far - 1)}
+        for dep, h in reach.items():
+            hops = h + 1
+            if hops <= opts.depth and (dep not in dep_hops or hops < dep_hops[dep][0]):
+                dep_hops[dep] = (hops, hit)
+            if is_test_support(dep) and (dep not in test_imports or hops < test_imports[dep][0]):
+                via = how if dep == path else f"imports {path}, which {how}"
+                test_imports[dep] = (hops, hit, f"{via} ({hops} hop{'s' * (hops > 1)})")
     # module-level code that reaches the change runs when its module is imported: the test
     # files importing that module (directly or not) run it at collection (not when that code
     # only makes an instance whose changed method runs later: ``cli = FlaskGroup()``)
@@ -152,6 +178,7 @@ def analyse(graph: Graph, change: Change, root_package: str = "", options: Optio
     names = {s["name"] for s in sc.symbols if s["kind"] != "module"}
     names |= {s["old_qual"].rpartition(".")[2].rpartition("#")[2] for s in sc.symbols
               if s["status"] == "renamed" and s.get("old_qual")}
+    names |= {r["name"] for r in walk if r.get("resolved") == "removed name"}  # they fail as if changed
     unbound = [r for r in queries.unbound_users(graph, sorted(names), ans).rows if (r["file"], r["qual"]) not in bound]
     may_names = {(r["file"], r["qual"]): r["names"] for r in unbound}
     for r in unbound:
@@ -176,7 +203,7 @@ def analyse(graph: Graph, change: Change, root_package: str = "", options: Optio
         tests = _tests(graph, ans, change, sc, root_package, targets, walk, may_rows, test_imports, opts)
 
     totals = {
-        "files": len(sc.files), "symbols": len(sc.symbols),
+        "files": len(sc.files), "symbols": len(sc.symbols), "comment_only": len(sc.comment_only),
         "callers": len(callers), "dependents": len(dependents), "may_be_affected": len(may_affected),
         "public": len({(r["file"], r["qual"]) for r in callers + live if _public(r)}),
         "tests": len(tests["selected"]), "tests_may_be_affected": len(tests["may_be_affected"]),
@@ -184,10 +211,42 @@ def analyse(graph: Graph, change: Change, root_package: str = "", options: Optio
     }
     return {"change": {"mode": change.mode, "description": change.description, "base": change.base},
             "options": {"depth": opts.depth, "test_depth": opts.test_depth, "tests": opts.tests},
-            "files": sc.files, "symbols": sc.symbols, "hunks": sc.hunks,
+            "files": sc.files, "comment_only": sc.comment_only, "symbols": sc.symbols, "hunks": sc.hunks,
             "callers": callers, "dependents": dependents, "may_be_affected": may_affected,
             "tests": tests, "totals": totals, "notes": notes + ans.notes, "cypher": ans.cypher,
             "seconds": round(time.perf_counter() - t0, 3)}
+
+
+def _with_broken_functions(graph: Graph, ans: queries.Answer, broken: Broken, walk: list[dict], far: int,
+                           root_package: str) -> list[dict]:
+    """``walk`` with the functions that fail when they run (they use a name the change took
+    away) at 1 hop, and their callers."""
+    if not broken.functions:
+        return walk
+    rows = ans.run(graph, f"UNWIND $t AS t MATCH (s:Symbol {{qual: t[1]}}) WHERE s.file = t[0] "
+                          f"RETURN {queries.SYMBOL_FIELDS}", {"t": sorted([b["file"], b["qual"]] for b in broken.functions)})
+    why = {(b["file"], b["qual"]): b for b in broken.functions}
+    known = {(r["file"], r["qual"]): r for r in walk}
+    starts = []
+    for r in rows:
+        sym = queries._sym(r)
+        b = why[(sym["file"], sym["qual"])]
+        old = full_qual(b["module"], b["name"], root_package)
+        row = dict(sym, depth=1, via=old, lines=[b["line"]], resolved="removed name", reaches=old)
+        key = (sym["file"], sym["qual"])
+        if key not in known or known[key]["depth"] > 1:
+            known[key] = row
+            starts.append(row)
+    if starts and far > 1:
+        origin = {r["qual"]: r["reaches"] for r in starts}
+        for r in queries.callers_of_all(graph, [{"file": s["file"], "qual": s["qual"]} for s in starts], far - 1, ans).rows:
+            r["depth"] += 1
+            r["reaches"] = origin.get(r["via"], r["via"])
+            origin.setdefault(r["qual"], r["reaches"])
+            key = (r["file"], r["qual"])
+            if key not in known or r["depth"] < known[key]["depth"]:
+                known[key] = r
+    return sorted(known.values(), key=lambda r: (r["depth"], r["file"], r["line"] or 0, r["qual"]))
 
 
 IMPLICIT_ROUNDS = 3

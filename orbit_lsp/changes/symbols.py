@@ -15,6 +15,8 @@ Identity is the workspace-wide qualified name (``resolve.full_qual``: ``pkg.mod.
 from __future__ import annotations
 
 import difflib
+import io
+import tokenize
 from dataclasses import dataclass, field
 
 from orbit_lsp.changes.diff import Change, FileDiff
@@ -81,6 +83,39 @@ class SymbolChanges:
     symbols: list[dict] = field(default_factory=list)
     hunks: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    comment_only: list[str] = field(default_factory=list)  # paths whose change touches no code
+
+
+# tokens that carry no code: what a comment-only or whitespace-only edit changes
+_NON_CODE = frozenset({tokenize.COMMENT, tokenize.NL, tokenize.ENCODING, tokenize.ENDMARKER})
+_LAYOUT = frozenset({tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT})  # compared by kind only
+
+
+def python_tokens(data: bytes) -> list[tokenize.TokenInfo] | None:
+    """The tokens of Python source (None when it does not tokenize: a syntax error)."""
+    try:
+        return list(tokenize.tokenize(io.BytesIO(data).readline))
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        return None
+
+
+def same_code(old: list[tokenize.TokenInfo], new: list[tokenize.TokenInfo]) -> bool:
+    """Whether two token streams are the same program: equal once comments, blank lines and
+    the width of indentation and spacing are set aside (a docstring is a string: code)."""
+    def key(toks):
+        return [(t.type, "" if t.type in _LAYOUT else t.string) for t in toks if t.type not in _NON_CODE]
+    return key(old) == key(new)
+
+
+def code_lines(tokens: list[tokenize.TokenInfo]) -> set[int]:
+    """The 1-based lines holding code: every line a token other than a comment or a line break
+    starts on or spans (a multi-line string's lines included)."""
+    out: set[int] = set()
+    for t in tokens:
+        if t.type in _NON_CODE or t.type in _LAYOUT:
+            continue
+        out.update(range(t.start[0], t.end[0] + 1))
+    return out
 
 
 def lang_of(path: str) -> str | None:
@@ -140,22 +175,36 @@ def symbol_changes(change: Change, root_package: str = "") -> tuple[SymbolChange
                              if new.symbols else f"{fd.path} does not parse ({new.error}); only its file is reported")
         if lang is None or any(v is not None and v.symbols is None for v in (old, new)):
             continue  # not parsed, or a version that does not parse: the file alone is reported
-        _file_symbols(fd, old, new, out, seen)
+        code = None  # Python: the lines holding code in each version (comments never count)
+        if lang == "python" and old is not None and new is not None:
+            old_toks = python_tokens(change.old_bytes(fd.old_path) or b"")
+            new_toks = python_tokens(change.new_bytes(fd.new_path) or b"")
+            if old_toks is not None and new_toks is not None:
+                if fd.status == "modified" and same_code(old_toks, new_toks):
+                    out.files.pop()
+                    out.comment_only.append(fd.path)
+                    continue
+                code = (code_lines(old_toks), code_lines(new_toks))
+        _file_symbols(fd, old, new, out, seen, code)
     out.symbols.sort(key=lambda s: (s["file"], s["line"] or 0, s["qual"]))
     return out, new_versions
 
 
 def _file_symbols(fd: FileDiff, old: Version | None, new: Version | None, out: SymbolChanges,
-                  seen: set[tuple[str, str]]) -> None:
+                  seen: set[tuple[str, str]], code: tuple[set[int], set[int]] | None = None) -> None:
+    """``code``: the lines holding code in the old and the new version; hunk lines outside
+    them (comments) touch no symbol."""
     old_q = old.by_qual() if old and old.symbols is not None else {}
     new_q = new.by_qual() if new and new.symbols is not None else {}
     touched_old: set[str] = set()
     touched_new: set[str] = set()
     for hk in fd.hunks:
-        o = sorted({s.qual for s in (old.innermost(n) if old else None for n in hk.removed) if s}) if old else []
-        n = sorted({s.qual for s in (new.innermost(m) if new else None for m in hk.added) if s}) if new else []
+        removed = [x for x in hk.removed if x in code[0]] if code else hk.removed
+        added = [x for x in hk.added if x in code[1]] if code else hk.added
+        o = sorted({s.qual for s in (old.innermost(n) if old else None for n in removed) if s}) if old else []
+        n = sorted({s.qual for s in (new.innermost(m) if new else None for m in added) if s}) if new else []
         # a pure deletion changes, in the new version, the symbols it was cut from
-        n = sorted(set(n) | {q for q in o if q in new_q}) if not hk.added else n
+        n = sorted(set(n) | {q for q in o if q in new_q}) if not added else n
         touched_old.update(o)
         touched_new.update(n)
         if o or n:
