@@ -5,7 +5,8 @@ renamed.
 Symbols are what the indexer extracts (``languages.parse_file``: Python's ``ast``, tree-sitter
 for JS/TS): modules, classes, functions and methods (variables are statements of their module or
 class). A line that belongs to no function or method counts as a change of its class (class
-body) or module (imports, module-level statements). Decorator lines belong to what they
+body) or module (imports, module-level statements). A lambda's lines belong to the function around it (its name holds its line number, so a
+line added above it would otherwise rename it). Decorator lines belong to what they
 decorate. Blank lines never count.
 
 Identity is the workspace-wide qualified name (``resolve.full_qual``: ``pkg.mod.Class.method``,
@@ -14,6 +15,7 @@ Identity is the workspace-wide qualified name (``resolve.full_qual``: ``pkg.mod.
 
 from __future__ import annotations
 
+import ast
 import difflib
 import io
 import tokenize
@@ -65,7 +67,10 @@ class Version:
         return best
 
     def by_qual(self) -> dict[str, Sym]:
-        return {s.qual: s for s in self.symbols or ()}
+        out: dict[str, Sym] = {}
+        for s in self.symbols or ():
+            out.setdefault(s.qual, s)  # a redefinition (overload, setter) is the symbol's second span
+        return out
 
 
 @dataclass
@@ -136,8 +141,8 @@ def read_version(path: str | None, data: bytes | None, root_package: str) -> Ver
         return Version(path, None, error, text)
     syms = []
     for s in facts.symbols:
-        if s.kind not in SPAN_KINDS:
-            continue
+        if s.kind not in SPAN_KINDS or s.name.startswith("<"):
+            continue  # a lambda (``f.<lambda@12>``, named by its line) is a line of its function
         start = s.line
         if s.kind != "module":  # decorators above the definition belong to it
             while start > 1 and text[start - 2].lstrip().startswith("@"):
@@ -145,10 +150,40 @@ def read_version(path: str | None, data: bytes | None, root_package: str) -> Ver
         end = max(s.end_line, start)
         syms.append(Sym(path, s.qual, full_qual(path, s.qual, root_package), s.name, s.kind, start, end,
                         "\n".join(text[start - 1:end])))
+    if path.endswith((".py", ".pyi")):
+        syms += _redefinitions(data, syms)
     if not any(s.kind == "module" for s in syms):  # a module always spans its file
         syms.append(Sym(path, "", full_qual(path, "", root_package), path.rsplit("/", 1)[-1], "module", 1,
                         max(len(text), 1)))
     return Version(path, syms, error, text)
+
+
+def _redefinitions(data: bytes, syms: list[Sym]) -> list[Sym]:
+    """Extra spans for functions defined again under the same qualified name (``@overload``
+    stubs then the implementation, a property's ``@x.setter``): the graph keeps the first
+    definition only, but a line of a later one is a line of that symbol too."""
+    by_qual = {s.qual: s for s in syms}
+    seen_lines = {(s.qual, s.line) for s in syms}
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError, RecursionError):
+        return []
+    out = []
+    todo = [(n, "") for n in tree.body]
+    while todo:
+        node, prefix = todo.pop()
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        qual = f"{prefix}.{node.name}" if prefix else node.name
+        first = min([d.lineno for d in node.decorator_list] + [node.lineno])
+        known = by_qual.get(qual)
+        if known is not None and known.line != first and (qual, first) not in seen_lines \
+                and not (known.line <= first <= known.end_line):
+            seen_lines.add((qual, first))
+            out.append(Sym(known.file, qual, known.full, known.name, known.kind, first, node.end_lineno or first,
+                           known.text))
+        todo += [(n, qual) for n in node.body]
+    return out
 
 
 def _body(sym: Sym) -> str:
