@@ -179,3 +179,47 @@ def test_package_init_failing_fails_every_module_of_the_package(repo, run):
     assert selected(r) == ["tests/test_lib.py::test_twice", "tests/test_service.py::test_uses_old"]
     lib = next(t for t in r["tests"]["selected"] if t["id"] == "tests/test_lib.py::test_twice")
     assert "in package lib, whose __init__.py fails" in lib["reason"]
+
+
+def test_redefined_names_and_lambdas_map_to_their_symbol(repo, run):
+    # an @overload stub then the implementation, a property setter, a lambda: the graph keeps
+    # one symbol per qualified name (the first definition), a lambda's name holds its line
+    repo.write("app/shapes.py", '''
+        from typing import overload
+
+
+        @overload
+        def area(x: int) -> int: ...
+
+
+        @overload
+        def area(x: float) -> float: ...
+
+
+        def area(x):
+            return x * x
+
+
+        class Box:
+            def __init__(self):
+                self._w = 1
+
+            @property
+            def width(self):
+                return self._w
+
+            @width.setter
+            def width(self, value):
+                self._w = value
+
+
+        def sizes(xs):
+            return sorted(xs, key=lambda b: b.width)
+        ''')
+    repo.commit("shapes")
+    repo.edit("app/shapes.py", "def area(x):\n    return x * x\n", "def area(x):\n    return x ** 2\n")
+    repo.edit("app/shapes.py", "        self._w = value\n", "        self._w = int(value)\n")
+    repo.edit("app/shapes.py", "def sizes(xs):\n", "def sizes(xs):\n    xs = list(xs)\n")
+    r = run()
+    assert [(s["qual"], s["status"]) for s in r["symbols"]] == [
+        ("app.shapes.area", "modified"), ("app.shapes.Box.width", "modified"), ("app.shapes.sizes", "modified")]
