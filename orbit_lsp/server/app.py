@@ -79,6 +79,10 @@ class OrbitServer(LanguageServer):
         self._spelling_key: tuple[str, ...] | None = None  # open documents' URIs (uri_speller)
         self._spellings: dict[tuple[Path, str], str] = {}
         self._graph_gates: dict[Path, threading.Lock] = {}  # graph_gate
+        # folders whose first index (or re-open after a branch switch) is running or queued,
+        # and its last progress message: see ``indexing``
+        self.first_index: dict[Path, str] = {}
+        self.folders_served = asyncio.Event()  # set once ``initialized`` served the workspace folders
 
     def on(self, method: str, fn: Callable[[Any], Any], options: Any = None) -> None:
         """Register feature method ``fn`` (a bound method taking the params) for ``method``.
@@ -258,6 +262,31 @@ class OrbitServer(LanguageServer):
     def to_graph_position(self, path: Path, pos: types.Position) -> tuple[int, int]:
         """(1-based line, UTF-8 byte column) of an LSP position."""
         return self.lines().graph_position(path, pos)
+
+    # -- a folder's first index ----------------------------------------------------------
+    def indexing(self, ix: WorkspaceIndexer) -> bool:
+        """True while ``ix`` has no finished index in this server and one is running or queued
+        (its first index after ``initialized`` or after the folder was added, or the re-open of
+        another branch's graph): the graph is not final, so answers that carry counts (lenses,
+        hovers, impact) say "indexing…" instead of reading it. False once the index ended, and
+        when it failed or was cancelled (the folder is then not indexed), and while FalkorDB is
+        offline (requests say so)."""
+        return ix.last_index_time is None and ix.root in self.first_index and self.offline is None
+
+    async def wait_served(self, timeout: float = 10.0) -> None:
+        """Wait (at most ``timeout`` seconds) until the workspace folders are served: an editor
+        asks for the lenses of the open file as soon as it attached, before the server has read
+        the client's settings and served the folders in ``initialized``."""
+        if not self.folders_served.is_set():
+            try:
+                await asyncio.wait_for(self.folders_served.wait(), timeout)
+            except asyncio.TimeoutError:
+                pass
+
+    def indexing_note(self, ix: WorkspaceIndexer) -> str:
+        """``"indexing <folder>: <progress>"`` for messages while ``indexing(ix)``."""
+        what = self.first_index.get(ix.root) or "starting"
+        return f"indexing {ix.root.name}: {what}"
 
     # -- running work off the event loop --------------------------------------------------
     def answer_timeout(self) -> float:

@@ -68,6 +68,21 @@ def _report_line(rep: IndexReport) -> str:
     return f"{rep.files} files, {rep.symbols} symbols; {rep.parsed} parsed ({rep.mode})"
 
 
+HOLD_ENV = "ORBIT_TEST_HOLD_INDEX"  # tests only: a folder's index waits until this file exists
+
+
+def _index_all(ix: WorkspaceIndexer, report, cancel: threading.Event) -> IndexReport:
+    """Index thread: ``index_all_isolated``. For tests of what the server answers while a folder
+    is being indexed, the index first waits (cancellable) while the file named by the
+    ``ORBIT_TEST_HOLD_INDEX`` environment variable (a path relative to the folder, or absolute)
+    does not exist."""
+    hold = os.environ.get(HOLD_ENV)
+    release = os.path.join(ix.root, hold) if hold else None
+    while release and not os.path.exists(release) and not cancel.is_set():
+        time.sleep(0.02)
+    return index_all_isolated(ix, report, cancel)
+
+
 class _Events(FileSystemEventHandler):
     """watchdog thread -> event loop: hands every path an event names to ``Feature.on_fs``.
     A directory's "modified" event (a child was added or removed) carries nothing the child's
@@ -137,12 +152,15 @@ class Feature:
         folders = [ls.path_of(f.uri) for f in (ls.workspace.folders or {}).values()]
         if not folders and ls.workspace.root_uri:
             folders = [ls.path_of(ls.workspace.root_uri)]
-        await self._pull_configuration()  # settings (e.g. indexHomeOrRoot) before folders are served
-        for folder in folders:
-            if folder is not None and folder.is_dir():
-                self.serve(folder)  # served at once (requests find their folder), indexed below
-            elif folder is not None:
-                self._warn(f"orbit-lsp: workspace folder {folder} is not a directory; not indexed")
+        try:
+            await self._pull_configuration()  # settings (e.g. indexHomeOrRoot) before folders are served
+            for folder in folders:
+                if folder is not None and folder.is_dir():
+                    self.serve(folder)  # served at once (requests find their folder), indexed below
+                elif folder is not None:
+                    self._warn(f"orbit-lsp: workspace folder {folder} is not a directory; not indexed")
+        finally:
+            ls.folders_served.set()  # lens and hover requests that came meanwhile go on
         ls.workspaces.take_dirty()  # nothing indexed yet
         await self._register_configuration_change()
         try:
@@ -204,6 +222,8 @@ class Feature:
             return None
         shallow = why is None and ls.settings.loose_folders == "shallow" and not in_project(folder)
         ix = ls.workspaces.add(folder, shallow=shallow)
+        if ix.last_index_time is None:
+            ls.first_index.setdefault(ix.root, "")  # its index is queued: answers say "indexing…"
         if shallow:
             self._log(f"orbit: {folder} has no project marker ({', '.join(ROOT_MARKERS[:4])}, …): indexing "
                       f"its own files only, not its subfolders")
@@ -310,31 +330,41 @@ class Feature:
             return None
         last = [0.0, ""]
         clock = PhaseClock()
+        first = ix.last_index_time is None  # answers say "indexing…" until this index ends
+        if first:
+            ls.first_index.setdefault(ix.root, "")
 
         def report(done: int, total: int, rel: str, phase: str = "read") -> None:  # index thread
             # every phase (reading, parsing, resolving, writing) with its own count; the
             # percentage is the whole index's share done, the message says the time left
             now = time.monotonic()
             clock.update(done, total, phase)
-            if progress and (now - last[0] >= 0.1 or done >= total or phase != last[1]):
+            if (progress or first) and (now - last[0] >= 0.1 or done >= total or phase != last[1]):
                 last[0], last[1] = now, phase
                 word, unit = progress_words(phase)
                 left = eta_text(clock.eta())
-                loop.call_soon_threadsafe(ls.work_done_progress.report, token, types.WorkDoneProgressReport(
-                    message=f"{word} {done}/{total} {unit}" + (f" · {left}" if left else ""),
-                    percentage=min(int(100 * clock.fraction), 100)))
+                message = f"{word} {done}/{total} {unit}" + (f" · {left}" if left else "")
+                if first and ix.root in ls.first_index:
+                    ls.first_index[ix.root] = message  # (one dict item set: safe from this thread)
+                if progress:
+                    loop.call_soon_threadsafe(ls.work_done_progress.report, token, types.WorkDoneProgressReport(
+                        message=message, percentage=min(int(100 * clock.fraction), 100)))
         report.phases = True
 
         self.cancels.add(cancel)
         failure = "failed"
         try:
-            rep = await ls.index(index_all_isolated, ix, report, cancel)
+            rep = await ls.index(_index_all, ix, report, cancel)
         except Exception as exc:  # noqa: BLE001 - a bug must still end the progress and be seen
             log.exception("indexing %s failed", ix.root)
             rep, failure = None, f"failed: {type(exc).__name__}: {exc}"
             ls.window_log_message(types.LogMessageParams(types.MessageType.Error, f"orbit-lsp: indexing {ix.root} {failure}"))
         finally:
             self.cancels.discard(cancel)
+            if first:
+                # indexed (``last_index_time`` is set), or failed or cancelled: either way the
+                # answers stop saying "indexing…"
+                ls.first_index.pop(ix.root, None)
         if rep is None:
             msg = "FalkorDB offline" if ls.offline is not None else failure
         elif cancel.is_set():
