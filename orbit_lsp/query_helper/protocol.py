@@ -97,10 +97,11 @@ def _digest(text: str) -> str:
 
 
 def helper_key(env=None) -> str:
-    """Which helper serves this client: one per Python interpreter, orbit package directory and
+    """Which helper serves this client: one per Python installation or virtual environment
+    (``sys.prefix``: ``python`` and ``python3`` of one venv share it), orbit package directory and
     ``PYTHONPATH`` (a helper imports what its first client's environment finds)."""
     env = os.environ if env is None else env
-    return _digest("\0".join([sys.executable, PACKAGE_DIR, env.get("PYTHONPATH", ""), str(os.getuid())]))
+    return _digest("\0".join([sys.prefix, sys.version, PACKAGE_DIR, env.get("PYTHONPATH", ""), str(os.getuid())]))
 
 
 def socket_path(env=None) -> str:
