@@ -72,6 +72,10 @@ def add_parser(sub, common) -> None:
     p.add_argument("--python", default=None, help="run the suites with this interpreter (no venv is made)")
     p.add_argument("--deps", default=None, help="comma-separated test dependencies (default: TEST_DEPS)")
     p.add_argument("--tests-dir", default=None, help="what pytest runs (default: tests/ when present, else .)")
+    p.add_argument("--suite-cache", type=Path, default=None,
+                   help="JSON file keeping each suite run's outcome (collected tests, failing unchanged, failing "
+                        "per edit): runs found there are not run again (they depend on the project, the edit and "
+                        "the interpreter, not on orbit), so the analysis can be measured again without the suites")
     p.add_argument("--jobs", type=int, default=1,
                    help="suites run at once, each in its own work copy (suites that mostly wait on sockets "
                         "and timers finish sooner); the `changes` analyses are timed one at a time")
@@ -194,6 +198,33 @@ def apply_edit(root: Path, rel: str, line: int, indent: int, mark: str = EDIT_MA
 
 
 # -- the run ------------------------------------------------------------------------------------
+class SuiteCache:
+    """Suite outcomes kept in a JSON file (``--suite-cache``), per project: ``get(key)`` the
+    stored value (sets stored as sorted lists) or None; ``put(key, value)`` stores it and returns
+    it. Without a path nothing is kept. Thread-safe (the edits run in threads)."""
+
+    def __init__(self, path: Path | None, project: str):
+        self.path, self.project = path, project
+        self.lock = threading.Lock()
+        self.data = {}
+        if path is not None and path.exists():
+            self.data = __import__("json").loads(path.read_text())
+
+    def get(self, key: str):
+        return self.data.get(self.project, {}).get(key)
+
+    def put(self, key: str, value):
+        if self.path is None:
+            return value
+        plain = [sorted(v) if isinstance(v, set) else v for v in value] if isinstance(value, tuple) else value
+        with self.lock:
+            self.data.setdefault(self.project, {})[key] = plain
+            tmp = self.path.with_suffix(".tmp")
+            tmp.write_text(__import__("json").dumps(self.data))
+            tmp.replace(self.path)
+        return value
+
+
 def run(args, settings, command: str) -> Report:
     from bench.corpora import fetch_sdist
 
@@ -236,8 +267,11 @@ def _one(name: str, src: Path, args, settings, store, cache: Path, report: Repor
     if python is None:
         deps = args.deps.split(",") if args.deps else TEST_DEPS.get(name.split("-")[0].lower(), ["pytest"])
         python = make_venv(cache / "changes" / f"venv-{name}", root, deps)
-    items = collect(python, root, target, args.suite_timeout)
-    baseline, base_s, _ = run_suite(python, root, target, args.suite_timeout)
+    suites = SuiteCache(args.suite_cache, name)
+    items = suites.get("collect") or suites.put("collect", collect(python, root, target, args.suite_timeout))
+    got = suites.get("baseline")
+    baseline, base_s, _ = ((set(got[0]), got[1], got[2]) if got else
+                           suites.put("baseline", run_suite(python, root, target, args.suite_timeout)))
     log(f"{name}: {len(items)} tests collected, {len(baseline)} failing unchanged ({base_s:.1f} s)")
     if baseline:
         report.notes.append(f"{name}: {len(baseline)} tests fail before any edit and are left out: "
@@ -276,7 +310,10 @@ def _one(name: str, src: Path, args, settings, store, cache: Path, report: Repor
                     impact.refresh(ix)
                     result = impact.analyse(ix.graph, diff.from_git(wroot, "worktree"), ix.root_package)
                     took = time.perf_counter() - t
-                failing, secs, finished = run_suite(python, wroot, target, args.suite_timeout)
+                key = f"edit {rel}:{qual}:{line}"
+                got = suites.get(key)
+                failing, secs, finished = ((set(got[0]), got[1], got[2]) if got else
+                                           suites.put(key, run_suite(python, wroot, target, args.suite_timeout)))
                 failing = {function_id(f) for f in failing - baseline} - {function_id(b) for b in baseline}
                 sel = {t["id"] for t in result["tests"]["selected"]}
                 may = {t["id"] for t in result["tests"]["may_be_affected"]}

@@ -5,7 +5,7 @@ tests that fail must be exactly the tests ``orbit-lsp changes`` selects (fixture
 on a test and in ``pytestmark``, ``request.getfixturevalue``, tests inherited from a base class
 with its ``setup_method``, ``unittest`` ``setUpClass``, module-level code of a test module and of
 a module a test file imports, a closure returned by a method called on a fixture, a method only
-the standard library calls)."""
+the standard library calls, functions handed to the standard library as values)."""
 
 from __future__ import annotations
 
@@ -65,6 +65,78 @@ SUITE = {
 
         def test_dump():
             assert dump({2, 1}) == "[1, 2]"
+        ''',
+    "pkg/values.py": '''
+        import json
+
+
+        def as_list(o):
+            return sorted(o)
+
+
+        def dump_set(x):
+            return json.dumps(x, default=as_list)  # json calls as_list: a value, not a call
+
+
+        def by_length(o):
+            return [len(o)]
+
+
+        class Dumper:
+            hook = staticmethod(by_length)  # stored in the class body
+
+            def dump(self, x):
+                return json.dumps(x, default=self.hook)
+
+
+        def unused(o):
+            return o
+        ''',
+    "pkg/groups.py": '''
+        import argparse
+
+
+        class Group(argparse.Namespace):  # no __init__ of its own: argparse's runs
+            pass
+
+
+        class SubGroup(Group):
+            def __init__(self):
+                super().__init__(x=1)
+
+
+        def make_group():
+            return Group()  # never runs SubGroup.__init__
+
+
+        def make_sub():
+            return SubGroup()
+        ''',
+    "tests/test_groups.py": '''
+        from pkg.groups import make_group, make_sub
+
+
+        def test_group():
+            assert make_group() is not None
+
+
+        def test_sub():
+            assert make_sub().x == 1
+        ''',
+    "tests/test_values.py": '''
+        from pkg.values import Dumper, dump_set
+
+
+        def test_dump_set():
+            assert dump_set({2, 1}) == "[1, 2]"
+
+
+        def test_dumper():
+            assert Dumper().dump({"ab"}) == "[1]"
+
+
+        def test_nothing():
+            pass
         ''',
     "tests/test_encode_import.py": '''
         from pkg.encode import DEFAULT
@@ -262,13 +334,16 @@ def failing(root, collected: list[str]) -> set[str]:
 EDITS = [("pkg/lib.py", f"def {fn}():") for fn in sorted(LIB)] + [
     ("pkg/hooks.py", "        def decorator(fn):"),  # a closure: run by whoever got it from Hooks.on
     ("pkg/encode.py", "    def default(self, o):"),  # called by the standard library on an Encoder
+    ("pkg/values.py", "def as_list(o):"),  # a value handed to json by dump_set
+    ("pkg/values.py", "def by_length(o):"),  # a value stored in a class body, used through instances
+    ("pkg/groups.py", "    def __init__(self):"),  # run by SubGroup(), never by Group() (its base)
 ]
 
 
 @pytest.mark.parametrize("rel, definition", EDITS)
 def test_selection_is_what_fails(suite, rel, definition):
     repo, ix, collected = suite
-    assert len(collected) == 19  # the suite as pytest sees it (TestChild::test_inherited included)
+    assert len(collected) == 24  # the suite as pytest sees it (TestChild::test_inherited included)
     indent = " " * (len(definition) - len(definition.lstrip()) + 4)
     repo.edit(rel, definition + "\n", f"{definition}\n{indent}raise RuntimeError('broken')\n")
     try:

@@ -14,6 +14,9 @@ import re
 import time
 from dataclasses import dataclass
 
+from orbit_lsp.changes.broken import Broken, removed_names
+from orbit_lsp.changes.broken import find as find_broken
+from orbit_lsp.changes import refs
 from orbit_lsp.changes.diff import Change
 from orbit_lsp.changes.selection import TestIndex, commands, is_test_support
 from orbit_lsp.changes.symbols import symbol_changes
@@ -35,6 +38,68 @@ class Options:
     depth: int = DEFAULT_DEPTH
     test_depth: int = DEFAULT_TEST_DEPTH
     tests: bool = True
+
+
+CALLERS_CYPHER = ("UNWIND $frontier AS t MATCH (c:Symbol)-[e:CALLS]->(s:Symbol {qual: t[1]}) WHERE s.file = t[0] "
+                  "RETURN c.qual, c.name, c.kind, c.file, c.line, c.end_line, c.col, c.unresolved_calls, "
+                  "s.qual, e.lines, e.resolved, s.file")
+
+
+class _Rows:
+    def __init__(self, rows):
+        self.rows = rows
+
+
+def _callers_of_all(graph: Graph, targets: list[dict], depth: int, ans: queries.Answer) -> _Rows:
+    """``queries.callers_of_all`` (transitive callers with their fewest hops, the targets never
+    listed; rows: symbol dict + depth, via, lines, resolved) without the constructor edges that
+    cannot run: ``K()`` runs the ``__init__`` of ``K``'s MRO, never the ``__init__`` of a
+    subclass of ``K`` (``CALLS {resolved: 'init'}`` from a caller to ``X.__init__`` is skipped
+    when every line of it constructs only strict base classes of ``X``)."""
+    if not targets or depth <= 0:
+        return _Rows([])
+    seen = {(t["file"], t["qual"]) for t in targets}
+    frontier = sorted([f, q] for f, q in seen)
+    out: list[dict] = []
+    bases: dict[tuple[str, str], set[tuple[str, str]]] = {}
+    for d in range(1, depth + 1):
+        if not frontier:
+            break
+        rows = sorted(ans.run(graph, CALLERS_CYPHER, {"frontier": frontier}), key=lambda r: (r[3], r[4], r[0]))
+        inits = [r for r in rows if r[10] == "init" and (r[3], r[0]) not in seen]
+        impossible: set[tuple] = set()
+        if inits:
+            made: dict[tuple[str, str], dict[int, set[tuple[str, str]]]] = {}
+            for cf, cq, kf, kq, lines in ans.run(
+                    graph, "UNWIND $c AS c MATCH (s:Symbol {qual: c[1]})-[e:CALLS]->(k:Symbol) WHERE s.file = c[0] "
+                           "AND k.kind = 'class' RETURN c[0], c[1], k.file, k.qual, e.lines",
+                    {"c": sorted({(r[3], r[0]) for r in inits})}):
+                for ln in lines or ():
+                    made.setdefault((cf, cq), {}).setdefault(ln, set()).add((kf, kq))
+            classes = sorted({(r[11], r[8].rpartition(".")[0]) for r in inits} - set(bases))
+            if classes:
+                for xf, xq, bs in ans.run(graph, "UNWIND $x AS x MATCH (k:Symbol {qual: x[1]}) WHERE k.file = x[0] "
+                                                 "OPTIONAL MATCH (k)-[:INHERITS*1..8]->(b:Symbol) "
+                                                 "RETURN x[0], x[1], collect(DISTINCT [b.file, b.qual])",
+                                          {"x": [list(c) for c in classes]}):
+                    bases[(xf, xq)] = {(b[0], b[1]) for b in bs if b and b[0] is not None}
+            for r in inits:
+                cls = (r[11], r[8].rpartition(".")[0])
+                per_line = made.get((r[3], r[0]), {})
+                if r[9] and all(per_line.get(ln) and per_line[ln] <= bases.get(cls, set()) for ln in r[9]):
+                    impossible.add((r[3], r[0], r[8]))
+        nxt = []
+        for r in rows:
+            key = (r[3], r[0])
+            if key in seen or (r[3], r[0], r[8]) in impossible:
+                continue
+            seen.add(key)
+            row = queries._sym(r[:8])
+            row.update({"depth": d, "via": r[8], "lines": r[9], "resolved": r[10]})
+            out.append(row)
+            nxt.append([r[3], r[0]])
+        frontier = nxt
+    return _Rows(out)
 
 
 def refresh(ix) -> dict:
@@ -63,7 +128,8 @@ def analyse(graph: Graph, change: Change, root_package: str = "", options: Optio
     """The impact of ``change``.
 
     Returns {"change": {"mode", "description", "base"}, "files": [...], "symbols": [...],
-    "hunks": [...] (see ``symbols.SymbolChanges``), "callers": [symbol dict + "depth", "via",
+    "hunks": [...] (see ``symbols.SymbolChanges``), "comment_only": [path] (Python files whose
+    change is only comments, blank lines or spacing: no code change, not in "files"), "callers": [symbol dict + "depth", "via",
     "reaches"] (bound CALLS, 1..depth hops), "dependents": [{"path", "hops", "of"}] (IMPORTS,
     1..depth hops), "may_be_affected": [symbol dict + "depth", "names", "reaches"] (reached only
     through unbound call sites using a changed name), "tests": {"selected": [...],
@@ -87,19 +153,32 @@ def analyse(graph: Graph, change: Change, root_package: str = "", options: Optio
             notes.append(f"{len(stale)} changed symbol(s) are not in the graph yet (unsaved, or not indexed): "
                          + ", ".join(t["qual"] for t in stale[:5]) + (" …" if len(stale) > 5 else ""))
     far = max(opts.depth, opts.test_depth if opts.tests else 0)
-    walk = queries.callers_of_all(graph, targets, far, ans).rows
+    walk = _callers_of_all(graph, targets, far, ans).rows
     origin = {t["qual"]: t["qual"] for t in targets}
     for r in walk:  # rows come by depth: a row's via was reached before it
         r["reaches"] = origin.get(r["via"], r["via"])
         origin.setdefault(r["qual"], r["reaches"])
+    # code that still uses a name the change takes away: it fails when it runs (ImportError,
+    # NameError); its functions are callers at 1 hop, its modules fail at import (below)
+    gone = {module_name(f["old_path"], root_package): f["old_path"] for f in sc.files
+            if f["status"] in ("removed", "renamed") and f["lang"] == "python" and f["old_path"]}
+    unresolved_imports = None
+    taken = removed_names(change, sc.files)
+    if gone or taken:
+        unresolved_imports = ans.run(graph, "MATCH (f:File) WHERE f.unresolved_imports IS NOT NULL "
+                                            "RETURN f.path, f.unresolved_imports ORDER BY f.path")
+    broken = find_broken(graph, ans, change, sc.files, root_package, unresolved_imports, taken)
+    notes += broken.notes
+    walk = _with_broken_functions(graph, ans, broken, walk, far, root_package)
     walk = _through_implicit_calls(graph, ans, change, live, walk, far)
+    imports = ImportGraph.load(graph)
+    ans.cypher += imports.cypher
+    walk = _through_references(graph, ans, change, imports, live, walk, far, root_package)
     bound = {(r["file"], r["qual"]) for r in walk} | {(t["file"], t["qual"]) for t in targets}
     callers = [r for r in walk if r["depth"] <= opts.depth]
 
     # files: every changed file's dependents; module-level changes and added/removed/renamed
     # files are changes *of the file* (tests that import them are selected)
-    imports = ImportGraph.load(graph)
-    ans.cypher += imports.cypher
     file_level: set[str] = {s["file"] for s in live if s["kind"] == "module"}
     file_level |= {f["path"] for f in sc.files if f["status"] in ("added", "renamed") and f["lang"]}
     file_level |= {f["path"] for f in sc.files if f["lang"] and f["parse_error"]}
@@ -114,25 +193,36 @@ def analyse(graph: Graph, change: Change, root_package: str = "", options: Optio
             if f["path"] in file_level and is_test_support(path):
                 if path not in test_imports or hops < test_imports[path][0]:
                     test_imports[path] = (hops, f["path"], f"imports {f['path']} ({hops} hop{'s' * (hops > 1)})")
-    # files that still import a module the change removed or moved away (now unresolved)
-    gone = {module_name(f["old_path"], root_package): f["old_path"] for f in sc.files
-            if f["status"] in ("removed", "renamed") and f["lang"] == "python" and f["old_path"]}
+    # files that fail at import now: they still import a module the change removed or moved
+    # away (now unresolved), or a name it took away from a module; their importers fail too
+    failing: dict[str, tuple[str, str]] = {}  # path -> (what it still uses, how)
     if gone:
-        rows = ans.run(graph, "MATCH (f:File) WHERE f.unresolved_imports IS NOT NULL "
-                              "RETURN f.path, f.unresolved_imports ORDER BY f.path")
-        for path, items in rows:
+        for path, items in unresolved_imports or ():
             hit = next((gone[m] for item in items or () for m in gone
                         if (mod := str(item).partition(":")[2]) == m or mod.startswith(m + ".")), None)
-            if hit is None:
-                continue
-            notes.append(f"{path} still imports {hit}, which the change removes or moves")
-            reach = {path: 0, **imports.dependents(path, far - 1)}
-            for dep, h in reach.items():
-                hops = h + 1
-                if hops <= opts.depth and (dep not in dep_hops or hops < dep_hops[dep][0]):
-                    dep_hops[dep] = (hops, hit)
-                if is_test_support(dep) and (dep not in test_imports or hops < test_imports[dep][0]):
-                    test_imports[dep] = (hops, hit, f"imports {hit}, removed or moved ({hops} hop{'s' * (hops > 1)})")
+            if hit is not None:
+                notes.append(f"{path} still imports {hit}, which the change removes or moves")
+                failing.setdefault(path, (hit, f"imports {hit}, removed or moved"))
+    for path, (name, mod_path, _line, error) in broken.files.items():
+        failing.setdefault(path, (mod_path, f"uses {name} of {mod_path}, removed ({error} at import)"))
+    if any(p.endswith("__init__.py") for p in failing):  # a package that fails fails every module in it
+        all_files = [r[0] for r in ans.run(graph, "MATCH (f:File) RETURN f.path")]
+        for path, what in list(failing.items()):
+            if path.endswith("__init__.py"):
+                pkg = path[: -len("__init__.py")]
+                for f in all_files:
+                    if f.startswith(pkg) and f != path and f.endswith(".py"):
+                        failing.setdefault(f, (what[0], f"in package {pkg.rstrip('/')}, whose __init__.py fails: "
+                                                        + what[1]))
+    for path, (hit, how) in sorted(failing.items()):
+        reach = {path: 0, **imports.dependents(path, far - 1)}
+        for dep, h in reach.items():
+            hops = h + 1
+            if hops <= opts.depth and (dep not in dep_hops or hops < dep_hops[dep][0]):
+                dep_hops[dep] = (hops, hit)
+            if is_test_support(dep) and (dep not in test_imports or hops < test_imports[dep][0]):
+                via = how if dep == path else f"imports {path}, which {how}"
+                test_imports[dep] = (hops, hit, f"{via} ({hops} hop{'s' * (hops > 1)})")
     # module-level code that reaches the change runs when its module is imported: the test
     # files importing that module (directly or not) run it at collection (not when that code
     # only makes an instance whose changed method runs later: ``cli = FlaskGroup()``)
@@ -152,11 +242,12 @@ def analyse(graph: Graph, change: Change, root_package: str = "", options: Optio
     names = {s["name"] for s in sc.symbols if s["kind"] != "module"}
     names |= {s["old_qual"].rpartition(".")[2].rpartition("#")[2] for s in sc.symbols
               if s["status"] == "renamed" and s.get("old_qual")}
+    names |= {r["name"] for r in walk if r.get("resolved") == "removed name"}  # they fail as if changed
     unbound = [r for r in queries.unbound_users(graph, sorted(names), ans).rows if (r["file"], r["qual"]) not in bound]
     may_names = {(r["file"], r["qual"]): r["names"] for r in unbound}
     for r in unbound:
         r["depth"], r["reaches"] = 1, " | ".join(r["names"])
-    may_walk = queries.callers_of_all(graph, [{"file": r["file"], "qual": r["qual"]} for r in unbound],
+    may_walk = _callers_of_all(graph, [{"file": r["file"], "qual": r["qual"]} for r in unbound],
                                       far - 1, ans).rows if unbound and far > 1 else []
     may_origin = {r["qual"]: r["reaches"] for r in unbound}
     may_rows = list(unbound)
@@ -176,7 +267,7 @@ def analyse(graph: Graph, change: Change, root_package: str = "", options: Optio
         tests = _tests(graph, ans, change, sc, root_package, targets, walk, may_rows, test_imports, opts)
 
     totals = {
-        "files": len(sc.files), "symbols": len(sc.symbols),
+        "files": len(sc.files), "symbols": len(sc.symbols), "comment_only": len(sc.comment_only),
         "callers": len(callers), "dependents": len(dependents), "may_be_affected": len(may_affected),
         "public": len({(r["file"], r["qual"]) for r in callers + live if _public(r)}),
         "tests": len(tests["selected"]), "tests_may_be_affected": len(tests["may_be_affected"]),
@@ -184,10 +275,113 @@ def analyse(graph: Graph, change: Change, root_package: str = "", options: Optio
     }
     return {"change": {"mode": change.mode, "description": change.description, "base": change.base},
             "options": {"depth": opts.depth, "test_depth": opts.test_depth, "tests": opts.tests},
-            "files": sc.files, "symbols": sc.symbols, "hunks": sc.hunks,
+            "files": sc.files, "comment_only": sc.comment_only, "symbols": sc.symbols, "hunks": sc.hunks,
             "callers": callers, "dependents": dependents, "may_be_affected": may_affected,
             "tests": tests, "totals": totals, "notes": notes + ans.notes, "cypher": ans.cypher,
             "seconds": round(time.perf_counter() - t0, 3)}
+
+
+def _with_broken_functions(graph: Graph, ans: queries.Answer, broken: Broken, walk: list[dict], far: int,
+                           root_package: str) -> list[dict]:
+    """``walk`` with the functions that fail when they run (they use a name the change took
+    away) at 1 hop, and their callers."""
+    if not broken.functions:
+        return walk
+    rows = ans.run(graph, f"UNWIND $t AS t MATCH (s:Symbol {{qual: t[1]}}) WHERE s.file = t[0] "
+                          f"RETURN {queries.SYMBOL_FIELDS}", {"t": sorted([b["file"], b["qual"]] for b in broken.functions)})
+    why = {(b["file"], b["qual"]): b for b in broken.functions}
+    known = {(r["file"], r["qual"]): r for r in walk}
+    starts = []
+    for r in rows:
+        sym = queries._sym(r)
+        b = why[(sym["file"], sym["qual"])]
+        old = full_qual(b["module"], b["name"], root_package)
+        row = dict(sym, depth=1, via=old, lines=[b["line"]], resolved="removed name", reaches=old)
+        key = (sym["file"], sym["qual"])
+        if key not in known or known[key]["depth"] > 1:
+            known[key] = row
+            starts.append(row)
+    if starts and far > 1:
+        origin = {r["qual"]: r["reaches"] for r in starts}
+        for r in _callers_of_all(graph, [{"file": s["file"], "qual": s["qual"]} for s in starts], far - 1, ans).rows:
+            r["depth"] += 1
+            r["reaches"] = origin.get(r["via"], r["via"])
+            origin.setdefault(r["qual"], r["reaches"])
+            key = (r["file"], r["qual"])
+            if key not in known or r["depth"] < known[key]["depth"]:
+                known[key] = r
+    return sorted(known.values(), key=lambda r: (r["depth"], r["file"], r["line"] or 0, r["qual"]))
+
+
+REFERENCE_DEPTH = 2  # functions reached within this many hops are looked up as values too
+
+
+def _through_references(graph: Graph, ans: queries.Answer, change: Change, imports: ImportGraph, live: list[dict],
+                        walk: list[dict], far: int, root_package: str) -> list[dict]:
+    """``walk`` with the scopes that reference a changed function or method, or one reached
+    within ``REFERENCE_DEPTH`` hops, as a value (``refs.referrers``): each is a caller one hop
+    above the function (``"resolved": "reference"``): a function or method is walked from as
+    any caller; a class body stands for its class (the places making instances are walked,
+    and module-level code that only makes one is marked ``instance_only``). Module-level code
+    reached this way only hands the value out when its module is imported (``cli =
+    FlaskGroup()`` registers ``routes_command``): the function runs when that value is used,
+    later, so it is marked ``instance_only`` too and does not select the module's importers."""
+    syms = [dict(s, depth=0, reaches=s["qual"]) for s in live if s["kind"] in ("function", "method")]
+    syms += [r for r in walk if r["kind"] in ("function", "method") and r["depth"] <= REFERENCE_DEPTH
+             and not is_test_support(r["file"])]
+    syms = [s for s in syms if not is_test_support(s["file"])]
+    if not syms:
+        return walk
+    by_key = {}
+    for s in syms:
+        if (s["file"], s["qual"]) not in by_key or s["depth"] < by_key[(s["file"], s["qual"])]["depth"]:
+            by_key[(s["file"], s["qual"])] = s
+    found = refs.referrers(graph, ans, change.new_bytes, imports.importers, list(by_key.values()), root_package)
+    known = {(r["file"], r["qual"]): r for r in walk}
+    changed = {(s["file"], s["qual"]) for s in live}
+    new_rows = []
+    for r in found:
+        key = (r["file"], r["qual"])
+        src = next(s for s in by_key.values() if s["qual"] == r["of"])
+        depth = src["depth"] + 1
+        if key in changed or depth > far or (key in known and known[key]["depth"] <= depth):
+            continue
+        row = {k: r[k] for k in queries._SYMBOL_KEYS}
+        row.update(depth=depth, via=r["of"], lines=[r["ref_line"]], resolved="reference", reaches=src["reaches"])
+        known[key] = row
+        new_rows.append(row)
+    if not new_rows:
+        return walk
+    by_depth: dict[int, list[dict]] = {}
+    for r in new_rows:
+        if r["kind"] != "module":
+            by_depth.setdefault(r["depth"], []).append(r)
+    found_rows = []
+    for depth, starts in sorted(by_depth.items()):
+        origin = {s["qual"]: s["reaches"] for s in starts}
+        classes = {s["qual"] for s in starts if s["kind"] == "class"}
+        for r in _callers_of_all(graph, [{"file": s["file"], "qual": s["qual"]} for s in starts],
+                                        far - depth, ans).rows:
+            r["depth"] += depth
+            r["reaches"] = origin.get(r["via"], r["via"])
+            origin.setdefault(r["qual"], r["reaches"])
+            if r["kind"] == "module" and r["via"] in classes:
+                r["instance_only"] = True  # makes an instance at import; the value is used later
+            key = (r["file"], r["qual"])
+            if key not in known or r["depth"] < known[key]["depth"]:
+                known[key] = r
+                found_rows.append(r)
+    more = _through_implicit_calls(graph, ans, change, [], new_rows + found_rows, far)
+    first = {(r["file"], r["qual"]) for r in walk}
+    for r in more:
+        key = (r["file"], r["qual"])
+        if key in first:
+            continue  # reached without a reference: as found then
+        if r["kind"] == "module":
+            r["instance_only"] = True  # only hands the value out at import: it runs when used later
+        if key not in known or r["depth"] < known[key]["depth"]:
+            known[key] = r
+    return sorted(known.values(), key=lambda r: (r["depth"], r["file"], r["line"] or 0, r["qual"]))
 
 
 IMPLICIT_ROUNDS = 3
@@ -313,7 +507,7 @@ def _through_implicit_calls(graph: Graph, ans: queries.Answer, change: Change, l
         frontier = []
         for depth, classes in sorted(by_depth.items()):
             reach_of = {c["qual"]: c["reaches"] for c in classes}
-            found = queries.callers_of_all(graph, classes, far - depth, ans).rows
+            found = _callers_of_all(graph, classes, far - depth, ans).rows
             origin = dict(reach_of)
             for r in found:
                 r["depth"] += depth  # the class stands for the method: no hop between them

@@ -1,0 +1,189 @@
+"""The full (cold) build of a workspace's graph: resolve every file and write a fresh graph
+into a scratch graph (``build_graph_name``) renamed over the workspace's graph when complete.
+
+``FullBuild`` is a part of ``indexer.WorkspaceIndexer`` (a mixin: it uses the indexer's
+``state``, ``store``, ``graph``, ``_resolver``, ``_file_row`` and ``_store_param_values``).
+"""
+
+from __future__ import annotations
+
+import pickle
+import time
+from collections.abc import Callable
+
+from orbit_lsp.graph import writelock
+from orbit_lsp.graph.errors import FalkorDBOffline
+from orbit_lsp.graph.schema import ensure_indexes
+from orbit_lsp.graph.writer import GraphWriter
+from orbit_lsp.index.report import GENERATIONS, IndexReport, Progress, report_progress, unresolved_sites
+from orbit_lsp.index.resolve import full_qual, package_info
+from orbit_lsp.index.state import FACTS
+
+# decoded facts a full build keeps at once (``state.FACTS`` is raised to this while it
+# resolves): a resolution consults a file's own facts and those of what it imports, so a few
+# thousand recently used files cover the packages being resolved; more only costs memory
+BUILD_DECODED_FACTS = 2048
+BUILD_GRAPH_PREFIX = "orbit_build_"  # scratch graph of a full build: orbit_build_<code graph name>
+
+
+def build_graph_name(graph_name: str) -> str:
+    """Name of the scratch graph a full build of ``graph_name`` is written into before it is
+    renamed over it."""
+    return BUILD_GRAPH_PREFIX + graph_name
+
+
+class FullBuild:
+    """The full build of a ``WorkspaceIndexer`` (``_full_build``)."""
+
+    def _full_build(self, rep: IndexReport, progress: Progress | None = None) -> None:
+        """Resolve every file and write a fresh graph. Facts stay pickled in the state: the
+        symbol rows decode one file at a time, and the resolver reads them through
+        ``LazyFacts``, whose cache of decoded facts (``state.FACTS``) holds at most
+        ``BUILD_DECODED_FACTS`` files during the build — so memory is bounded by the pickles,
+        not by every file's decoded facts at once (about 100 KB a file: gigabytes on 20,000
+        files). Later edits resolve through ``LazyFacts`` as well.
+
+        The writes run in a background thread, in order, and overlap this thread's work: File
+        and Symbol nodes (which need no resolution) are written while the files are resolved,
+        so FalkorDB works on another core meanwhile; the edges, by the node ids those writes
+        returned, while the per-file state is pickled for the cache. Timings: ``resolve`` and
+        ``cache`` are this thread's; ``write`` is the time spent waiting for writes beyond them."""
+        import concurrent.futures as cf
+
+        t = time.perf_counter()
+        rp = self.root_package
+        target = self.store.graph(build_graph_name(self.graph.name))
+        target.delete()  # a build that stopped half-way (we hold the graph's write lock)
+        ensure_indexes(target)
+        server = self.store.server_id
+        w = GraphWriter(target)
+        rels = sorted(self.state)
+        have = [r for r in rels if self.state[r].facts_blob is not None]
+        bg = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="orbit-graph-write")
+        jobs: list[cf.Future] = []
+        try:
+            file_rows = [self._file_row(r, resolved=False) for r in rels]
+            sym_keys: list[tuple[str, str]] = []
+            sym_rows: list[list] = []
+            for r in have:
+                facts = pickle.loads(self.state[r].facts_blob)  # one file at a time, not cached
+                for sy in facts.symbols:
+                    sym_keys.append((r, sy.qual))
+                    sym_rows.append([r, full_qual(r, sy.qual, rp), sy.name, sy.kind, sy.line, sy.end_line, sy.col, 0, [],
+                                     None])
+
+            def nodes() -> tuple[dict[str, int], dict[tuple[str, str], int]]:
+                file_ids = {r: i for r, i in zip(rels, w.create_files(file_rows)) if i is not None}
+                sym_ids = w.create_symbols(sym_rows, file_ids)
+                return file_ids, {k: i for k, i in zip(sym_keys, sym_ids) if i is not None}
+
+            node_job = bg.submit(nodes)
+            jobs.append(node_job)
+            t_res = time.perf_counter()
+            facts = None
+            resolver = self._resolver()  # over LazyFacts
+            report_progress(progress, 0, len(have), "", "resolve")
+            cap = FACTS.max_entries
+            FACTS.max_entries = max(cap, BUILD_DECODED_FACTS)
+            try:
+                resolved = resolver.resolve_many(
+                    have, lambda r: None, have,
+                    progress=lambda i, n, rel: report_progress(progress, i, n, rel, "resolve"))
+            finally:
+                FACTS.max_entries = cap
+                FACTS.clear()
+            for rel, st in self.state.items():
+                st.edges = resolved.get(rel)
+                st.pvals = None
+            self._store_param_values(resolver, None)
+            flow = resolver.python.flow_stats
+            rep.timings["flow"] = flow["more_s"]  # value-flow rounds after the first resolution
+            rep.flow_rounds, rep.flow_files = flow["rounds"], flow["again"]
+            rep.timings["resolve"] = time.perf_counter() - t_res - flow["more_s"]
+            # the first edit builds a resolver of its own: keeping this one would keep the whole
+            # workspace's memo (hundreds of MB on the stdlib)
+            del resolver
+            self._live = None
+            file_ids, sym_ids = node_job.result()
+            self._write_edges_by_id(w, rels, file_ids, sym_ids, lambda fn, *a: jobs.append(bg.submit(fn, *a)))
+            t_cache = time.perf_counter()
+            blobs = self._pickle_states(self.state)
+            rep.timings["cache"] = time.perf_counter() - t_cache
+            done_before = sum(j.done() for j in jobs)  # one writer thread: a prefix of the jobs
+            report_progress(progress, done_before, len(jobs), "", "write")
+            for i, job in enumerate(jobs, 1):
+                job.result()
+                if i > done_before:
+                    report_progress(progress, i, len(jobs), "", "write")
+            if self.store.server_id != server:
+                # FalkorDB restarted during the build: the scratch graph lost its first writes
+                raise FalkorDBOffline(self.store.where, "the server restarted while orbit was writing the "
+                                      "graph; the next index brings it up to date")
+            self._swap_in(target)
+            self._cache_blobs = blobs  # saved by _persist, only once every write succeeded
+        finally:
+            bg.shutdown(wait=True, cancel_futures=True)
+        rep.written_files = len(rels)
+        rep.mode = "full"
+        self.imports_generation = next(GENERATIONS)
+        self._touched_all = True
+        self._written_root_package = rp
+        rep.timings["write"] = (time.perf_counter() - t - rep.timings["resolve"] - rep.timings["flow"]
+                                - rep.timings["cache"])
+
+    def _swap_in(self, built) -> None:
+        """Replace the workspace's graph by the fully written ``built`` graph and set a new
+        generation marker, in one transaction: readers see the old graph or the new one."""
+        token = writelock.new_token()
+        self.store.atomically(("RENAME", built.name, self.graph.name),
+                              ("SET", writelock.marker_key(self.graph.name), token))
+        self._token = token
+        self._meta_dirty = True
+
+    def _write_edges_by_id(self, w: GraphWriter, rels: list[str], file_ids: dict[str, int],
+                           sym_ids: dict[tuple[str, str], int], submit: Callable) -> None:
+        """The resolution results of a full build: unresolved counts on the nodes, then IMPORTS,
+        USES_PACKAGE, CALLS and INHERITS edges by node id. Rows are built here and handed to
+        ``submit`` one batch at a time, so the server writes one while the next is built."""
+        from orbit_lsp.graph.writer import BATCH
+
+        file_unres, sym_unres, imports, pkgs, inherits = [], [], [], [], []
+        calls: list[list] = []
+        for rel in rels:
+            st = self.state[rel]
+            e = st.edges
+            if e is None:
+                continue
+            fid = file_ids.get(rel)
+            if e.unresolved_imports and fid is not None:
+                file_unres.append([fid, list(e.unresolved_imports)])
+            for qual, names in e.unresolved.items():
+                sid = sym_ids.get((rel, qual))
+                if sid is not None and names:
+                    sym_unres.append([sid, len(names), sorted(set(names)),
+                                      unresolved_sites(names, e.unresolved_lines.get(qual))])
+            if fid is not None:
+                for dst, line in sorted(e.imports.items()):
+                    did = file_ids.get(dst)
+                    if did is not None:
+                        imports.append([fid, did, line, dst in e.type_only])
+            for name, line in sorted(e.packages.items()):
+                n, stdlib, dist = package_info(name)
+                pkgs.append([rel, n, stdlib, dist, line])
+            for (src, dst_file, dst), c in sorted(e.calls.items()):
+                a, b = sym_ids.get((rel, src)), sym_ids.get((dst_file, dst))
+                if a is not None and b is not None:
+                    calls.append([a, b, c.lines[0], c.lines, c.cols, c.end_cols, c.resolved])
+                    if len(calls) >= BATCH:
+                        submit(w.create_calls_by_id, calls)
+                        calls = []
+            for src, dst_file, dst in sorted(e.inherits):
+                a, b = sym_ids.get((rel, src)), sym_ids.get((dst_file, dst))
+                if a is not None and b is not None:
+                    inherits.append([a, b])
+        submit(w.create_calls_by_id, calls)
+        submit(w.update_files_by_id, file_unres, ("unresolved_imports",))
+        submit(w.update_symbols_by_id, sym_unres, ("unresolved_calls", "unresolved_names", "unresolved_sites"))
+        submit(w.create_imports_by_id, imports)
+        submit(w.create_package_uses, pkgs, file_ids)
+        submit(w.create_inherits_by_id, inherits)

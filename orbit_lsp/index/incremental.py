@@ -1,0 +1,296 @@
+"""The incremental path of the indexer: re-index one file (``reindex_file``), remove files
+(``remove_file``), and bring the graph from one state to the next (``_update``), writing only
+what changed in one MULTI/EXEC. See ``indexer``'s module docstring for how an incremental
+graph stays equal to a full rebuild.
+
+``Incremental`` is a part of ``indexer.WorkspaceIndexer`` (a mixin: it uses the indexer's
+``state``, ``graph``, ``_resolver``, ``_full_build``, ``_new_state`` and row builders).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from pathlib import Path
+
+from orbit_lsp.graph.schema import ensure_indexes
+from orbit_lsp.graph.writer import GraphWriter
+from orbit_lsp.index.languages import changed_entities
+from orbit_lsp.index.parsing import content_hash, gc_paused
+from orbit_lsp.index.report import GENERATIONS, IndexReport
+from orbit_lsp.index.resolve import full_qual, package_info
+from orbit_lsp.index.state import FileState
+
+
+def _import_edges(st) -> tuple:
+    """A file's IMPORTS edges as written (targets with lines, which are type-only), for change
+    detection."""
+    e = st.edges if st is not None else None
+    return (e.imports, e.type_only) if e is not None else ({}, set())
+
+
+class Incremental:
+    """Re-indexing files of a ``WorkspaceIndexer`` one at a time."""
+
+    def _write_edges(self, w: GraphWriter, rels: list[str]) -> None:
+        """Outgoing edges of ``rels``, endpoints by property (incremental updates)."""
+        imports, pkgs, calls, inherits = [], [], [], []
+        rp = self.root_package
+        for rel in rels:
+            e = self.state[rel].edges
+            if e is None:
+                continue
+            for dst, line in sorted(e.imports.items()):
+                if dst in self.state:
+                    imports.append([rel, dst, line, dst in e.type_only])
+            for name, line in sorted(e.packages.items()):
+                n, stdlib, dist = package_info(name)
+                pkgs.append([rel, n, stdlib, dist, line])
+            for (src, dst_file, dst), c in sorted(e.calls.items()):
+                if dst_file not in self.state:
+                    continue
+                calls.append([rel, full_qual(rel, src, rp), dst_file, full_qual(dst_file, dst, rp),
+                              c.lines[0], c.lines, c.cols, c.end_cols, c.resolved])
+            for src, dst_file, dst in sorted(e.inherits):
+                inherits.append([rel, full_qual(rel, src, rp), dst_file, full_qual(dst_file, dst, rp)])
+        w.create_imports(imports)
+        w.create_package_uses(pkgs)
+        w.create_calls(calls)
+        w.create_inherits(inherits)
+
+    # -- incremental ---------------------------------------------------------------------------
+    def _update(self, old_state: dict[str, FileState], changed: set[str], removed: set[str],
+                rep: IndexReport) -> None:
+        """Bring the graph from ``old_state`` to ``self.state``; ``changed`` are files whose
+        state object is new (content changed or added).
+
+        Symbols of changed files are updated in place: only symbols that disappeared are
+        deleted (with the edges into them) and new ones created, so CALLS/INHERITS edges from
+        other files into surviving symbols stay. Files are re-resolved when the module table
+        changed (all of them) or when they consulted a part of a changed file's interface that
+        changed (``resolve.changed_entities``); only those whose edges differ are rewritten.
+
+        The resolver of the previous build or update is kept while the module table stays the
+        same: the changed files' facts are swapped in and only the memoised values that
+        consulted a file whose interface changed are forgotten, so re-resolving the dependents
+        re-evaluates what the edit can affect, not everything they reach."""
+        if self.root_package != self._written_root_package:
+            # the root became (or stopped being) a package: every qualified name changes
+            self._full_build(rep)
+            return
+        t = time.perf_counter()
+        added = {r for r in changed if r not in old_state}
+        iface_changed: set[tuple] = set()  # entities (see resolve.interface_units) that changed
+        moved: set[tuple] = set()  # entities whose scopes only moved
+        for rel in changed - added:
+            ob, nb = old_state[rel].facts_blob, self.state[rel].facts_blob
+            if ob is nb or ob == nb:
+                continue
+            old, new = old_state[rel].facts, self.state[rel].facts
+            if old is None or new is None or old.interface() != new.interface():
+                c, m = changed_entities(rel, old, new)
+                iface_changed |= c
+                moved |= m
+        table = self._module_table()
+        if self._live is not None and self._live[0] == table:
+            resolver = self._live[1]
+            for rel in changed:
+                resolver.set_facts(rel, self.state[rel].facts)
+            resolver.invalidate(iface_changed | moved)
+            iface_changed |= resolver.python.implied(iface_changed)  # the subclass relation
+        else:
+            resolver = self._resolver()
+            # the value flows of the graph as it stands (see resolve.resolve_fixpoint)
+            resolver.seed((r, st) for r, st in old_state.items() if r in self.state)
+            for rel in changed:  # the seed holds their previous edges
+                resolver.set_facts(rel, self.state[rel].facts)
+            resolver.invalidate(iface_changed | moved)
+            iface_changed |= resolver.python.implied(iface_changed)  # the subclass relation
+        if set(old_state) != set(self.state):
+            resolver.python.recompute_params()
+        self._live = (table, resolver)
+        if set(old_state) != set(self.state):
+            candidates = set(self.state)
+        else:
+            candidates = set(changed)
+            if iface_changed:
+                for rel, st in self.state.items():
+                    if st.edges is not None and not st.edges.deps.isdisjoint(iface_changed):
+                        candidates.add(rel)
+        rebind: set[str] = set()
+        redeps: set[str] = set()  # same edges, other files consulted: only the cache changes
+        with_facts = [r for r, st in self.state.items() if st.facts_blob is not None]
+        resolved = resolver.resolve_many(
+            [r for r in candidates if self.state[r].facts_blob is not None],
+            lambda r: old_state[r].edges if r in old_state else None, with_facts, removed)
+        candidates |= set(resolved)  # reached through value flows
+        pval_files = {k[0] for k in resolver.python.pval_changed} | changed
+        for rel in sorted(candidates):
+            st = self.state[rel]
+            new_edges = resolved.get(rel) if st.facts_blob is not None else None
+            old_edges = old_state[rel].edges if rel in old_state else None
+            if rel in changed or old_edges is None or new_edges is None or old_edges.key() != new_edges.key():
+                rebind.add(rel)
+            elif new_edges.deps != old_edges.deps or new_edges.flows != old_edges.flows:
+                redeps.add(rel)
+            else:
+                continue
+            if st is old_state.get(rel):  # a new object: old_state keeps the old edges
+                st = self.state[rel] = dataclasses.replace(st, edges=new_edges)
+            st.edges = new_edges
+        for rel in sorted(pval_files & set(self.state)):
+            if self.state[rel] is old_state.get(rel):
+                self.state[rel] = dataclasses.replace(self.state[rel])
+        self._store_param_values(resolver, pval_files)
+        redeps |= pval_files & set(self.state)  # the cache keeps parameter values per file
+        rep.timings["resolve"] = time.perf_counter() - t
+        t = time.perf_counter()
+        token = self._begin_write()
+        w = GraphWriter(self.graph)
+        ensure_indexes(self.graph)
+        # one MULTI/EXEC: readers in other processes see the graph before or after the update
+        with w.transaction():
+            if removed:
+                w.delete_files(sorted(removed))
+            # symbols of changed or re-bound files: delete vanished, create new, update those whose
+            # properties differ (lines, unresolved calls)
+            gone_rows, new_rows, keep_rows = [], [], []
+            for rel in sorted((changed | rebind) - added):
+                old_rows = {row[1]: row for row in self._symbol_rows(rel, old_state[rel])}
+                rows = self._symbol_rows(rel)
+                new_quals = {row[1] for row in rows}
+                gone_rows.extend([rel, q] for q in sorted(old_rows.keys() - new_quals))
+                for row in rows:
+                    old_row = old_rows.get(row[1])
+                    if old_row is None:
+                        new_rows.append(row)
+                    elif old_row != row:
+                        keep_rows.append(row)
+            w.delete_symbol_rows(gone_rows)
+            w.delete_outgoing(sorted(r for r in rebind if r not in added))
+            w.create_files([self._file_row(r) for r in sorted(added)])
+            w.update_files([row for row in (self._file_row(r) for r in sorted((rebind | changed) - added))
+                            if row != self._file_row(row[0], state=old_state[row[0]])])
+            w.create_symbols(new_rows + [row for r in sorted(added) for row in self._symbol_rows(r)])
+            w.update_symbols(keep_rows)
+            self._write_edges(w, sorted(rebind))
+            # packages that may have lost their last user
+            dropped = {n for r in rebind | removed if r in old_state and old_state[r].edges is not None
+                       for n in old_state[r].edges.packages}
+            dropped -= {n for r in rebind if self.state[r].edges is not None for n in self.state[r].edges.packages}
+            if dropped:
+                w.delete_unused_packages(sorted(package_info(n)[0] for n in dropped))
+        rep.written_files = len(rebind | changed)
+        if removed or any(_import_edges(old_state[r] if r in old_state else None) != _import_edges(self.state[r])
+                          for r in rebind | changed):
+            self.imports_generation = next(GENERATIONS)
+        rep.removed_files = len(removed)
+        self._end_write(token)
+        rep.timings["write"] = time.perf_counter() - t
+        self._touched |= rebind | changed | removed | redeps
+
+    def prepare_edits(self) -> float:
+        """Build now the resolver the next re-index would otherwise build first: seeded with the
+        value flows, parameter values and subclass relation of the graph as it stands (see
+        ``_update``), so the first edit after opening a folder costs what later ones do. For
+        long-lived processes (the language server calls it after its first index); a one-shot
+        command has no use for it. Returns the seconds it took (0.0 when already prepared)."""
+        with self.lock, gc_paused():
+            if self._live is not None:
+                return 0.0
+            t = time.perf_counter()
+            table = self._module_table()
+            resolver = self._resolver()
+            resolver.seed(self.state.items())
+            resolver.prepare([r for r, st in self.state.items() if st.facts_blob is not None])
+            self._live = (table, resolver)
+            return time.perf_counter() - t
+
+    def reindex_file(self, path: Path | str) -> IndexReport:
+        """Re-index one file after it changed on disk (saved, created, or deleted).
+
+        A deleted or no-longer-indexable file leaves the graph. A content hash equal to the
+        indexed one does nothing (so one save seen twice is indexed once). Returns an
+        ``IndexReport`` whose ``parse_errors`` holds the syntax error, if any.
+        """
+        with self._writing():
+            try:
+                if not self.in_sync():
+                    return self._resync("before re-indexing a file")
+                return self._reindex_file(path)
+            finally:
+                self._persist()
+
+    def _reindex_file(self, path: Path | str) -> IndexReport:
+        with self.lock, gc_paused():
+            t0 = time.perf_counter()
+            rep = IndexReport(mode="incremental")
+            rel = self.rel_of(path)
+            if rel is None:
+                rep.mode = "unchanged"
+                return rep
+            abs_path = self.root / rel
+            accepted = self.filter.accepts(abs_path) and abs_path.is_file()
+            data = self._read(rel) if accepted else None
+            old = self.state.get(rel)
+            if data is None:
+                if old is None:
+                    rep.mode = "unchanged"
+                    return rep
+                old_state = dict(self.state)
+                del self.state[rel]
+                self._update(old_state, set(), {rel}, rep)
+            else:
+                self.skipped.pop(rel, None)
+                h = content_hash(data)
+                if old is not None and old.seen_hash == h:
+                    rep.mode = "unchanged"
+                    return rep
+                new = self._new_state(rel, data, h, old)
+                if new.parse_error:
+                    rep.parse_errors[rel] = new.parse_error
+                if old is not None and new.parse_error and new.facts_blob is old.facts_blob:
+                    # keep the last good graph; only record the error
+                    new.edges, new.pvals = old.edges, old.pvals
+                    self.state[rel] = new
+                    self._touched.add(rel)
+                    token = self._begin_write()
+                    GraphWriter(self.graph).update_files([self._file_row(rel)])
+                    self._end_write(token)
+                    rep.seconds = time.perf_counter() - t0
+                    self.last_index_time = time.time()
+                    return rep
+                old_state = dict(self.state)
+                self.state[rel] = new
+                self._update(old_state, {rel}, set(), rep)
+            rep.files = len(self.state)
+            rep.seconds = time.perf_counter() - t0
+            self.last_index_time = time.time()
+            return rep
+
+    def remove_file(self, path: Path | str) -> IndexReport:
+        """Remove a file (and, for a directory, every file under it) from the graph."""
+        with self._writing():
+            try:
+                if not self.in_sync():
+                    return self._resync("before removing a file")
+                return self._remove_file(path)
+            finally:
+                self._persist()
+
+    def _remove_file(self, path: Path | str) -> IndexReport:
+        with self.lock:
+            rep = IndexReport(mode="incremental")
+            rel = self.rel_of(path)
+            if rel is None:
+                return rep
+            gone = {r for r in self.state if r == rel or r.startswith(rel.rstrip("/") + "/")}
+            if not gone:
+                rep.mode = "unchanged"
+                return rep
+            old_state = dict(self.state)
+            for r in gone:
+                del self.state[r]
+            self._update(old_state, set(), gone, rep)
+            self.last_index_time = time.time()
+            return rep
