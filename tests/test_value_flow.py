@@ -853,3 +853,19 @@ def test_lines_added_above_literals_and_lambdas_leave_the_interface_alone():
     newer, _ = parse_python("m.py", added.encode())
     changed, _moved = changed_entities("m.py", new, newer)
     assert changed == {("m.py", "Codes")}
+
+
+def test_an_edge_lists_its_call_sites_in_source_order():
+    """``callers`` shows an edge's lines as stored: sites appended in visiting order (nested
+    functions visited after their parent's other calls) are put in source order, with their
+    columns kept beside them."""
+    from types import SimpleNamespace as Site
+
+    from orbit_lsp.index.resolve import FileEdges
+
+    e = FileEdges()
+    for line, col in ((9, 4), (3, 8), (9, 1), (5, 0)):
+        e.add_call("main", "lib.py", "g", "import", Site(line=line, col=col, end_col=col + 3))
+    e.sort_sites()
+    edge = e.calls[("main", "lib.py", "g")]
+    assert (edge.lines, edge.cols, edge.end_cols) == ([3, 5, 9, 9], [8, 0, 1, 4], [11, 3, 4, 7])
