@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 from orbit_lsp.query_helper import protocol
 
 SERVER_MODULE = "orbit_lsp.query_helper.server"
+FAILED_START_PAUSE_S = 600.0  # after a helper failed to start, no new attempt with the same code for this long
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -100,8 +102,11 @@ def _through_helper(argv: list[str]) -> tuple[int | None, str | None]:
         uid = protocol.peer_uid(sock)
         if uid is not None and uid != os.getuid():
             return None, f"the helper socket is served by user {uid}"
-        sock.sendall(protocol.json_frame(b"Q", request))
-        first = protocol.read_frame(sock)
+        try:
+            sock.sendall(protocol.json_frame(b"Q", request))
+            first = protocol.read_frame(sock)
+        except (TimeoutError, socket.timeout):
+            return None, f"the helper did not take the query within {protocol.CONNECT_TIMEOUT_S:g} s"
         if first is None:
             return None, "the helper closed the connection"
         if first[0] == b"M":
@@ -211,8 +216,9 @@ def _start_helper(folder: str) -> None:
         os.close(fd)
     failed = os.path.join(folder, f"q-{protocol.helper_key()}.failed")
     try:
-        with open(failed, encoding="utf-8") as fh:
-            if fh.read().strip() == protocol.code_stamp():
+        with open(failed, encoding="utf-8") as fh:  # the last start with this code failed
+            if fh.read().strip() == protocol.code_stamp() and \
+                    time.time() - os.fstat(fh.fileno()).st_mtime < FAILED_START_PAUSE_S:
                 return
     except OSError:
         pass
