@@ -26,6 +26,8 @@ def main(argv: list[str] | None = None) -> int:
         return _in_process(argv, None)
     try:
         rc, why = _through_helper(argv)
+    except KeyboardInterrupt:  # Ctrl-C before the helper took the query
+        return _interrupted()
     except Exception as exc:  # noqa: BLE001 - any failure of the thin path: the full path answers
         rc, why = None, f"client error: {type(exc).__name__}: {exc}"
     if rc is not None:
