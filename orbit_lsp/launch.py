@@ -36,12 +36,22 @@ def main(argv: list[str] | None = None) -> int:
     return _in_process(argv, why)
 
 
+# the helper directory where a helper is to be started once the in-process query is done (so
+# that its start-up does not compete with the query for the cores)
+_start_after: list[str] = []
+
+
 def _in_process(argv: list[str], why: str | None) -> int:
     if why is not None:
         _trace(f"in-process: {why}")
-    from orbit_lsp.cli import main as cli_main
+    try:
+        from orbit_lsp.cli import main as cli_main
 
-    return cli_main(argv)
+        return cli_main(argv)
+    finally:
+        for folder in _start_after:
+            _start_helper(folder)
+        _start_after.clear()
 
 
 def _trace(text: str) -> None:
@@ -80,7 +90,7 @@ def _through_helper(argv: list[str]) -> tuple[int | None, str | None]:
     try:
         st = os.lstat(path)
     except FileNotFoundError:
-        _start_helper(folder)
+        _start_after.append(folder)
         return None, "no helper running (starting one)"
     if (st.st_mode & 0o170000) != 0o140000 or st.st_uid != os.getuid():
         return None, f"{path} is not a socket of this user"
@@ -97,7 +107,7 @@ def _through_helper(argv: list[str]) -> tuple[int | None, str | None]:
         try:
             sock.connect(path)
         except (ConnectionRefusedError, FileNotFoundError):  # a helper that died: its socket is left
-            _start_helper(folder)
+            _start_after.append(folder)
             return None, "no helper running (stale socket; starting one)"
         except OSError as exc:
             return None, f"cannot connect: {exc}"
@@ -112,7 +122,7 @@ def _through_helper(argv: list[str]) -> tuple[int | None, str | None]:
         if first is None:
             return None, "the helper closed the connection"
         if first[0] == b"M":
-            _start_helper(folder)
+            _start_after.append(folder)
             return None, "the helper runs other code (restarting it)"
         if first[0] != b"A":
             return None, f"unexpected reply {first[0]!r}"
