@@ -48,6 +48,7 @@ T = TypeVar("T")
 REQUEST_FAILED = -32803  # LSP ErrorCodes.RequestFailed
 OFFLINE_RETRY_S = 2.0   # how often an offline server is probed
 PROBE_TIMEOUT_S = 5.0   # a probe that takes longer counts as failed
+PING_TIMEOUT_S = 2.0    # a request that timed out: FalkorDB answering PING within this is not offline
 ANSWER_MARGIN_S = 2.0   # added to the query timeout: longest wait for a graph read
 
 
@@ -288,6 +289,14 @@ class OrbitServer(LanguageServer):
         what = self.first_index.get(ix.root) or "starting"
         return f"indexing {ix.root.name}: {what}"
 
+    def refuse_while_indexing(self, ix: WorkspaceIndexer, what: str) -> None:
+        """Raise RequestFailed ``"orbit: indexing <folder>: <progress>; <what> known once it is
+        done"`` while ``indexing(ix)``: an answer read from a graph that is not final would be
+        wrong (no callers, no dependents), not merely incomplete."""
+        if self.indexing(ix):
+            raise JsonRpcException(f"orbit: {self.indexing_note(ix)}; {what} known once it is done",
+                                   code=REQUEST_FAILED)
+
     # -- running work off the event loop --------------------------------------------------
     def answer_timeout(self) -> float:
         """Longest wait (seconds) for a graph read: the server-side query timeout plus a margin.
@@ -297,8 +306,9 @@ class OrbitServer(LanguageServer):
 
     async def query(self, fn: Callable[..., T], *args, **kwargs) -> T:
         """Run a graph read in the query pool. Raises a JSON-RPC error (RequestFailed) saying
-        "FalkorDB offline" when the store is unreachable or does not answer within
-        ``answer_timeout()``, and for other graph errors."""
+        "FalkorDB offline" when the store is unreachable, or does not answer within
+        ``answer_timeout()`` and then not to a PING either (a read that takes that long while
+        FalkorDB answers PING fails alone, saying it is too slow), and for other graph errors."""
         if self.offline is not None:
             raise JsonRpcException(str(self.offline), code=REQUEST_FAILED)
         loop = asyncio.get_running_loop()
@@ -307,6 +317,12 @@ class OrbitServer(LanguageServer):
             return await asyncio.wait_for(
                 loop.run_in_executor(self.query_pool, functools.partial(fn, *args, **kwargs)), wait)
         except asyncio.TimeoutError:
+            if await self._answers_ping():
+                # FalkorDB is there: the work is slow (many queries), not the server gone; going
+                # offline would refuse every request and re-index every folder
+                log.warning("%s took over %.0f s; FalkorDB answers", getattr(fn, "__name__", fn), wait)
+                raise JsonRpcException(f"orbit: no answer within {wait:.0f} s (FalkorDB answers; this request "
+                                       f"is too slow)", code=REQUEST_FAILED) from None
             exc = FalkorDBOffline(self.store.where, f"no answer within {wait:.0f} s")
             self.went_offline(exc)
             raise JsonRpcException(str(exc), code=REQUEST_FAILED) from None
@@ -315,6 +331,15 @@ class OrbitServer(LanguageServer):
             raise JsonRpcException(str(exc), code=REQUEST_FAILED) from exc
         except GraphError as exc:
             raise JsonRpcException(f"{type(exc).__name__}: {exc}", code=REQUEST_FAILED) from exc
+
+    async def _answers_ping(self) -> bool:
+        """True when FalkorDB answers PING within ``PING_TIMEOUT_S`` (checked in the probe thread:
+        a server that does not answer must never hold up the event loop)."""
+        loop = asyncio.get_running_loop()
+        try:
+            return await asyncio.wait_for(loop.run_in_executor(self._probe_pool, self.store.healthy), PING_TIMEOUT_S)
+        except (asyncio.TimeoutError, Exception):  # noqa: BLE001 - no answer is the answer
+            return False
 
     async def answer(self, ix: WorkspaceIndexer, fn: Callable[..., T], *args) -> T:
         """``fn(ix.graph, *args)`` (a ``graph.queries`` function) off the event loop, from the

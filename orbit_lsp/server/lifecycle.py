@@ -5,7 +5,8 @@ made outside the editor (watchdog), folders added or removed, shutdown.
   (``workspace/configuration``) and the environment; ``workspace/didChangeConfiguration``
   re-reads them (the server registers for it when the client supports dynamic registration).
   Invalid values are named in a ``window/showMessage`` and replaced by their defaults.
-- On ``initialized`` every workspace folder is watched and then indexed, one work-done progress
+- On ``initialized`` the documents already open are parsed (their first lenses say "indexing…"
+  at once: ``OrbitServer.indexing``), then every workspace folder is watched and indexed, one work-done progress
   per folder (begin, ``done/total files`` reports, end with the counts and the mode:
   ``full``, ``incremental`` or ``unchanged``; cancellable). Folders added or removed at run time
   (``workspace/didChangeWorkspaceFolders``) are indexed or dropped.
@@ -40,6 +41,7 @@ from lsprotocol import types
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
+from orbit_lsp.index.cold import cold_sites
 from orbit_lsp.index.indexer import IndexReport, WorkspaceIndexer
 from orbit_lsp.index.isolated import index_all_isolated
 from orbit_lsp.index.progress import PhaseClock, eta_text
@@ -53,6 +55,8 @@ log = logging.getLogger("orbit_lsp.server")
 CLIENT_TIMEOUT_S = 10.0   # longest wait for the client's answer to a server request
 LOADING_NOTICE_S = 3.0    # FalkorDB not answering after this long at start: say it is loading data
 HEAD_POLL_S = 1.0         # how often the folders' git HEAD is read (a branch switch moves the graph)
+OPEN_FIRST_MAX = 8        # open documents parsed before the first index starts
+OPEN_FIRST_S = 1.0        # longest the first index waits for them
 
 
 def _settings_object(value: Any) -> Any:
@@ -161,6 +165,7 @@ class Feature:
                     self._warn(f"orbit-lsp: workspace folder {folder} is not a directory; not indexed")
         finally:
             ls.folders_served.set()  # lens and hover requests that came meanwhile go on
+        await self._parse_open_documents()
         ls.workspaces.take_dirty()  # nothing indexed yet
         await self._register_configuration_change()
         try:
@@ -172,6 +177,23 @@ class Feature:
             self.initial_index_done.set()
             if not self.stopping:
                 self.head_task = asyncio.ensure_future(self._follow_heads())
+
+    async def _parse_open_documents(self) -> None:
+        """Parse the documents already open in folders about to be indexed (at most
+        ``OPEN_FIRST_MAX``, for at most ``OPEN_FIRST_S``) before watching and indexing the
+        folders compete for the CPU: their first lenses ("indexing…", ``index.cold``) are then
+        answered from that parse at once."""
+        ls = self.server
+        loop = asyncio.get_running_loop()
+        jobs = []
+        for doc in list(ls.workspace.text_documents.values())[:OPEN_FIRST_MAX]:
+            owner = ls.locate(doc.uri)
+            if owner is not None and ls.indexing(owner[0]):
+                ix, rel = owner
+                data = doc.source.encode("utf-8", errors="surrogatepass")  # as ``lenses.Snapshot`` has it
+                jobs.append(loop.run_in_executor(ls.file_pool, cold_sites, ix, rel, ix.root / rel, data))
+        if jobs:
+            await asyncio.wait(jobs, timeout=OPEN_FIRST_S)
 
     # -- branches ------------------------------------------------------------------------------
     async def _follow_heads(self) -> None:
@@ -201,10 +223,13 @@ class Feature:
                 if self.stopping:
                     break
                 self._log(f"orbit: {ix.root} changed branch (graph {ix.graph.name} -> {name}); re-opening it")
+                ls.first_index.setdefault(ix.root, "")  # "indexing…" from the switch on
                 await ls.index(ls.workspaces.switch, ix, name)
                 if ix.graph.name == name:
                     moved.append(ix)
                     await self.index_folder(ix)
+                else:
+                    ls.first_index.pop(ix.root, None)
         return moved
 
     def serve(self, folder: Path) -> WorkspaceIndexer | None:
