@@ -913,6 +913,8 @@ class Resolver(ParameterFlow, ClassModel, Containers, ModuleLookup):
         flows [(file, qual, args, kwargs, skip)])``. Not memoised itself (the values it reads
         are): a site is evaluated once per resolution of its file, and a memo entry per site
         cost a third of the resolution time."""
+        if site.implicit == "read":  # an attribute read: the @property getters it runs, if any
+            return tuple(self._property_reads(rel, si, site.ref)), False, ()
         v = self.ev(rel, si, site.ref)
         targets, unknown = self.call_targets(v, "")
         if site.implicit:
