@@ -929,3 +929,42 @@ def test_property_reads_outside_call_chains_are_calls_of_the_getter(index):
     assert e[("shop.report", "shop.Cart.total")] == ([37], "property")
     assert e[("shop.report", "shop.Cart.empty")] == ([37], "property")
     assert unbound(ix, "shop.report") == [] and unbound(ix, "shop.Cart.pay") == []
+
+
+CONSTRUCTORS = {
+    "groups.py": textwrap.dedent('''\
+        import click
+
+
+        class AppGroup(click.Group):
+            def command(self):
+                self.helper()
+
+
+        class FlaskGroup(AppGroup):
+            def __init__(self):
+                super().__init__()
+
+            def helper(self):
+                pass
+
+
+        def make():
+            return AppGroup()
+
+
+        def make_flask():
+            return FlaskGroup()
+        '''),
+}
+
+
+def test_constructing_a_class_runs_its_own_init_never_a_subclass_one(index):
+    """``AppGroup()`` constructs an AppGroup: its ``__init__`` is click's (outside the
+    workspace), never the one its subclass FlaskGroup defines (flask's ``cli.AppGroup()`` was
+    bound to ``FlaskGroup.__init__``). An attribute read on ``self`` in AppGroup's methods still
+    finds what subclasses define (``self`` may be a FlaskGroup there)."""
+    ix = index(CONSTRUCTORS)
+    assert out_of(ix, "groups.make") == {"groups.AppGroup": "class"}
+    assert out_of(ix, "groups.make_flask") == {"groups.FlaskGroup": "class", "groups.FlaskGroup.__init__": "init"}
+    assert out_of(ix, "groups.AppGroup.command") == {"groups.FlaskGroup.helper": "self"}

@@ -777,7 +777,8 @@ class Resolver(ParameterFlow, ClassModel, Containers, ModuleLookup):
         if t == "sym":
             if v[3] == "class":
                 out = [(v[1], v[2], "class")]
-                init = self.class_attr(v[1], v[2], "__init__", via_instance=True)
+                # ``K()`` runs K's own __init__ (through its MRO), never a subclass's
+                init = self.class_attr(v[1], v[2], "__init__", via_instance=True, subclasses=False)
                 if init is not None and init[0] == "sym" and init[3] == "method":
                     out.append((init[1], init[2], "init"))
                 return out, False
