@@ -76,7 +76,13 @@ def _take_lock(path: str) -> int | None:
             time.sleep(0.05)
 
 
+# The parser of every command, built once (building it is ~10 ms of a query); each child parses
+# its query's arguments with its own copy.
+_PARSER = None
+
+
 def _warm() -> None:
+    global _PARSER
     import importlib
 
     for name in WARM_MODULES:
@@ -86,13 +92,29 @@ def _warm() -> None:
             pass
     from orbit_lsp import cli
 
-    cli.build_parser()  # every command module and argparse's own lazy imports
+    _PARSER = cli.build_parser()  # also every command module and argparse's own lazy imports
     try:
         from orbit_lsp.config import Settings
 
         Settings.from_env()
     except Exception:  # noqa: BLE001 - a bad setting is the client's to report
         pass
+    _cache_redis_version()
+
+
+def _cache_redis_version() -> None:
+    """redis-py looks its own version up in the installed metadata for every client it creates
+    (``redis.utils.get_lib_version``, read again by each connection's ``CLIENT SETINFO``): ~4 ms
+    each, three clients a query. The answer cannot change while this process lives (a change of
+    site-packages ends it: ``protocol.code_stamp``), so it is computed once here."""
+    try:
+        import redis.utils
+    except ImportError:
+        return
+    lookup = getattr(redis.utils, "get_lib_version", None)
+    if callable(lookup):
+        version = lookup()
+        redis.utils.get_lib_version = lambda: version
 
 
 class _Sink(io.RawIOBase):
@@ -160,8 +182,8 @@ def _serve(conn: socket.socket, req: dict) -> None:
         sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - for the process's life
         out, err = _capture(chunks, b"O", req["stdout"]), _capture(chunks, b"E", req["stderr"])
         sys.stdout, sys.stderr = out, err
-        try:
-            args = cli.parse_args(argv)
+        try:  # the parser of every command: on arguments that parse, the same result as cli's own
+            args = (_PARSER or cli.build_parser()).parse_args(argv)
         except (SystemExit, UsageError):
             decline("arguments for the in-process path (help, version or a usage error)")
             return
