@@ -57,6 +57,7 @@ TRACE_MARK = ("import os as _ob_os, json as _ob_json, traceback as _ob_tb; "
               "[[_f.filename, _f.lineno, _f.name] for _f in _ob_tb.extract_stack()]]) + '\\n'); " + EDIT_MARK)
 DIAGNOSE_MAX = 150  # missed tests re-run with the tracing edit, per edit
 SUMMARY = re.compile(r"^(FAILED|ERROR) (\S+?)(?: - .*)?$")
+ALL_FAIL = "<the whole suite: pytest could not start>"
 TARGET_RECALL = 0.99
 TARGET_SHARE = 0.25
 TARGET_P95_S = 1.0
@@ -140,6 +141,9 @@ def run_suite(python: str, root: Path, target: str, timeout: float) -> tuple[set
             failing.add(m.group(2))
         elif m:  # a collection error of a whole file
             failing.add(m.group(2) + "::<collection>")
+    if done and res.returncode in (3, 4) and not failing:
+        # pytest could not start (a conftest.py or a plugin failed to import): every test fails
+        failing.add(ALL_FAIL)
     return failing, time.perf_counter() - t, done
 
 
@@ -314,6 +318,8 @@ def _one(name: str, src: Path, args, settings, store, cache: Path, report: Repor
                 got = suites.get(key)
                 failing, secs, finished = ((set(got[0]), got[1], got[2]) if got else
                                            suites.put(key, run_suite(python, wroot, target, args.suite_timeout)))
+                if ALL_FAIL in failing:
+                    failing = set(items)
                 failing = {function_id(f) for f in failing - baseline} - {function_id(b) for b in baseline}
                 sel = {t["id"] for t in result["tests"]["selected"]}
                 may = {t["id"] for t in result["tests"]["may_be_affected"]}

@@ -120,6 +120,52 @@ def in_file_qual(file: str, full: str, root_package: str) -> str:
     return full
 
 
+def run_time_dependents(imports: ImportGraph, path: str, max_hops: int) -> dict[str, int]:
+    """``imports.dependents(path, max_hops)`` as Python imports at run time: importing
+    ``pkg.mod`` runs ``pkg/__init__.py`` first, so when a package's ``__init__.py`` is a dependent
+    (at h hops), every module of that package is one too (at h hops: importing any of them runs
+    it), and so are their own importers; when ``path`` is a package's ``__init__.py``, its
+    modules are dependents at 1 hop. ``{path: fewest hops}``, never ``path`` itself."""
+    under = getattr(imports, "_modules_under", None)
+    if under is None:
+        files = set(imports.importers) | {f for srcs in imports.importers.values() for f in srcs}
+        under = {}
+        for f in files:
+            d = f.rpartition("/")[0]
+            while True:
+                under.setdefault(d, []).append(f)
+                if not d:
+                    break
+                d = d.rpartition("/")[0]
+        imports._modules_under = under
+    hops = {path: 0}
+    frontier = [path]
+    for hop in range(1, max_hops + 1):
+        found = []
+        if hop == 1 and path.endswith("/__init__.py"):  # importing any module of the package runs it
+            found = [m for m in under.get(path.rpartition("/")[0], ()) if m != path and m.endswith(".py")]
+            hops.update((m, 1) for m in found)
+        for f in frontier:
+            for d in imports.importers.get(f, ()):
+                if d not in hops:
+                    hops[d] = hop
+                    found.append(d)
+        k = 0
+        while k < len(found):  # a package's __init__ reached: its modules too, at the same hop
+            f = found[k]
+            k += 1
+            if f.endswith("/__init__.py"):
+                for m in under.get(f.rpartition("/")[0], ()):
+                    if m not in hops and m.endswith(".py"):
+                        hops[m] = hop
+                        found.append(m)
+        if not found:
+            break
+        frontier = found
+    hops.pop(path, None)
+    return hops
+
+
 def _public(row: dict) -> bool:
     return row["kind"] != "module" and not row["name"].startswith("_") and not is_test_support(row["file"])
 
@@ -187,7 +233,7 @@ def analyse(graph: Graph, change: Change, root_package: str = "", options: Optio
     for f in sc.files:
         if f["status"] == "removed":
             continue
-        for path, hops in imports.dependents(f["path"], far).items():
+        for path, hops in run_time_dependents(imports, f["path"], far).items():
             if hops <= opts.depth and (path not in dep_hops or hops < dep_hops[path][0]):
                 dep_hops[path] = (hops, f["path"])
             if f["path"] in file_level and is_test_support(path):
@@ -215,7 +261,7 @@ def analyse(graph: Graph, change: Change, root_package: str = "", options: Optio
                         failing.setdefault(f, (what[0], f"in package {pkg.rstrip('/')}, whose __init__.py fails: "
                                                         + what[1]))
     for path, (hit, how) in sorted(failing.items()):
-        reach = {path: 0, **imports.dependents(path, far - 1)}
+        reach = {path: 0, **run_time_dependents(imports, path, far - 1)}
         for dep, h in reach.items():
             hops = h + 1
             if hops <= opts.depth and (dep not in dep_hops or hops < dep_hops[dep][0]):
@@ -229,7 +275,7 @@ def analyse(graph: Graph, change: Change, root_package: str = "", options: Optio
     for r in walk:
         if r["kind"] != "module" or is_test_support(r["file"]) or r["depth"] >= far or r.get("instance_only"):
             continue
-        for path, hops in imports.dependents(r["file"], far).items():
+        for path, hops in run_time_dependents(imports, r["file"], far).items():
             d = r["depth"] + hops
             if is_test_support(path) and (path not in test_imports or d < test_imports[path][0]):
                 test_imports[path] = (d, r["reaches"], f"imports {r['file']} ({hops} hop{'s' * (hops > 1)}), whose "
