@@ -296,6 +296,7 @@ def _one(name: str, src: Path, args, settings, store, cache: Path, report: Repor
     times, shares, may_shares, suite_s = [], [], [], []
     counts = {"failing": 0, "hit": 0, "edits_failing": 0}
     misses = []
+    per_edit: list[list] = []
     free: queue.Queue = queue.Queue()
     for ix in indexers:
         free.put(ix)
@@ -348,6 +349,8 @@ def _one(name: str, src: Path, args, settings, store, cache: Path, report: Repor
                     counts["failing"] += len(failing)
                     counts["hit"] += len(failing) - len(missed)
                     misses.extend(rows)
+                    per_edit.append([f"{rel}:{qual}", len(failing), len(sel), len(failing) - len(missed),
+                                     f"{shares[-1]:.1%}", len(may & failing)])
                     if not finished:
                         report.notes.append(f"{name}: the suite ran out of time after editing {rel}:{qual}")
             finally:
@@ -381,6 +384,9 @@ def _one(name: str, src: Path, args, settings, store, cache: Path, report: Repor
             by_class[r[3]] = by_class.get(r[3], 0) + 1
         report.tables.append(Table(f"{name}: misses by class", ["class", "misses"],
                                    sorted(([k, v] for k, v in by_class.items()), key=lambda kv: -kv[1])))
+    report.tables.append(Table(f"{name}: per edit", ["edited", "failing tests", "selected", "failing and selected",
+                                                     "selected share", "failing, only in may be affected"],
+                               sorted(per_edit)))
     quiet = timing_pass(ix, chosen)
     report.tables.append(Table(f"{name}: `changes` alone (each edit again, no suite running, graph warm)",
                                ["edits", "p50 ms", "p95 ms", "max ms"],
