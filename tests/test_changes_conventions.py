@@ -375,3 +375,26 @@ def test_command_forms():
             for i in range(100)]
     assert commands(many)["pytest"] == "pytest tests/t_test.py"
     assert commands([])["pytest"] is None
+
+
+def test_tests_lens_agrees_on_values_and_constructors(suite):
+    """The "N tests reach this" lens (``reach.tests_reaching``) follows the same rules: a
+    function handed to the standard library as a value, one stored in a class body, and an
+    ``__init__`` that a base class's constructor never runs."""
+    from orbit_lsp.changes.reach import tests_reaching
+    from orbit_lsp.changes.selection import TestIndex
+
+    repo, ix, _ = suite
+    impact.refresh(ix)
+    files = [r[0] for r in ix.graph.ro_query("MATCH (f:File) RETURN f.path").rows]
+    index = TestIndex(files, lambda rel: (repo.root / rel).read_bytes())
+    targets = [{"file": "pkg/values.py", "qual": "pkg.values.as_list", "name": "as_list", "kind": "function", "line": 4},
+               {"file": "pkg/values.py", "qual": "pkg.values.by_length", "name": "by_length", "kind": "function",
+                "line": 12},
+               {"file": "pkg/groups.py", "qual": "pkg.groups.SubGroup.__init__", "name": "__init__", "kind": "method",
+                "line": 9}]
+    got = tests_reaching(ix.graph, targets, index, ix.root_package)
+    assert {q: [t["id"] for t in tests] for (_, q), tests in got.items()} == {
+        "pkg.values.as_list": ["tests/test_values.py::test_dump_set"],
+        "pkg.values.by_length": ["tests/test_values.py::test_dumper"],
+        "pkg.groups.SubGroup.__init__": ["tests/test_groups.py::test_sub"]}

@@ -7,7 +7,8 @@ query per hop), then walks it in memory from each target: the same rules as the 
 ``impact.analyse`` — a special method (``__init__``, ``__enter__``, ``__call__``…) or a property
 stands for its class and subclasses, and so does a method nothing in the workspace calls, bound or
 unbound (others call it on instances), a closure for the function defining it, whose callers are
-walked at the method's depth; tests are
+walked at the method's depth, a scope using a function as a value (``refs.referrers``) one
+hop above it, constructor edges to a subclass's ``__init__`` skipped; tests are
 picked by ``selection.TestIndex`` (fixtures by parameter name, ``usefixtures``, ``autouse``,
 setup methods, module-level code of test modules, methods called on fixture values). Raises what
 graph reads raise (``FalkorDBOffline``, ``QueryTimeout``).
@@ -18,12 +19,14 @@ from __future__ import annotations
 from collections import deque
 from typing import Callable
 
-from orbit_lsp.changes.impact import (DEFAULT_TEST_DEPTH, _fixture_classes, _is_special, decorated_as_property,
-                                      in_file_qual)
+from orbit_lsp.changes.impact import (DEFAULT_TEST_DEPTH, REFERENCE_DEPTH, _fixture_classes, _is_special,
+                                      decorated_as_property, impossible_inits, in_file_qual)
+from orbit_lsp.changes.refs import referrers
 from orbit_lsp.changes.selection import TestIndex, is_test_support
 from orbit_lsp.graph import queries
 from orbit_lsp.graph.cache import ANSWERS
 from orbit_lsp.graph.connection import Graph
+from orbit_lsp.graph.imports import ImportGraph
 from orbit_lsp.index.walk import read_workspace_file
 from orbit_lsp.lru import LRU
 
@@ -63,6 +66,8 @@ def tests_reaching(graph: Graph, targets: list[dict], index: TestIndex, root_pac
     seen: set[Key] = set(info)
     frontier = sorted(seen)
     depth = 0
+    bases: dict = {}
+    importers = None
     while frontier and depth < test_depth:
         methods = [k for k in frontier if info[k].get("kind") == "method"]
         implicit = [k for k in methods if _is_special(info[k]["name"]) or lines.is_property(k[0], info[k].get("line"))]
@@ -109,9 +114,20 @@ def tests_reaching(graph: Graph, targets: list[dict], index: TestIndex, root_pac
                         seen.add(parent)
                         info[parent] = parents[parent]
                         frontier.append(parent)
-        rows = ans.run(graph, "UNWIND $f AS t MATCH (c:Symbol)-[:CALLS]->(s:Symbol {qual: t[1]}) WHERE s.file = t[0] "
-                              "RETURN s.file, s.qual, c.file, c.qual, c.name, c.kind, c.line",
+        rows = ans.run(graph, "UNWIND $f AS t MATCH (c:Symbol)-[e:CALLS]->(s:Symbol {qual: t[1]}) WHERE s.file = t[0] "
+                              "RETURN s.file, s.qual, c.file, c.qual, c.name, c.kind, c.line, e.resolved, e.lines",
                        {"f": [list(k) for k in frontier]})
+        impossible = impossible_inits(graph, ans, [(r[2], r[3], r[0], r[1], r[8]) for r in rows if r[7] == "init"], bases)
+        rows = [r[:7] for r in rows if (r[2], r[3], r[1]) not in impossible]
+        if depth <= REFERENCE_DEPTH:  # functions used as values: the referencing scopes
+            syms = [dict(info[k], file=k[0], qual=k[1]) for k in frontier
+                    if info[k].get("kind") in ("function", "method") and not is_test_support(k[0])]
+            if syms:
+                if importers is None:
+                    importers = ImportGraph.load(graph).importers
+                for r in referrers(graph, ans, read, importers, syms, root_package):
+                    of = next(k for k in frontier if k[1] == r["of"])
+                    rows.append((of[0], of[1], r["file"], r["qual"], r["name"], r["kind"], r["line"]))
         nxt = []
         for sfile, squal, cfile, cqual, cname, ckind, cline in rows:
             ck = (cfile, cqual)
