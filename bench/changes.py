@@ -77,6 +77,8 @@ def add_parser(sub, common) -> None:
                    help="JSON file keeping each suite run's outcome (collected tests, failing unchanged, failing "
                         "per edit): runs found there are not run again (they depend on the project, the edit and "
                         "the interpreter, not on orbit), so the analysis can be measured again without the suites")
+    p.add_argument("--value-flow", action="store_true",
+                   help="index with ORBIT_VALUE_FLOW (parameters hold what call sites pass them; off by default)")
     p.add_argument("--jobs", type=int, default=1,
                    help="suites run at once, each in its own work copy (suites that mostly wait on sockets "
                         "and timers finish sooner); the `changes` analyses are timed one at a time")
@@ -233,6 +235,8 @@ def run(args, settings, command: str) -> Report:
     from bench.corpora import fetch_sdist
 
     cache = Path(args.cache_dir).expanduser()
+    if getattr(args, "value_flow", False):
+        settings = settings.model_copy(update={"value_flow": True})
     projects: list[tuple[str, Path]] = []
     if args.corpus not in ("stdlib", None):
         src = Path(args.corpus).expanduser().resolve()
