@@ -3,7 +3,7 @@
     python -m bench.run index   [--corpus stdlib|PATH] [--repeat N]
     python -m bench.run reindex [--corpus stdlib|PATH] [--n 40]
     python -m bench.run queries [--corpus stdlib|PATH] [--repeat 5]
-    python -m bench.run lsp     [--corpus stdlib|PATH] [--n 20] [--saves 20]
+    python -m bench.run lsp     [--corpus stdlib|PATH] [--n 20] [--saves 20] [--first-lenses [--open REL]]
     python -m bench.run ts-resolution [--package rxjs@7.8.1 | --corpus PATH]  (bench/ts_resolution.py)
     python -m bench.run ts-syntax [--package zod@3.25.76 --package effect@3.22.4 | --corpus PATH]  (bench/ts_syntax.py)
     python -m bench.run ts-callers [--package zod@3.25.76 --package rxjs@7.8.1 | --corpus PATH] [--top 30]
@@ -961,6 +961,9 @@ def build_parser() -> argparse.ArgumentParser:
                                                        "request latency, server RSS (see bench/lsp.py)")
     pl.add_argument("--n", type=int, default=20, help="targets per request kind")
     pl.add_argument("--saves", type=int, default=20, help="files edited and saved")
+    pl.add_argument("--first-lenses", action="store_true",
+                    help="only initialize → first lenses of an open file, cold and re-opened")
+    pl.add_argument("--open", default=None, help="with --first-lenses: the file opened (relative to the corpus)")
     from bench.ts_resolution import add_parser as add_ts_resolution
 
     add_ts_resolution(sub, common)  # ts-resolution (see bench/ts_resolution.py)
@@ -1046,6 +1049,10 @@ def main(argv: list[str] | None = None, settings: Settings | None = None) -> int
 
             report = {"peers": peers, "profile": profile, "mcp": mcp,
                       "cli-latency": cli_latency}[args.cmd].run(corpus, label, settings, command, args)
+        elif args.cmd == "lsp" and args.first_lenses:
+            from bench.lsp import run_first_lenses
+
+            report = run_first_lenses(corpus, label, settings, command, rel=args.open)
         elif args.cmd == "lsp":
             from bench.lsp import run_lsp
 
