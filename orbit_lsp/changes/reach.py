@@ -51,12 +51,14 @@ class _Lines:
 
 def tests_reaching(graph: Graph, targets: list[dict], index: TestIndex, root_package: str = "",
                    read: Callable[[str], bytes | None] | None = None, test_depth: int = DEFAULT_TEST_DEPTH,
-                   ans: queries.Answer | None = None) -> dict[Key, list[dict]]:
+                   ans: queries.Answer | None = None,
+                   importers: dict[str, tuple[str, ...]] | None = None) -> dict[Key, list[dict]]:
     """For each target (dicts with "file", "qual" (graph qual), "name", "kind", "line"), the
     tests that reach it: ``{(file, qual): [test dict as in Selection.tests]}`` (sorted by id; a
     target no test reaches maps to []). ``index`` holds the workspace's test files; ``read``
     gives a file's bytes (the property check; default ``index.read``); ``ans`` collects the
-    Cypher run."""
+    Cypher run; ``importers``: ``ImportGraph.importers`` of the graph when known (else read
+    when a function is looked up as a value)."""
     ans = ans if ans is not None else queries.Answer()
     read = read or index.read
     lines = _Lines(read)
@@ -67,7 +69,6 @@ def tests_reaching(graph: Graph, targets: list[dict], index: TestIndex, root_pac
     frontier = sorted(seen)
     depth = 0
     bases: dict = {}
-    importers = None
     while frontier and depth < test_depth:
         methods = [k for k in frontier if info[k].get("kind") == "method"]
         implicit = [k for k in methods if _is_special(info[k]["name"]) or lines.is_property(k[0], info[k].get("line"))]
@@ -187,6 +188,11 @@ _INDEXES = LRU(16)  # (graph name, generation) -> TestIndex | None
 _REACH = LRU(8192)  # (graph name, generation, file, qual) -> [test dict]
 
 
+def _importers(graph: Graph) -> dict[str, tuple[str, ...]]:
+    """Who imports each file (``ImportGraph.importers``)."""
+    return ImportGraph.load(graph).importers
+
+
 def workspace_files(graph: Graph) -> tuple[str, ...]:
     """Every file path the graph has (``File`` nodes), sorted."""
     return tuple(sorted(r[0] for r in graph.ro_query("MATCH (f:File) RETURN f.path").rows))
@@ -235,7 +241,8 @@ def tests_for(ix, file: str, quals: list[str], ans: queries.Answer | None = None
         rows = ans.run(ix.graph, "UNWIND $q AS q MATCH (s:Symbol {qual: q}) WHERE s.file = $f "
                                  "RETURN s.qual, s.name, s.kind, s.line", {"q": todo, "f": file})
         targets = [{"file": file, "qual": q, "name": n, "kind": k, "line": ln} for q, n, k, ln in rows]
-        got = tests_reaching(ix.graph, targets, index, ix.root_package, ans=ans) if targets else {}
+        got = tests_reaching(ix.graph, targets, index, ix.root_package, ans=ans,
+                             importers=ANSWERS.get(ix.graph, ix.generation, _importers)) if targets else {}
         for q in todo:
             tests = got.get((file, q))
             out[q] = tests
