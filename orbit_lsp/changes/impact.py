@@ -10,6 +10,7 @@ layer.
 
 from __future__ import annotations
 
+import ast
 import re
 import time
 from dataclasses import dataclass
@@ -442,6 +443,70 @@ def _through_references(graph: Graph, ans: queries.Answer, change: Change, impor
     return sorted(known.values(), key=lambda r: (r["depth"], r["file"], r["line"] or 0, r["qual"]))
 
 
+# bases whose own code calls no method a subclass defines (builtins, typing, abc): not "library"
+INERT_BASES = frozenset({
+    "object", "ABC", "ABCMeta", "Generic", "Protocol", "NamedTuple", "TypedDict", "Enum", "IntEnum", "Flag",
+    "IntFlag", "str", "int", "float", "bytes", "bool", "dict", "list", "tuple", "set", "frozenset", "type",
+    "BaseException", "Exception", "ArithmeticError", "AssertionError", "AttributeError", "EnvironmentError",
+    "IOError", "ImportError", "IndexError", "KeyError", "LookupError", "NotImplementedError", "OSError",
+    "RuntimeError", "TypeError", "ValueError", "UnicodeError", "Warning", "UserWarning", "DeprecationWarning",
+    "RuntimeWarning"})
+
+
+def library_classes(graph: Graph, ans: queries.Answer, read, classes: set[tuple[str, str]],
+                    cache: dict | None = None) -> set[tuple[str, str]]:
+    """Of ``classes`` ((file, graph qual)), those deriving, themselves or through workspace
+    bases (``INHERITS``), from a class outside the workspace whose code may call their methods:
+    a base named in the source that is not a workspace class (``INHERITS`` target) and not
+    inert (``INERT_BASES``: builtins, ``typing``, ``abc``). ``read`` gives a file's bytes;
+    ``cache`` keeps answers per class."""
+    from orbit_lsp.changes.broken import parse_cached
+
+    cache = {} if cache is None else cache
+    todo = sorted(c for c in classes if c not in cache and c[1])
+    if todo:
+        rows = ans.run(graph, "UNWIND $c AS c MATCH (k:Symbol {qual: c[1]}) WHERE k.file = c[0] AND k.kind = 'class' "
+                              "MATCH (k)-[:INHERITS*0..8]->(a:Symbol) OPTIONAL MATCH (a)-[:INHERITS]->(b:Symbol) "
+                              "RETURN c[0], c[1], a.file, a.qual, collect(b.name)", {"c": [list(c) for c in todo]})
+        ancestors: dict[tuple[str, str], list[tuple[str, str, set[str]]]] = {}
+        for cf, cq, af, aq, bases in rows:
+            ancestors.setdefault((cf, cq), []).append((af, aq, set(bases)))
+        for c in todo:
+            cache[c] = any(_has_library_base(read, parse_cached, af, aq, bases) for af, aq, bases in ancestors.get(c, []))
+    return {c for c in classes if cache.get(c)}
+
+
+def _has_library_base(read, parse_cached, file: str, qual: str, workspace_bases: set[str]) -> bool:
+    from orbit_lsp.index.resolve import module_name
+
+    if not file.endswith(".py"):
+        return False
+    tree = parse_cached(read(file))
+    mod = module_name(file, "")
+    local = qual[len(mod) + 1:] if mod and qual.startswith(mod + ".") else qual
+    body = tree.body if tree is not None else []
+    node = None
+    parts = local.split(".")
+    for i in range(len(parts)):  # the in-file qual: the longest suffix naming nested classes from the top
+        node, body_i = None, body
+        for part in parts[i:]:
+            node = next((n for n in body_i if isinstance(n, ast.ClassDef) and n.name == part), None)
+            if node is None:
+                break
+            body_i = node.body
+        if node is not None:
+            break
+    if node is None:
+        return False
+    for b in node.bases:
+        expr = b.value if isinstance(b, ast.Subscript) else b
+        name = expr.attr if isinstance(expr, ast.Attribute) else expr.id if isinstance(expr, ast.Name) else None
+        if name is None or name in workspace_bases or name in INERT_BASES:
+            continue
+        return True
+    return False
+
+
 IMPLICIT_ROUNDS = 3
 CONSTRUCTION = frozenset({"__init__", "__new__", "__post_init__", "__init_subclass__", "__set_name__"})
 PROPERTY_DECORATORS = re.compile(r"^\s*@(?:[\w.]*\.)?(?:property|cached_property|setter|getter|deleter)\b")
@@ -497,6 +562,7 @@ def _through_implicit_calls(graph: Graph, ans: queries.Answer, change: Change, l
     get "via" the class or function and "reaches" what the method reaches; enclosing functions
     are listed as rows themselves."""
     lines_cache: dict = {}
+    lib_cache: dict = {}
     known = {(r["file"], r["qual"]): r for r in walk}
     seen_classes: set[tuple[str, str]] = set()
     seen_outer: set[tuple[str, str]] = set()
@@ -530,6 +596,12 @@ def _through_implicit_calls(graph: Graph, ans: queries.Answer, change: Change, l
                                   "OPTIONAL MATCH (c:Symbol)-[:CALLS]->(s) WITH s, count(c) AS n WHERE n = 0 "
                                   "OPTIONAL MATCH (u:Symbol) WHERE s.name IN u.unresolved_names AND u <> s "
                                   "WITH s, count(u) AS m WHERE m = 0 RETURN s.file, s.qual", {"m": sorted([f, q] for f, q in uncalled)})
+            rows = [tuple(r) for r in rows]
+            # methods of a class deriving from a library class (``click.Group``, ``CookieJar``,
+            # ``MutableMapping``): the library's own code calls them on instances when they
+            # override its methods (click's ``main`` calls ``make_context``), whoever else calls them
+            library = library_classes(graph, ans, change.new_bytes, {uncalled[k][0] for k in uncalled}, lib_cache)
+            rows += [k for k in uncalled if uncalled[k][0] in library and k not in set(rows)]
             for f, q in rows:
                 parent, depth, reaches = uncalled[(f, q)]
                 if parent not in starts or depth < starts[parent][0]:

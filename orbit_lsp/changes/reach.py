@@ -7,7 +7,8 @@ query per hop), then walks it in memory from each target: the same rules as the 
 ``impact.analyse`` — a special method (``__init__``, ``__enter__``, ``__call__``…) or a property
 stands for its class and subclasses, and so does a method nothing in the workspace calls, bound or
 unbound (others call it on instances), a closure for the function defining it, whose callers are
-walked at the method's depth, a scope using a function as a value (``refs.referrers``) one
+walked at the method's depth, a method of a class deriving from a library class stands for its
+class too (the library calls it on instances), a scope using a function as a value (``refs.referrers``) one
 hop above it, constructor edges to a subclass's ``__init__`` skipped; tests are
 picked by ``selection.TestIndex`` (fixtures by parameter name, ``usefixtures``, ``autouse``,
 setup methods, module-level code of test modules, methods called on fixture values). Raises what
@@ -20,7 +21,7 @@ from collections import deque
 from typing import Callable
 
 from orbit_lsp.changes.impact import (DEFAULT_TEST_DEPTH, REFERENCE_DEPTH, _fixture_classes, _is_special,
-                                      decorated_as_property, impossible_inits, in_file_qual)
+                                      decorated_as_property, impossible_inits, in_file_qual, library_classes)
 from orbit_lsp.changes.refs import referrers
 from orbit_lsp.changes.selection import TestIndex, is_test_support
 from orbit_lsp.graph import queries
@@ -69,6 +70,7 @@ def tests_reaching(graph: Graph, targets: list[dict], index: TestIndex, root_pac
     frontier = sorted(seen)
     depth = 0
     bases: dict = {}
+    lib_cache: dict = {}
     while frontier and depth < test_depth:
         methods = [k for k in frontier if info[k].get("kind") == "method"]
         implicit = [k for k in methods if _is_special(info[k]["name"]) or lines.is_property(k[0], info[k].get("line"))]
@@ -79,6 +81,9 @@ def tests_reaching(graph: Graph, targets: list[dict], index: TestIndex, root_pac
                                   "OPTIONAL MATCH (u:Symbol) WHERE s.name IN u.unresolved_names AND u <> s "
                                   "WITH s, count(u) AS m WHERE m = 0 RETURN s.file, s.qual", {"m": [list(k) for k in others]})
             implicit += [(f, q) for f, q in rows]
+            # methods of a class deriving from a library class: the library calls them on instances
+            library = library_classes(graph, ans, read, {(k[0], k[1].rpartition(".")[0]) for k in others}, lib_cache)
+            implicit += [k for k in others if (k[0], k[1].rpartition(".")[0]) in library and k not in set(implicit)]
         if implicit:
             classes = {k: (k[0], k[1].rpartition(".")[0]) for k in implicit}
             rows = ans.run(graph, "UNWIND $c AS c MATCH (k:Symbol {qual: c[1]}) WHERE k.file = c[0] AND k.kind = 'class' "
