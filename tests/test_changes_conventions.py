@@ -417,7 +417,7 @@ def test_tests_lens_agrees_on_values_and_constructors(suite):
     repo, ix, _ = suite
     impact.refresh(ix)
     files = [r[0] for r in ix.graph.ro_query("MATCH (f:File) RETURN f.path").rows]
-    index = TestIndex(files, lambda rel: (repo.root / rel).read_bytes())
+    index = TestIndex(files, lambda rel: (repo.root / rel).read_bytes() if (repo.root / rel).is_file() else None)
     targets = [{"file": "pkg/values.py", "qual": "pkg.values.as_list", "name": "as_list", "kind": "function", "line": 4},
                {"file": "pkg/values.py", "qual": "pkg.values.by_length", "name": "by_length", "kind": "function",
                 "line": 12},

@@ -229,7 +229,7 @@ def analyse(graph: Graph, change: Change, root_package: str = "", options: Optio
     broken = find_broken(graph, ans, change, sc.files, root_package, unresolved_imports, taken)
     notes += broken.notes
     walk = _with_broken_functions(graph, ans, broken, walk, far, root_package)
-    walk = _through_implicit_calls(graph, ans, change, live, walk, far)
+    walk = _through_implicit_calls(graph, ans, change, live, walk, far, root_package)
     imports = ImportGraph.load(graph)
     ans.cypher += imports.cypher
     walk = _through_references(graph, ans, change, imports, live, walk, far, root_package)
@@ -316,7 +316,7 @@ def analyse(graph: Graph, change: Change, root_package: str = "", options: Optio
         may_origin.setdefault(r["qual"], r["reaches"])
         may_rows.append(r)
     if may_rows:  # special methods, properties and closures on the way, as for the bound walk
-        may_rows = _through_implicit_calls(graph, ans, change, [], may_rows, far)
+        may_rows = _through_implicit_calls(graph, ans, change, [], may_rows, far, root_package)
     may_rows = [r for r in may_rows if (r["file"], r["qual"]) not in bound]
     may_affected = [dict(r, names=may_names.get((r["file"], r["qual"]), [])) for r in may_rows
                     if r["depth"] <= opts.depth]
@@ -430,7 +430,7 @@ def _through_references(graph: Graph, ans: queries.Answer, change: Change, impor
             if key not in known or r["depth"] < known[key]["depth"]:
                 known[key] = r
                 found_rows.append(r)
-    more = _through_implicit_calls(graph, ans, change, [], new_rows + found_rows, far)
+    more = _through_implicit_calls(graph, ans, change, [], new_rows + found_rows, far, root_package)
     first = {(r["file"], r["qual"]) for r in walk}
     for r in more:
         key = (r["file"], r["qual"])
@@ -454,14 +454,17 @@ INERT_BASES = frozenset({
 
 
 def library_classes(graph: Graph, ans: queries.Answer, read, classes: set[tuple[str, str]],
-                    cache: dict | None = None) -> set[tuple[str, str]]:
+                    cache: dict | None = None, root_package: str = "") -> dict[tuple[str, str], frozenset[str]]:
     """Of ``classes`` ((file, graph qual)), those deriving, themselves or through workspace
-    bases (``INHERITS``), from a class outside the workspace whose code may call their methods:
-    a base named in the source that is not a workspace class (``INHERITS`` target) and not
-    inert (``INERT_BASES``: builtins, ``typing``, ``abc``). ``read`` gives a file's bytes;
-    ``cache`` keeps answers per class."""
-    from orbit_lsp.changes.broken import parse_cached
-
+    bases (``INHERITS``), from a standard-library class whose code may call their methods
+    (``http.cookiejar.CookieJar``, ``collections.abc.MutableMapping``, ``json.JSONEncoder``;
+    not builtins, ``typing``, ``abc``: ``INERT_BASES``), each with the names that library
+    class defines (a method of the workspace class by one of those names overrides it: the
+    library's own code may call it on instances). A base is found from the source: its name
+    imported from a standard-library module, directly or re-exported by a workspace module
+    (``from .compat import cookielib``). Bases from other packages are not known (their
+    members cannot be read without importing them): not counted. ``read`` gives a file's
+    bytes; ``cache`` keeps answers per class."""
     cache = {} if cache is None else cache
     todo = sorted(c for c in classes if c not in cache and c[1])
     if todo:
@@ -472,39 +475,104 @@ def library_classes(graph: Graph, ans: queries.Answer, read, classes: set[tuple[
         for cf, cq, af, aq, bases in rows:
             ancestors.setdefault((cf, cq), []).append((af, aq, set(bases)))
         for c in todo:
-            cache[c] = any(_has_library_base(read, parse_cached, af, aq, bases) for af, aq, bases in ancestors.get(c, []))
-    return {c for c in classes if cache.get(c)}
+            names: set[str] = set()
+            for af, aq, bases in ancestors.get(c, []):
+                names |= _library_names(read, af, aq, bases, root_package)
+            cache[c] = frozenset(names)
+    return {c: cache[c] for c in classes if cache.get(c)}
 
 
-def _has_library_base(read, parse_cached, file: str, qual: str, workspace_bases: set[str]) -> bool:
+def _class_node(tree, file: str, qual: str, root_package: str):
+    from orbit_lsp.index.resolve import module_name
+
+    mod = module_name(file, root_package)
+    local = qual[len(mod) + 1:] if mod and qual.startswith(mod + ".") else qual
+    body, node = tree.body, None
+    for part in local.split("."):
+        node = next((n for n in body if isinstance(n, ast.ClassDef) and n.name == part), None)
+        if node is None:
+            return None
+        body = node.body
+    return node
+
+
+def _imported_as(tree, name: str, file: str, root_package: str) -> str | None:
+    """The dotted name a module's top-level import binds ``name`` to (``from http import
+    cookiejar as cookielib`` -> "http.cookiejar"), relative imports made absolute."""
+    from orbit_lsp.changes.broken import _module_of_import
+
+    for n in tree.body:
+        if isinstance(n, ast.Import):
+            for a in n.names:
+                if (a.asname or a.name.split(".")[0]) == name:
+                    return a.name if a.asname else a.name.split(".")[0]
+        elif isinstance(n, ast.ImportFrom):
+            for a in n.names:
+                if (a.asname or a.name) == name:
+                    return f"{_module_of_import(n, file, root_package)}.{a.name}"
+    return None
+
+
+def _stdlib_class(dotted: str):
+    import importlib
+    import sys
+
+    parts = dotted.split(".")
+    if parts[0] not in sys.stdlib_module_names:
+        return None
+    for k in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:k]))
+        except Exception:  # noqa: BLE001 - any failure: not a class we can read
+            continue
+        for attr in parts[k:]:
+            obj = getattr(obj, attr, None)
+        return obj if isinstance(obj, type) else None
+    return None
+
+
+def _library_names(read, file: str, qual: str, workspace_bases: set[str], root_package: str) -> set[str]:
+    from orbit_lsp.changes.broken import parse_cached
     from orbit_lsp.index.resolve import module_name
 
     if not file.endswith(".py"):
-        return False
+        return set()
     tree = parse_cached(read(file))
-    mod = module_name(file, "")
-    local = qual[len(mod) + 1:] if mod and qual.startswith(mod + ".") else qual
-    body = tree.body if tree is not None else []
-    node = None
-    parts = local.split(".")
-    for i in range(len(parts)):  # the in-file qual: the longest suffix naming nested classes from the top
-        node, body_i = None, body
-        for part in parts[i:]:
-            node = next((n for n in body_i if isinstance(n, ast.ClassDef) and n.name == part), None)
-            if node is None:
-                break
-            body_i = node.body
-        if node is not None:
-            break
+    node = _class_node(tree, file, qual, root_package) if tree is not None else None
     if node is None:
-        return False
+        return set()
+    names: set[str] = set()
     for b in node.bases:
         expr = b.value if isinstance(b, ast.Subscript) else b
-        name = expr.attr if isinstance(expr, ast.Attribute) else expr.id if isinstance(expr, ast.Name) else None
-        if name is None or name in workspace_bases or name in INERT_BASES:
+        chain = []
+        while isinstance(expr, ast.Attribute):
+            chain.append(expr.attr)
+            expr = expr.value
+        if not isinstance(expr, ast.Name):
             continue
-        return True
-    return False
+        last = chain[0] if chain else expr.id
+        if last in workspace_bases or last in INERT_BASES:
+            continue
+        dotted = _imported_as(tree, expr.id, file, root_package)
+        if dotted is None:
+            continue
+        # re-exported by a workspace module (``from .compat import cookielib``): follow it once
+        mod, _, attr = dotted.rpartition(".")
+        for path in () if not mod else (mod.replace(".", "/") + ".py", "src/" + mod.replace(".", "/") + ".py",
+                     mod.replace(".", "/") + "/__init__.py", "src/" + mod.replace(".", "/") + "/__init__.py"):
+            if module_name(path, root_package) != mod:
+                continue
+            data = read(path)
+            sub = parse_cached(data) if data is not None else None
+            if sub is not None:
+                again = _imported_as(sub, attr, path, root_package)
+                if again is not None:
+                    dotted = again
+                break
+        cls = _stdlib_class(".".join([dotted, *reversed(chain)]))
+        if cls is not None:
+            names |= {n for n in dir(cls) if not (n.startswith("__") and n.endswith("__"))} - set(dir(object))
+    return names
 
 
 IMPLICIT_ROUNDS = 3
@@ -540,7 +608,7 @@ def decorated_as_property(lines: list[str], line: int) -> bool:
 
 
 def _through_implicit_calls(graph: Graph, ans: queries.Answer, change: Change, live: list[dict],
-                            walk: list[dict], far: int) -> list[dict]:
+                            walk: list[dict], far: int, root_package: str = "") -> list[dict]:
     """The walk continued past functions called without a call expression the graph could
     bind:
 
@@ -597,11 +665,13 @@ def _through_implicit_calls(graph: Graph, ans: queries.Answer, change: Change, l
                                   "OPTIONAL MATCH (u:Symbol) WHERE s.name IN u.unresolved_names AND u <> s "
                                   "WITH s, count(u) AS m WHERE m = 0 RETURN s.file, s.qual", {"m": sorted([f, q] for f, q in uncalled)})
             rows = [tuple(r) for r in rows]
-            # methods of a class deriving from a library class (``click.Group``, ``CookieJar``,
-            # ``MutableMapping``): the library's own code calls them on instances when they
-            # override its methods (click's ``main`` calls ``make_context``), whoever else calls them
-            library = library_classes(graph, ans, change.new_bytes, {uncalled[k][0] for k in uncalled}, lib_cache)
-            rows += [k for k in uncalled if uncalled[k][0] in library and k not in set(rows)]
+            # methods overriding a method of a standard-library base class (``CookieJar``,
+            # ``MutableMapping``, ``JSONEncoder``): the library's own code may call them on
+            # instances (``Mapping.__eq__`` calls ``items``), whoever else calls them
+            library = library_classes(graph, ans, change.new_bytes, {uncalled[k][0] for k in uncalled}, lib_cache,
+                                      root_package)
+            rows += [k for k in uncalled if k[1].rpartition(".")[2] in library.get(uncalled[k][0], ())
+                     and k not in set(rows)]
             for f, q in rows:
                 parent, depth, reaches = uncalled[(f, q)]
                 if parent not in starts or depth < starts[parent][0]:

@@ -7,8 +7,8 @@ query per hop), then walks it in memory from each target: the same rules as the 
 ``impact.analyse`` — a special method (``__init__``, ``__enter__``, ``__call__``…) or a property
 stands for its class and subclasses, and so does a method nothing in the workspace calls, bound or
 unbound (others call it on instances), a closure for the function defining it, whose callers are
-walked at the method's depth, a method of a class deriving from a library class stands for its
-class too (the library calls it on instances), a scope using a function as a value (``refs.referrers``) one
+walked at the method's depth, a method overriding a method of a standard-library base class
+stands for its class too (the library may call it on instances), a scope using a function as a value (``refs.referrers``) one
 hop above it, constructor edges to a subclass's ``__init__`` skipped; tests are
 picked by ``selection.TestIndex`` (fixtures by parameter name, ``usefixtures``, ``autouse``,
 setup methods, module-level code of test modules, methods called on fixture values). Raises what
@@ -82,8 +82,10 @@ def tests_reaching(graph: Graph, targets: list[dict], index: TestIndex, root_pac
                                   "WITH s, count(u) AS m WHERE m = 0 RETURN s.file, s.qual", {"m": [list(k) for k in others]})
             implicit += [(f, q) for f, q in rows]
             # methods of a class deriving from a library class: the library calls them on instances
-            library = library_classes(graph, ans, read, {(k[0], k[1].rpartition(".")[0]) for k in others}, lib_cache)
-            implicit += [k for k in others if (k[0], k[1].rpartition(".")[0]) in library and k not in set(implicit)]
+            library = library_classes(graph, ans, read, {(k[0], k[1].rpartition(".")[0]) for k in others}, lib_cache,
+                                      root_package)
+            implicit += [k for k in others if k[1].rpartition(".")[2] in library.get((k[0], k[1].rpartition(".")[0]), ())
+                         and k not in set(implicit)]
         if implicit:
             classes = {k: (k[0], k[1].rpartition(".")[0]) for k in implicit}
             rows = ans.run(graph, "UNWIND $c AS c MATCH (k:Symbol {qual: c[1]}) WHERE k.file = c[0] AND k.kind = 'class' "
