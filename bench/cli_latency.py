@@ -15,9 +15,9 @@ Three ways a query is answered, each timed in the same rounds (so under the same
 - through the query helper (``orbit_lsp.query_helper``) already running: what a user gets from
   the second query on ("warm");
 - in-process (``ORBIT_NO_HELPER=1``): the path before the helper, and the fallback;
-- cold: the helper stopped first (SIGTERM, waited for), so the query runs in-process and starts
-  a helper in the background (whose start-up competes for the cores); one per round, the
-  benchmark then waits for the new helper to listen.
+- cold: the helper stopped first (SIGTERM, waited for), so the query runs in-process and then
+  starts a helper in the background (the Popen is in the timed run; the helper's start-up is
+  not); one per round, the benchmark then waits for the new helper to listen.
 
 The helpers live in a private directory of the benchmark (``ORBIT_HELPER_DIR``), which is
 removed at the end with its helper stopped; ``ORBIT_HELPER_TRACE`` checks that each warm run

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 
 from orbit_lsp.query_helper import protocol
 
 SERVER_MODULE = "orbit_lsp.query_helper.server"
+FAILED_START_PAUSE_S = 600.0  # after a helper failed to start, no new attempt with the same code for this long
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -24,6 +26,8 @@ def main(argv: list[str] | None = None) -> int:
         return _in_process(argv, None)
     try:
         rc, why = _through_helper(argv)
+    except KeyboardInterrupt:  # Ctrl-C before the helper took the query
+        return _interrupted()
     except Exception as exc:  # noqa: BLE001 - any failure of the thin path: the full path answers
         rc, why = None, f"client error: {type(exc).__name__}: {exc}"
     if rc is not None:
@@ -32,12 +36,22 @@ def main(argv: list[str] | None = None) -> int:
     return _in_process(argv, why)
 
 
+# the helper directory where a helper is to be started once the in-process query is done (so
+# that its start-up does not compete with the query for the cores)
+_start_after: list[str] = []
+
+
 def _in_process(argv: list[str], why: str | None) -> int:
     if why is not None:
         _trace(f"in-process: {why}")
-    from orbit_lsp.cli import main as cli_main
+    try:
+        from orbit_lsp.cli import main as cli_main
 
-    return cli_main(argv)
+        return cli_main(argv)
+    finally:
+        for folder in _start_after:
+            _start_helper(folder)
+        _start_after.clear()
 
 
 def _trace(text: str) -> None:
@@ -76,7 +90,7 @@ def _through_helper(argv: list[str]) -> tuple[int | None, str | None]:
     try:
         st = os.lstat(path)
     except FileNotFoundError:
-        _start_helper(folder)
+        _start_after.append(folder)
         return None, "no helper running (starting one)"
     if (st.st_mode & 0o170000) != 0o140000 or st.st_uid != os.getuid():
         return None, f"{path} is not a socket of this user"
@@ -93,19 +107,22 @@ def _through_helper(argv: list[str]) -> tuple[int | None, str | None]:
         try:
             sock.connect(path)
         except (ConnectionRefusedError, FileNotFoundError):  # a helper that died: its socket is left
-            _start_helper(folder)
+            _start_after.append(folder)
             return None, "no helper running (stale socket; starting one)"
         except OSError as exc:
             return None, f"cannot connect: {exc}"
         uid = protocol.peer_uid(sock)
         if uid is not None and uid != os.getuid():
             return None, f"the helper socket is served by user {uid}"
-        sock.sendall(protocol.json_frame(b"Q", request))
-        first = protocol.read_frame(sock)
+        try:
+            sock.sendall(protocol.json_frame(b"Q", request))
+            first = protocol.read_frame(sock)
+        except (TimeoutError, socket.timeout):
+            return None, f"the helper did not take the query within {protocol.CONNECT_TIMEOUT_S:g} s"
         if first is None:
             return None, "the helper closed the connection"
         if first[0] == b"M":
-            _start_helper(folder)
+            _start_after.append(folder)
             return None, "the helper runs other code (restarting it)"
         if first[0] != b"A":
             return None, f"unexpected reply {first[0]!r}"
@@ -211,8 +228,9 @@ def _start_helper(folder: str) -> None:
         os.close(fd)
     failed = os.path.join(folder, f"q-{protocol.helper_key()}.failed")
     try:
-        with open(failed, encoding="utf-8") as fh:
-            if fh.read().strip() == protocol.code_stamp():
+        with open(failed, encoding="utf-8") as fh:  # the last start with this code failed
+            if fh.read().strip() == protocol.code_stamp() and \
+                    time.time() - os.fstat(fh.fileno()).st_mtime < FAILED_START_PAUSE_S:
                 return
     except OSError:
         pass

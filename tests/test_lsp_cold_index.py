@@ -195,6 +195,13 @@ async def test_impact_is_refused_not_zero(client):
             "textDocument": {"uri": doc}, "position": {"line": 0, "character": 4}}), T)
 
 
+async def test_call_hierarchy_is_refused_not_empty(client):
+    doc = uri(client.root / "pkg/core.py")
+    with pytest.raises(JsonRpcException, match="indexing ws"):
+        await asyncio.wait_for(client.text_document_prepare_call_hierarchy_async(types.CallHierarchyPrepareParams(
+            types.TextDocumentIdentifier(doc), types.Position(0, 5))), T)
+
+
 # -- once it is done --------------------------------------------------------------------------------
 async def test_exact_counts_after_the_index(client, released):
     doc = uri(client.root / "pkg/core.py")
@@ -241,3 +248,26 @@ async def test_hover_and_impact_after_the_index(client):
     res = as_dict(await asyncio.wait_for(client.workspace_execute_command_async(types.ExecuteCommandParams(
         command="orbit.indexing", arguments=[doc])), T))
     assert res == {"indexing": False, "folders": []}
+
+
+async def test_folder_added_later_says_indexing_until_its_index_is_done(client, released):
+    """A workspace folder added at run time: its open file's lenses say "indexing…" while its
+    own first index runs (held the same way), then carry counts; the first folder keeps its."""
+    extra = client.root.parent / "extra"
+    extra.mkdir()
+    (extra / "lib.py").write_text("def shared():\n    return 1\n")
+    (extra / "main.py").write_text("from lib import shared\n\n\ndef go():\n    return shared() + shared()\n")
+    (extra / "pyproject.toml").write_text("[project]\nname = 'extra'\n")
+    client.workspace_did_change_workspace_folders(types.DidChangeWorkspaceFoldersParams(
+        types.WorkspaceFoldersChangeEvent(added=[types.WorkspaceFolder(uri(extra), "extra")], removed=[])))
+    path = extra / "lib.py"
+    client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(
+        uri=uri(path), language_id="python", version=1, text=path.read_text())))
+    got = titles(await resolved(client, await first_lenses(client, uri(path))))
+    assert got == {(0, 0, "file"): "indexing…", (0, 4, "symbol"): "indexing…"}
+    core = titles(await resolved(client, await code_lenses(client, uri(client.root / "pkg/core.py"))))
+    assert core[(0, 4, "symbol")] == "3 callers"
+    (extra / RELEASE).touch()
+    await asyncio.wait_for(wait_indexed(client), 60)
+    got = titles(await resolved(client, await code_lenses(client, uri(path))))
+    assert got == {(0, 0, "file"): "1 dependent, 1 hop", (0, 4, "symbol"): "1 caller"}  # go() calls it twice

@@ -419,3 +419,22 @@ def test_a_helper_of_other_code_is_replaced(ws, helpers, tmp_path):
     assert new != pid
     assert helpers.run(ws, "callers", "helper", cmd=cmd, **env)[0] == 0
     assert helpers.paths()[-1] == "helper"
+
+
+def test_a_helper_that_does_not_take_the_query_is_bypassed(ws, helpers):
+    """Something listens on the helper's socket but never answers (a stopped helper): the
+    query waits 2 s for it, then runs in-process, with the same output."""
+    from orbit_lsp.query_helper import protocol
+
+    helpers.dir.mkdir(mode=0o700)
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(protocol.socket_path(helpers.env))
+    listener.listen(4)  # connections queue up; none is ever accepted
+    try:
+        started = time.monotonic()
+        assert helpers.run(ws, "callers", "helper") == helpers.run(ws, "callers", "helper", helper=False)
+        assert time.monotonic() - started >= protocol.CONNECT_TIMEOUT_S
+        assert helpers.paths() == [f"in-process: the helper did not take the query within "
+                                   f"{protocol.CONNECT_TIMEOUT_S:g} s"]
+    finally:
+        listener.close()

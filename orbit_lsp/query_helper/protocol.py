@@ -14,6 +14,10 @@ Wire format (one connection per query, the client speaks first):
   the order written, and last ``X`` ``{"rc"}`` (the exit status) or ``F`` ``{"reason"}`` (the
   helper declined: the client discards what came and runs the query in-process). A connection
   closed before ``X`` or ``F`` is a helper that died: the client falls back too.
+
+A client and a helper of different code never go past the first exchange (the helper answers
+``M`` to a request whose ``stamp`` or ``protocol`` is not its own), so only the ``Q`` frame and the
+``M`` answer must stay readable across versions; everything after may change with ``PROTOCOL``.
 """
 
 from __future__ import annotations

@@ -289,6 +289,14 @@ class OrbitServer(LanguageServer):
         what = self.first_index.get(ix.root) or "starting"
         return f"indexing {ix.root.name}: {what}"
 
+    def refuse_while_indexing(self, ix: WorkspaceIndexer, what: str) -> None:
+        """Raise RequestFailed ``"orbit: indexing <folder>: <progress>; <what> known once it is
+        done"`` while ``indexing(ix)``: an answer read from a graph that is not final would be
+        wrong (no callers, no dependents), not merely incomplete."""
+        if self.indexing(ix):
+            raise JsonRpcException(f"orbit: {self.indexing_note(ix)}; {what} known once it is done",
+                                   code=REQUEST_FAILED)
+
     # -- running work off the event loop --------------------------------------------------
     def answer_timeout(self) -> float:
         """Longest wait (seconds) for a graph read: the server-side query timeout plus a margin.

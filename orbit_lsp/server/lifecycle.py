@@ -223,10 +223,13 @@ class Feature:
                 if self.stopping:
                     break
                 self._log(f"orbit: {ix.root} changed branch (graph {ix.graph.name} -> {name}); re-opening it")
+                ls.first_index.setdefault(ix.root, "")  # "indexing…" from the switch on
                 await ls.index(ls.workspaces.switch, ix, name)
                 if ix.graph.name == name:
                     moved.append(ix)
                     await self.index_folder(ix)
+                else:
+                    ls.first_index.pop(ix.root, None)
         return moved
 
     def serve(self, folder: Path) -> WorkspaceIndexer | None:

@@ -78,9 +78,7 @@ class Feature:
         if owner is None:
             raise JsonRpcException(f"{uri} is not in an indexed workspace folder", code=REQUEST_FAILED)
         ix, rel = owner
-        if ls.indexing(ix):  # the graph is not final: no count would be right
-            raise JsonRpcException(f"orbit: {ls.indexing_note(ix)}; impact is known once it is done",
-                                   code=REQUEST_FAILED)
+        ls.refuse_while_indexing(ix, "impact is")  # the graph is not final: no count would be right
         path = ix.root / rel
         spell = ls.uri_speller(uri)
         target: dict | None = None
