@@ -391,6 +391,7 @@ def _through_references(graph: Graph, ans: queries.Answer, change: Change, impor
     syms = [s for s in syms if not is_test_support(s["file"])]
     if not syms:
         return walk
+    syms.sort(key=lambda s: s["depth"])  # nearest first: the read budget goes to them
     by_key = {}
     for s in syms:
         if (s["file"], s["qual"]) not in by_key or s["depth"] < by_key[(s["file"], s["qual"])]["depth"]:

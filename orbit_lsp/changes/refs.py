@@ -15,7 +15,9 @@ Only references that name the function for certain are taken (never a name alone
 
 A reference inside a lambda or a comprehension belongs to the function around it; one in a
 decorator, a default value or a class's bases to the scope around the definition. Source is
-read from the change's new version; files are parsed once per content (``PARSED``).
+read from the change's new version; files are parsed once per content (``PARSED``). The
+importers of a module imported by more than ``MAX_IMPORTERS`` files are not read (only the
+module itself is): a bound on the time, at the cost of missing such references.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from orbit_lsp.index.resolve import full_qual, module_name
 from orbit_lsp.lru import LRU
 
 PARSED = LRU(512)  # content digest -> Parsed | None
+MAX_IMPORTERS = 200  # importers of a module read for references to one of its functions, at most
 
 
 class Parsed:
@@ -103,10 +106,12 @@ def _top_imports(tree: ast.Module, importer: str, module: str, name: str, root_p
 
 
 def referrers(graph: Graph, ans: queries.Answer, read: Callable[[str], bytes | None],
-              importers: dict[str, tuple[str, ...]], syms: list[dict], root_package: str) -> list[dict]:
+              importers: dict[str, tuple[str, ...]], syms: list[dict], root_package: str,
+              max_reads: int = 1000) -> list[dict]:
     """The scopes referencing each of ``syms`` (rows with "file", "qual" (graph qual), "name",
     "kind") as a value. Returns graph symbol rows (``queries.SYMBOL_FIELDS`` keys) + "of" (the
-    qual referenced) and "ref_line"; one row per (scope, symbol referenced)."""
+    qual referenced) and "ref_line"; one row per (scope, symbol referenced). At most
+    ``max_reads`` files are read (a bound on the time; ``syms`` come nearest first)."""
     found: dict[tuple[str, str], tuple[str, int]] = {}  # (file, scope graph qual) -> (qual of, line)
     methods = [s for s in syms if s["kind"] == "method"]
     subclasses: dict[tuple[str, str], list[tuple[str, str]]] = {}
@@ -123,15 +128,25 @@ def referrers(graph: Graph, ans: queries.Answer, read: Callable[[str], bytes | N
         if key not in found or line < found[key][1]:
             found[key] = (of, line)
 
+    reads = 0
+
+    def read_counted(path: str) -> bytes | None:
+        nonlocal reads
+        reads += 1
+        return read(path) if reads <= max_reads else None
+
     for s in syms:
         name = s["name"]
-        if not name.isidentifier():
+        if not name.isidentifier() or reads > max_reads:
             continue
         mod = module_name(s["file"], root_package)
         local = s["qual"][len(mod) + 1:] if s["qual"].startswith(mod + ".") else None
         if s["kind"] == "function" and local == name:  # a top-level function
-            for path in (s["file"], *importers.get(s["file"], ())):
-                data = read(path) if path.endswith(".py") else None
+            users = importers.get(s["file"], ())
+            if len(users) > MAX_IMPORTERS:
+                users = ()  # a module nearly everything imports: its own file only (bounded time)
+            for path in (s["file"], *users):
+                data = read_counted(path) if path.endswith(".py") else None
                 if data is None or name.encode() not in data:
                     continue
                 got = _tree(data)
@@ -146,7 +161,7 @@ def referrers(graph: Graph, ans: queries.Answer, read: Callable[[str], bytes | N
                         note(path, scope, s["qual"], node.lineno)
         elif s["kind"] == "method":
             for cfile, cqual in subclasses.get((s["file"], s["qual"].rpartition(".")[0]), []):
-                data = read(cfile)
+                data = read_counted(cfile)
                 if data is None or name.encode() not in data:
                     continue
                 got = _tree(data)
