@@ -57,6 +57,7 @@ TRACE_MARK = ("import os as _ob_os, json as _ob_json, traceback as _ob_tb; "
               "[[_f.filename, _f.lineno, _f.name] for _f in _ob_tb.extract_stack()]]) + '\\n'); " + EDIT_MARK)
 DIAGNOSE_MAX = 150  # missed tests re-run with the tracing edit, per edit
 SUMMARY = re.compile(r"^(FAILED|ERROR) (\S+?)(?: - .*)?$")
+ALL_FAIL = "<the whole suite: pytest could not start>"
 TARGET_RECALL = 0.99
 TARGET_SHARE = 0.25
 TARGET_P95_S = 1.0
@@ -72,6 +73,12 @@ def add_parser(sub, common) -> None:
     p.add_argument("--python", default=None, help="run the suites with this interpreter (no venv is made)")
     p.add_argument("--deps", default=None, help="comma-separated test dependencies (default: TEST_DEPS)")
     p.add_argument("--tests-dir", default=None, help="what pytest runs (default: tests/ when present, else .)")
+    p.add_argument("--suite-cache", type=Path, default=None,
+                   help="JSON file keeping each suite run's outcome (collected tests, failing unchanged, failing "
+                        "per edit): runs found there are not run again (they depend on the project, the edit and "
+                        "the interpreter, not on orbit), so the analysis can be measured again without the suites")
+    p.add_argument("--value-flow", action="store_true",
+                   help="index with ORBIT_VALUE_FLOW (parameters hold what call sites pass them; off by default)")
     p.add_argument("--jobs", type=int, default=1,
                    help="suites run at once, each in its own work copy (suites that mostly wait on sockets "
                         "and timers finish sooner); the `changes` analyses are timed one at a time")
@@ -136,6 +143,9 @@ def run_suite(python: str, root: Path, target: str, timeout: float) -> tuple[set
             failing.add(m.group(2))
         elif m:  # a collection error of a whole file
             failing.add(m.group(2) + "::<collection>")
+    if done and res.returncode in (3, 4) and not failing:
+        # pytest could not start (a conftest.py or a plugin failed to import): every test fails
+        failing.add(ALL_FAIL)
     return failing, time.perf_counter() - t, done
 
 
@@ -194,10 +204,39 @@ def apply_edit(root: Path, rel: str, line: int, indent: int, mark: str = EDIT_MA
 
 
 # -- the run ------------------------------------------------------------------------------------
+class SuiteCache:
+    """Suite outcomes kept in a JSON file (``--suite-cache``), per project: ``get(key)`` the
+    stored value (sets stored as sorted lists) or None; ``put(key, value)`` stores it and returns
+    it. Without a path nothing is kept. Thread-safe (the edits run in threads)."""
+
+    def __init__(self, path: Path | None, project: str):
+        self.path, self.project = path, project
+        self.lock = threading.Lock()
+        self.data = {}
+        if path is not None and path.exists():
+            self.data = __import__("json").loads(path.read_text())
+
+    def get(self, key: str):
+        return self.data.get(self.project, {}).get(key)
+
+    def put(self, key: str, value):
+        if self.path is None:
+            return value
+        plain = [sorted(v) if isinstance(v, set) else v for v in value] if isinstance(value, tuple) else value
+        with self.lock:
+            self.data.setdefault(self.project, {})[key] = plain
+            tmp = self.path.with_suffix(".tmp")
+            tmp.write_text(__import__("json").dumps(self.data))
+            tmp.replace(self.path)
+        return value
+
+
 def run(args, settings, command: str) -> Report:
     from bench.corpora import fetch_sdist
 
     cache = Path(args.cache_dir).expanduser()
+    if getattr(args, "value_flow", False):
+        settings = settings.model_copy(update={"value_flow": True})
     projects: list[tuple[str, Path]] = []
     if args.corpus not in ("stdlib", None):
         src = Path(args.corpus).expanduser().resolve()
@@ -236,8 +275,11 @@ def _one(name: str, src: Path, args, settings, store, cache: Path, report: Repor
     if python is None:
         deps = args.deps.split(",") if args.deps else TEST_DEPS.get(name.split("-")[0].lower(), ["pytest"])
         python = make_venv(cache / "changes" / f"venv-{name}", root, deps)
-    items = collect(python, root, target, args.suite_timeout)
-    baseline, base_s, _ = run_suite(python, root, target, args.suite_timeout)
+    suites = SuiteCache(args.suite_cache, name)
+    items = suites.get("collect") or suites.put("collect", collect(python, root, target, args.suite_timeout))
+    got = suites.get("baseline")
+    baseline, base_s, _ = ((set(got[0]), got[1], got[2]) if got else
+                           suites.put("baseline", run_suite(python, root, target, args.suite_timeout)))
     log(f"{name}: {len(items)} tests collected, {len(baseline)} failing unchanged ({base_s:.1f} s)")
     if baseline:
         report.notes.append(f"{name}: {len(baseline)} tests fail before any edit and are left out: "
@@ -258,6 +300,7 @@ def _one(name: str, src: Path, args, settings, store, cache: Path, report: Repor
     times, shares, may_shares, suite_s = [], [], [], []
     counts = {"failing": 0, "hit": 0, "edits_failing": 0}
     misses = []
+    per_edit: list[list] = []
     free: queue.Queue = queue.Queue()
     for ix in indexers:
         free.put(ix)
@@ -276,7 +319,12 @@ def _one(name: str, src: Path, args, settings, store, cache: Path, report: Repor
                     impact.refresh(ix)
                     result = impact.analyse(ix.graph, diff.from_git(wroot, "worktree"), ix.root_package)
                     took = time.perf_counter() - t
-                failing, secs, finished = run_suite(python, wroot, target, args.suite_timeout)
+                key = f"edit {rel}:{qual}:{line}"
+                got = suites.get(key)
+                failing, secs, finished = ((set(got[0]), got[1], got[2]) if got else
+                                           suites.put(key, run_suite(python, wroot, target, args.suite_timeout)))
+                if ALL_FAIL in failing:
+                    failing = set(items)
                 failing = {function_id(f) for f in failing - baseline} - {function_id(b) for b in baseline}
                 sel = {t["id"] for t in result["tests"]["selected"]}
                 may = {t["id"] for t in result["tests"]["may_be_affected"]}
@@ -305,6 +353,8 @@ def _one(name: str, src: Path, args, settings, store, cache: Path, report: Repor
                     counts["failing"] += len(failing)
                     counts["hit"] += len(failing) - len(missed)
                     misses.extend(rows)
+                    per_edit.append([f"{rel}:{qual}", len(failing), len(sel), len(failing) - len(missed),
+                                     f"{shares[-1]:.1%}", len(may & failing)])
                     if not finished:
                         report.notes.append(f"{name}: the suite ran out of time after editing {rel}:{qual}")
             finally:
@@ -338,6 +388,9 @@ def _one(name: str, src: Path, args, settings, store, cache: Path, report: Repor
             by_class[r[3]] = by_class.get(r[3], 0) + 1
         report.tables.append(Table(f"{name}: misses by class", ["class", "misses"],
                                    sorted(([k, v] for k, v in by_class.items()), key=lambda kv: -kv[1])))
+    report.tables.append(Table(f"{name}: per edit", ["edited", "failing tests", "selected", "failing and selected",
+                                                     "selected share", "failing, only in may be affected"],
+                               sorted(per_edit)))
     quiet = timing_pass(ix, chosen)
     report.tables.append(Table(f"{name}: `changes` alone (each edit again, no suite running, graph warm)",
                                ["edits", "p50 ms", "p95 ms", "max ms"],

@@ -1,4 +1,4 @@
-from orbit_lsp.cli import main
+from orbit_lsp.launch import main
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -26,6 +26,23 @@ if not CASES.exists():  # CI lays shared/ beside the clone
 _SESSION_DATA_DIR = Path(tempfile.mkdtemp(prefix="orbit-t-"))
 os.environ["ORBIT_DATA_DIR"] = str(_SESSION_DATA_DIR)
 os.environ.pop("ORBIT_FALKORDB_URL", None)
+# Query helpers (orbit_lsp.query_helper) that `orbit-lsp` processes of the tests start live in
+# the session's own directory, leave after a minute idle and are stopped at the end (data_dir).
+_SESSION_HELPER_DIR = _SESSION_DATA_DIR / "helpers"
+os.environ["ORBIT_HELPER_DIR"] = str(_SESSION_HELPER_DIR)
+os.environ["ORBIT_HELPER_IDLE_S"] = "60"
+os.environ.pop("ORBIT_NO_HELPER", None)
+
+
+def stop_query_helpers(folder: Path) -> None:
+    """Stop the query helpers whose pid files are in ``folder`` (SIGTERM, by pid)."""
+    import signal
+
+    for pid_file in folder.glob("q-*.pid"):
+        try:
+            os.kill(int(pid_file.read_text().strip()), signal.SIGTERM)
+        except (OSError, ValueError):
+            pass
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -33,6 +50,7 @@ def data_dir():
     """The session's data dir; autouse so its embedded FalkorDB (started on demand by tests or
     by the language servers they spawn) is always stopped at the end."""
     yield _SESSION_DATA_DIR
+    stop_query_helpers(_SESSION_HELPER_DIR)
     embedded.stop(_SESSION_DATA_DIR)
     shutil.rmtree(_SESSION_DATA_DIR, ignore_errors=True)
 

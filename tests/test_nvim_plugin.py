@@ -20,12 +20,16 @@ from orbit_lsp.edits.proposals import ProposalStore
 HERE = Path(__file__).parent
 REPO = HERE.parent
 NVIM = Path(sys.executable).parent / "nvim"
+RELEASE = ".orbit-test-release"
 
 
 def run_nvim(base: Path, root: Path, name: str, mode: str = "full") -> dict:
     """Run tests/nvim/run_plugin.lua in a headless Neovim on ``root``; what it recorded."""
     out = base / f"{name}.json"
-    env = {**os.environ, "ORBIT_NVIM_OUT": str(out), "ORBIT_NVIM_ROOT": str(root),
+    # the cold index waits for the script (which creates the file once it saw the lenses that
+    # the server answers meanwhile): see ``test_lenses_appear_by_themselves_cold_and_unchanged``
+    hold = {"ORBIT_TEST_HOLD_INDEX": RELEASE, "ORBIT_NVIM_RELEASE": str(root / RELEASE)} if mode == "full" else {}
+    env = {**os.environ, **hold, "ORBIT_NVIM_OUT": str(out), "ORBIT_NVIM_ROOT": str(root),
            "ORBIT_NVIM_PYTHON": sys.executable, "ORBIT_NVIM_MODE": mode,
            "ORBIT_MEMORY_GRAPH": f"orbit_memory_nvim_{base.name}",  # this test's memories only
            "XDG_STATE_HOME": str(base / "state"), "XDG_DATA_HOME": str(base / "data"),
@@ -143,7 +147,9 @@ def test_minimal_setup_starts_without_warnings(session):
 def test_lenses_appear_by_themselves_cold_and_unchanged(session):
     """No refresh by the user: the lenses come once the server has indexed (its
     workspace/codeLens/refresh, which the plugin handles), for a cold index and for an
-    unchanged one (second Neovim on the same folder)."""
+    unchanged one (second Neovim on the same folder). During the cold index (held until the
+    script saw lenses) the open file's lenses are there already and say "indexing…"."""
+    assert session["steps"]["lenses_while_indexing"] == {"file": "indexing…", "used": "indexing…"}
     expected = {"file": "2 dependents, 2 hops", "used": "1 caller"}
     assert session["steps"]["lenses_by_themselves"] == expected
     assert session["reopen"]["steps"]["lenses_by_themselves"] == expected

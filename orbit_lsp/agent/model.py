@@ -40,8 +40,6 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-import openai
-
 from orbit_lsp.config import Settings
 
 log = logging.getLogger("orbit_lsp.agent.model")
@@ -196,6 +194,8 @@ class ModelClient:
         self.max_wait = settings.agent_max_wait_s
         key = settings.agent_api_key.get_secret_value() if settings.agent_api_key else ""
         self._key = key
+        import openai  # here, not at the top: it takes 0.3-0.6 s, and a language server starts without a model
+
         self._client = openai.OpenAI(api_key=key or PLACEHOLDER_KEY, base_url=self.base_url,
                                      max_retries=0, timeout=self.request_timeout)
         self.clock = clock
@@ -228,6 +228,8 @@ class ModelClient:
         by which the question must be done (bounds each request's timeout and any rate-limit
         wait). ``audit(kind, **details)`` receives one ``"model_call"`` record per request (default:
         the client's ``audit``). Raises ``RateLimited``, ``ModelError``, ``Cancelled``."""
+        import openai  # loaded by __init__ already
+
         audit = audit or self.audit
         attempts: list[dict] = []
         errors: list[str] = []

@@ -347,7 +347,7 @@ class Toolbox:
                 "tests_to_run": self._list([{"id": t["id"], "reason": t["reason"]} for t in tests["selected"]]),
                 "run": tests["commands"]["pytest"], "js_test_files": tests["commands"]["js_files"],
                 "tests_that_may_be_affected": self._list([t["id"] for t in tests["may_be_affected"]]),
-                "removed_tests": tests["removed"], "notes": r["notes"]}
+                "removed_tests": tests["removed"], "comment_only_files": r["comment_only"], "notes": r["notes"]}
         return ToolResult(data, r["cypher"], len(r["symbols"]))
 
     def t_recall(self, args: dict) -> ToolResult:

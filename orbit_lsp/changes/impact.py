@@ -10,10 +10,14 @@ layer.
 
 from __future__ import annotations
 
+import ast
 import re
 import time
 from dataclasses import dataclass
 
+from orbit_lsp.changes.broken import Broken, removed_names
+from orbit_lsp.changes.broken import find as find_broken
+from orbit_lsp.changes import refs
 from orbit_lsp.changes.diff import Change
 from orbit_lsp.changes.selection import TestIndex, commands, is_test_support
 from orbit_lsp.changes.symbols import symbol_changes
@@ -37,6 +41,80 @@ class Options:
     tests: bool = True
 
 
+CALLERS_CYPHER = ("UNWIND $frontier AS t MATCH (c:Symbol)-[e:CALLS]->(s:Symbol {qual: t[1]}) WHERE s.file = t[0] "
+                  "RETURN c.qual, c.name, c.kind, c.file, c.line, c.end_line, c.col, c.unresolved_calls, "
+                  "s.qual, e.lines, e.resolved, s.file")
+
+
+class _Rows:
+    def __init__(self, rows):
+        self.rows = rows
+
+
+def _callers_of_all(graph: Graph, targets: list[dict], depth: int, ans: queries.Answer) -> _Rows:
+    """``queries.callers_of_all`` (transitive callers with their fewest hops, the targets never
+    listed; rows: symbol dict + depth, via, lines, resolved) without the constructor edges that
+    cannot run: ``K()`` runs the ``__init__`` of ``K``'s MRO, never the ``__init__`` of a
+    subclass of ``K`` (``CALLS {resolved: 'init'}`` from a caller to ``X.__init__`` is skipped
+    when every line of it constructs only strict base classes of ``X``)."""
+    if not targets or depth <= 0:
+        return _Rows([])
+    seen = {(t["file"], t["qual"]) for t in targets}
+    frontier = sorted([f, q] for f, q in seen)
+    out: list[dict] = []
+    bases: dict[tuple[str, str], set[tuple[str, str]]] = {}
+    for d in range(1, depth + 1):
+        if not frontier:
+            break
+        rows = sorted(ans.run(graph, CALLERS_CYPHER, {"frontier": frontier}), key=lambda r: (r[3], r[4], r[0]))
+        impossible = impossible_inits(graph, ans, [(r[3], r[0], r[11], r[8], r[9]) for r in rows
+                                                  if r[10] == "init" and (r[3], r[0]) not in seen], bases)
+        nxt = []
+        for r in rows:
+            key = (r[3], r[0])
+            if key in seen or (r[3], r[0], r[8]) in impossible:
+                continue
+            seen.add(key)
+            row = queries._sym(r[:8])
+            row.update({"depth": d, "via": r[8], "lines": r[9], "resolved": r[10]})
+            out.append(row)
+            nxt.append([r[3], r[0]])
+        frontier = nxt
+    return _Rows(out)
+
+
+def impossible_inits(graph: Graph, ans: queries.Answer, edges: list[tuple], bases: dict | None = None) -> set[tuple]:
+    """Of constructor edges ``(caller file, caller qual, __init__ file, __init__ qual, lines)``
+    (``CALLS {resolved: 'init'}``), those that cannot run: every line of them constructs only
+    strict base classes of the ``__init__``'s class (``K()`` never runs a subclass's
+    ``__init__``). Returns {(caller file, caller qual, __init__ qual)}. ``bases`` caches the
+    base classes read, per class."""
+    bases = {} if bases is None else bases
+    if not edges:
+        return set()
+    made: dict[tuple[str, str], dict[int, set[tuple[str, str]]]] = {}
+    for cf, cq, kf, kq, lines in ans.run(
+            graph, "UNWIND $c AS c MATCH (s:Symbol {qual: c[1]})-[e:CALLS]->(k:Symbol) WHERE s.file = c[0] "
+                   "AND k.kind = 'class' RETURN c[0], c[1], k.file, k.qual, e.lines",
+            {"c": sorted({(e[0], e[1]) for e in edges})}):
+        for ln in lines or ():
+            made.setdefault((cf, cq), {}).setdefault(ln, set()).add((kf, kq))
+    classes = sorted({(e[2], e[3].rpartition(".")[0]) for e in edges} - set(bases))
+    if classes:
+        for xf, xq, bs in ans.run(graph, "UNWIND $x AS x MATCH (k:Symbol {qual: x[1]}) WHERE k.file = x[0] "
+                                         "OPTIONAL MATCH (k)-[:INHERITS*1..8]->(b:Symbol) "
+                                         "RETURN x[0], x[1], collect(DISTINCT [b.file, b.qual])",
+                                  {"x": [list(c) for c in classes]}):
+            bases[(xf, xq)] = {(b[0], b[1]) for b in bs if b and b[0] is not None}
+    out = set()
+    for cf, cq, xf, xq, lines in edges:
+        per_line = made.get((cf, cq), {})
+        cls = (xf, xq.rpartition(".")[0])
+        if lines and all(per_line.get(ln) and per_line[ln] <= bases.get(cls, set()) for ln in lines):
+            out.add((cf, cq, xq))
+    return out
+
+
 def refresh(ix) -> dict:
     """Bring the graph of indexer ``ix`` up to date with the workspace on disk (only files whose
     content changed are parsed). Returns {"mode", "parsed", "seconds"}."""
@@ -55,6 +133,52 @@ def in_file_qual(file: str, full: str, root_package: str) -> str:
     return full
 
 
+def run_time_dependents(imports: ImportGraph, path: str, max_hops: int) -> dict[str, int]:
+    """``imports.dependents(path, max_hops)`` as Python imports at run time: importing
+    ``pkg.mod`` runs ``pkg/__init__.py`` first, so when a package's ``__init__.py`` is a dependent
+    (at h hops), every module of that package is one too (at h hops: importing any of them runs
+    it), and so are their own importers; when ``path`` is a package's ``__init__.py``, its
+    modules are dependents at 1 hop. ``{path: fewest hops}``, never ``path`` itself."""
+    under = getattr(imports, "_modules_under", None)
+    if under is None:
+        files = set(imports.importers) | {f for srcs in imports.importers.values() for f in srcs}
+        under = {}
+        for f in files:
+            d = f.rpartition("/")[0]
+            while True:
+                under.setdefault(d, []).append(f)
+                if not d:
+                    break
+                d = d.rpartition("/")[0]
+        imports._modules_under = under
+    hops = {path: 0}
+    frontier = [path]
+    for hop in range(1, max_hops + 1):
+        found = []
+        if hop == 1 and path.endswith("/__init__.py"):  # importing any module of the package runs it
+            found = [m for m in under.get(path.rpartition("/")[0], ()) if m != path and m.endswith(".py")]
+            hops.update((m, 1) for m in found)
+        for f in frontier:
+            for d in imports.importers.get(f, ()):
+                if d not in hops:
+                    hops[d] = hop
+                    found.append(d)
+        k = 0
+        while k < len(found):  # a package's __init__ reached: its modules too, at the same hop
+            f = found[k]
+            k += 1
+            if f.endswith("/__init__.py"):
+                for m in under.get(f.rpartition("/")[0], ()):
+                    if m not in hops and m.endswith(".py"):
+                        hops[m] = hop
+                        found.append(m)
+        if not found:
+            break
+        frontier = found
+    hops.pop(path, None)
+    return hops
+
+
 def _public(row: dict) -> bool:
     return row["kind"] != "module" and not row["name"].startswith("_") and not is_test_support(row["file"])
 
@@ -63,7 +187,8 @@ def analyse(graph: Graph, change: Change, root_package: str = "", options: Optio
     """The impact of ``change``.
 
     Returns {"change": {"mode", "description", "base"}, "files": [...], "symbols": [...],
-    "hunks": [...] (see ``symbols.SymbolChanges``), "callers": [symbol dict + "depth", "via",
+    "hunks": [...] (see ``symbols.SymbolChanges``), "comment_only": [path] (Python files whose
+    change is only comments, blank lines or spacing: no code change, not in "files"), "callers": [symbol dict + "depth", "via",
     "reaches"] (bound CALLS, 1..depth hops), "dependents": [{"path", "hops", "of"}] (IMPORTS,
     1..depth hops), "may_be_affected": [symbol dict + "depth", "names", "reaches"] (reached only
     through unbound call sites using a changed name), "tests": {"selected": [...],
@@ -87,19 +212,32 @@ def analyse(graph: Graph, change: Change, root_package: str = "", options: Optio
             notes.append(f"{len(stale)} changed symbol(s) are not in the graph yet (unsaved, or not indexed): "
                          + ", ".join(t["qual"] for t in stale[:5]) + (" …" if len(stale) > 5 else ""))
     far = max(opts.depth, opts.test_depth if opts.tests else 0)
-    walk = queries.callers_of_all(graph, targets, far, ans).rows
+    walk = _callers_of_all(graph, targets, far, ans).rows
     origin = {t["qual"]: t["qual"] for t in targets}
     for r in walk:  # rows come by depth: a row's via was reached before it
         r["reaches"] = origin.get(r["via"], r["via"])
         origin.setdefault(r["qual"], r["reaches"])
-    walk = _through_implicit_calls(graph, ans, change, live, walk, far)
+    # code that still uses a name the change takes away: it fails when it runs (ImportError,
+    # NameError); its functions are callers at 1 hop, its modules fail at import (below)
+    gone = {module_name(f["old_path"], root_package): f["old_path"] for f in sc.files
+            if f["status"] in ("removed", "renamed") and f["lang"] == "python" and f["old_path"]}
+    unresolved_imports = None
+    taken = removed_names(change, sc.files)
+    if gone or taken:
+        unresolved_imports = ans.run(graph, "MATCH (f:File) WHERE f.unresolved_imports IS NOT NULL "
+                                            "RETURN f.path, f.unresolved_imports ORDER BY f.path")
+    broken = find_broken(graph, ans, change, sc.files, root_package, unresolved_imports, taken)
+    notes += broken.notes
+    walk = _with_broken_functions(graph, ans, broken, walk, far, root_package)
+    walk = _through_implicit_calls(graph, ans, change, live, walk, far, root_package)
+    imports = ImportGraph.load(graph)
+    ans.cypher += imports.cypher
+    walk = _through_references(graph, ans, change, imports, live, walk, far, root_package)
     bound = {(r["file"], r["qual"]) for r in walk} | {(t["file"], t["qual"]) for t in targets}
     callers = [r for r in walk if r["depth"] <= opts.depth]
 
     # files: every changed file's dependents; module-level changes and added/removed/renamed
     # files are changes *of the file* (tests that import them are selected)
-    imports = ImportGraph.load(graph)
-    ans.cypher += imports.cypher
     file_level: set[str] = {s["file"] for s in live if s["kind"] == "module"}
     file_level |= {f["path"] for f in sc.files if f["status"] in ("added", "renamed") and f["lang"]}
     file_level |= {f["path"] for f in sc.files if f["lang"] and f["parse_error"]}
@@ -108,38 +246,49 @@ def analyse(graph: Graph, change: Change, root_package: str = "", options: Optio
     for f in sc.files:
         if f["status"] == "removed":
             continue
-        for path, hops in imports.dependents(f["path"], far).items():
+        for path, hops in run_time_dependents(imports, f["path"], far).items():
             if hops <= opts.depth and (path not in dep_hops or hops < dep_hops[path][0]):
                 dep_hops[path] = (hops, f["path"])
             if f["path"] in file_level and is_test_support(path):
                 if path not in test_imports or hops < test_imports[path][0]:
                     test_imports[path] = (hops, f["path"], f"imports {f['path']} ({hops} hop{'s' * (hops > 1)})")
-    # files that still import a module the change removed or moved away (now unresolved)
-    gone = {module_name(f["old_path"], root_package): f["old_path"] for f in sc.files
-            if f["status"] in ("removed", "renamed") and f["lang"] == "python" and f["old_path"]}
+    # files that fail at import now: they still import a module the change removed or moved
+    # away (now unresolved), or a name it took away from a module; their importers fail too
+    failing: dict[str, tuple[str, str]] = {}  # path -> (what it still uses, how)
     if gone:
-        rows = ans.run(graph, "MATCH (f:File) WHERE f.unresolved_imports IS NOT NULL "
-                              "RETURN f.path, f.unresolved_imports ORDER BY f.path")
-        for path, items in rows:
+        for path, items in unresolved_imports or ():
             hit = next((gone[m] for item in items or () for m in gone
                         if (mod := str(item).partition(":")[2]) == m or mod.startswith(m + ".")), None)
-            if hit is None:
-                continue
-            notes.append(f"{path} still imports {hit}, which the change removes or moves")
-            reach = {path: 0, **imports.dependents(path, far - 1)}
-            for dep, h in reach.items():
-                hops = h + 1
-                if hops <= opts.depth and (dep not in dep_hops or hops < dep_hops[dep][0]):
-                    dep_hops[dep] = (hops, hit)
-                if is_test_support(dep) and (dep not in test_imports or hops < test_imports[dep][0]):
-                    test_imports[dep] = (hops, hit, f"imports {hit}, removed or moved ({hops} hop{'s' * (hops > 1)})")
+            if hit is not None:
+                notes.append(f"{path} still imports {hit}, which the change removes or moves")
+                failing.setdefault(path, (hit, f"imports {hit}, removed or moved"))
+    for path, (name, mod_path, _line, error) in broken.files.items():
+        failing.setdefault(path, (mod_path, f"uses {name} of {mod_path}, removed ({error} at import)"))
+    if any(p.endswith("__init__.py") for p in failing):  # a package that fails fails every module in it
+        all_files = [r[0] for r in ans.run(graph, "MATCH (f:File) RETURN f.path")]
+        for path, what in list(failing.items()):
+            if path.endswith("__init__.py"):
+                pkg = path[: -len("__init__.py")]
+                for f in all_files:
+                    if f.startswith(pkg) and f != path and f.endswith(".py"):
+                        failing.setdefault(f, (what[0], f"in package {pkg.rstrip('/')}, whose __init__.py fails: "
+                                                        + what[1]))
+    for path, (hit, how) in sorted(failing.items()):
+        reach = {path: 0, **run_time_dependents(imports, path, far - 1)}
+        for dep, h in reach.items():
+            hops = h + 1
+            if hops <= opts.depth and (dep not in dep_hops or hops < dep_hops[dep][0]):
+                dep_hops[dep] = (hops, hit)
+            if is_test_support(dep) and (dep not in test_imports or hops < test_imports[dep][0]):
+                via = how if dep == path else f"imports {path}, which {how}"
+                test_imports[dep] = (hops, hit, f"{via} ({hops} hop{'s' * (hops > 1)})")
     # module-level code that reaches the change runs when its module is imported: the test
     # files importing that module (directly or not) run it at collection (not when that code
     # only makes an instance whose changed method runs later: ``cli = FlaskGroup()``)
     for r in walk:
         if r["kind"] != "module" or is_test_support(r["file"]) or r["depth"] >= far or r.get("instance_only"):
             continue
-        for path, hops in imports.dependents(r["file"], far).items():
+        for path, hops in run_time_dependents(imports, r["file"], far).items():
             d = r["depth"] + hops
             if is_test_support(path) and (path not in test_imports or d < test_imports[path][0]):
                 test_imports[path] = (d, r["reaches"], f"imports {r['file']} ({hops} hop{'s' * (hops > 1)}), whose "
@@ -152,11 +301,12 @@ def analyse(graph: Graph, change: Change, root_package: str = "", options: Optio
     names = {s["name"] for s in sc.symbols if s["kind"] != "module"}
     names |= {s["old_qual"].rpartition(".")[2].rpartition("#")[2] for s in sc.symbols
               if s["status"] == "renamed" and s.get("old_qual")}
+    names |= {r["name"] for r in walk if r.get("resolved") == "removed name"}  # they fail as if changed
     unbound = [r for r in queries.unbound_users(graph, sorted(names), ans).rows if (r["file"], r["qual"]) not in bound]
     may_names = {(r["file"], r["qual"]): r["names"] for r in unbound}
     for r in unbound:
         r["depth"], r["reaches"] = 1, " | ".join(r["names"])
-    may_walk = queries.callers_of_all(graph, [{"file": r["file"], "qual": r["qual"]} for r in unbound],
+    may_walk = _callers_of_all(graph, [{"file": r["file"], "qual": r["qual"]} for r in unbound],
                                       far - 1, ans).rows if unbound and far > 1 else []
     may_origin = {r["qual"]: r["reaches"] for r in unbound}
     may_rows = list(unbound)
@@ -166,7 +316,7 @@ def analyse(graph: Graph, change: Change, root_package: str = "", options: Optio
         may_origin.setdefault(r["qual"], r["reaches"])
         may_rows.append(r)
     if may_rows:  # special methods, properties and closures on the way, as for the bound walk
-        may_rows = _through_implicit_calls(graph, ans, change, [], may_rows, far)
+        may_rows = _through_implicit_calls(graph, ans, change, [], may_rows, far, root_package)
     may_rows = [r for r in may_rows if (r["file"], r["qual"]) not in bound]
     may_affected = [dict(r, names=may_names.get((r["file"], r["qual"]), [])) for r in may_rows
                     if r["depth"] <= opts.depth]
@@ -176,7 +326,7 @@ def analyse(graph: Graph, change: Change, root_package: str = "", options: Optio
         tests = _tests(graph, ans, change, sc, root_package, targets, walk, may_rows, test_imports, opts)
 
     totals = {
-        "files": len(sc.files), "symbols": len(sc.symbols),
+        "files": len(sc.files), "symbols": len(sc.symbols), "comment_only": len(sc.comment_only),
         "callers": len(callers), "dependents": len(dependents), "may_be_affected": len(may_affected),
         "public": len({(r["file"], r["qual"]) for r in callers + live if _public(r)}),
         "tests": len(tests["selected"]), "tests_may_be_affected": len(tests["may_be_affected"]),
@@ -184,10 +334,246 @@ def analyse(graph: Graph, change: Change, root_package: str = "", options: Optio
     }
     return {"change": {"mode": change.mode, "description": change.description, "base": change.base},
             "options": {"depth": opts.depth, "test_depth": opts.test_depth, "tests": opts.tests},
-            "files": sc.files, "symbols": sc.symbols, "hunks": sc.hunks,
+            "files": sc.files, "comment_only": sc.comment_only, "symbols": sc.symbols, "hunks": sc.hunks,
             "callers": callers, "dependents": dependents, "may_be_affected": may_affected,
             "tests": tests, "totals": totals, "notes": notes + ans.notes, "cypher": ans.cypher,
             "seconds": round(time.perf_counter() - t0, 3)}
+
+
+def _with_broken_functions(graph: Graph, ans: queries.Answer, broken: Broken, walk: list[dict], far: int,
+                           root_package: str) -> list[dict]:
+    """``walk`` with the functions that fail when they run (they use a name the change took
+    away) at 1 hop, and their callers."""
+    if not broken.functions:
+        return walk
+    rows = ans.run(graph, f"UNWIND $t AS t MATCH (s:Symbol {{qual: t[1]}}) WHERE s.file = t[0] "
+                          f"RETURN {queries.SYMBOL_FIELDS}", {"t": sorted([b["file"], b["qual"]] for b in broken.functions)})
+    why = {(b["file"], b["qual"]): b for b in broken.functions}
+    known = {(r["file"], r["qual"]): r for r in walk}
+    starts = []
+    for r in rows:
+        sym = queries._sym(r)
+        b = why[(sym["file"], sym["qual"])]
+        old = full_qual(b["module"], b["name"], root_package)
+        row = dict(sym, depth=1, via=old, lines=[b["line"]], resolved="removed name", reaches=old)
+        key = (sym["file"], sym["qual"])
+        if key not in known or known[key]["depth"] > 1:
+            known[key] = row
+            starts.append(row)
+    if starts and far > 1:
+        origin = {r["qual"]: r["reaches"] for r in starts}
+        for r in _callers_of_all(graph, [{"file": s["file"], "qual": s["qual"]} for s in starts], far - 1, ans).rows:
+            r["depth"] += 1
+            r["reaches"] = origin.get(r["via"], r["via"])
+            origin.setdefault(r["qual"], r["reaches"])
+            key = (r["file"], r["qual"])
+            if key not in known or r["depth"] < known[key]["depth"]:
+                known[key] = r
+    return sorted(known.values(), key=lambda r: (r["depth"], r["file"], r["line"] or 0, r["qual"]))
+
+
+REFERENCE_DEPTH = 2  # functions reached within this many hops are looked up as values too
+
+
+def _through_references(graph: Graph, ans: queries.Answer, change: Change, imports: ImportGraph, live: list[dict],
+                        walk: list[dict], far: int, root_package: str) -> list[dict]:
+    """``walk`` with the scopes that reference a changed function or method, or one reached
+    within ``REFERENCE_DEPTH`` hops, as a value (``refs.referrers``): each is a caller one hop
+    above the function (``"resolved": "reference"``): a function or method is walked from as
+    any caller; a class body stands for its class (the places making instances are walked,
+    and module-level code that only makes one is marked ``instance_only``). Module-level code
+    reached this way only hands the value out when its module is imported (``cli =
+    FlaskGroup()`` registers ``routes_command``): the function runs when that value is used,
+    later, so it is marked ``instance_only`` too and does not select the module's importers."""
+    syms = [dict(s, depth=0, reaches=s["qual"]) for s in live if s["kind"] in ("function", "method")]
+    syms += [r for r in walk if r["kind"] in ("function", "method") and r["depth"] <= REFERENCE_DEPTH
+             and not is_test_support(r["file"])]
+    syms = [s for s in syms if not is_test_support(s["file"])]
+    if not syms:
+        return walk
+    syms.sort(key=lambda s: s["depth"])  # nearest first: the read budget goes to them
+    by_key = {}
+    for s in syms:
+        if (s["file"], s["qual"]) not in by_key or s["depth"] < by_key[(s["file"], s["qual"])]["depth"]:
+            by_key[(s["file"], s["qual"])] = s
+    found = refs.referrers(graph, ans, change.new_bytes, imports.importers, list(by_key.values()), root_package)
+    known = {(r["file"], r["qual"]): r for r in walk}
+    changed = {(s["file"], s["qual"]) for s in live}
+    new_rows = []
+    for r in found:
+        key = (r["file"], r["qual"])
+        src = next(s for s in by_key.values() if s["qual"] == r["of"])
+        depth = src["depth"] + 1
+        if key in changed or depth > far or (key in known and known[key]["depth"] <= depth):
+            continue
+        row = {k: r[k] for k in queries._SYMBOL_KEYS}
+        row.update(depth=depth, via=r["of"], lines=[r["ref_line"]], resolved="reference", reaches=src["reaches"])
+        known[key] = row
+        new_rows.append(row)
+    if not new_rows:
+        return walk
+    by_depth: dict[int, list[dict]] = {}
+    for r in new_rows:
+        if r["kind"] != "module":
+            by_depth.setdefault(r["depth"], []).append(r)
+    found_rows = []
+    for depth, starts in sorted(by_depth.items()):
+        origin = {s["qual"]: s["reaches"] for s in starts}
+        classes = {s["qual"] for s in starts if s["kind"] == "class"}
+        for r in _callers_of_all(graph, [{"file": s["file"], "qual": s["qual"]} for s in starts],
+                                        far - depth, ans).rows:
+            r["depth"] += depth
+            r["reaches"] = origin.get(r["via"], r["via"])
+            origin.setdefault(r["qual"], r["reaches"])
+            if r["kind"] == "module" and r["via"] in classes:
+                r["instance_only"] = True  # makes an instance at import; the value is used later
+            key = (r["file"], r["qual"])
+            if key not in known or r["depth"] < known[key]["depth"]:
+                known[key] = r
+                found_rows.append(r)
+    more = _through_implicit_calls(graph, ans, change, [], new_rows + found_rows, far, root_package)
+    first = {(r["file"], r["qual"]) for r in walk}
+    for r in more:
+        key = (r["file"], r["qual"])
+        if key in first:
+            continue  # reached without a reference: as found then
+        if r["kind"] == "module":
+            r["instance_only"] = True  # only hands the value out at import: it runs when used later
+        if key not in known or r["depth"] < known[key]["depth"]:
+            known[key] = r
+    return sorted(known.values(), key=lambda r: (r["depth"], r["file"], r["line"] or 0, r["qual"]))
+
+
+# bases whose own code calls no method a subclass defines (builtins, typing, abc): not "library"
+INERT_BASES = frozenset({
+    "object", "ABC", "ABCMeta", "Generic", "Protocol", "NamedTuple", "TypedDict", "Enum", "IntEnum", "Flag",
+    "IntFlag", "str", "int", "float", "bytes", "bool", "dict", "list", "tuple", "set", "frozenset", "type",
+    "BaseException", "Exception", "ArithmeticError", "AssertionError", "AttributeError", "EnvironmentError",
+    "IOError", "ImportError", "IndexError", "KeyError", "LookupError", "NotImplementedError", "OSError",
+    "RuntimeError", "TypeError", "ValueError", "UnicodeError", "Warning", "UserWarning", "DeprecationWarning",
+    "RuntimeWarning"})
+
+
+def library_classes(graph: Graph, ans: queries.Answer, read, classes: set[tuple[str, str]],
+                    cache: dict | None = None, root_package: str = "") -> dict[tuple[str, str], frozenset[str]]:
+    """Of ``classes`` ((file, graph qual)), those deriving, themselves or through workspace
+    bases (``INHERITS``), from a standard-library class whose code may call their methods
+    (``http.cookiejar.CookieJar``, ``collections.abc.MutableMapping``, ``json.JSONEncoder``;
+    not builtins, ``typing``, ``abc``: ``INERT_BASES``), each with the names that library
+    class defines (a method of the workspace class by one of those names overrides it: the
+    library's own code may call it on instances). A base is found from the source: its name
+    imported from a standard-library module, directly or re-exported by a workspace module
+    (``from .compat import cookielib``). Bases from other packages are not known (their
+    members cannot be read without importing them): not counted. ``read`` gives a file's
+    bytes; ``cache`` keeps answers per class."""
+    cache = {} if cache is None else cache
+    todo = sorted(c for c in classes if c not in cache and c[1])
+    if todo:
+        rows = ans.run(graph, "UNWIND $c AS c MATCH (k:Symbol {qual: c[1]}) WHERE k.file = c[0] AND k.kind = 'class' "
+                              "MATCH (k)-[:INHERITS*0..8]->(a:Symbol) OPTIONAL MATCH (a)-[:INHERITS]->(b:Symbol) "
+                              "RETURN c[0], c[1], a.file, a.qual, collect(b.name)", {"c": [list(c) for c in todo]})
+        ancestors: dict[tuple[str, str], list[tuple[str, str, set[str]]]] = {}
+        for cf, cq, af, aq, bases in rows:
+            ancestors.setdefault((cf, cq), []).append((af, aq, set(bases)))
+        for c in todo:
+            names: set[str] = set()
+            for af, aq, bases in ancestors.get(c, []):
+                names |= _library_names(read, af, aq, bases, root_package)
+            cache[c] = frozenset(names)
+    return {c: cache[c] for c in classes if cache.get(c)}
+
+
+def _class_node(tree, file: str, qual: str, root_package: str):
+    from orbit_lsp.index.resolve import module_name
+
+    mod = module_name(file, root_package)
+    local = qual[len(mod) + 1:] if mod and qual.startswith(mod + ".") else qual
+    body, node = tree.body, None
+    for part in local.split("."):
+        node = next((n for n in body if isinstance(n, ast.ClassDef) and n.name == part), None)
+        if node is None:
+            return None
+        body = node.body
+    return node
+
+
+def _imported_as(tree, name: str, file: str, root_package: str) -> str | None:
+    """The dotted name a module's top-level import binds ``name`` to (``from http import
+    cookiejar as cookielib`` -> "http.cookiejar"), relative imports made absolute."""
+    from orbit_lsp.changes.broken import _module_of_import
+
+    for n in tree.body:
+        if isinstance(n, ast.Import):
+            for a in n.names:
+                if (a.asname or a.name.split(".")[0]) == name:
+                    return a.name if a.asname else a.name.split(".")[0]
+        elif isinstance(n, ast.ImportFrom):
+            for a in n.names:
+                if (a.asname or a.name) == name:
+                    return f"{_module_of_import(n, file, root_package)}.{a.name}"
+    return None
+
+
+def _stdlib_class(dotted: str):
+    import importlib
+    import sys
+
+    parts = dotted.split(".")
+    if parts[0] not in sys.stdlib_module_names:
+        return None
+    for k in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:k]))
+        except Exception:  # noqa: BLE001 - any failure: not a class we can read
+            continue
+        for attr in parts[k:]:
+            obj = getattr(obj, attr, None)
+        return obj if isinstance(obj, type) else None
+    return None
+
+
+def _library_names(read, file: str, qual: str, workspace_bases: set[str], root_package: str) -> set[str]:
+    from orbit_lsp.changes.broken import parse_cached
+    from orbit_lsp.index.resolve import module_name
+
+    if not file.endswith(".py"):
+        return set()
+    tree = parse_cached(read(file))
+    node = _class_node(tree, file, qual, root_package) if tree is not None else None
+    if node is None:
+        return set()
+    names: set[str] = set()
+    for b in node.bases:
+        expr = b.value if isinstance(b, ast.Subscript) else b
+        chain = []
+        while isinstance(expr, ast.Attribute):
+            chain.append(expr.attr)
+            expr = expr.value
+        if not isinstance(expr, ast.Name):
+            continue
+        last = chain[0] if chain else expr.id
+        if last in workspace_bases or last in INERT_BASES:
+            continue
+        dotted = _imported_as(tree, expr.id, file, root_package)
+        if dotted is None:
+            continue
+        # re-exported by a workspace module (``from .compat import cookielib``): follow it once
+        mod, _, attr = dotted.rpartition(".")
+        for path in () if not mod else (mod.replace(".", "/") + ".py", "src/" + mod.replace(".", "/") + ".py",
+                     mod.replace(".", "/") + "/__init__.py", "src/" + mod.replace(".", "/") + "/__init__.py"):
+            if module_name(path, root_package) != mod:
+                continue
+            data = read(path)
+            sub = parse_cached(data) if data is not None else None
+            if sub is not None:
+                again = _imported_as(sub, attr, path, root_package)
+                if again is not None:
+                    dotted = again
+                break
+        cls = _stdlib_class(".".join([dotted, *reversed(chain)]))
+        if cls is not None:
+            names |= {n for n in dir(cls) if not (n.startswith("__") and n.endswith("__"))} - set(dir(object))
+    return names
 
 
 IMPLICIT_ROUNDS = 3
@@ -223,7 +609,7 @@ def decorated_as_property(lines: list[str], line: int) -> bool:
 
 
 def _through_implicit_calls(graph: Graph, ans: queries.Answer, change: Change, live: list[dict],
-                            walk: list[dict], far: int) -> list[dict]:
+                            walk: list[dict], far: int, root_package: str = "") -> list[dict]:
     """The walk continued past functions called without a call expression the graph could
     bind:
 
@@ -245,6 +631,7 @@ def _through_implicit_calls(graph: Graph, ans: queries.Answer, change: Change, l
     get "via" the class or function and "reaches" what the method reaches; enclosing functions
     are listed as rows themselves."""
     lines_cache: dict = {}
+    lib_cache: dict = {}
     known = {(r["file"], r["qual"]): r for r in walk}
     seen_classes: set[tuple[str, str]] = set()
     seen_outer: set[tuple[str, str]] = set()
@@ -278,6 +665,14 @@ def _through_implicit_calls(graph: Graph, ans: queries.Answer, change: Change, l
                                   "OPTIONAL MATCH (c:Symbol)-[:CALLS]->(s) WITH s, count(c) AS n WHERE n = 0 "
                                   "OPTIONAL MATCH (u:Symbol) WHERE s.name IN u.unresolved_names AND u <> s "
                                   "WITH s, count(u) AS m WHERE m = 0 RETURN s.file, s.qual", {"m": sorted([f, q] for f, q in uncalled)})
+            rows = [tuple(r) for r in rows]
+            # methods overriding a method of a standard-library base class (``CookieJar``,
+            # ``MutableMapping``, ``JSONEncoder``): the library's own code may call them on
+            # instances (``Mapping.__eq__`` calls ``items``), whoever else calls them
+            library = library_classes(graph, ans, change.new_bytes, {uncalled[k][0] for k in uncalled}, lib_cache,
+                                      root_package)
+            rows += [k for k in uncalled if k[1].rpartition(".")[2] in library.get(uncalled[k][0], ())
+                     and k not in set(rows)]
             for f, q in rows:
                 parent, depth, reaches = uncalled[(f, q)]
                 if parent not in starts or depth < starts[parent][0]:
@@ -313,7 +708,7 @@ def _through_implicit_calls(graph: Graph, ans: queries.Answer, change: Change, l
         frontier = []
         for depth, classes in sorted(by_depth.items()):
             reach_of = {c["qual"]: c["reaches"] for c in classes}
-            found = queries.callers_of_all(graph, classes, far - depth, ans).rows
+            found = _callers_of_all(graph, classes, far - depth, ans).rows
             origin = dict(reach_of)
             for r in found:
                 r["depth"] += depth  # the class stands for the method: no hop between them

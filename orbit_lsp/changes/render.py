@@ -45,6 +45,9 @@ def text(result: dict, cap: int = LIST_CAP, cypher: bool = True) -> str:
         if f["status"] != "modified":
             was = f" (from {f['old_path']})" if f["status"] == "renamed" else ""
             out.append(f"  file {f['status']}: {f['path']}{was}")
+    if result.get("comment_only"):
+        out.append(f"Comment-only changes (no code change): {_plural(len(result['comment_only']), 'file')}: "
+                   + ", ".join(result["comment_only"][:cap]) + (" …" if len(result["comment_only"]) > cap else ""))
     if result["symbols"]:
         out.append("")
         out.append("Changed symbols:")
@@ -148,7 +151,9 @@ def markdown(result: dict, cap: int = LIST_CAP, diagram_cap: int = DIAGRAM_CAP) 
            f"{opts['depth']} hops ({t['public']} public), **{_plural(t['dependents'], 'dependent file')}**, "
            f"**{t['tests']} tests selected**" + (f" of {result['tests']['total']}" if result["tests"].get("total") else "")
            + f"; {t['may_be_affected']} symbols and {t['tests_may_be_affected']} tests *may* be affected "
-           "(unbound calls).", ""]
+           "(unbound calls)." + (f" Comment-only changes (no code change): "
+                                 f"{_plural(len(result['comment_only']), 'file')}." if result.get("comment_only") else ""),
+           ""]
     if result["symbols"]:
         out += ["```mermaid", mermaid(result, diagram_cap), "```", ""]
         out += ["| Change | Symbol | Kind | Where |", "|---|---|---|---|"]

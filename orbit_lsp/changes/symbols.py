@@ -5,7 +5,8 @@ renamed.
 Symbols are what the indexer extracts (``languages.parse_file``: Python's ``ast``, tree-sitter
 for JS/TS): modules, classes, functions and methods (variables are statements of their module or
 class). A line that belongs to no function or method counts as a change of its class (class
-body) or module (imports, module-level statements). Decorator lines belong to what they
+body) or module (imports, module-level statements). A lambda's lines belong to the function around it (its name holds its line number, so a
+line added above it would otherwise rename it). Decorator lines belong to what they
 decorate. Blank lines never count.
 
 Identity is the workspace-wide qualified name (``resolve.full_qual``: ``pkg.mod.Class.method``,
@@ -14,13 +15,19 @@ Identity is the workspace-wide qualified name (``resolve.full_qual``: ``pkg.mod.
 
 from __future__ import annotations
 
+import ast
 import difflib
+import hashlib
+import io
+import tokenize
 from dataclasses import dataclass, field
 
+from orbit_lsp.changes.broken import parse_cached
 from orbit_lsp.changes.diff import Change, FileDiff
 from orbit_lsp.index.languages import PARSED_LANGS, parse_file
 from orbit_lsp.index.resolve import full_qual
 from orbit_lsp.index.walk import LANGS
+from orbit_lsp.lru import LRU
 
 SPAN_KINDS = frozenset({"module", "class", "function", "method"})
 RENAME_MIN_RATIO = 0.6  # body similarity above which a removed and an added symbol are one renamed
@@ -63,7 +70,10 @@ class Version:
         return best
 
     def by_qual(self) -> dict[str, Sym]:
-        return {s.qual: s for s in self.symbols or ()}
+        out: dict[str, Sym] = {}
+        for s in self.symbols or ():
+            out.setdefault(s.qual, s)  # a redefinition (overload, setter) is the symbol's second span
+        return out
 
 
 @dataclass
@@ -81,6 +91,51 @@ class SymbolChanges:
     symbols: list[dict] = field(default_factory=list)
     hunks: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    comment_only: list[str] = field(default_factory=list)  # paths whose change touches no code
+
+
+# tokens that carry no code: what a comment-only or whitespace-only edit changes
+_NON_CODE = frozenset({tokenize.COMMENT, tokenize.NL, tokenize.ENCODING, tokenize.ENDMARKER})
+_LAYOUT = frozenset({tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT})  # compared by kind only
+
+
+def python_tokens(data: bytes) -> list[tokenize.TokenInfo] | None:
+    """The tokens of Python source (None when it does not tokenize: a syntax error)."""
+    try:
+        return list(tokenize.tokenize(io.BytesIO(data).readline))
+    except (tokenize.TokenError, SyntaxError, ValueError):
+        return None
+
+
+def same_code(old: list[tokenize.TokenInfo], new: list[tokenize.TokenInfo]) -> bool:
+    """Whether two token streams are the same program: equal once comments, blank lines and
+    the width of indentation and spacing are set aside (a docstring is a string: code)."""
+    def key(toks):
+        return [(t.type, "" if t.type in _LAYOUT else t.string) for t in toks if t.type not in _NON_CODE]
+    return key(old) == key(new)
+
+
+def _may_touch_no_code(fd: FileDiff) -> bool:
+    """Whether some hunk of ``fd`` may change no code (then the tokens are compared): a line
+    with a ``#``, or lines that differ in spacing only. A hunk with neither changes code."""
+    for hk in fd.hunks:
+        if any("#" in t for t in hk.removed_text) or any("#" in t for t in hk.added_text):
+            return True
+        squash = lambda lines: ["".join(t.split()) for t in lines if t.strip()]  # noqa: E731
+        if squash(hk.removed_text) == squash(hk.added_text):
+            return True
+    return False
+
+
+def code_lines(tokens: list[tokenize.TokenInfo]) -> set[int]:
+    """The 1-based lines holding code: every line a token other than a comment or a line break
+    starts on or spans (a multi-line string's lines included)."""
+    out: set[int] = set()
+    for t in tokens:
+        if t.type in _NON_CODE or t.type in _LAYOUT:
+            continue
+        out.update(range(t.start[0], t.end[0] + 1))
+    return out
 
 
 def lang_of(path: str) -> str | None:
@@ -89,10 +144,23 @@ def lang_of(path: str) -> str | None:
     return lang if lang in PARSED_LANGS else None
 
 
+VERSIONS = LRU(256)  # (path, content digest, root package) -> Version: the base version repeats
+
+
 def read_version(path: str | None, data: bytes | None, root_package: str) -> Version | None:
-    """Parse one version of a file; None when that version does not exist."""
+    """Parse one version of a file; None when that version does not exist. Kept per content
+    (``VERSIONS``; a ``Version`` is never changed once made)."""
     if path is None or data is None:
         return None
+    key = (path, hashlib.blake2b(data, digest_size=16).digest(), root_package)
+    found, got = VERSIONS.lookup(key)
+    if not found:
+        got = _read_version(path, data, root_package)
+        VERSIONS.put(key, got)
+    return got
+
+
+def _read_version(path: str, data: bytes, root_package: str) -> Version:
     if lang_of(path) is None:
         return Version(path, None)
     facts, error = parse_file(path, data)
@@ -101,8 +169,8 @@ def read_version(path: str | None, data: bytes | None, root_package: str) -> Ver
         return Version(path, None, error, text)
     syms = []
     for s in facts.symbols:
-        if s.kind not in SPAN_KINDS:
-            continue
+        if s.kind not in SPAN_KINDS or s.name.startswith("<"):
+            continue  # a lambda (``f.<lambda@12>``, named by its line) is a line of its function
         start = s.line
         if s.kind != "module":  # decorators above the definition belong to it
             while start > 1 and text[start - 2].lstrip().startswith("@"):
@@ -110,10 +178,39 @@ def read_version(path: str | None, data: bytes | None, root_package: str) -> Ver
         end = max(s.end_line, start)
         syms.append(Sym(path, s.qual, full_qual(path, s.qual, root_package), s.name, s.kind, start, end,
                         "\n".join(text[start - 1:end])))
+    if path.endswith((".py", ".pyi")):
+        syms += _redefinitions(data, syms)
     if not any(s.kind == "module" for s in syms):  # a module always spans its file
         syms.append(Sym(path, "", full_qual(path, "", root_package), path.rsplit("/", 1)[-1], "module", 1,
                         max(len(text), 1)))
     return Version(path, syms, error, text)
+
+
+def _redefinitions(data: bytes, syms: list[Sym]) -> list[Sym]:
+    """Extra spans for functions defined again under the same qualified name (``@overload``
+    stubs then the implementation, a property's ``@x.setter``): the graph keeps the first
+    definition only, but a line of a later one is a line of that symbol too."""
+    by_qual = {s.qual: s for s in syms}
+    seen_lines = {(s.qual, s.line) for s in syms}
+    tree = parse_cached(data)
+    if tree is None:
+        return []
+    out = []
+    todo = [(n, "") for n in tree.body]
+    while todo:
+        node, prefix = todo.pop()
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        qual = f"{prefix}.{node.name}" if prefix else node.name
+        first = min([d.lineno for d in node.decorator_list] + [node.lineno])
+        known = by_qual.get(qual)
+        if known is not None and known.line != first and (qual, first) not in seen_lines \
+                and not (known.line <= first <= known.end_line):
+            seen_lines.add((qual, first))
+            out.append(Sym(known.file, qual, known.full, known.name, known.kind, first, node.end_lineno or first,
+                           known.text))
+        todo += [(n, qual) for n in node.body]
+    return out
 
 
 def _body(sym: Sym) -> str:
@@ -140,22 +237,36 @@ def symbol_changes(change: Change, root_package: str = "") -> tuple[SymbolChange
                              if new.symbols else f"{fd.path} does not parse ({new.error}); only its file is reported")
         if lang is None or any(v is not None and v.symbols is None for v in (old, new)):
             continue  # not parsed, or a version that does not parse: the file alone is reported
-        _file_symbols(fd, old, new, out, seen)
+        code = None  # Python: the lines holding code in each version (comments never count)
+        if lang == "python" and old is not None and new is not None and _may_touch_no_code(fd):
+            old_toks = python_tokens(change.old_bytes(fd.old_path) or b"")
+            new_toks = python_tokens(change.new_bytes(fd.new_path) or b"")
+            if old_toks is not None and new_toks is not None:
+                if fd.status == "modified" and same_code(old_toks, new_toks):
+                    out.files.pop()
+                    out.comment_only.append(fd.path)
+                    continue
+                code = (code_lines(old_toks), code_lines(new_toks))
+        _file_symbols(fd, old, new, out, seen, code)
     out.symbols.sort(key=lambda s: (s["file"], s["line"] or 0, s["qual"]))
     return out, new_versions
 
 
 def _file_symbols(fd: FileDiff, old: Version | None, new: Version | None, out: SymbolChanges,
-                  seen: set[tuple[str, str]]) -> None:
+                  seen: set[tuple[str, str]], code: tuple[set[int], set[int]] | None = None) -> None:
+    """``code``: the lines holding code in the old and the new version; hunk lines outside
+    them (comments) touch no symbol."""
     old_q = old.by_qual() if old and old.symbols is not None else {}
     new_q = new.by_qual() if new and new.symbols is not None else {}
     touched_old: set[str] = set()
     touched_new: set[str] = set()
     for hk in fd.hunks:
-        o = sorted({s.qual for s in (old.innermost(n) if old else None for n in hk.removed) if s}) if old else []
-        n = sorted({s.qual for s in (new.innermost(m) if new else None for m in hk.added) if s}) if new else []
+        removed = [x for x in hk.removed if x in code[0]] if code else hk.removed
+        added = [x for x in hk.added if x in code[1]] if code else hk.added
+        o = sorted({s.qual for s in (old.innermost(n) if old else None for n in removed) if s}) if old else []
+        n = sorted({s.qual for s in (new.innermost(m) if new else None for m in added) if s}) if new else []
         # a pure deletion changes, in the new version, the symbols it was cut from
-        n = sorted(set(n) | {q for q in o if q in new_q}) if not hk.added else n
+        n = sorted(set(n) | {q for q in o if q in new_q}) if not added else n
         touched_old.update(o)
         touched_new.update(n)
         if o or n:

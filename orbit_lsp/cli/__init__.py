@@ -49,7 +49,8 @@ from orbit_lsp.cli.progress import ProgressBar
 from orbit_lsp.cli.registry import COMMANDS
 from orbit_lsp.graph.errors import FalkorDBOffline
 
-__all__ = ["COMMANDS", "CliError", "Ctx", "ProgressBar", "UsageError", "build_parser", "main"]
+__all__ = ["COMMANDS", "CliError", "Ctx", "ProgressBar", "UsageError", "build_parser", "main", "parse_args",
+           "run"]
 
 log = logging.getLogger("orbit_lsp.cli")
 
@@ -126,8 +127,20 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as exc:
         command = next((a for a in argv if a in COMMANDS), None)  # the command, if it was named
         return _report(exc, _wants_json(argv), os.environ.get("ORBIT_FALKORDB_URL"), command)
+    return run(args)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run a command parsed by ``parse_args`` (logging set up for it); returns the exit status.
+    Errors are reported as in ``main``."""
     with _logging(args.verbose or 0):
         return _main(args)
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    """The parsed arguments. Raises ``UsageError`` (bad arguments) and ``SystemExit`` (after
+    printing ``--help`` or ``--version``)."""
+    return _parse(argv)
 
 
 def _parse(argv: list[str]) -> argparse.Namespace:

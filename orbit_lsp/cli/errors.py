@@ -14,6 +14,13 @@ class UsageError(Exception):
     """Bad command-line arguments (exit 2)."""
 
 
+class InProcessOnly(BaseException):
+    """Raised in the query helper (``orbit_lsp.query_helper``) when a command needs what only
+    the in-process path does (indexing a workspace that has no graph yet): the helper declines
+    the query and the client runs it in-process. A ``BaseException``, so that ``main``'s error
+    reporting lets it through."""
+
+
 class CliError(Exception):
     """A runtime failure reported as one line (exit 1). ``kind`` names it in ``--json`` errors."""
 

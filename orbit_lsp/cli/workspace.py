@@ -12,9 +12,13 @@ import os
 from pathlib import Path
 
 from orbit_lsp.cli.context import Ctx
-from orbit_lsp.cli.errors import UsageError
+from orbit_lsp.cli.errors import InProcessOnly, UsageError
 
 log = logging.getLogger("orbit_lsp.cli")
+
+# False in the query helper: a query whose workspace has no graph is not indexed there but
+# raises ``InProcessOnly`` (the client then runs it in-process, indexing with progress).
+INDEX_ON_DEMAND = True
 
 
 def registry(ctx: Ctx):
@@ -122,6 +126,8 @@ def workspace_graph(ctx: Ctx, file_arg: str | None = None):
     root = resolve_workspace(ctx, file_arg)
     graph = ctx.store.graph(graph_name(ctx, root))
     if not graph.exists():
+        if not INDEX_ON_DEMAND:
+            raise InProcessOnly(f"{root} has no graph yet")
         if interrupted_build(ctx, graph.name):
             def start(total: int) -> None:  # inside the write lock: the build is really gone
                 if interrupted_build(ctx, graph.name):

@@ -247,6 +247,16 @@ class FileEdges:
         e.cols.append(site.col)
         e.end_cols.append(site.end_col)
 
+    def sort_sites(self) -> None:
+        """Put every edge's call sites in source order (by line, then column): extraction that
+        visits nested functions after their parent's other calls appends them out of order."""
+        for e in self.calls.values():
+            if any(e.lines[i] > e.lines[i + 1] for i in range(len(e.lines) - 1)):
+                order = sorted(range(len(e.lines)), key=lambda i: (e.lines[i], e.cols[i]))
+                e.lines[:] = [e.lines[i] for i in order]
+                e.cols[:] = [e.cols[i] for i in order]
+                e.end_cols[:] = [e.end_cols[i] for i in order]
+
     def key(self) -> tuple:
         """Comparable form (everything but ``deps``)."""
         return (tuple(sorted(self.imports.items())), tuple(sorted(self.packages.items())),
@@ -315,7 +325,7 @@ class Resolver(ParameterFlow, ClassModel, Containers, ModuleLookup):
         self.param_in: dict[tuple, set] = {}  # (file, function qual) -> flows into its parameters
         self._widened: dict[tuple, set] = {}  # functions widened in this resolve_fixpoint (``_widen``)
         self._change_count: dict[tuple, int] = {}
-        self._flows_in: dict[tuple, tuple] = {}  # the same flows in a fixed order (``_compute_pval``)
+        self._flows_in: dict[tuple, tuple] = {}  # (parameters, what to evaluate) per function (``_plan``)
         # the last resolve_fixpoint: rounds, seconds of the first and of the later rounds, and how
         # many files the later rounds resolved again
         self.flow_stats: dict = {"rounds": 0, "first_s": 0.0, "more_s": 0.0, "again": 0}
@@ -946,6 +956,7 @@ class Resolver(ParameterFlow, ClassModel, Containers, ModuleLookup):
         out.deps = frozenset(e for e in self._deps if e[0] != rel)
         out.flows = {k: tuple(sorted(v, key=repr)) for k, v in flows.items()}
         self._deps = set()
+        out.sort_sites()
         return out
 
     def _site(self, rel: str, si: int, site) -> tuple:

@@ -48,6 +48,7 @@ T = TypeVar("T")
 REQUEST_FAILED = -32803  # LSP ErrorCodes.RequestFailed
 OFFLINE_RETRY_S = 2.0   # how often an offline server is probed
 PROBE_TIMEOUT_S = 5.0   # a probe that takes longer counts as failed
+PING_TIMEOUT_S = 2.0    # a request that timed out: FalkorDB answering PING within this is not offline
 ANSWER_MARGIN_S = 2.0   # added to the query timeout: longest wait for a graph read
 
 
@@ -79,6 +80,10 @@ class OrbitServer(LanguageServer):
         self._spelling_key: tuple[str, ...] | None = None  # open documents' URIs (uri_speller)
         self._spellings: dict[tuple[Path, str], str] = {}
         self._graph_gates: dict[Path, threading.Lock] = {}  # graph_gate
+        # folders whose first index (or re-open after a branch switch) is running or queued,
+        # and its last progress message: see ``indexing``
+        self.first_index: dict[Path, str] = {}
+        self.folders_served = asyncio.Event()  # set once ``initialized`` served the workspace folders
 
     def on(self, method: str, fn: Callable[[Any], Any], options: Any = None) -> None:
         """Register feature method ``fn`` (a bound method taking the params) for ``method``.
@@ -259,6 +264,39 @@ class OrbitServer(LanguageServer):
         """(1-based line, UTF-8 byte column) of an LSP position."""
         return self.lines().graph_position(path, pos)
 
+    # -- a folder's first index ----------------------------------------------------------
+    def indexing(self, ix: WorkspaceIndexer) -> bool:
+        """True while ``ix`` has no finished index in this server and one is running or queued
+        (its first index after ``initialized`` or after the folder was added, or the re-open of
+        another branch's graph): the graph is not final, so answers that carry counts (lenses,
+        hovers, impact) say "indexing…" instead of reading it. False once the index ended, and
+        when it failed or was cancelled (the folder is then not indexed), and while FalkorDB is
+        offline (requests say so)."""
+        return ix.last_index_time is None and ix.root in self.first_index and self.offline is None
+
+    async def wait_served(self, timeout: float = 10.0) -> None:
+        """Wait (at most ``timeout`` seconds) until the workspace folders are served: an editor
+        asks for the lenses of the open file as soon as it attached, before the server has read
+        the client's settings and served the folders in ``initialized``."""
+        if not self.folders_served.is_set():
+            try:
+                await asyncio.wait_for(self.folders_served.wait(), timeout)
+            except asyncio.TimeoutError:
+                pass
+
+    def indexing_note(self, ix: WorkspaceIndexer) -> str:
+        """``"indexing <folder>: <progress>"`` for messages while ``indexing(ix)``."""
+        what = self.first_index.get(ix.root) or "starting"
+        return f"indexing {ix.root.name}: {what}"
+
+    def refuse_while_indexing(self, ix: WorkspaceIndexer, what: str) -> None:
+        """Raise RequestFailed ``"orbit: indexing <folder>: <progress>; <what> known once it is
+        done"`` while ``indexing(ix)``: an answer read from a graph that is not final would be
+        wrong (no callers, no dependents), not merely incomplete."""
+        if self.indexing(ix):
+            raise JsonRpcException(f"orbit: {self.indexing_note(ix)}; {what} known once it is done",
+                                   code=REQUEST_FAILED)
+
     # -- running work off the event loop --------------------------------------------------
     def answer_timeout(self) -> float:
         """Longest wait (seconds) for a graph read: the server-side query timeout plus a margin.
@@ -268,8 +306,9 @@ class OrbitServer(LanguageServer):
 
     async def query(self, fn: Callable[..., T], *args, **kwargs) -> T:
         """Run a graph read in the query pool. Raises a JSON-RPC error (RequestFailed) saying
-        "FalkorDB offline" when the store is unreachable or does not answer within
-        ``answer_timeout()``, and for other graph errors."""
+        "FalkorDB offline" when the store is unreachable, or does not answer within
+        ``answer_timeout()`` and then not to a PING either (a read that takes that long while
+        FalkorDB answers PING fails alone, saying it is too slow), and for other graph errors."""
         if self.offline is not None:
             raise JsonRpcException(str(self.offline), code=REQUEST_FAILED)
         loop = asyncio.get_running_loop()
@@ -278,6 +317,12 @@ class OrbitServer(LanguageServer):
             return await asyncio.wait_for(
                 loop.run_in_executor(self.query_pool, functools.partial(fn, *args, **kwargs)), wait)
         except asyncio.TimeoutError:
+            if await self._answers_ping():
+                # FalkorDB is there: the work is slow (many queries), not the server gone; going
+                # offline would refuse every request and re-index every folder
+                log.warning("%s took over %.0f s; FalkorDB answers", getattr(fn, "__name__", fn), wait)
+                raise JsonRpcException(f"orbit: no answer within {wait:.0f} s (FalkorDB answers; this request "
+                                       f"is too slow)", code=REQUEST_FAILED) from None
             exc = FalkorDBOffline(self.store.where, f"no answer within {wait:.0f} s")
             self.went_offline(exc)
             raise JsonRpcException(str(exc), code=REQUEST_FAILED) from None
@@ -286,6 +331,15 @@ class OrbitServer(LanguageServer):
             raise JsonRpcException(str(exc), code=REQUEST_FAILED) from exc
         except GraphError as exc:
             raise JsonRpcException(f"{type(exc).__name__}: {exc}", code=REQUEST_FAILED) from exc
+
+    async def _answers_ping(self) -> bool:
+        """True when FalkorDB answers PING within ``PING_TIMEOUT_S`` (checked in the probe thread:
+        a server that does not answer must never hold up the event loop)."""
+        loop = asyncio.get_running_loop()
+        try:
+            return await asyncio.wait_for(loop.run_in_executor(self._probe_pool, self.store.healthy), PING_TIMEOUT_S)
+        except (asyncio.TimeoutError, Exception):  # noqa: BLE001 - no answer is the answer
+            return False
 
     async def answer(self, ix: WorkspaceIndexer, fn: Callable[..., T], *args) -> T:
         """``fn(ix.graph, *args)`` (a ``graph.queries`` function) off the event loop, from the

@@ -13,7 +13,8 @@ name; call sites (``fromRanges``) are the callee expressions, converted from the
 byte columns into the negotiated encoding on the file that contains them (the caller's file
 for incoming calls, the item's own file for outgoing
 calls). A call made at module level comes from the file's module symbol, shown as a Module
-item named after the file.
+item named after the file. While a folder's first index runs (``OrbitServer.indexing``) the call
+hierarchy and implementations of its files answer an error saying so (no caller is known yet).
 """
 
 from __future__ import annotations
@@ -119,6 +120,7 @@ class Feature:
         if owner is None:
             return None
         ix, rel = owner
+        ls.refuse_while_indexing(ix, "callers and callees are")
         got = _data(item)
         if got is not None:
             return ix, got[0], got[1]
@@ -137,6 +139,7 @@ class Feature:
         if owner is None:
             return None
         ix, rel = owner
+        ls.refuse_while_indexing(ix, "callers, callees and implementations are")
         await ls.warm_lines([ix.root / rel])
         line1, col = ls.lines().graph_position(ix.root / rel, position)
         at = await ls.answer(ix, queries.target_at, rel, line1, col)

@@ -12,13 +12,20 @@ Symbols are identified by file and qualified name, so same-named symbols elsewhe
 mixed in. The position is looked up in the buffer as the client sees it (see ``lenses``: when
 the buffer differs from the indexed file it is parsed and bound in memory). The hover range is
 the identifier under the cursor.
+
+While the folder's first index runs (``OrbitServer.indexing``), the name of a definition gets its
+kind, qualified name and place (parsed from the buffer) and "indexing…" for its callers and
+dependents, which are not known before every file is indexed; anything else gets no hover.
 """
 
 from __future__ import annotations
 
+import asyncio
+
 from lsprotocol import types
 
 from orbit_lsp.index.buffers import MAX_CALLERS, summaries_at
+from orbit_lsp.index.cold import cold_definition_at
 from orbit_lsp.markdown import code, escape
 from orbit_lsp.server.app import OrbitServer
 from orbit_lsp.server.lenses import Snapshot
@@ -95,6 +102,13 @@ def render(item: dict, max_hops: int) -> str:
     return "\n\n".join(parts)
 
 
+def render_indexing(symbol: dict, note: str) -> str:
+    """Markdown of a definition (``index.cold.cold_definition_at``) while its folder's first index
+    runs: what it is, and that its callers and dependents are not known yet."""
+    return (f"**{symbol['kind']}** {code(symbol['qual'])} · {code(str(symbol['file']) + ':' + str(symbol['line']))}"
+            f"\n\n_indexing…: callers and dependents are counted once the folder is indexed ({escape(note)})_")
+
+
 class Feature:
     def __init__(self, server: OrbitServer):
         self.server = server
@@ -112,13 +126,25 @@ class Feature:
 
     async def hover(self, params: types.HoverParams) -> types.Hover | None:
         ls = self.server
+        await ls.wait_served()
         snap = await Snapshot.load(ls, params.text_document.uri)
-        if snap is None or snap.ix.last_index_time is None:
+        if snap is None:
+            return None
+        indexing = ls.indexing(snap.ix)
+        if snap.ix.last_index_time is None and not indexing:
             return None
         rng = snap.word_range(params.position)
         if rng is None:
             return None  # whitespace, punctuation, past the end of the line
         line1, col = snap.graph_position(params.position)
+        if indexing:
+            found = await asyncio.get_running_loop().run_in_executor(
+                ls.file_pool, cold_definition_at, snap.ix, snap.rel, snap.path, snap.data, line1, col)
+            if found is None:
+                return None
+            return types.Hover(contents=types.MarkupContent(kind=self._markup_kind(),
+                                                            value=render_indexing(found, ls.indexing_note(snap.ix))),
+                               range=rng)
         items = await ls.query(summaries_at, snap.ix, snap.rel, snap.data, line1, col, ls.settings.max_hops)
         if not items:
             return None

@@ -53,6 +53,7 @@ from pygls.exceptions import JsonRpcInvalidParams
 from orbit_lsp.changes.reach import test_index, tests_for
 from orbit_lsp.changes.selection import commands as test_commands, is_python_test_file
 from orbit_lsp.index.buffers import lens_counts, lens_work, targets_at
+from orbit_lsp.index.cold import cold_sites
 from orbit_lsp.index.indexer import WorkspaceIndexer
 from orbit_lsp.index.walk import read_workspace_file
 from orbit_lsp.server.app import OrbitServer, lsp_position
@@ -62,6 +63,8 @@ log = logging.getLogger(__name__)
 
 SHOW_IMPACT = "orbit.showImpact"
 SHOW_TESTS = "orbit.showTests"
+SHOW_INDEXING = "orbit.indexing"
+INDEXING_TITLE = "indexing…"
 TEST_LENS_KINDS = ("function", "method")
 
 
@@ -193,6 +196,7 @@ class Feature:
 
         ls.on_command(SHOW_IMPACT, self.show_impact)
         ls.on_command(SHOW_TESTS, self.show_tests)
+        ls.on_command(SHOW_INDEXING, self.show_indexing)
 
     async def code_lens(self, params: types.CodeLensParams) -> list[dict]:
         """The lenses as plain JSON (each a ``CodeLens`` without a command): a large file has
@@ -200,17 +204,29 @@ class Feature:
         rest of the request."""
         ls = self.server
         uri = params.text_document.uri
+        await ls.wait_served()  # asked for on attach: the folders are served right after ``initialized``
         snap = await Snapshot.load(ls, uri)
-        if snap is None or snap.ix.last_index_time is None:
-            return []  # not in a served folder, or the initial index has not finished
-        res = await ls.query(lens_work, snap.ix, snap.rel, snap.data)
+        if snap is None:
+            return []  # not in a served folder
+        if snap.ix.last_index_time is None:
+            if not ls.indexing(snap.ix):
+                return []  # not indexed (the index failed or was cancelled)
+            # the first index is running: the lenses go where the file's own definitions are
+            # (parsed now, in memory); their counts say "indexing…" until it is done
+            res = await asyncio.get_running_loop().run_in_executor(
+                ls.file_pool, cold_sites, snap.ix, snap.rel, snap.path, snap.data)
+            with_tests = False  # which tests exist is known once the folder is indexed
+        else:
+            res = await ls.query(lens_work, snap.ix, snap.rel, snap.data)
+            with_tests = None
         if res is None:
             return []  # not in the graph (skipped, excluded, not indexed yet)
         zero = {"line": 0, "character": 0}
         lenses = [{"range": {"start": zero, "end": zero}, "data": {"uri": uri, "target": {"type": "file"}}}]
         lines = snap.lines
-        with_tests = (any(_wants_test_lens(snap.rel, s) for s in res["symbols"])
-                      and await ls.query(test_index, snap.ix) is not None)
+        if with_tests is None:
+            with_tests = (any(_wants_test_lens(snap.rel, s) for s in res["symbols"])
+                          and await ls.query(test_index, snap.ix) is not None)
         for s in res["symbols"]:
             line0, c = max(0, s["line"] - 1), lines.character(s["line"], s["col"])
             rng = {"start": {"line": line0, "character": c}, "end": {"line": line0, "character": c + lines.units(s["name"])}}
@@ -233,6 +249,8 @@ class Feature:
         if not (isinstance(uri, str) and (kind == "file" or (isinstance(qual, str) and isinstance(name, str)))):
             raise JsonRpcInvalidParams("codeLens/resolve: this lens was not made by orbit-lsp (no data)")
         owner = ls.locate(uri)
+        if owner is not None and ls.indexing(owner[0]):
+            return self._indexing_lens(lens, data, uri)
         if kind == "tests":
             return await self._resolve_tests(lens, data, owner, uri, qual, name)
         counts = None
@@ -250,6 +268,34 @@ class Feature:
         return {"range": {"start": {"line": r.start.line, "character": r.start.character},
                           "end": {"line": r.end.line, "character": r.end.character}},
                 "command": {"title": title, "command": SHOW_IMPACT, "arguments": arguments}, "data": data}
+
+    @staticmethod
+    def _indexing_lens(lens: types.CodeLens, data: dict, uri: str) -> dict:
+        """A lens of a folder whose first index is running: its counts are not final (a caller or
+        an importer may be in any file not indexed yet), so it says "indexing…"; its command
+        (``orbit.indexing``) only says how far the index is. The server asks the client to
+        refresh its lenses once the index is done."""
+        r = lens.range
+        return {"range": {"start": {"line": r.start.line, "character": r.start.character},
+                          "end": {"line": r.end.line, "character": r.end.character}},
+                "command": {"title": INDEXING_TITLE, "command": SHOW_INDEXING, "arguments": [uri]}, "data": data}
+
+    async def show_indexing(self, *args) -> dict:
+        """``orbit.indexing(uri?)``: how far the first index of that document's folder is (all
+        folders without a URI), also shown with ``window/showMessage``. Answers ``{"indexing":
+        bool, "folders": [{"root", "progress"}]}`` (the folders still being indexed)."""
+        ls = self.server
+        uri = args[0] if args else None
+        owner = ls.locate(uri) if isinstance(uri, str) else None
+        folders = [owner[0]] if owner is not None else ls.workspaces.all()
+        busy = [ix for ix in folders if ls.indexing(ix)]
+        if busy:
+            msg = "orbit: " + "; ".join(ls.indexing_note(ix) for ix in busy) + " (counts appear when it is done)"
+        else:
+            msg = "orbit: indexed"
+        ls.window_show_message(types.ShowMessageParams(types.MessageType.Info, msg))
+        return {"indexing": bool(busy),
+                "folders": [{"root": str(ix.root), "progress": ls.first_index.get(ix.root) or ""} for ix in busy]}
 
     async def _resolve_tests(self, lens: types.CodeLens, data: dict, owner, uri: str, qual: str, name: str) -> dict:
         tests = None

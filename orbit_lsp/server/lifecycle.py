@@ -5,7 +5,8 @@ made outside the editor (watchdog), folders added or removed, shutdown.
   (``workspace/configuration``) and the environment; ``workspace/didChangeConfiguration``
   re-reads them (the server registers for it when the client supports dynamic registration).
   Invalid values are named in a ``window/showMessage`` and replaced by their defaults.
-- On ``initialized`` every workspace folder is watched and then indexed, one work-done progress
+- On ``initialized`` the documents already open are parsed (their first lenses say "indexing…"
+  at once: ``OrbitServer.indexing``), then every workspace folder is watched and indexed, one work-done progress
   per folder (begin, ``done/total files`` reports, end with the counts and the mode:
   ``full``, ``incremental`` or ``unchanged``; cancellable). Folders added or removed at run time
   (``workspace/didChangeWorkspaceFolders``) are indexed or dropped.
@@ -40,6 +41,7 @@ from lsprotocol import types
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
+from orbit_lsp.index.cold import cold_sites
 from orbit_lsp.index.indexer import IndexReport, WorkspaceIndexer
 from orbit_lsp.index.isolated import index_all_isolated
 from orbit_lsp.index.progress import PhaseClock, eta_text
@@ -53,6 +55,8 @@ log = logging.getLogger("orbit_lsp.server")
 CLIENT_TIMEOUT_S = 10.0   # longest wait for the client's answer to a server request
 LOADING_NOTICE_S = 3.0    # FalkorDB not answering after this long at start: say it is loading data
 HEAD_POLL_S = 1.0         # how often the folders' git HEAD is read (a branch switch moves the graph)
+OPEN_FIRST_MAX = 8        # open documents parsed before the first index starts
+OPEN_FIRST_S = 1.0        # longest the first index waits for them
 
 
 def _settings_object(value: Any) -> Any:
@@ -66,6 +70,21 @@ def _settings_object(value: Any) -> Any:
 
 def _report_line(rep: IndexReport) -> str:
     return f"{rep.files} files, {rep.symbols} symbols; {rep.parsed} parsed ({rep.mode})"
+
+
+HOLD_ENV = "ORBIT_TEST_HOLD_INDEX"  # tests only: a folder's index waits until this file exists
+
+
+def _index_all(ix: WorkspaceIndexer, report, cancel: threading.Event) -> IndexReport:
+    """Index thread: ``index_all_isolated``. For tests of what the server answers while a folder
+    is being indexed, the index first waits (cancellable) while the file named by the
+    ``ORBIT_TEST_HOLD_INDEX`` environment variable (a path relative to the folder, or absolute)
+    does not exist."""
+    hold = os.environ.get(HOLD_ENV)
+    release = os.path.join(ix.root, hold) if hold else None
+    while release and not os.path.exists(release) and not cancel.is_set():
+        time.sleep(0.02)
+    return index_all_isolated(ix, report, cancel)
 
 
 class _Events(FileSystemEventHandler):
@@ -137,12 +156,16 @@ class Feature:
         folders = [ls.path_of(f.uri) for f in (ls.workspace.folders or {}).values()]
         if not folders and ls.workspace.root_uri:
             folders = [ls.path_of(ls.workspace.root_uri)]
-        await self._pull_configuration()  # settings (e.g. indexHomeOrRoot) before folders are served
-        for folder in folders:
-            if folder is not None and folder.is_dir():
-                self.serve(folder)  # served at once (requests find their folder), indexed below
-            elif folder is not None:
-                self._warn(f"orbit-lsp: workspace folder {folder} is not a directory; not indexed")
+        try:
+            await self._pull_configuration()  # settings (e.g. indexHomeOrRoot) before folders are served
+            for folder in folders:
+                if folder is not None and folder.is_dir():
+                    self.serve(folder)  # served at once (requests find their folder), indexed below
+                elif folder is not None:
+                    self._warn(f"orbit-lsp: workspace folder {folder} is not a directory; not indexed")
+        finally:
+            ls.folders_served.set()  # lens and hover requests that came meanwhile go on
+        await self._parse_open_documents()
         ls.workspaces.take_dirty()  # nothing indexed yet
         await self._register_configuration_change()
         try:
@@ -154,6 +177,23 @@ class Feature:
             self.initial_index_done.set()
             if not self.stopping:
                 self.head_task = asyncio.ensure_future(self._follow_heads())
+
+    async def _parse_open_documents(self) -> None:
+        """Parse the documents already open in folders about to be indexed (at most
+        ``OPEN_FIRST_MAX``, for at most ``OPEN_FIRST_S``) before watching and indexing the
+        folders compete for the CPU: their first lenses ("indexing…", ``index.cold``) are then
+        answered from that parse at once."""
+        ls = self.server
+        loop = asyncio.get_running_loop()
+        jobs = []
+        for doc in list(ls.workspace.text_documents.values())[:OPEN_FIRST_MAX]:
+            owner = ls.locate(doc.uri)
+            if owner is not None and ls.indexing(owner[0]):
+                ix, rel = owner
+                data = doc.source.encode("utf-8", errors="surrogatepass")  # as ``lenses.Snapshot`` has it
+                jobs.append(loop.run_in_executor(ls.file_pool, cold_sites, ix, rel, ix.root / rel, data))
+        if jobs:
+            await asyncio.wait(jobs, timeout=OPEN_FIRST_S)
 
     # -- branches ------------------------------------------------------------------------------
     async def _follow_heads(self) -> None:
@@ -183,10 +223,13 @@ class Feature:
                 if self.stopping:
                     break
                 self._log(f"orbit: {ix.root} changed branch (graph {ix.graph.name} -> {name}); re-opening it")
+                ls.first_index.setdefault(ix.root, "")  # "indexing…" from the switch on
                 await ls.index(ls.workspaces.switch, ix, name)
                 if ix.graph.name == name:
                     moved.append(ix)
                     await self.index_folder(ix)
+                else:
+                    ls.first_index.pop(ix.root, None)
         return moved
 
     def serve(self, folder: Path) -> WorkspaceIndexer | None:
@@ -204,6 +247,8 @@ class Feature:
             return None
         shallow = why is None and ls.settings.loose_folders == "shallow" and not in_project(folder)
         ix = ls.workspaces.add(folder, shallow=shallow)
+        if ix.last_index_time is None:
+            ls.first_index.setdefault(ix.root, "")  # its index is queued: answers say "indexing…"
         if shallow:
             self._log(f"orbit: {folder} has no project marker ({', '.join(ROOT_MARKERS[:4])}, …): indexing "
                       f"its own files only, not its subfolders")
@@ -310,31 +355,41 @@ class Feature:
             return None
         last = [0.0, ""]
         clock = PhaseClock()
+        first = ix.last_index_time is None  # answers say "indexing…" until this index ends
+        if first:
+            ls.first_index.setdefault(ix.root, "")
 
         def report(done: int, total: int, rel: str, phase: str = "read") -> None:  # index thread
             # every phase (reading, parsing, resolving, writing) with its own count; the
             # percentage is the whole index's share done, the message says the time left
             now = time.monotonic()
             clock.update(done, total, phase)
-            if progress and (now - last[0] >= 0.1 or done >= total or phase != last[1]):
+            if (progress or first) and (now - last[0] >= 0.1 or done >= total or phase != last[1]):
                 last[0], last[1] = now, phase
                 word, unit = progress_words(phase)
                 left = eta_text(clock.eta())
-                loop.call_soon_threadsafe(ls.work_done_progress.report, token, types.WorkDoneProgressReport(
-                    message=f"{word} {done}/{total} {unit}" + (f" · {left}" if left else ""),
-                    percentage=min(int(100 * clock.fraction), 100)))
+                message = f"{word} {done}/{total} {unit}" + (f" · {left}" if left else "")
+                if first and ix.root in ls.first_index:
+                    ls.first_index[ix.root] = message  # (one dict item set: safe from this thread)
+                if progress:
+                    loop.call_soon_threadsafe(ls.work_done_progress.report, token, types.WorkDoneProgressReport(
+                        message=message, percentage=min(int(100 * clock.fraction), 100)))
         report.phases = True
 
         self.cancels.add(cancel)
         failure = "failed"
         try:
-            rep = await ls.index(index_all_isolated, ix, report, cancel)
+            rep = await ls.index(_index_all, ix, report, cancel)
         except Exception as exc:  # noqa: BLE001 - a bug must still end the progress and be seen
             log.exception("indexing %s failed", ix.root)
             rep, failure = None, f"failed: {type(exc).__name__}: {exc}"
             ls.window_log_message(types.LogMessageParams(types.MessageType.Error, f"orbit-lsp: indexing {ix.root} {failure}"))
         finally:
             self.cancels.discard(cancel)
+            if first:
+                # indexed (``last_index_time`` is set), or failed or cancelled: either way the
+                # answers stop saying "indexing…"
+                ls.first_index.pop(ix.root, None)
         if rep is None:
             msg = "FalkorDB offline" if ls.offline is not None else failure
         elif cancel.is_set():
@@ -354,6 +409,8 @@ class Feature:
                 self.reindexed(ix, None)
             if self.pending:
                 self._schedule(WATCH_DEBOUNCE_S)  # changes seen while the folder was indexed
+        elif first:
+            ls.refresh_lenses()  # its "indexing…" lenses go: the folder is not indexed
         return rep
 
     async def _connect(self, progress: str | None) -> bool:

@@ -78,6 +78,7 @@ class Feature:
         if owner is None:
             raise JsonRpcException(f"{uri} is not in an indexed workspace folder", code=REQUEST_FAILED)
         ix, rel = owner
+        ls.refuse_while_indexing(ix, "impact is")  # the graph is not final: no count would be right
         path = ix.root / rel
         spell = ls.uri_speller(uri)
         target: dict | None = None
@@ -132,7 +133,8 @@ class Feature:
                "workspaces": [], "agent": agent_status(ls.settings)}
         for ix in ls.workspaces.all():
             entry: dict[str, Any] = {"root": str(ix.root), "graph": ix.graph.name,
-                                     "last_index": ix.last_index_time, "skipped": len(ix.skipped)}
+                                     "last_index": ix.last_index_time, "skipped": len(ix.skipped),
+                                     "indexing": ls.indexing(ix), "progress": ls.first_index.get(ix.root)}
             gk = keys.workspace_key(ix.root, ls.settings.graph_key)  # which branch or key the graph is of
             entry["branch"], entry["graph_key"] = (gk.branch, gk.key) if gk.name == ix.graph.name else (None, None)
             if online and ix.last_index_time is not None:
