@@ -548,3 +548,34 @@ def test_index_all_after_reindex_is_unchanged(store):
         ix.reindex_file(root / "pkg/a.py")
         assert WorkspaceIndexer(root, store).index_all().mode == "unchanged"
         assert ix.index_all().mode == "unchanged"
+
+
+PREPARED_FILES = {
+    "base.py": "class Base:\n    def run(self):\n        self.step()\n\n    def step(self):\n        pass\n",
+    "sub.py": "from base import Base\n\n\nclass Sub(Base):\n    def step(self):\n        self.helper = make()\n\n\n"
+              "def make():\n    return Base()\n",
+    "use.py": "from sub import Sub\n\n\ndef go(cb):\n    Sub().run()\n    cb()\n\n\ndef h():\n    pass\n\n\n"
+              "def start():\n    go(h)\n",
+}
+
+
+def test_a_resolver_prepared_at_open_gives_the_graph_of_a_rebuild(store):
+    """The language server prepares the resolver edits use right after opening a folder
+    (``prepare_edits``: seeded from the graph as it stands); edits re-indexed with it give the
+    graph a rebuild gives, as edits re-indexed by a resolver built at the first edit do."""
+    with workspaces() as make:
+        root, first = _setup(make, store, PREPARED_FILES)
+        ix = new_indexer(make, root, store)  # a second process opening the folder: no resolver yet
+        assert ix.index_all().mode == "unchanged"
+        assert ix.prepare_edits() > 0.0
+        assert ix.prepare_edits() == 0.0  # already prepared
+        write(root, "base.py", "class Base:\n    def run(self):\n        self.step()\n        self.finish()\n\n"
+                               "    def step(self):\n        pass\n\n    def finish(self):\n        pass\n")
+        ix.reindex_file(root / "base.py")
+        assert_same(ix, make, store, "after an edit of the base class")
+        write(root, "sub.py", "from base import Base\n\n\nclass Sub(object):\n    def step(self):\n        pass\n")
+        ix.reindex_file(root / "sub.py")
+        assert_same(ix, make, store, "after the subclass left the hierarchy")
+        write(root, "use.py", PREPARED_FILES["use.py"] + "\n\ndef again():\n    go(start)\n")
+        ix.reindex_file(root / "use.py")
+        assert_same(ix, make, store, "after a new parameter flow")

@@ -125,7 +125,7 @@ def test_functions_and_classes_as_values(index):
     assert out_of(ix, "flow.with_default") == {"flow.handler": "param"}  # the default
     assert out_of(ix, "flow.use_factory") == {"flow.factory": "local", "flow.factory.inner": "return"}
     # a lambda is a Symbol under the scope it is written in; what it calls stays with that scope
-    assert out_of(ix, "flow.use_lambda") == {"flow.<lambda@25>": "local"}
+    assert out_of(ix, "flow.use_lambda") == {"flow.<lambda>": "local"}
     assert ("flow", "flow.handler") in edges(ix)
     # an instance passed to __init__ and kept in an attribute
     assert out_of(ix, "flow.Service.go") == {"flow.Notifier.notify": "instance"}
@@ -813,3 +813,59 @@ def load(ctx: click.Context, text):
     assert unbound(ix, "sessions.Session.send") == ["send@21"]
     # ctx.ensure_object is click's own method: outside the workspace; what it returns is not
     assert unbound(ix, "sessions.load") == ["send@25"]
+
+
+SHIFTED_BEFORE = textwrap.dedent('''\
+    def helper(data, table={}):
+        return data
+
+
+    HANDLERS = [helper, lambda: helper(1)]
+    KEYS = {"a": helper}
+    pick = lambda k: KEYS[k]
+
+
+    class Codes:
+        OK = (200, "OK")
+        MISSING = (404, "Not Found")
+        late = lambda self: 1
+    ''')
+
+
+def test_lines_added_above_literals_and_lambdas_leave_the_interface_alone():
+    """A container literal is identified by its scope and its order there, and a lambda is named
+    by its order under its definition: a line added in ``helper``'s body moves every literal and
+    lambda below it, yet no other file's resolution can see a difference (so none is re-resolved,
+    and a diff of the two versions changes no lambda's name)."""
+    from orbit_lsp.index.parsing import parse_python
+    from orbit_lsp.index.resolve import changed_entities
+
+    after = SHIFTED_BEFORE.replace("    return data\n", "    print(data)\n    return data\n")
+    assert after != SHIFTED_BEFORE
+    old, _ = parse_python("m.py", SHIFTED_BEFORE.encode())
+    new, _ = parse_python("m.py", after.encode())
+    assert changed_entities("m.py", old, new) == (set(), set())
+    # a lambda's line is its Symbol's line
+    assert {s.qual: s.line for s in new.symbols if s.name == "<lambda>"} == {
+        "<lambda>": 6, "<lambda#2>": 8, "Codes.<lambda>": 14}
+    # a new literal in a scope is a change of that scope's unit only
+    added = after.replace('    MISSING = (404, "Not Found")\n', '    MISSING = (404, "Not Found")\n    GONE = (410, "Gone")\n')
+    newer, _ = parse_python("m.py", added.encode())
+    changed, _moved = changed_entities("m.py", new, newer)
+    assert changed == {("m.py", "Codes")}
+
+
+def test_an_edge_lists_its_call_sites_in_source_order():
+    """``callers`` shows an edge's lines as stored: sites appended in visiting order (nested
+    functions visited after their parent's other calls) are put in source order, with their
+    columns kept beside them."""
+    from types import SimpleNamespace as Site
+
+    from orbit_lsp.index.resolve import FileEdges
+
+    e = FileEdges()
+    for line, col in ((9, 4), (3, 8), (9, 1), (5, 0)):
+        e.add_call("main", "lib.py", "g", "import", Site(line=line, col=col, end_col=col + 3))
+    e.sort_sites()
+    edge = e.calls[("main", "lib.py", "g")]
+    assert (edge.lines, edge.cols, edge.end_cols) == ([3, 5, 9, 9], [8, 0, 1, 4], [11, 3, 4, 7])

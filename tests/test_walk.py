@@ -105,7 +105,13 @@ def test_classify_file():
     assert classify_file(p, b"function a(){}" * 200, 10_000) == "minified"  # one 2800-char line
     assert classify_file(Path("lib.min.js"), b"var a=1;\n", 100) == "minified"
     header = b"/* license */\n" * 30
-    assert classify_file(p, header + b"x" * 20_000, 100_000) == "minified"
+    assert classify_file(p, header + b"function a(){return 1};" * 900, 100_000) == "minified"
+    # a long string or data literal is not minified code (zod's string.test.ts: one 32,333-char
+    # line of emoji in a 64 KB test file)
+    emoji = "😀😁😂🤣😃".encode() * 1600
+    assert classify_file(Path("s.test.ts"), b'const e = [\n    "' + emoji + b'",\n];\n' + b"test(() => {});\n" * 50,
+                         100_000) is None
+    assert classify_file(p, header + b"x" * 20_000, 100_000) is None
     # one long data line in an otherwise normal file is fine
     normal = b"def f():\n    return 1\n" * 300 + b"S = '" + b"y" * 6000 + b"'\n"
     assert classify_file(Path("d.py"), normal, 100_000) is None

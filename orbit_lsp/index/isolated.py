@@ -59,7 +59,20 @@ def _child(root: str, settings: Settings, conn, cancel, graph_name: str | None =
 def index_all_isolated(ix: "WorkspaceIndexer", progress: "Progress | None" = None,
                        cancel: threading.Event | None = None) -> "IndexReport":
     """``ix.index_all`` with a full build done in a child process (see the module docstring);
-    an incremental re-open runs in this process. Returns the build's ``IndexReport``."""
+    an incremental re-open runs in this process. Then the resolver that edits use is prepared
+    (``WorkspaceIndexer.prepare_edits``, ``timings["prepare"]``): this process goes on to
+    re-index edits. Returns the build's ``IndexReport``."""
+    return _prepared(ix, _index_all_isolated(ix, progress, cancel))
+
+
+def _prepared(ix: "WorkspaceIndexer", rep: "IndexReport") -> "IndexReport":
+    if rep.mode in ("unchanged", "incremental", "full"):
+        rep.timings["prepare"] = ix.prepare_edits()
+    return rep
+
+
+def _index_all_isolated(ix: "WorkspaceIndexer", progress: "Progress | None" = None,
+                        cancel: threading.Event | None = None) -> "IndexReport":
     if not ix.needs_full_build():
         return ix.index_all(progress, cancel)
     ctx = multiprocessing.get_context("spawn")

@@ -201,4 +201,5 @@ class JsResolver(JsBinder):
                     out.inherits.append(edge)
         out.deps = frozenset(e for e in self._deps if e[0] != rel)
         self._deps = set()
+        out.sort_sites()
         return out

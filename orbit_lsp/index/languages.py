@@ -96,6 +96,11 @@ class WorkspaceResolver:
             if st.pvals:
                 py.seed_params(((rel, q), vd) for q, vd in st.pvals.items())
 
+    def prepare(self, everyone) -> None:
+        """Compute now what the first ``resolve_many`` over ``everyone`` (every file with facts)
+        would compute before resolving anything: the Python subclass relation."""
+        self.python._ensure_subclasses([r for r in everyone if not is_js(r)])
+
     def resolve_many(self, rels, previous, everyone, removed=(), progress=None) -> dict[str, FileEdges]:
         """Resolve ``rels`` (any language) and, for Python, follow value flows to a fixpoint
         (``Resolver.resolve_fixpoint``): returns the new edges of every file resolved.

@@ -93,19 +93,19 @@ class ParameterFlow:
             fsi = facts.scope_of.get(qual) if facts is not None and flows else None
             if fsi is None:
                 return None, frozenset(self._deps)
-            ordered = self._flows_in.get(key)
-            if ordered is None:  # the order of a union's members: the same whatever came first
-                ordered = self._flows_in[key] = tuple(sorted(flows, key=repr))
-            all_params = facts.scopes[fsi].params
-            params = [n for n, k in all_params if k in ("pos", "kwonly")]
-            positional = [n for n, k in all_params if k == "pos"]
+            params = facts.scopes[fsi].params
+            plan = self._flows_in.get(key)
+            if plan is None or plan[0] is not params:
+                plan = self._flows_in[key] = (params, self._plan(params, flows))
             got: dict[str, list] = {}
-            for flow in ordered:
-                for name in params:
-                    r = self._arg_for(positional, name, flow)
-                    if r is None:
-                        continue
-                    got.setdefault(name, []).append(self.ev(flow[0], flow[1], r) if r != UNKNOWN else None)
+            ev = self.ev
+            for name, frel, fsi_, r in plan[1]:
+                v = ev(frel, fsi_, r) if r is not UNKNOWN else None
+                vs = got.get(name)
+                if vs is None:
+                    got[name] = [v]
+                else:
+                    vs.append(v)
             # what a parameter receives from outside the workspace binds nothing: one value for all
             # only workspace values are kept: a parameter that receives nothing but external
             # values, literals or unknowns is no better known than one never called (``_param``
@@ -118,6 +118,24 @@ class ParameterFlow:
             return kept or None, frozenset(self._deps)
         finally:
             self._deps = saved
+
+    @classmethod
+    def _plan(cls, all_params, flows) -> tuple:
+        """What ``_compute_pval`` evaluates for a function with parameters ``all_params`` and
+        incoming ``flows``: ``(parameter name, file, scope, ref)`` per argument passed, in a fixed
+        order (flows sorted, so a union's members come in the same order whatever came first).
+        Literal arguments are left out: they never hold a workspace value, and only workspace
+        values are kept (``_workspace_part``)."""
+        params = [n for n, k in all_params if k in ("pos", "kwonly")]
+        positional = [n for n, k in all_params if k == "pos"]
+        out = []
+        for flow in sorted(flows, key=repr):
+            for name in params:
+                r = cls._arg_for(positional, name, flow)
+                if r is None or (r[0] == "lit" and r is not UNKNOWN):
+                    continue
+                out.append((name, flow[0], flow[1], UNKNOWN if r == UNKNOWN else r))
+        return tuple(out)
 
     @staticmethod
     def _member_set(v) -> tuple[set, bool]:

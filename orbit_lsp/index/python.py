@@ -9,8 +9,8 @@ Value references (hashable tuples, evaluated later in the scope they were found 
 ``("n", name)`` a name; ``("a", base, attr)`` an attribute; ``("c", func, arg0)`` the result of a
 call (``arg0`` is the first positional argument's ref, kept for ``functools.partial``);
 ``("s", base, key)`` a subscript (``key`` a constant or None); ``("d", ((key, ref), ...), pos)`` a
-dict literal and ``("l", (ref, ...), kind, pos)`` a list/tuple/set literal (``pos`` = (line, col) of
-the literal: a container's identity, so stores into it elsewhere in the file find it);
+dict literal and ``("l", (ref, ...), kind, pos)`` a list/tuple/set literal (``pos`` = (scope qual,
+ordinal) of the literal: a container's identity, so stores into it elsewhere in the file find it);
 ``("lit", type)`` a literal of a builtin type; ``("u", (ref, ...))`` one of several values (``or``,
 conditional expression); ``("def", qual)`` a function, lambda or class defined in this file;
 ``("dec", (decorator ref, ...), ("def", qual))`` a decorated function or class;
@@ -232,6 +232,10 @@ class _Extractor:
         self.cur = 0
         self.eval_scope = -1  # set while visiting decorators: they are evaluated outside the def
         self.lambda_quals: dict[int, str] = {}  # id of a Lambda node -> its symbol's qual
+        self.lambda_counts: dict[str, int] = {}  # qual of a definition -> lambdas named under it
+        self.lambda_taken: set[str] = set()  # lambda names given
+        self.literal_ids: dict[int, tuple[str, int]] = {}  # id of a container literal node -> identity
+        self.literal_counts: dict[int, int] = {}  # scope index -> container literals met in it
         self.declared_global: dict[int, set[str]] = {}  # scope index -> names it declares global
 
     # -- helpers --------------------------------------------------------------------------
@@ -271,6 +275,17 @@ class _Extractor:
             return None
         return "/".join(parts[: len(parts) - up]) if up else "/".join(parts)
 
+    def _literal_id(self, node: ast.AST) -> tuple[str, int]:
+        """A container literal's identity: ``(qual of the scope it is written in, its ordinal
+        among that scope's literals)``. Unlike its position, it stays when lines are added or
+        removed above it, so an edit elsewhere in the file leaves the file's interface alone."""
+        got = self.literal_ids.get(id(node))
+        if got is None:
+            n = self.literal_counts.get(self.cur, 0)
+            self.literal_counts[self.cur] = n + 1
+            got = self.literal_ids[id(node)] = (self.scope.qual, n)
+        return got
+
     # -- refs -----------------------------------------------------------------------------
     def ref(self, node: ast.AST | None) -> tuple:
         if node is None:
@@ -283,8 +298,8 @@ class _Extractor:
             if (isinstance(node.func, ast.Name) and node.func.id in _EMPTY_CONTAINERS and not node.args
                     and not node.keywords):
                 kind = node.func.id
-                return ("d", (), (node.lineno, node.col_offset)) if kind == "dict" else \
-                    ("l", (), kind, (node.lineno, node.col_offset))
+                return ("d", (), self._literal_id(node)) if kind == "dict" else \
+                    ("l", (), kind, self._literal_id(node))
             arg0 = self.ref(node.args[0]) if node.args and not isinstance(node.args[0], ast.Starred) else UNKNOWN
             return ("c", self.ref(node.func), arg0)
         if isinstance(node, ast.Subscript):
@@ -297,11 +312,11 @@ class _Extractor:
             for k, v in zip(node.keys, node.values):
                 if isinstance(k, ast.Constant) and isinstance(k.value, (str, int)) and not isinstance(k.value, bool):
                     items.append((k.value, self.ref(v)))
-            return ("d", tuple(items), (node.lineno, node.col_offset))
+            return ("d", tuple(items), self._literal_id(node))
         if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
             kind = "list" if isinstance(node, ast.List) else "tuple" if isinstance(node, ast.Tuple) else "set"
             return ("l", tuple(("*", self.ref(e.value)) if isinstance(e, ast.Starred) else self.ref(e)
-                               for e in node.elts), kind, (node.lineno, node.col_offset))
+                               for e in node.elts), kind, self._literal_id(node))
         if isinstance(node, ast.Lambda):
             return ("def", self._lambda_qual(node))
         if isinstance(node, ast.BoolOp):
@@ -662,18 +677,24 @@ class _Extractor:
         return idx
 
     def _lambda_qual(self, node: ast.Lambda) -> str:
-        """The qualified name of a lambda's Symbol, under the definition it is written in
-        (``main.<lambda@12>``; a second lambda on that line ``main.<lambda@12#2>``)."""
+        """The qualified name of a lambda's Symbol, under the definition it is written in:
+        ``main.<lambda>``, the next lambda there ``main.<lambda#2>`` (in source order). Named by
+        order, not by line, so adding or removing lines above a lambda leaves its name (and the
+        file's interface, and a diff's symbols) alone; its line is the Symbol's line."""
         q = self.lambda_quals.get(id(node))
         if q is None:
             parent = self.eval_scope if self.eval_scope >= 0 else self.cur
             base = self.scopes[parent].qual
-            q = f"{base}.<lambda@{node.lineno}>" if base else f"<lambda@{node.lineno}>"
-            n = 2
-            while q in self.seen_quals or q in self.lambda_quals.values():
-                q = (f"{base}." if base else "") + f"<lambda@{node.lineno}#{n}>"
+            prefix = f"{base}." if base else ""
+            n = self.lambda_counts.get(base, 0)
+            while True:
                 n += 1
+                q = f"{prefix}<lambda>" if n == 1 else f"{prefix}<lambda#{n}>"
+                if q not in self.seen_quals and q not in self.lambda_taken:
+                    break
+            self.lambda_counts[base] = n
             self.lambda_quals[id(node)] = q
+            self.lambda_taken.add(q)
         return q
 
     def visit_Lambda(self, node: ast.Lambda) -> None:

@@ -165,12 +165,20 @@ def read_text(data: bytes) -> str:
     return data.decode("utf-8", errors="replace")
 
 
+def _code_like(line: bytes) -> bool:
+    """A long line that reads as code (minified code is dense with punctuation), not as one
+    long string, data or comment."""
+    return sum(line.count(c) for c in (b";", b"{", b"}", b"(", b")", b",")) * 100 >= len(line)
+
+
 def classify_file(path: Path, data: bytes, max_file_bytes: int) -> str | None:
     """None if ``data`` (the content of ``path``) is indexable, else the skip reason:
     ``"larger than N bytes"``, ``"binary"`` (NUL bytes, a known magic number, or > 10 %
     control bytes), ``"minified"`` (``*.min.*`` name, average line > 1000 chars, or at
-    least half the bytes on lines longer than 5000 chars) or, for JS/TS, ``"generated bundle
-    (...)"`` (see ``generated_js``)."""
+    least half the bytes on lines longer than 5000 chars that read as code: at least one
+    ``;{}(),`` per 100 bytes — a long string or data literal is not minified code, e.g. zod's
+    ``string.test.ts`` with one 32,333-character line of emoji) or, for JS/TS, ``"generated
+    bundle (...)"`` (see ``generated_js``)."""
     if len(data) > max_file_bytes:
         return f"larger than {max_file_bytes} bytes"
     if b"\x00" in data or data.startswith(_BINARY_MAGIC):
@@ -183,7 +191,8 @@ def classify_file(path: Path, data: bytes, max_file_bytes: int) -> str | None:
     lines = data.count(b"\n") + 1
     if len(data) / lines > 1000:
         return "minified"
-    if len(data) > 5000 and sum(len(x) for x in data.split(b"\n") if len(x) > 5000) * 2 >= len(data):
+    if len(data) > 5000 and sum(len(x) for x in data.split(b"\n")
+                                if len(x) > 5000 and _code_like(x)) * 2 >= len(data):
         return "minified"
     if LANGS.get(os.path.splitext(os.fspath(path))[1].lower()) in ("javascript", "typescript"):
         return generated_js(data)
