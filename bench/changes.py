@@ -57,6 +57,7 @@ TRACE_MARK = ("import os as _ob_os, json as _ob_json, traceback as _ob_tb; "
               "[[_f.filename, _f.lineno, _f.name] for _f in _ob_tb.extract_stack()]]) + '\\n'); " + EDIT_MARK)
 DIAGNOSE_MAX = 150  # missed tests re-run with the tracing edit, per edit
 SUMMARY = re.compile(r"^(FAILED|ERROR) (\S+?)(?: - .*)?$")
+ALL_FAIL = "<the whole suite: pytest could not start>"
 TARGET_RECALL = 0.99
 TARGET_SHARE = 0.25
 TARGET_P95_S = 1.0
@@ -76,6 +77,8 @@ def add_parser(sub, common) -> None:
                    help="JSON file keeping each suite run's outcome (collected tests, failing unchanged, failing "
                         "per edit): runs found there are not run again (they depend on the project, the edit and "
                         "the interpreter, not on orbit), so the analysis can be measured again without the suites")
+    p.add_argument("--value-flow", action="store_true",
+                   help="index with ORBIT_VALUE_FLOW (parameters hold what call sites pass them; off by default)")
     p.add_argument("--jobs", type=int, default=1,
                    help="suites run at once, each in its own work copy (suites that mostly wait on sockets "
                         "and timers finish sooner); the `changes` analyses are timed one at a time")
@@ -140,6 +143,9 @@ def run_suite(python: str, root: Path, target: str, timeout: float) -> tuple[set
             failing.add(m.group(2))
         elif m:  # a collection error of a whole file
             failing.add(m.group(2) + "::<collection>")
+    if done and res.returncode in (3, 4) and not failing:
+        # pytest could not start (a conftest.py or a plugin failed to import): every test fails
+        failing.add(ALL_FAIL)
     return failing, time.perf_counter() - t, done
 
 
@@ -229,6 +235,8 @@ def run(args, settings, command: str) -> Report:
     from bench.corpora import fetch_sdist
 
     cache = Path(args.cache_dir).expanduser()
+    if getattr(args, "value_flow", False):
+        settings = settings.model_copy(update={"value_flow": True})
     projects: list[tuple[str, Path]] = []
     if args.corpus not in ("stdlib", None):
         src = Path(args.corpus).expanduser().resolve()
@@ -292,6 +300,7 @@ def _one(name: str, src: Path, args, settings, store, cache: Path, report: Repor
     times, shares, may_shares, suite_s = [], [], [], []
     counts = {"failing": 0, "hit": 0, "edits_failing": 0}
     misses = []
+    per_edit: list[list] = []
     free: queue.Queue = queue.Queue()
     for ix in indexers:
         free.put(ix)
@@ -314,6 +323,8 @@ def _one(name: str, src: Path, args, settings, store, cache: Path, report: Repor
                 got = suites.get(key)
                 failing, secs, finished = ((set(got[0]), got[1], got[2]) if got else
                                            suites.put(key, run_suite(python, wroot, target, args.suite_timeout)))
+                if ALL_FAIL in failing:
+                    failing = set(items)
                 failing = {function_id(f) for f in failing - baseline} - {function_id(b) for b in baseline}
                 sel = {t["id"] for t in result["tests"]["selected"]}
                 may = {t["id"] for t in result["tests"]["may_be_affected"]}
@@ -342,6 +353,8 @@ def _one(name: str, src: Path, args, settings, store, cache: Path, report: Repor
                     counts["failing"] += len(failing)
                     counts["hit"] += len(failing) - len(missed)
                     misses.extend(rows)
+                    per_edit.append([f"{rel}:{qual}", len(failing), len(sel), len(failing) - len(missed),
+                                     f"{shares[-1]:.1%}", len(may & failing)])
                     if not finished:
                         report.notes.append(f"{name}: the suite ran out of time after editing {rel}:{qual}")
             finally:
@@ -375,6 +388,9 @@ def _one(name: str, src: Path, args, settings, store, cache: Path, report: Repor
             by_class[r[3]] = by_class.get(r[3], 0) + 1
         report.tables.append(Table(f"{name}: misses by class", ["class", "misses"],
                                    sorted(([k, v] for k, v in by_class.items()), key=lambda kv: -kv[1])))
+    report.tables.append(Table(f"{name}: per edit", ["edited", "failing tests", "selected", "failing and selected",
+                                                     "selected share", "failing, only in may be affected"],
+                               sorted(per_edit)))
     quiet = timing_pass(ix, chosen)
     report.tables.append(Table(f"{name}: `changes` alone (each edit again, no suite running, graph warm)",
                                ["edits", "p50 ms", "p95 ms", "max ms"],

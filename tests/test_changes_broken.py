@@ -42,8 +42,12 @@ def run(repo, store, settings):
 
 def failing(root) -> set[str]:
     """The tests pytest reports failing or in error (a test file that fails to import: all of
-    its tests, as collected before the change; the other files still run)."""
-    out = pytest_run(root, "-rfE", "--tb=no", "--continue-on-collection-errors", "tests").stdout
+    its tests, as collected before the change; the other files still run; a conftest.py that
+    fails to import: every test)."""
+    res = pytest_run(root, "-rfE", "--tb=no", "--continue-on-collection-errors", "tests")
+    if res.returncode == 4 and "while loading conftest" in res.stdout + res.stderr:
+        return set(ALL_TESTS)  # a conftest.py that fails to import: pytest runs nothing, all fail
+    out = res.stdout
     got = set()
     for line in out.splitlines():
         m = SUMMARY.match(line.strip())
@@ -223,3 +227,18 @@ def test_redefined_names_and_lambdas_map_to_their_symbol(repo, run):
     r = run()
     assert [(s["qual"], s["status"]) for s in r["symbols"]] == [
         ("app.shapes.area", "modified"), ("app.shapes.Box.width", "modified"), ("app.shapes.sizes", "modified")]
+
+
+def test_a_package_init_runs_before_any_module_of_it(repo, run):
+    # app/__init__.py imports app.util at module level; tests/test_core.py imports only
+    # app.core, but importing app.core runs app/__init__.py first, which imports app.util
+    repo.write("app/__init__.py", "from app.util import wrap\n")
+    repo.commit("package init imports util")
+    repo.edit("app/util.py", "from app.core import compute\n", "from app.core import compute\n\nLIMIT = 1 // 0\n")
+    r = run()
+    assert [(s["qual"], s["status"]) for s in r["symbols"]] == [("app.util", "modified")]
+    # the module now fails at import: every test file importing anything of the package fails
+    assert failing(repo.root) == set(ALL_TESTS)
+    assert selected(r) == ALL_TESTS
+    deps = {d["path"]: d["hops"] for d in r["dependents"]}
+    assert deps["app/__init__.py"] == 1 and deps["app/core.py"] == 1 and deps["tests/test_core.py"] == 2

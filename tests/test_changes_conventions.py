@@ -5,7 +5,8 @@ tests that fail must be exactly the tests ``orbit-lsp changes`` selects (fixture
 on a test and in ``pytestmark``, ``request.getfixturevalue``, tests inherited from a base class
 with its ``setup_method``, ``unittest`` ``setUpClass``, module-level code of a test module and of
 a module a test file imports, a closure returned by a method called on a fixture, a method only
-the standard library calls, functions handed to the standard library as values)."""
+the standard library calls, functions handed to the standard library as values, a method of a standard-library subclass
+called both by the workspace and by the library)."""
 
 from __future__ import annotations
 
@@ -122,6 +123,33 @@ SUITE = {
 
         def test_sub():
             assert make_sub().x == 1
+        ''',
+    "pkg/jar.py": '''
+        import json
+
+
+        class Enc(json.JSONEncoder):
+            def default(self, o):
+                return sorted(o)
+
+
+        def direct(x):
+            return Enc().default(x)  # the workspace calls default too
+
+
+        def dump(x):
+            return Enc().encode(x)  # and json's encoder calls it on the instance
+        ''',
+    "tests/test_jar.py": '''
+        from pkg.jar import direct, dump
+
+
+        def test_direct():
+            assert direct({2, 1}) == [1, 2]
+
+
+        def test_dump():
+            assert dump({2, 1}) == "[1, 2]"
         ''',
     "tests/test_values.py": '''
         from pkg.values import Dumper, dump_set
@@ -337,13 +365,14 @@ EDITS = [("pkg/lib.py", f"def {fn}():") for fn in sorted(LIB)] + [
     ("pkg/values.py", "def as_list(o):"),  # a value handed to json by dump_set
     ("pkg/values.py", "def by_length(o):"),  # a value stored in a class body, used through instances
     ("pkg/groups.py", "    def __init__(self):"),  # run by SubGroup(), never by Group() (its base)
+    ("pkg/jar.py", "    def default(self, o):"),  # called by the workspace and by json on an Enc
 ]
 
 
 @pytest.mark.parametrize("rel, definition", EDITS)
 def test_selection_is_what_fails(suite, rel, definition):
     repo, ix, collected = suite
-    assert len(collected) == 24  # the suite as pytest sees it (TestChild::test_inherited included)
+    assert len(collected) == 26  # the suite as pytest sees it (TestChild::test_inherited included)
     indent = " " * (len(definition) - len(definition.lstrip()) + 4)
     repo.edit(rel, definition + "\n", f"{definition}\n{indent}raise RuntimeError('broken')\n")
     try:
@@ -375,3 +404,29 @@ def test_command_forms():
             for i in range(100)]
     assert commands(many)["pytest"] == "pytest tests/t_test.py"
     assert commands([])["pytest"] is None
+
+
+def test_tests_lens_agrees_on_values_and_constructors(suite):
+    """The "N tests reach this" lens (``reach.tests_reaching``) follows the same rules: a
+    function handed to the standard library as a value, one stored in a class body, an
+    ``__init__`` that a base class's constructor never runs, and a method of a standard-library
+    subclass."""
+    from orbit_lsp.changes.reach import tests_reaching
+    from orbit_lsp.changes.selection import TestIndex
+
+    repo, ix, _ = suite
+    impact.refresh(ix)
+    files = [r[0] for r in ix.graph.ro_query("MATCH (f:File) RETURN f.path").rows]
+    index = TestIndex(files, lambda rel: (repo.root / rel).read_bytes() if (repo.root / rel).is_file() else None)
+    targets = [{"file": "pkg/values.py", "qual": "pkg.values.as_list", "name": "as_list", "kind": "function", "line": 4},
+               {"file": "pkg/values.py", "qual": "pkg.values.by_length", "name": "by_length", "kind": "function",
+                "line": 12},
+               {"file": "pkg/groups.py", "qual": "pkg.groups.SubGroup.__init__", "name": "__init__", "kind": "method",
+                "line": 9},
+               {"file": "pkg/jar.py", "qual": "pkg.jar.Enc.default", "name": "default", "kind": "method", "line": 5}]
+    got = tests_reaching(ix.graph, targets, index, ix.root_package)
+    assert {q: [t["id"] for t in tests] for (_, q), tests in got.items()} == {
+        "pkg.values.as_list": ["tests/test_values.py::test_dump_set"],
+        "pkg.values.by_length": ["tests/test_values.py::test_dumper"],
+        "pkg.groups.SubGroup.__init__": ["tests/test_groups.py::test_sub"],
+        "pkg.jar.Enc.default": ["tests/test_jar.py::test_direct", "tests/test_jar.py::test_dump"]}

@@ -271,3 +271,53 @@ async def test_folder_added_later_says_indexing_until_its_index_is_done(client, 
     await asyncio.wait_for(wait_indexed(client), 60)
     got = titles(await resolved(client, await code_lenses(client, uri(path))))
     assert got == {(0, 0, "file"): "1 dependent, 1 hop", (0, 4, "symbol"): "1 caller"}  # go() calls it twice
+
+
+# -- a first index cancelled -------------------------------------------------------------------------
+@pytest_lsp.fixture(scope="module", config=server_config({"ORBIT_TEST_HOLD_INDEX": RELEASE}))
+async def cancelled(lsp_client: LanguageClient, tmp_path_factory):
+    root = tmp_path_factory.mktemp("cancel") / "ws"
+    for rel, text in FILES.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    lsp_client.root = root
+    lsp_client.refreshes = []
+
+    @lsp_client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
+    def on_refresh(params=None):
+        lsp_client.refreshes.append(time.monotonic())
+        return None
+
+    @lsp_client.feature(types.CLIENT_REGISTER_CAPABILITY)
+    def on_register(params=None):
+        return None
+
+    await lsp_client.initialize_session(types.InitializeParams(
+        capabilities=client_capabilities("visual-studio-code"), root_uri=uri(root),
+        workspace_folders=[types.WorkspaceFolder(uri=uri(root), name=root.name)]))
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def test_cancelled_first_index_takes_its_indexing_lenses_away(cancelled):
+    client = cancelled
+    doc = open_doc(client, "pkg/core.py")
+    assert titles(await resolved(client, await first_lenses(client, doc)))[(0, 0, "file")] == "indexing…"
+    for _ in range(200):  # the folder's progress has begun
+        if client.progress_reports:
+            break
+        await asyncio.sleep(0.02)
+    [token] = list(client.progress_reports)
+    client.protocol.notify(types.WINDOW_WORK_DONE_PROGRESS_CANCEL, types.WorkDoneProgressCancelParams(token=token))
+    for _ in range(500):
+        if not (await status(client))["indexing"]:
+            break
+        await asyncio.sleep(0.02)
+    w = await status(client)
+    assert w["indexing"] is False and not w["last_index"]  # not indexed, and no longer said to be
+    for _ in range(100):
+        if client.refreshes:
+            break
+        await asyncio.sleep(0.02)
+    assert client.refreshes  # the editor asks again, and gets no lens: nothing is counted
+    assert await code_lenses(client, doc) == []

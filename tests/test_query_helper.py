@@ -438,3 +438,34 @@ def test_a_helper_that_does_not_take_the_query_is_bypassed(ws, helpers):
                                    f"{protocol.CONNECT_TIMEOUT_S:g} s"]
     finally:
         listener.close()
+
+
+def test_stale_files_through_the_helper_with_its_hash_cache(ws, helpers):
+    """The helper keeps the content hashes its queries computed (by file identity); an edit
+    that keeps the file's size is still reported stale, and the answer is the in-process one."""
+    from orbit_lsp.cli.freshness import RECENT_NS
+
+    helpers.run(ws, "callers", "helper")
+    helpers.pid()
+    app = ws / "pkg" / "app.py"
+    newest = max(os.stat(p).st_ctime_ns for p in (app, ws / "pkg" / "util.py"))
+    time.sleep(max(0.0, (newest + RECENT_NS - time.time_ns()) / 1e9 + 0.2))  # old enough to be kept
+    for _ in range(2):
+        rc, out, _ = helpers.run(ws, "callers", "helper", "--json")
+        assert rc == 0 and json.loads(out)["result"]["stale_files"] == []
+    (journal,) = helpers.dir.glob("q-*.hashes")
+    assert f"{app}\t" in journal.read_text()  # the helper now knows app.py's hash
+
+    before = app.read_text()
+    edited = before.replace("helper(1)", "helper(7)")
+    assert len(edited) == len(before)
+    try:
+        app.write_text(edited)
+        via_helper = helpers.run(ws, "callers", "helper", "--json")
+        assert json.loads(via_helper[1])["result"]["stale_files"] == ["pkg/app.py"]
+        assert via_helper == helpers.run(ws, "callers", "helper", "--json", helper=False)
+    finally:
+        app.write_text(before)
+    rc, out, _ = helpers.run(ws, "callers", "helper", "--json")
+    assert rc == 0 and json.loads(out)["result"]["stale_files"] == []
+    assert helpers.paths()[1:] == ["helper"] * 4

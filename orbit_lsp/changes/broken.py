@@ -24,6 +24,7 @@ read from the new version's source with ``ast``.
 from __future__ import annotations
 
 import ast
+import hashlib
 import re
 from dataclasses import dataclass, field
 
@@ -31,6 +32,7 @@ from orbit_lsp.changes.diff import Change
 from orbit_lsp.graph import queries
 from orbit_lsp.graph.connection import Graph
 from orbit_lsp.index.resolve import full_qual, module_name
+from orbit_lsp.lru import LRU
 
 CATCHES_IMPORT_ERROR = frozenset({"ImportError", "Exception", "BaseException"})
 
@@ -45,6 +47,19 @@ class Broken:
     files: dict[str, tuple[str, str, int, str]] = field(default_factory=dict)
     functions: list[dict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+
+def _walk_if(tree: ast.Module, kinds: tuple) -> list:
+    """The nodes of ``kinds`` in ``tree`` (walked once per tree, kept)."""
+    got = _KIND_NODES.lookup(id(tree))
+    if got[0] and got[1][0] is tree:
+        return [n for n in got[1][1] if isinstance(n, kinds)]
+    nodes = [n for n in ast.walk(tree) if isinstance(n, (ast.NamedExpr, ast.Global))]
+    _KIND_NODES.put(id(tree), (tree, nodes))
+    return [n for n in nodes if isinstance(n, kinds)]
+
+
+_KIND_NODES = LRU(256)
 
 
 def top_level_names(tree: ast.Module) -> tuple[set[str], bool]:
@@ -105,7 +120,7 @@ def top_level_names(tree: ast.Module) -> tuple[set[str], bool]:
                 names.update(s.names)
         # walrus targets at top level
     body(tree.body)
-    for n in ast.walk(tree):
+    for n in _walk_if(tree, (ast.NamedExpr, ast.Global)):
         if isinstance(n, ast.NamedExpr) and isinstance(n.target, ast.Name):
             names.add(n.target.id)
         elif isinstance(n, ast.Global):
@@ -113,13 +128,26 @@ def top_level_names(tree: ast.Module) -> tuple[set[str], bool]:
     return names, opaque
 
 
-def _parse(data: bytes | None) -> ast.Module | None:
+TREES = LRU(256)  # content digest -> ast.Module | None: the change's files are parsed once
+
+
+def parse_cached(data: bytes | None) -> ast.Module | None:
+    """``ast.parse(data)`` (None when it does not parse), kept per content: the trees are
+    only read, never changed."""
     if data is None:
         return None
-    try:
-        return ast.parse(data)
-    except (SyntaxError, ValueError, RecursionError):
-        return None
+    key = hashlib.blake2b(data, digest_size=16).digest()
+    found, tree = TREES.lookup(key)
+    if not found:
+        try:
+            tree = ast.parse(data)
+        except (SyntaxError, ValueError, RecursionError):
+            tree = None
+        TREES.put(key, tree)
+    return tree
+
+
+_parse = parse_cached
 
 
 def removed_names(change: Change, files: list[dict]) -> dict[str, set[str]]:
@@ -129,6 +157,8 @@ def removed_names(change: Change, files: list[dict]) -> dict[str, set[str]]:
     for f in files:
         if f["status"] != "modified" or f["lang"] != "python" or f["parse_error"]:
             continue
+        if not _removes_top_level_line(change, f["path"]):
+            continue  # every line it takes away is indented: no top-level binding goes
         old, new = _parse(change.old_bytes(f["path"])), _parse(change.new_bytes(f["path"]))
         if old is None or new is None:
             continue
@@ -138,6 +168,17 @@ def removed_names(change: Change, files: list[dict]) -> dict[str, set[str]]:
         if gone and not opaque:
             out[f["path"]] = gone
     return out
+
+
+def _removes_top_level_line(change: Change, path: str) -> bool:
+    """Whether the change takes away a line that may bind a top-level name (an unindented
+    line, or a definition or import at any depth: under a module-level ``if``/``try``)."""
+    fd = next((x for x in change.files if x.path == path), None)
+    if fd is None:
+        return True
+    return any(t[:1] not in ("", " ", "\t", "#", "\n", "\r", ")", "]", "}")
+               or t.lstrip().startswith(("def ", "async def ", "class ", "import ", "from "))
+               for hk in fd.hunks for t in hk.removed_text)
 
 
 def _parents(tree: ast.AST) -> dict[ast.AST, ast.AST]:

@@ -10,6 +10,7 @@ layer.
 
 from __future__ import annotations
 
+import ast
 import re
 import time
 from dataclasses import dataclass
@@ -66,28 +67,8 @@ def _callers_of_all(graph: Graph, targets: list[dict], depth: int, ans: queries.
         if not frontier:
             break
         rows = sorted(ans.run(graph, CALLERS_CYPHER, {"frontier": frontier}), key=lambda r: (r[3], r[4], r[0]))
-        inits = [r for r in rows if r[10] == "init" and (r[3], r[0]) not in seen]
-        impossible: set[tuple] = set()
-        if inits:
-            made: dict[tuple[str, str], dict[int, set[tuple[str, str]]]] = {}
-            for cf, cq, kf, kq, lines in ans.run(
-                    graph, "UNWIND $c AS c MATCH (s:Symbol {qual: c[1]})-[e:CALLS]->(k:Symbol) WHERE s.file = c[0] "
-                           "AND k.kind = 'class' RETURN c[0], c[1], k.file, k.qual, e.lines",
-                    {"c": sorted({(r[3], r[0]) for r in inits})}):
-                for ln in lines or ():
-                    made.setdefault((cf, cq), {}).setdefault(ln, set()).add((kf, kq))
-            classes = sorted({(r[11], r[8].rpartition(".")[0]) for r in inits} - set(bases))
-            if classes:
-                for xf, xq, bs in ans.run(graph, "UNWIND $x AS x MATCH (k:Symbol {qual: x[1]}) WHERE k.file = x[0] "
-                                                 "OPTIONAL MATCH (k)-[:INHERITS*1..8]->(b:Symbol) "
-                                                 "RETURN x[0], x[1], collect(DISTINCT [b.file, b.qual])",
-                                          {"x": [list(c) for c in classes]}):
-                    bases[(xf, xq)] = {(b[0], b[1]) for b in bs if b and b[0] is not None}
-            for r in inits:
-                cls = (r[11], r[8].rpartition(".")[0])
-                per_line = made.get((r[3], r[0]), {})
-                if r[9] and all(per_line.get(ln) and per_line[ln] <= bases.get(cls, set()) for ln in r[9]):
-                    impossible.add((r[3], r[0], r[8]))
+        impossible = impossible_inits(graph, ans, [(r[3], r[0], r[11], r[8], r[9]) for r in rows
+                                                  if r[10] == "init" and (r[3], r[0]) not in seen], bases)
         nxt = []
         for r in rows:
             key = (r[3], r[0])
@@ -100,6 +81,38 @@ def _callers_of_all(graph: Graph, targets: list[dict], depth: int, ans: queries.
             nxt.append([r[3], r[0]])
         frontier = nxt
     return _Rows(out)
+
+
+def impossible_inits(graph: Graph, ans: queries.Answer, edges: list[tuple], bases: dict | None = None) -> set[tuple]:
+    """Of constructor edges ``(caller file, caller qual, __init__ file, __init__ qual, lines)``
+    (``CALLS {resolved: 'init'}``), those that cannot run: every line of them constructs only
+    strict base classes of the ``__init__``'s class (``K()`` never runs a subclass's
+    ``__init__``). Returns {(caller file, caller qual, __init__ qual)}. ``bases`` caches the
+    base classes read, per class."""
+    bases = {} if bases is None else bases
+    if not edges:
+        return set()
+    made: dict[tuple[str, str], dict[int, set[tuple[str, str]]]] = {}
+    for cf, cq, kf, kq, lines in ans.run(
+            graph, "UNWIND $c AS c MATCH (s:Symbol {qual: c[1]})-[e:CALLS]->(k:Symbol) WHERE s.file = c[0] "
+                   "AND k.kind = 'class' RETURN c[0], c[1], k.file, k.qual, e.lines",
+            {"c": sorted({(e[0], e[1]) for e in edges})}):
+        for ln in lines or ():
+            made.setdefault((cf, cq), {}).setdefault(ln, set()).add((kf, kq))
+    classes = sorted({(e[2], e[3].rpartition(".")[0]) for e in edges} - set(bases))
+    if classes:
+        for xf, xq, bs in ans.run(graph, "UNWIND $x AS x MATCH (k:Symbol {qual: x[1]}) WHERE k.file = x[0] "
+                                         "OPTIONAL MATCH (k)-[:INHERITS*1..8]->(b:Symbol) "
+                                         "RETURN x[0], x[1], collect(DISTINCT [b.file, b.qual])",
+                                  {"x": [list(c) for c in classes]}):
+            bases[(xf, xq)] = {(b[0], b[1]) for b in bs if b and b[0] is not None}
+    out = set()
+    for cf, cq, xf, xq, lines in edges:
+        per_line = made.get((cf, cq), {})
+        cls = (xf, xq.rpartition(".")[0])
+        if lines and all(per_line.get(ln) and per_line[ln] <= bases.get(cls, set()) for ln in lines):
+            out.add((cf, cq, xq))
+    return out
 
 
 def refresh(ix) -> dict:
@@ -118,6 +131,52 @@ def in_file_qual(file: str, full: str, root_package: str) -> str:
         if full.startswith(prefix):
             return full[len(prefix):]
     return full
+
+
+def run_time_dependents(imports: ImportGraph, path: str, max_hops: int) -> dict[str, int]:
+    """``imports.dependents(path, max_hops)`` as Python imports at run time: importing
+    ``pkg.mod`` runs ``pkg/__init__.py`` first, so when a package's ``__init__.py`` is a dependent
+    (at h hops), every module of that package is one too (at h hops: importing any of them runs
+    it), and so are their own importers; when ``path`` is a package's ``__init__.py``, its
+    modules are dependents at 1 hop. ``{path: fewest hops}``, never ``path`` itself."""
+    under = getattr(imports, "_modules_under", None)
+    if under is None:
+        files = set(imports.importers) | {f for srcs in imports.importers.values() for f in srcs}
+        under = {}
+        for f in files:
+            d = f.rpartition("/")[0]
+            while True:
+                under.setdefault(d, []).append(f)
+                if not d:
+                    break
+                d = d.rpartition("/")[0]
+        imports._modules_under = under
+    hops = {path: 0}
+    frontier = [path]
+    for hop in range(1, max_hops + 1):
+        found = []
+        if hop == 1 and path.endswith("/__init__.py"):  # importing any module of the package runs it
+            found = [m for m in under.get(path.rpartition("/")[0], ()) if m != path and m.endswith(".py")]
+            hops.update((m, 1) for m in found)
+        for f in frontier:
+            for d in imports.importers.get(f, ()):
+                if d not in hops:
+                    hops[d] = hop
+                    found.append(d)
+        k = 0
+        while k < len(found):  # a package's __init__ reached: its modules too, at the same hop
+            f = found[k]
+            k += 1
+            if f.endswith("/__init__.py"):
+                for m in under.get(f.rpartition("/")[0], ()):
+                    if m not in hops and m.endswith(".py"):
+                        hops[m] = hop
+                        found.append(m)
+        if not found:
+            break
+        frontier = found
+    hops.pop(path, None)
+    return hops
 
 
 def _public(row: dict) -> bool:
@@ -170,7 +229,7 @@ def analyse(graph: Graph, change: Change, root_package: str = "", options: Optio
     broken = find_broken(graph, ans, change, sc.files, root_package, unresolved_imports, taken)
     notes += broken.notes
     walk = _with_broken_functions(graph, ans, broken, walk, far, root_package)
-    walk = _through_implicit_calls(graph, ans, change, live, walk, far)
+    walk = _through_implicit_calls(graph, ans, change, live, walk, far, root_package)
     imports = ImportGraph.load(graph)
     ans.cypher += imports.cypher
     walk = _through_references(graph, ans, change, imports, live, walk, far, root_package)
@@ -187,7 +246,7 @@ def analyse(graph: Graph, change: Change, root_package: str = "", options: Optio
     for f in sc.files:
         if f["status"] == "removed":
             continue
-        for path, hops in imports.dependents(f["path"], far).items():
+        for path, hops in run_time_dependents(imports, f["path"], far).items():
             if hops <= opts.depth and (path not in dep_hops or hops < dep_hops[path][0]):
                 dep_hops[path] = (hops, f["path"])
             if f["path"] in file_level and is_test_support(path):
@@ -215,7 +274,7 @@ def analyse(graph: Graph, change: Change, root_package: str = "", options: Optio
                         failing.setdefault(f, (what[0], f"in package {pkg.rstrip('/')}, whose __init__.py fails: "
                                                         + what[1]))
     for path, (hit, how) in sorted(failing.items()):
-        reach = {path: 0, **imports.dependents(path, far - 1)}
+        reach = {path: 0, **run_time_dependents(imports, path, far - 1)}
         for dep, h in reach.items():
             hops = h + 1
             if hops <= opts.depth and (dep not in dep_hops or hops < dep_hops[dep][0]):
@@ -229,7 +288,7 @@ def analyse(graph: Graph, change: Change, root_package: str = "", options: Optio
     for r in walk:
         if r["kind"] != "module" or is_test_support(r["file"]) or r["depth"] >= far or r.get("instance_only"):
             continue
-        for path, hops in imports.dependents(r["file"], far).items():
+        for path, hops in run_time_dependents(imports, r["file"], far).items():
             d = r["depth"] + hops
             if is_test_support(path) and (path not in test_imports or d < test_imports[path][0]):
                 test_imports[path] = (d, r["reaches"], f"imports {r['file']} ({hops} hop{'s' * (hops > 1)}), whose "
@@ -257,7 +316,7 @@ def analyse(graph: Graph, change: Change, root_package: str = "", options: Optio
         may_origin.setdefault(r["qual"], r["reaches"])
         may_rows.append(r)
     if may_rows:  # special methods, properties and closures on the way, as for the bound walk
-        may_rows = _through_implicit_calls(graph, ans, change, [], may_rows, far)
+        may_rows = _through_implicit_calls(graph, ans, change, [], may_rows, far, root_package)
     may_rows = [r for r in may_rows if (r["file"], r["qual"]) not in bound]
     may_affected = [dict(r, names=may_names.get((r["file"], r["qual"]), [])) for r in may_rows
                     if r["depth"] <= opts.depth]
@@ -332,6 +391,7 @@ def _through_references(graph: Graph, ans: queries.Answer, change: Change, impor
     syms = [s for s in syms if not is_test_support(s["file"])]
     if not syms:
         return walk
+    syms.sort(key=lambda s: s["depth"])  # nearest first: the read budget goes to them
     by_key = {}
     for s in syms:
         if (s["file"], s["qual"]) not in by_key or s["depth"] < by_key[(s["file"], s["qual"])]["depth"]:
@@ -371,7 +431,7 @@ def _through_references(graph: Graph, ans: queries.Answer, change: Change, impor
             if key not in known or r["depth"] < known[key]["depth"]:
                 known[key] = r
                 found_rows.append(r)
-    more = _through_implicit_calls(graph, ans, change, [], new_rows + found_rows, far)
+    more = _through_implicit_calls(graph, ans, change, [], new_rows + found_rows, far, root_package)
     first = {(r["file"], r["qual"]) for r in walk}
     for r in more:
         key = (r["file"], r["qual"])
@@ -382,6 +442,138 @@ def _through_references(graph: Graph, ans: queries.Answer, change: Change, impor
         if key not in known or r["depth"] < known[key]["depth"]:
             known[key] = r
     return sorted(known.values(), key=lambda r: (r["depth"], r["file"], r["line"] or 0, r["qual"]))
+
+
+# bases whose own code calls no method a subclass defines (builtins, typing, abc): not "library"
+INERT_BASES = frozenset({
+    "object", "ABC", "ABCMeta", "Generic", "Protocol", "NamedTuple", "TypedDict", "Enum", "IntEnum", "Flag",
+    "IntFlag", "str", "int", "float", "bytes", "bool", "dict", "list", "tuple", "set", "frozenset", "type",
+    "BaseException", "Exception", "ArithmeticError", "AssertionError", "AttributeError", "EnvironmentError",
+    "IOError", "ImportError", "IndexError", "KeyError", "LookupError", "NotImplementedError", "OSError",
+    "RuntimeError", "TypeError", "ValueError", "UnicodeError", "Warning", "UserWarning", "DeprecationWarning",
+    "RuntimeWarning"})
+
+
+def library_classes(graph: Graph, ans: queries.Answer, read, classes: set[tuple[str, str]],
+                    cache: dict | None = None, root_package: str = "") -> dict[tuple[str, str], frozenset[str]]:
+    """Of ``classes`` ((file, graph qual)), those deriving, themselves or through workspace
+    bases (``INHERITS``), from a standard-library class whose code may call their methods
+    (``http.cookiejar.CookieJar``, ``collections.abc.MutableMapping``, ``json.JSONEncoder``;
+    not builtins, ``typing``, ``abc``: ``INERT_BASES``), each with the names that library
+    class defines (a method of the workspace class by one of those names overrides it: the
+    library's own code may call it on instances). A base is found from the source: its name
+    imported from a standard-library module, directly or re-exported by a workspace module
+    (``from .compat import cookielib``). Bases from other packages are not known (their
+    members cannot be read without importing them): not counted. ``read`` gives a file's
+    bytes; ``cache`` keeps answers per class."""
+    cache = {} if cache is None else cache
+    todo = sorted(c for c in classes if c not in cache and c[1])
+    if todo:
+        rows = ans.run(graph, "UNWIND $c AS c MATCH (k:Symbol {qual: c[1]}) WHERE k.file = c[0] AND k.kind = 'class' "
+                              "MATCH (k)-[:INHERITS*0..8]->(a:Symbol) OPTIONAL MATCH (a)-[:INHERITS]->(b:Symbol) "
+                              "RETURN c[0], c[1], a.file, a.qual, collect(b.name)", {"c": [list(c) for c in todo]})
+        ancestors: dict[tuple[str, str], list[tuple[str, str, set[str]]]] = {}
+        for cf, cq, af, aq, bases in rows:
+            ancestors.setdefault((cf, cq), []).append((af, aq, set(bases)))
+        for c in todo:
+            names: set[str] = set()
+            for af, aq, bases in ancestors.get(c, []):
+                names |= _library_names(read, af, aq, bases, root_package)
+            cache[c] = frozenset(names)
+    return {c: cache[c] for c in classes if cache.get(c)}
+
+
+def _class_node(tree, file: str, qual: str, root_package: str):
+    from orbit_lsp.index.resolve import module_name
+
+    mod = module_name(file, root_package)
+    local = qual[len(mod) + 1:] if mod and qual.startswith(mod + ".") else qual
+    body, node = tree.body, None
+    for part in local.split("."):
+        node = next((n for n in body if isinstance(n, ast.ClassDef) and n.name == part), None)
+        if node is None:
+            return None
+        body = node.body
+    return node
+
+
+def _imported_as(tree, name: str, file: str, root_package: str) -> str | None:
+    """The dotted name a module's top-level import binds ``name`` to (``from http import
+    cookiejar as cookielib`` -> "http.cookiejar"), relative imports made absolute."""
+    from orbit_lsp.changes.broken import _module_of_import
+
+    for n in tree.body:
+        if isinstance(n, ast.Import):
+            for a in n.names:
+                if (a.asname or a.name.split(".")[0]) == name:
+                    return a.name if a.asname else a.name.split(".")[0]
+        elif isinstance(n, ast.ImportFrom):
+            for a in n.names:
+                if (a.asname or a.name) == name:
+                    return f"{_module_of_import(n, file, root_package)}.{a.name}"
+    return None
+
+
+def _stdlib_class(dotted: str):
+    import importlib
+    import sys
+
+    parts = dotted.split(".")
+    if parts[0] not in sys.stdlib_module_names:
+        return None
+    for k in range(len(parts), 0, -1):
+        try:
+            obj = importlib.import_module(".".join(parts[:k]))
+        except Exception:  # noqa: BLE001 - any failure: not a class we can read
+            continue
+        for attr in parts[k:]:
+            obj = getattr(obj, attr, None)
+        return obj if isinstance(obj, type) else None
+    return None
+
+
+def _library_names(read, file: str, qual: str, workspace_bases: set[str], root_package: str) -> set[str]:
+    from orbit_lsp.changes.broken import parse_cached
+    from orbit_lsp.index.resolve import module_name
+
+    if not file.endswith(".py"):
+        return set()
+    tree = parse_cached(read(file))
+    node = _class_node(tree, file, qual, root_package) if tree is not None else None
+    if node is None:
+        return set()
+    names: set[str] = set()
+    for b in node.bases:
+        expr = b.value if isinstance(b, ast.Subscript) else b
+        chain = []
+        while isinstance(expr, ast.Attribute):
+            chain.append(expr.attr)
+            expr = expr.value
+        if not isinstance(expr, ast.Name):
+            continue
+        last = chain[0] if chain else expr.id
+        if last in workspace_bases or last in INERT_BASES:
+            continue
+        dotted = _imported_as(tree, expr.id, file, root_package)
+        if dotted is None:
+            continue
+        # re-exported by a workspace module (``from .compat import cookielib``): follow it once
+        mod, _, attr = dotted.rpartition(".")
+        for path in () if not mod else (mod.replace(".", "/") + ".py", "src/" + mod.replace(".", "/") + ".py",
+                     mod.replace(".", "/") + "/__init__.py", "src/" + mod.replace(".", "/") + "/__init__.py"):
+            if module_name(path, root_package) != mod:
+                continue
+            data = read(path)
+            sub = parse_cached(data) if data is not None else None
+            if sub is not None:
+                again = _imported_as(sub, attr, path, root_package)
+                if again is not None:
+                    dotted = again
+                break
+        cls = _stdlib_class(".".join([dotted, *reversed(chain)]))
+        if cls is not None:
+            names |= {n for n in dir(cls) if not (n.startswith("__") and n.endswith("__"))} - set(dir(object))
+    return names
 
 
 IMPLICIT_ROUNDS = 3
@@ -417,7 +609,7 @@ def decorated_as_property(lines: list[str], line: int) -> bool:
 
 
 def _through_implicit_calls(graph: Graph, ans: queries.Answer, change: Change, live: list[dict],
-                            walk: list[dict], far: int) -> list[dict]:
+                            walk: list[dict], far: int, root_package: str = "") -> list[dict]:
     """The walk continued past functions called without a call expression the graph could
     bind:
 
@@ -439,6 +631,7 @@ def _through_implicit_calls(graph: Graph, ans: queries.Answer, change: Change, l
     get "via" the class or function and "reaches" what the method reaches; enclosing functions
     are listed as rows themselves."""
     lines_cache: dict = {}
+    lib_cache: dict = {}
     known = {(r["file"], r["qual"]): r for r in walk}
     seen_classes: set[tuple[str, str]] = set()
     seen_outer: set[tuple[str, str]] = set()
@@ -472,6 +665,14 @@ def _through_implicit_calls(graph: Graph, ans: queries.Answer, change: Change, l
                                   "OPTIONAL MATCH (c:Symbol)-[:CALLS]->(s) WITH s, count(c) AS n WHERE n = 0 "
                                   "OPTIONAL MATCH (u:Symbol) WHERE s.name IN u.unresolved_names AND u <> s "
                                   "WITH s, count(u) AS m WHERE m = 0 RETURN s.file, s.qual", {"m": sorted([f, q] for f, q in uncalled)})
+            rows = [tuple(r) for r in rows]
+            # methods overriding a method of a standard-library base class (``CookieJar``,
+            # ``MutableMapping``, ``JSONEncoder``): the library's own code may call them on
+            # instances (``Mapping.__eq__`` calls ``items``), whoever else calls them
+            library = library_classes(graph, ans, change.new_bytes, {uncalled[k][0] for k in uncalled}, lib_cache,
+                                      root_package)
+            rows += [k for k in uncalled if k[1].rpartition(".")[2] in library.get(uncalled[k][0], ())
+                     and k not in set(rows)]
             for f, q in rows:
                 parent, depth, reaches = uncalled[(f, q)]
                 if parent not in starts or depth < starts[parent][0]:

@@ -7,7 +7,9 @@ query per hop), then walks it in memory from each target: the same rules as the 
 ``impact.analyse`` — a special method (``__init__``, ``__enter__``, ``__call__``…) or a property
 stands for its class and subclasses, and so does a method nothing in the workspace calls, bound or
 unbound (others call it on instances), a closure for the function defining it, whose callers are
-walked at the method's depth; tests are
+walked at the method's depth, a method overriding a method of a standard-library base class
+stands for its class too (the library may call it on instances), a scope using a function as a value (``refs.referrers``) one
+hop above it, constructor edges to a subclass's ``__init__`` skipped; tests are
 picked by ``selection.TestIndex`` (fixtures by parameter name, ``usefixtures``, ``autouse``,
 setup methods, module-level code of test modules, methods called on fixture values). Raises what
 graph reads raise (``FalkorDBOffline``, ``QueryTimeout``).
@@ -18,16 +20,19 @@ from __future__ import annotations
 from collections import deque
 from typing import Callable
 
-from orbit_lsp.changes.impact import (DEFAULT_TEST_DEPTH, _fixture_classes, _is_special, decorated_as_property,
-                                      in_file_qual)
+from orbit_lsp.changes.impact import (DEFAULT_TEST_DEPTH, REFERENCE_DEPTH, _fixture_classes, _is_special,
+                                      decorated_as_property, impossible_inits, in_file_qual, library_classes)
+from orbit_lsp.changes.refs import referrers
 from orbit_lsp.changes.selection import TestIndex, is_test_support
 from orbit_lsp.graph import queries
 from orbit_lsp.graph.cache import ANSWERS
 from orbit_lsp.graph.connection import Graph
+from orbit_lsp.graph.imports import ImportGraph
 from orbit_lsp.index.walk import read_workspace_file
 from orbit_lsp.lru import LRU
 
 Key = tuple[str, str]  # (workspace-relative file, graph qual)
+LENS_READS = 300  # files read for functions used as values: 300 at the targets, 200 one hop up, 100 two (a lens answers fast)
 
 
 class _Lines:
@@ -48,12 +53,14 @@ class _Lines:
 
 def tests_reaching(graph: Graph, targets: list[dict], index: TestIndex, root_package: str = "",
                    read: Callable[[str], bytes | None] | None = None, test_depth: int = DEFAULT_TEST_DEPTH,
-                   ans: queries.Answer | None = None) -> dict[Key, list[dict]]:
+                   ans: queries.Answer | None = None,
+                   importers: dict[str, tuple[str, ...]] | None = None) -> dict[Key, list[dict]]:
     """For each target (dicts with "file", "qual" (graph qual), "name", "kind", "line"), the
     tests that reach it: ``{(file, qual): [test dict as in Selection.tests]}`` (sorted by id; a
     target no test reaches maps to []). ``index`` holds the workspace's test files; ``read``
     gives a file's bytes (the property check; default ``index.read``); ``ans`` collects the
-    Cypher run."""
+    Cypher run; ``importers``: ``ImportGraph.importers`` of the graph when known (else read
+    when a function is looked up as a value)."""
     ans = ans if ans is not None else queries.Answer()
     read = read or index.read
     lines = _Lines(read)
@@ -63,6 +70,9 @@ def tests_reaching(graph: Graph, targets: list[dict], index: TestIndex, root_pac
     seen: set[Key] = set(info)
     frontier = sorted(seen)
     depth = 0
+    bases: dict = {}
+    lib_cache: dict = {}
+    lens_reads = LENS_READS
     while frontier and depth < test_depth:
         methods = [k for k in frontier if info[k].get("kind") == "method"]
         implicit = [k for k in methods if _is_special(info[k]["name"]) or lines.is_property(k[0], info[k].get("line"))]
@@ -73,6 +83,11 @@ def tests_reaching(graph: Graph, targets: list[dict], index: TestIndex, root_pac
                                   "OPTIONAL MATCH (u:Symbol) WHERE s.name IN u.unresolved_names AND u <> s "
                                   "WITH s, count(u) AS m WHERE m = 0 RETURN s.file, s.qual", {"m": [list(k) for k in others]})
             implicit += [(f, q) for f, q in rows]
+            # methods of a class deriving from a library class: the library calls them on instances
+            library = library_classes(graph, ans, read, {(k[0], k[1].rpartition(".")[0]) for k in others}, lib_cache,
+                                      root_package)
+            implicit += [k for k in others if k[1].rpartition(".")[2] in library.get((k[0], k[1].rpartition(".")[0]), ())
+                         and k not in set(implicit)]
         if implicit:
             classes = {k: (k[0], k[1].rpartition(".")[0]) for k in implicit}
             rows = ans.run(graph, "UNWIND $c AS c MATCH (k:Symbol {qual: c[1]}) WHERE k.file = c[0] AND k.kind = 'class' "
@@ -109,9 +124,22 @@ def tests_reaching(graph: Graph, targets: list[dict], index: TestIndex, root_pac
                         seen.add(parent)
                         info[parent] = parents[parent]
                         frontier.append(parent)
-        rows = ans.run(graph, "UNWIND $f AS t MATCH (c:Symbol)-[:CALLS]->(s:Symbol {qual: t[1]}) WHERE s.file = t[0] "
-                              "RETURN s.file, s.qual, c.file, c.qual, c.name, c.kind, c.line",
+        rows = ans.run(graph, "UNWIND $f AS t MATCH (c:Symbol)-[e:CALLS]->(s:Symbol {qual: t[1]}) WHERE s.file = t[0] "
+                              "RETURN s.file, s.qual, c.file, c.qual, c.name, c.kind, c.line, e.resolved, e.lines",
                        {"f": [list(k) for k in frontier]})
+        impossible = impossible_inits(graph, ans, [(r[2], r[3], r[0], r[1], r[8]) for r in rows if r[7] == "init"], bases)
+        rows = [r[:7] for r in rows if (r[2], r[3], r[1]) not in impossible]
+        if depth <= REFERENCE_DEPTH and lens_reads > 0:  # functions used as values: the referencing scopes
+            syms = [dict(info[k], file=k[0], qual=k[1]) for k in frontier
+                    if info[k].get("kind") in ("function", "method") and not is_test_support(k[0])]
+            if syms:
+                if importers is None:
+                    importers = ImportGraph.load(graph).importers
+                found = referrers(graph, ans, read, importers, syms, root_package, max_reads=lens_reads)
+                lens_reads -= LENS_READS // (REFERENCE_DEPTH + 1)
+                for r in found:
+                    of = next(k for k in frontier if k[1] == r["of"])
+                    rows.append((of[0], of[1], r["file"], r["qual"], r["name"], r["kind"], r["line"]))
         nxt = []
         for sfile, squal, cfile, cqual, cname, ckind, cline in rows:
             ck = (cfile, cqual)
@@ -171,6 +199,11 @@ _INDEXES = LRU(16)  # (graph name, generation) -> TestIndex | None
 _REACH = LRU(8192)  # (graph name, generation, file, qual) -> [test dict]
 
 
+def _importers(graph: Graph) -> dict[str, tuple[str, ...]]:
+    """Who imports each file (``ImportGraph.importers``)."""
+    return ImportGraph.load(graph).importers
+
+
 def workspace_files(graph: Graph) -> tuple[str, ...]:
     """Every file path the graph has (``File`` nodes), sorted."""
     return tuple(sorted(r[0] for r in graph.ro_query("MATCH (f:File) RETURN f.path").rows))
@@ -219,7 +252,8 @@ def tests_for(ix, file: str, quals: list[str], ans: queries.Answer | None = None
         rows = ans.run(ix.graph, "UNWIND $q AS q MATCH (s:Symbol {qual: q}) WHERE s.file = $f "
                                  "RETURN s.qual, s.name, s.kind, s.line", {"q": todo, "f": file})
         targets = [{"file": file, "qual": q, "name": n, "kind": k, "line": ln} for q, n, k, ln in rows]
-        got = tests_reaching(ix.graph, targets, index, ix.root_package, ans=ans) if targets else {}
+        got = tests_reaching(ix.graph, targets, index, ix.root_package, ans=ans,
+                             importers=ANSWERS.get(ix.graph, ix.generation, _importers)) if targets else {}
         for q in todo:
             tests = got.get((file, q))
             out[q] = tests

@@ -15,7 +15,9 @@ Only references that name the function for certain are taken (never a name alone
 
 A reference inside a lambda or a comprehension belongs to the function around it; one in a
 decorator, a default value or a class's bases to the scope around the definition. Source is
-read from the change's new version; files are parsed once per content (``PARSED``).
+read from the change's new version; files are parsed once per content (``PARSED``). The
+importers of a module imported by more than ``MAX_IMPORTERS`` files are not read (only the
+module itself is): a bound on the time, at the cost of missing such references.
 """
 
 from __future__ import annotations
@@ -24,24 +26,49 @@ import ast
 import hashlib
 from typing import Callable
 
-from orbit_lsp.changes.broken import _bound_in_scopes, _module_of_import, _parents
+from orbit_lsp.changes.broken import _bound_in_scopes, _module_of_import, _parents, parse_cached
 from orbit_lsp.graph import queries
 from orbit_lsp.graph.connection import Graph
 from orbit_lsp.index.resolve import full_qual, module_name
 from orbit_lsp.lru import LRU
 
-PARSED = LRU(512)  # content digest -> (tree, parents) | None
+PARSED = LRU(512)  # content digest -> Parsed | None
+MAX_IMPORTERS = 200  # importers of a module read for references to one of its functions, at most
 
 
-def _tree(data: bytes):
+class Parsed:
+    """One parsed file: its tree, each node's parent, and the value uses by name: ``names``
+    (bare names read and not called) and ``attrs`` (``x.name`` read and not called, ``x`` a
+    bare name), each name -> [node]; ``bound`` caches ``_bound_in_scopes``."""
+
+    def __init__(self, tree: ast.Module):
+        self.tree = tree
+        self.parents = _parents(tree)
+        self.names: dict[str, list[ast.Name]] = {}
+        self.attrs: dict[str, list[ast.Attribute]] = {}
+        self.bound: dict[tuple[str, str], bool] = {}
+        called = {id(n.func) for n in self.parents if isinstance(n, ast.Call)}
+        for node in self.parents:
+            if id(node) in called:
+                continue
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                self.names.setdefault(node.id, []).append(node)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load) and isinstance(node.value, ast.Name):
+                self.attrs.setdefault(node.attr, []).append(node)
+
+    def bound_in_scopes(self, scope: str, name: str) -> bool:
+        key = (scope, name)
+        if key not in self.bound:
+            self.bound[key] = _bound_in_scopes(self.tree, scope, name)
+        return self.bound[key]
+
+
+def _tree(data: bytes) -> Parsed | None:
     key = hashlib.blake2b(data, digest_size=16).digest()
     found, got = PARSED.lookup(key)
     if not found:
-        try:
-            tree = ast.parse(data)
-            got = (tree, _parents(tree))
-        except (SyntaxError, ValueError, RecursionError):
-            got = None
+        tree = parse_cached(data)
+        got = Parsed(tree) if tree is not None else None
         PARSED.put(key, got)
     return got
 
@@ -65,11 +92,6 @@ def _scope(node: ast.AST, parents: dict) -> tuple[str, str]:
     return ".".join(reversed(names)), kind
 
 
-def _is_called(node: ast.AST, parents: dict) -> bool:
-    parent = parents.get(node)
-    return isinstance(parent, ast.Call) and parent.func is node
-
-
 def _top_imports(tree: ast.Module, importer: str, module: str, name: str, root_package: str) -> set[str]:
     """The names module ``importer`` binds at its top level to ``module``'s ``name``."""
     out = set()
@@ -84,10 +106,12 @@ def _top_imports(tree: ast.Module, importer: str, module: str, name: str, root_p
 
 
 def referrers(graph: Graph, ans: queries.Answer, read: Callable[[str], bytes | None],
-              importers: dict[str, tuple[str, ...]], syms: list[dict], root_package: str) -> list[dict]:
+              importers: dict[str, tuple[str, ...]], syms: list[dict], root_package: str,
+              max_reads: int = 1000) -> list[dict]:
     """The scopes referencing each of ``syms`` (rows with "file", "qual" (graph qual), "name",
     "kind") as a value. Returns graph symbol rows (``queries.SYMBOL_FIELDS`` keys) + "of" (the
-    qual referenced) and "ref_line"; one row per (scope, symbol referenced)."""
+    qual referenced) and "ref_line"; one row per (scope, symbol referenced). At most
+    ``max_reads`` files are read (a bound on the time; ``syms`` come nearest first)."""
     found: dict[tuple[str, str], tuple[str, int]] = {}  # (file, scope graph qual) -> (qual of, line)
     methods = [s for s in syms if s["kind"] == "method"]
     subclasses: dict[tuple[str, str], list[tuple[str, str]]] = {}
@@ -104,45 +128,49 @@ def referrers(graph: Graph, ans: queries.Answer, read: Callable[[str], bytes | N
         if key not in found or line < found[key][1]:
             found[key] = (of, line)
 
+    reads = 0
+
+    def read_counted(path: str) -> bytes | None:
+        nonlocal reads
+        reads += 1
+        return read(path) if reads <= max_reads else None
+
     for s in syms:
         name = s["name"]
-        if not name.isidentifier():
+        if not name.isidentifier() or reads > max_reads:
             continue
         mod = module_name(s["file"], root_package)
         local = s["qual"][len(mod) + 1:] if s["qual"].startswith(mod + ".") else None
         if s["kind"] == "function" and local == name:  # a top-level function
-            for path in (s["file"], *importers.get(s["file"], ())):
-                data = read(path) if path.endswith(".py") else None
+            users = importers.get(s["file"], ())
+            if len(users) > MAX_IMPORTERS:
+                users = ()  # a module nearly everything imports: its own file only (bounded time)
+            for path in (s["file"], *users):
+                data = read_counted(path) if path.endswith(".py") else None
                 if data is None or name.encode() not in data:
                     continue
                 got = _tree(data)
                 if got is None:
                     continue
-                tree, parents = got
-                aliases = {name} if path == s["file"] else _top_imports(tree, path, mod, name, root_package)
-                for node in ast.walk(tree):
-                    if isinstance(node, ast.Name) and node.id in aliases and isinstance(node.ctx, ast.Load) \
-                            and not _is_called(node, parents):
-                        scope, kind = _scope(node, parents)
-                        if kind in ("function", "method") and _bound_in_scopes(tree, scope, node.id):
+                aliases = {name} if path == s["file"] else _top_imports(got.tree, path, mod, name, root_package)
+                for alias in aliases:
+                    for node in got.names.get(alias, ()):
+                        scope, kind = _scope(node, got.parents)
+                        if kind in ("function", "method") and got.bound_in_scopes(scope, alias):
                             continue  # the name is a local of that function
                         note(path, scope, s["qual"], node.lineno)
         elif s["kind"] == "method":
             for cfile, cqual in subclasses.get((s["file"], s["qual"].rpartition(".")[0]), []):
-                data = read(cfile)
+                data = read_counted(cfile)
                 if data is None or name.encode() not in data:
                     continue
                 got = _tree(data)
                 if got is None:
                     continue
-                tree, parents = got
                 cls_local = cqual[len(module_name(cfile, root_package)) + 1:]
-                for node in ast.walk(tree):
-                    if not (isinstance(node, ast.Attribute) and node.attr == name and isinstance(node.ctx, ast.Load)
-                            and isinstance(node.value, ast.Name) and not _is_called(node, parents)):
-                        continue
-                    scope, _kind = _scope(node, parents)
-                    method = _method_of(tree, cls_local, scope)
+                for node in got.attrs.get(name, ()):
+                    scope, _kind = _scope(node, got.parents)
+                    method = _method_of(got.tree, cls_local, scope)
                     if method is None or _first_param(method) != node.value.id:
                         continue
                     note(cfile, scope, s["qual"], node.lineno)

@@ -37,6 +37,7 @@ MODULE_SETUP = frozenset({"setup_module", "teardown_module", "setUpModule", "tea
                           "teardown_function", "setup", "teardown"})
 FILES_FORM_OVER = 40  # above this many test ids the command uses ``-k`` (or the files) instead
 K_FORM_MAX = 4000  # characters of a ``-k`` expression past which the command lists files only
+TYPED_SITES = LRU(8)  # ((path, digest) of every test file and conftest) -> TestIndex._typed_sites
 SCANS = LRU(4096)  # (path, content digest) -> PyTestFile: a server or a benchmark re-reads few test files
 
 
@@ -320,6 +321,7 @@ class TestIndex:
         self._users_of: dict[tuple[str, str], tuple | None] = {}
         self._lines: dict[str, dict[str, int]] = {}
         self._quals: dict[str, dict] = {}
+        self._digests: dict[str, bytes] = {}  # path -> digest of the content scanned
 
     def scan(self, path: str) -> PyTestFile:
         got = self._scanned.get(path)
@@ -329,6 +331,7 @@ class TestIndex:
                 got = PyTestFile(path)
             else:  # the same bytes scanned by an earlier answer of this process are not parsed again
                 key = (path, hashlib.blake2b(data, digest_size=16).digest())
+                self._digests[path] = key[1]
                 found, got = SCANS.lookup(key)
                 if not found:
                     got = scan_python(path, data)
@@ -432,7 +435,12 @@ class TestIndex:
         parameter)]) for every method called on a fixture parameter whose fixture returns a
         known class; read once per index (a lens resolves many symbols against it)."""
         if self._sites is None:
-            sites: dict = {}
+            key = tuple((f, self._digests.get(f)) for f in self.py_tests + self.conftests if self.scan(f) is not None)
+            found, sites = TYPED_SITES.lookup(key)
+            if found:
+                self._sites = sites
+                return sites
+            sites = {}
             for f in self.py_tests + self.conftests:
                 tf = self.scan(f)
                 for holder in [*tf.items, *tf.fixtures]:
@@ -443,6 +451,7 @@ class TestIndex:
                         for m in sorted(methods):
                             sites.setdefault((fx.file, fx.qual, m), (fx, []))[1].append((holder, f, param))
             self._sites = sites
+            TYPED_SITES.put(key, sites)
         return self._sites
 
     def _typed_calls(self, method_hit, pick, fixtures: dict) -> None:

@@ -17,14 +17,17 @@ from __future__ import annotations
 
 import ast
 import difflib
+import hashlib
 import io
 import tokenize
 from dataclasses import dataclass, field
 
+from orbit_lsp.changes.broken import parse_cached
 from orbit_lsp.changes.diff import Change, FileDiff
 from orbit_lsp.index.languages import PARSED_LANGS, parse_file
 from orbit_lsp.index.resolve import full_qual
 from orbit_lsp.index.walk import LANGS
+from orbit_lsp.lru import LRU
 
 SPAN_KINDS = frozenset({"module", "class", "function", "method"})
 RENAME_MIN_RATIO = 0.6  # body similarity above which a removed and an added symbol are one renamed
@@ -112,6 +115,18 @@ def same_code(old: list[tokenize.TokenInfo], new: list[tokenize.TokenInfo]) -> b
     return key(old) == key(new)
 
 
+def _may_touch_no_code(fd: FileDiff) -> bool:
+    """Whether some hunk of ``fd`` may change no code (then the tokens are compared): a line
+    with a ``#``, or lines that differ in spacing only. A hunk with neither changes code."""
+    for hk in fd.hunks:
+        if any("#" in t for t in hk.removed_text) or any("#" in t for t in hk.added_text):
+            return True
+        squash = lambda lines: ["".join(t.split()) for t in lines if t.strip()]  # noqa: E731
+        if squash(hk.removed_text) == squash(hk.added_text):
+            return True
+    return False
+
+
 def code_lines(tokens: list[tokenize.TokenInfo]) -> set[int]:
     """The 1-based lines holding code: every line a token other than a comment or a line break
     starts on or spans (a multi-line string's lines included)."""
@@ -129,10 +144,23 @@ def lang_of(path: str) -> str | None:
     return lang if lang in PARSED_LANGS else None
 
 
+VERSIONS = LRU(256)  # (path, content digest, root package) -> Version: the base version repeats
+
+
 def read_version(path: str | None, data: bytes | None, root_package: str) -> Version | None:
-    """Parse one version of a file; None when that version does not exist."""
+    """Parse one version of a file; None when that version does not exist. Kept per content
+    (``VERSIONS``; a ``Version`` is never changed once made)."""
     if path is None or data is None:
         return None
+    key = (path, hashlib.blake2b(data, digest_size=16).digest(), root_package)
+    found, got = VERSIONS.lookup(key)
+    if not found:
+        got = _read_version(path, data, root_package)
+        VERSIONS.put(key, got)
+    return got
+
+
+def _read_version(path: str, data: bytes, root_package: str) -> Version:
     if lang_of(path) is None:
         return Version(path, None)
     facts, error = parse_file(path, data)
@@ -164,9 +192,8 @@ def _redefinitions(data: bytes, syms: list[Sym]) -> list[Sym]:
     definition only, but a line of a later one is a line of that symbol too."""
     by_qual = {s.qual: s for s in syms}
     seen_lines = {(s.qual, s.line) for s in syms}
-    try:
-        tree = ast.parse(data)
-    except (SyntaxError, ValueError, RecursionError):
+    tree = parse_cached(data)
+    if tree is None:
         return []
     out = []
     todo = [(n, "") for n in tree.body]
@@ -211,7 +238,7 @@ def symbol_changes(change: Change, root_package: str = "") -> tuple[SymbolChange
         if lang is None or any(v is not None and v.symbols is None for v in (old, new)):
             continue  # not parsed, or a version that does not parse: the file alone is reported
         code = None  # Python: the lines holding code in each version (comments never count)
-        if lang == "python" and old is not None and new is not None:
+        if lang == "python" and old is not None and new is not None and _may_touch_no_code(fd):
             old_toks = python_tokens(change.old_bytes(fd.old_path) or b"")
             new_toks = python_tokens(change.new_bytes(fd.new_path) or b"")
             if old_toks is not None and new_toks is not None:

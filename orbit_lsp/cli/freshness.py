@@ -9,11 +9,41 @@ Files the answer does not name (a new caller in a file edited since) are not che
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 
 from orbit_lsp.index.fingerprint import content_hash
 
 MOST_CHECKED = 2000  # files of one answer compared at most (the first, in path order)
+
+# Content hashes of files by identity, for a long-lived process that answers many queries (the
+# query helper, ``orbit_lsp.query_helper.server``, sets it; None everywhere else: every file is
+# read and hashed). Key: (absolute path, st_dev, st_ino, st_size, st_mtime_ns, st_ctime_ns);
+# any write to a file changes its ctime, which no program can set back, so an equal key means
+# equal content. Files changed less than ``RECENT_NS`` before they were hashed are never
+# recorded (a write within the clock's granularity could leave the key unchanged).
+HASH_CACHE: dict | None = None
+NEW_HASHES: list = []  # (key, hash) computed by this process while HASH_CACHE is set
+RECENT_NS = 2_000_000_000
+
+
+def _file_hash(path: Path) -> str:
+    """``content_hash`` of the file at ``path`` (``HASH_CACHE`` when it knows the file as it is
+    now). Raises ``OSError``."""
+    if HASH_CACHE is None:
+        with open(path, "rb") as fh:
+            return content_hash(fh.read())
+    st = os.stat(path)
+    key = (str(path), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    known = HASH_CACHE.get(key)
+    if known is not None:
+        return known
+    with open(path, "rb") as fh:
+        digest = content_hash(fh.read())
+    if max(st.st_mtime_ns, st.st_ctime_ns) < time.time_ns() - RECENT_NS:
+        NEW_HASHES.append((key, digest))
+    return digest
 
 QUERY = "UNWIND $paths AS p MATCH (f:File {path: p}) RETURN f.path, f.hash"
 
@@ -33,12 +63,11 @@ def changed_files(graph, root: Path, paths, cypher: list[dict] | None = None) ->
     changed = []
     for path, stored in rows:
         try:
-            with open(root / path, "rb") as fh:
-                data = fh.read()
+            digest = _file_hash(root / path)
         except OSError:  # deleted or unreadable since it was indexed
             changed.append(path)
             continue
-        if content_hash(data) != stored:
+        if digest != stored:
             changed.append(path)
     return sorted(changed), len(wanted)
 

@@ -14,15 +14,20 @@ from collections.abc import Callable
 from orbit_lsp.graph import writelock
 from orbit_lsp.graph.errors import FalkorDBOffline
 from orbit_lsp.graph.schema import ensure_indexes
-from orbit_lsp.graph.writer import GraphWriter
+from orbit_lsp.graph.writer import BATCH as SYMBOL_BATCH, GraphWriter
 from orbit_lsp.index.report import GENERATIONS, IndexReport, Progress, report_progress, unresolved_sites
 from orbit_lsp.index.resolve import full_qual, package_info
 from orbit_lsp.index.state import FACTS
 
-# decoded facts a full build keeps at once (``state.FACTS`` is raised to this while it
-# resolves): a resolution consults a file's own facts and those of what it imports, so a few
-# thousand recently used files cover the packages being resolved; more only costs memory
-BUILD_DECODED_FACTS = 2048
+# decoded facts a full build keeps at once, in ``state.FACTS`` and in the resolver's own
+# ``Resolver.facts_seen_max`` (each up to this many): decoded facts are ~12x their pickle (~190
+# KB a file on the stdlib). Below the working set of a resolution, decoding thrashes: Django
+# decoded its 2,896 files 5,584 times with 2,048, 7,188 with 1,024 (same time) and 44,627
+# with 256 (5x the resolve time)
+BUILD_DECODED_FACTS = 1024
+# memoised evaluations a full build keeps a generation (``resolve.Resolver.memo_budget``): the
+# memo grows by ~160 entries a file (~300 bytes each with its key) without a bound
+BUILD_MEMO_BUDGET = 250_000
 BUILD_GRAPH_PREFIX = "orbit_build_"  # scratch graph of a full build: orbit_build_<code graph name>
 
 
@@ -41,7 +46,9 @@ class FullBuild:
         ``LazyFacts``, whose cache of decoded facts (``state.FACTS``) holds at most
         ``BUILD_DECODED_FACTS`` files during the build — so memory is bounded by the pickles,
         not by every file's decoded facts at once (about 100 KB a file: gigabytes on 20,000
-        files). Later edits resolve through ``LazyFacts`` as well.
+        files). Later edits resolve through ``LazyFacts`` as well. The resolver's memo is bounded
+        too (``BUILD_MEMO_BUDGET`` entries a generation, see ``Resolver._age_memo``), and the
+        Symbol rows are built a batch at a time in the writer's thread.
 
         The writes run in a background thread, in order, and overlap this thread's work: File
         and Symbol nodes (which need no resolution) are written while the files are resolved,
@@ -63,25 +70,42 @@ class FullBuild:
         jobs: list[cf.Future] = []
         try:
             file_rows = [self._file_row(r, resolved=False) for r in rels]
-            sym_keys: list[tuple[str, str]] = []
-            sym_rows: list[list] = []
-            for r in have:
-                facts = pickle.loads(self.state[r].facts_blob)  # one file at a time, not cached
-                for sy in facts.symbols:
-                    sym_keys.append((r, sy.qual))
-                    sym_rows.append([r, full_qual(r, sy.qual, rp), sy.name, sy.kind, sy.line, sy.end_line, sy.col, 0, [],
-                                     None])
+            blobs_of = [(r, self.state[r].facts_blob) for r in have]  # the state's own bytes
 
-            def nodes() -> tuple[dict[str, int], dict[tuple[str, str], int]]:
+            def nodes(file_rows: list) -> tuple[dict[str, int], dict[tuple[str, str], int]]:
+                # in this (the writer's) thread, a batch at a time: every symbol's row at once
+                # was ~450 bytes a symbol held through the whole resolution
                 file_ids = {r: i for r, i in zip(rels, w.create_files(file_rows)) if i is not None}
-                sym_ids = w.create_symbols(sym_rows, file_ids)
-                return file_ids, {k: i for k, i in zip(sym_keys, sym_ids) if i is not None}
+                sym_ids: dict[tuple[str, str], int] = {}
+                keys: list[tuple[str, str]] = []
+                rows: list[list] = []
 
-            node_job = bg.submit(nodes)
+                def flush() -> None:
+                    for k, i in zip(keys, w.create_symbols(rows, file_ids)):
+                        if i is not None:
+                            sym_ids[k] = i
+                    keys.clear()
+                    rows.clear()
+
+                for r, blob in blobs_of:
+                    facts = pickle.loads(blob)  # one file at a time, not cached
+                    for sy in facts.symbols:
+                        keys.append((r, sy.qual))
+                        rows.append([r, full_qual(r, sy.qual, rp), sy.name, sy.kind, sy.line, sy.end_line, sy.col, 0,
+                                     [], None])
+                    if len(rows) >= SYMBOL_BATCH:
+                        flush()
+                flush()
+                return file_ids, sym_ids
+
+            node_job = bg.submit(nodes, file_rows)
+            del file_rows
             jobs.append(node_job)
             t_res = time.perf_counter()
             facts = None
             resolver = self._resolver()  # over LazyFacts
+            resolver.python.facts_seen_max = BUILD_DECODED_FACTS
+            resolver.python.memo_budget = BUILD_MEMO_BUDGET
             report_progress(progress, 0, len(have), "", "resolve")
             cap = FACTS.max_entries
             FACTS.max_entries = max(cap, BUILD_DECODED_FACTS)

@@ -152,7 +152,7 @@ def parse_many(items: list[tuple[str, bytes]], workers: int | None = None,
     help when there are enough files to pay for starting them. Returns ``{rel: (facts, blob,
     error, symbols)}``: ``blob`` the pickled facts, ``symbols`` their number of symbols,
     ``facts`` the objects when parsed in this process and ``keep`` (else None: a large
-    workspace's full build keeps only the compact blobs, see ``indexer._full_build``).
+    workspace's full build keeps only the compact blobs, see ``full_build.FullBuild._full_build``).
 
     The facts a worker parses cost a pickle there and an unpickle here (together about a third
     of parsing them), so this process does its share itself: it takes batches from the small

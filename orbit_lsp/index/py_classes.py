@@ -137,6 +137,8 @@ class ClassModel:
         order without repeats."""
         key = ("mro", rel, qual)
         hit = self.memo.get(key)  # memoised with what it consulted; the memoised case of ``_scc``, inlined
+        if hit is None and self._old_memo:
+            hit = self._from_old_memo(key)
         if hit is not None and len(self._stack) + hit[2] <= _MAX_DEPTH:
             self._deps |= hit[1]
             if hit[2] > self._sub:

@@ -36,6 +36,7 @@ from orbit_lsp.index.py_containers import Containers
 from orbit_lsp.index.py_flow import ParameterFlow
 from orbit_lsp.index.py_modules import ModuleLookup, canonical_path  # noqa: F401 (re-exported: js_modules)
 from orbit_lsp.index.py_values import (
+    ALL_CLASSES,
     _MAX_DEPTH,
     BOTTOM,
     EXT_ANY,
@@ -300,6 +301,11 @@ class Resolver(ParameterFlow, ClassModel, Containers, ModuleLookup):
                 self.dirs.add("/".join(parts[:i]))
         self.src_root = "src" if "src" in self.dirs and "src/__init__.py" not in files else None
         self.memo: dict = {}  # (file, scope, ref) -> (value, entities consulted, depth used)
+        self.facts_seen_max = _FACTS_SEEN_MAX  # files whose facts ``_facts`` keeps at once
+        # a bounded memo (a full build sets ``memo_budget``: entries a generation): see ``_age_memo``
+        self.memo_budget: int | None = None
+        self._old_memo: dict = {}
+        self._memo_pinned = 0
         self._interned: dict[frozenset, tuple[frozenset, list]] = {}  # deps set -> (itself, memo keys)
         self._sets_with: dict[tuple, list[frozenset]] = {}  # entity -> interned deps sets naming it
         self._kinds: dict[str, dict[str, str]] = {}  # file -> symbol qual -> kind (first symbol)
@@ -362,11 +368,50 @@ class Resolver(ParameterFlow, ClassModel, Containers, ModuleLookup):
                 if ent is None:
                     continue  # already dropped through another of its files
                 for key in ent[1]:
-                    hit = self.memo.get(key)
-                    if hit is not None and hit[1] is ent[0]:
-                        del self.memo[key]
-                        n += 1
+                    for memo in (self.memo, self._old_memo):
+                        hit = memo.get(key)
+                        if hit is not None and hit[1] is ent[0]:
+                            del memo[key]
+                            n += 1
         return n
+
+    def _from_old_memo(self, key: tuple):
+        """The memo entry of ``key`` from the previous generation (moved back into the memo),
+        or None."""
+        hit = self._old_memo.pop(key, None)
+        if hit is not None:
+            self.memo[key] = hit
+        return hit
+
+    def _age_memo(self) -> None:
+        """Start a new generation of the memo (``memo_budget`` set, more entries than that
+        since the last aging): entries not used since the last aging are dropped, the others
+        wait in ``_old_memo`` and move back when used. A memoised value is what evaluating it
+        again gives, except one that consulted the subclass relation (``ALL_CLASSES``) while a
+        run was still building it (``_ensure_subclasses``): those stay, so a bounded memo binds
+        exactly as an unbounded one. The invalidation index is rebuilt over what is kept. Only
+        between files (no evaluation in progress)."""
+        pinned, old = {}, {}
+        for key, hit in self.memo.items():
+            (pinned if ALL_CLASSES in hit[1] else old)[key] = hit
+        for key, hit in self._old_memo.items():
+            if ALL_CLASSES in hit[1]:
+                pinned[key] = hit
+        self.memo, self._old_memo, self._memo_pinned = pinned, old, len(pinned)
+        interned: dict = {}
+        sets_with: dict = {}
+        for memo in (pinned, old):
+            for key, hit in memo.items():
+                fs = hit[1]
+                ent = interned.get(fs)
+                if ent is None:
+                    ent = interned[fs] = (fs, [])
+                    for f in fs:
+                        sets_with.setdefault(f, []).append(fs)
+                elif ent[0] is not fs:  # one object per deps set, as ``invalidate`` expects
+                    memo[key] = (hit[0], ent[0], hit[2])
+                ent[1].append(key)
+        self._interned, self._sets_with = interned, sets_with
 
     def _remember(self, key: tuple, val, deps: set[tuple], used: int) -> None:
         fs = frozenset(deps)
@@ -382,7 +427,7 @@ class Resolver(ParameterFlow, ClassModel, Containers, ModuleLookup):
     def _facts(self, rel: str) -> PyFacts | None:
         facts = self._facts_seen.get(rel, _UNSEEN)
         if facts is _UNSEEN:  # ``self.facts`` may decode on use (``LazyFacts``): once per file
-            if len(self._facts_seen) >= _FACTS_SEEN_MAX:
+            if len(self._facts_seen) >= self.facts_seen_max:
                 self._facts_seen.clear()  # bounded: a full build decodes a bounded number at once
             facts = self._facts_seen[rel] = self.facts.get(rel)
         if facts is None:
@@ -424,6 +469,8 @@ class Resolver(ParameterFlow, ClassModel, Containers, ModuleLookup):
             return ("propv", rel, ref[1])
         key = (rel, si, ref)
         hit = self.memo.get(key)  # the memoised case of ``_scc``, inlined: most evaluations
+        if hit is None and self._old_memo:
+            hit = self._from_old_memo(key)
         if hit is not None and len(self._stack) + hit[2] <= _MAX_DEPTH:
             self._deps |= hit[1]
             if hit[2] > self._sub:
@@ -439,6 +486,8 @@ class Resolver(ParameterFlow, ClassModel, Containers, ModuleLookup):
         root and every member of its component memoised, with the component's entities. The
         result is the least fixpoint of the component's equations, whatever the entry point."""
         hit = self.memo.get(key)
+        if hit is None and self._old_memo:
+            hit = self._from_old_memo(key)
         if hit is not None:
             val, deps, used = hit
             if len(self._stack) + used <= _MAX_DEPTH:
@@ -872,6 +921,8 @@ class Resolver(ParameterFlow, ClassModel, Containers, ModuleLookup):
         sites into workspace functions (``FileEdges.flows``). The values its call sites read
         are memoised, so resolving a file again after a change elsewhere re-evaluates only
         what the change can affect."""
+        if self.memo_budget is not None and len(self.memo) > self._memo_pinned + self.memo_budget:
+            self._age_memo()
         facts = self.facts[rel]
         if self._subclasses is None:  # resolved on its own (an unsaved buffer): every file seeded
             self._ensure_subclasses(sorted(set(self._inherits) | self._inherits_stale | {rel}))

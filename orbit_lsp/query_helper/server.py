@@ -5,13 +5,15 @@ One per user, interpreter and orbit installation (``protocol.helper_key``). It
 
 1. takes ``q-<key>.lock`` in the helper directory (a second helper started at the same time
    waits up to 3 s for it, then leaves), records why in ``q-<key>.failed`` if its imports fail
-   (clients then stop starting it until the code changes);
+   (clients then stop starting it for 10 minutes unless the code changes);
 2. imports what the queries need, once, and binds ``q-<key>.sock`` (mode 0600, in a 0700
    directory of this user), writing its pid to ``q-<key>.pid``;
 3. for each connection from a process of the same user (``SO_PEERCRED``; others are closed
    unanswered) reads one request and forks: the child takes the client's directory,
    environment and umask, runs ``orbit_lsp.cli`` with stdout/stderr captured, and sends the
-   output and exit status (or declines: see ``_serve``);
+   output and exit status (or declines: see ``_serve``); the content hashes its children
+   computed to tell stale files (``cli.freshness.HASH_CACHE``) come back through
+   ``q-<key>.hashes`` and are handed to the next children (``HashJournal``);
 4. exits when no query came for ``ORBIT_HELPER_IDLE_S`` seconds (default 600), when a client
    runs other code than it loaded (it answers that client ``M`` first), when orbit's code on
    disk changes (checked every 30 s), or when its socket is removed or replaced.
@@ -76,7 +78,13 @@ def _take_lock(path: str) -> int | None:
             time.sleep(0.05)
 
 
+# The parser of every command, built once (building it is ~10 ms of a query); each child parses
+# its query's arguments with its own copy.
+_PARSER = None
+
+
 def _warm() -> None:
+    global _PARSER
     import importlib
 
     for name in WARM_MODULES:
@@ -86,13 +94,29 @@ def _warm() -> None:
             pass
     from orbit_lsp import cli
 
-    cli.build_parser()  # every command module and argparse's own lazy imports
+    _PARSER = cli.build_parser()  # also every command module and argparse's own lazy imports
     try:
         from orbit_lsp.config import Settings
 
         Settings.from_env()
     except Exception:  # noqa: BLE001 - a bad setting is the client's to report
         pass
+    _cache_redis_version()
+
+
+def _cache_redis_version() -> None:
+    """redis-py looks its own version up in the installed metadata for every client it creates
+    (``redis.utils.get_lib_version``, read again by each connection's ``CLIENT SETINFO``): ~4 ms
+    each, three clients a query. The answer cannot change while this process lives (a change of
+    site-packages ends it: ``protocol.code_stamp``), so it is computed once here."""
+    try:
+        import redis.utils
+    except ImportError:
+        return
+    lookup = getattr(redis.utils, "get_lib_version", None)
+    if callable(lookup):
+        version = lookup()
+        redis.utils.get_lib_version = lambda: version
 
 
 class _Sink(io.RawIOBase):
@@ -150,7 +174,7 @@ def _serve(conn: socket.socket, req: dict) -> None:
 
     try:
         from orbit_lsp import cli
-        from orbit_lsp.cli import workspace
+        from orbit_lsp.cli import freshness, workspace
         from orbit_lsp.cli.errors import InProcessOnly, UsageError
 
         os.chdir(req["cwd"])
@@ -160,8 +184,8 @@ def _serve(conn: socket.socket, req: dict) -> None:
         sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - for the process's life
         out, err = _capture(chunks, b"O", req["stdout"]), _capture(chunks, b"E", req["stderr"])
         sys.stdout, sys.stderr = out, err
-        try:
-            args = cli.parse_args(argv)
+        try:  # the parser of every command: on arguments that parse, the same result as cli's own
+            args = (_PARSER or cli.build_parser()).parse_args(argv)
         except (SystemExit, UsageError):
             decline("arguments for the in-process path (help, version or a usage error)")
             return
@@ -169,6 +193,7 @@ def _serve(conn: socket.socket, req: dict) -> None:
             decline(f"not a query: {args.command}")
             return
         workspace.INDEX_ON_DEMAND = False
+        freshness.HASH_CACHE = _HASHES.known
         try:
             rc = cli.run(args)
         except InProcessOnly as exc:
@@ -181,10 +206,76 @@ def _serve(conn: socket.socket, req: dict) -> None:
         decline(f"helper error: {type(exc).__name__}: {exc}")
         return
     conn.sendall(_output_frames(chunks) + protocol.json_frame(b"X", {"rc": int(rc)}))
+    _HASHES.journal(freshness.NEW_HASHES)  # after the answer: the client does not wait for it
     if _debug():
         new = sorted(set(sys.modules) - before)
         _log(f"served {argv[:2]} rc {rc} in {(time.perf_counter() - started) * 1000:.1f} ms"
              + (f"; imported {len(new)} modules: {', '.join(new[:20])}" if new else ""))
+
+
+class HashJournal:
+    """Content hashes the children computed (``cli.freshness.HASH_CACHE``), kept by the helper
+    for the next children: a child appends its new ones to ``q-<key>.hashes`` (one ``write``
+    of tab-separated lines) after answering; the helper reads what was added before each fork.
+    A lost or partial line only costs a file read later."""
+
+    MAX_ENTRIES = 200_000
+    MAX_BYTES = 16 << 20
+
+    def __init__(self):
+        self.known: dict = {}
+        self.path: str | None = None
+        self.offset = 0
+
+    def open(self, path: str) -> None:
+        self.path, self.offset = path, 0
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.close(fd)
+
+    def journal(self, entries: list) -> None:
+        if not entries or self.path is None:
+            return
+        lines = []
+        for (path, *ident), digest in entries:
+            if "\t" not in path and "\n" not in path:
+                lines.append("\t".join([path, *map(str, ident), digest]) + "\n")
+        try:
+            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND)
+            try:
+                os.write(fd, "".join(lines).encode("utf-8", "surrogateescape"))
+            finally:
+                os.close(fd)
+        except OSError:
+            pass
+
+    def absorb(self) -> None:
+        """Read the lines added since the last call (in the helper, before a fork)."""
+        if self.path is None:
+            return
+        try:
+            with open(self.path, "rb") as fh:
+                fh.seek(self.offset)
+                data = fh.read()
+        except OSError:
+            return
+        end = data.rfind(b"\n") + 1
+        if not end:
+            return
+        self.offset += end
+        if len(self.known) > self.MAX_ENTRIES:
+            self.known.clear()
+        for line in data[:end].decode("utf-8", "surrogateescape").splitlines():
+            parts = line.split("\t")
+            if len(parts) == 7:
+                try:
+                    self.known[(parts[0], *map(int, parts[1:6]))] = parts[6]
+                except ValueError:
+                    continue
+        if self.offset > self.MAX_BYTES:  # everything is in memory: start the file again
+            self.open(self.path)
+
+
+_HASHES = HashJournal()
 
 
 class Helper:
@@ -210,6 +301,7 @@ class Helper:
         os.chmod(self.path, 0o600)
         sock.listen(64)
         self.listener, self.inode = sock, os.stat(self.path).st_ino
+        _HASHES.open(os.path.join(self.folder, f"q-{self.key}.hashes"))
         with open(self.pid_path, "w", encoding="utf-8") as fh:
             fh.write(f"{os.getpid()}\n")
 
@@ -221,6 +313,8 @@ class Helper:
             if os.stat(self.path).st_ino == self.inode:
                 os.unlink(self.path)
                 os.unlink(self.pid_path)
+                if _HASHES.path is not None:
+                    os.unlink(_HASHES.path)
         except OSError:
             pass
         self.listener.close()
@@ -300,6 +394,7 @@ class Helper:
             _log(f"bad request: {type(exc).__name__}: {exc}")
             conn.close()
             return None
+        _HASHES.absorb()
         pid = os.fork()
         if pid == 0:  # the child: never returns into the loop
             code = 0

@@ -409,6 +409,8 @@ class Feature:
                 self.reindexed(ix, None)
             if self.pending:
                 self._schedule(WATCH_DEBOUNCE_S)  # changes seen while the folder was indexed
+        elif first:
+            ls.refresh_lenses()  # its "indexing…" lenses go: the folder is not indexed
         return rep
 
     async def _connect(self, progress: str | None) -> bool:
