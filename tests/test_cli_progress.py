@@ -65,7 +65,10 @@ def test_indexer_reports_every_phase_with_its_own_count(tmp_path, store):
             done = [d for d, _ in by_phase[p]]
             assert done == sorted(done), p                    # counts only go up
             assert done[-1] == by_phase[p][-1][1], p          # and reach the phase's total
-            assert len(done) >= 2, p                          # something between start and end
+            # something between start and end; the graph writes run in the background during
+            # resolve and cache, so they may all be done when the write phase is reached (under
+            # load, or when resolution takes longer): then its one report is the end
+            assert len(done) >= 2 or (p == "write" and len(done) == 1), p
         assert by_phase["write"][-1][1] >= 2                   # nodes, then edge batches
         # parse and resolve are shown as soon as they start, before their first file is done
         assert by_phase["parse"][0][0] == 0 and by_phase["resolve"][0][0] == 0

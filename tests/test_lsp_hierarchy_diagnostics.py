@@ -206,9 +206,11 @@ async def test_outgoing_calls_007(client: LanguageClient):
     assert main.detail == "service.main"
     calls = await outgoing(client, main)
     got = {c.to.detail: list(c.from_ranges) for c in calls}
-    assert set(got) == {"service.Account.build", "service.Account.fetch"}
+    # reading the property ``acct.name`` runs its getter: a call of Account.name (issue 14)
+    assert set(got) == {"service.Account.build", "service.Account.fetch", "service.Account.name"}
     assert got["service.Account.build"] == [R(30, 11, 30, 24)]  # "Account.build"
     assert got["service.Account.fetch"] == [R(31, 11, 31, 21)]  # "acct.fetch"
+    assert got["service.Account.name"] == [R(31, 28, 31, 37)]  # "acct.name"
     # and back: fetch is called by main only, decorated lookup by fetch
     fetch = next(c.to for c in calls if c.to.detail == "service.Account.fetch")
     assert [c.from_.detail for c in await incoming(client, fetch)] == ["service.main"]

@@ -52,3 +52,13 @@ def test_messages_from_a_regular_file(tmp_path):
     with script.open("rb") as f:
         got = _run(f, tmp_path)
     assert [m["id"] for m in got] == [1, 2]
+
+
+def test_stdin_from_dev_null_ends_the_server(tmp_path):
+    """``/dev/null`` is a character device the event loop accepts as a pipe, then epoll refuses
+    it: the server waited forever. It now reads it like a file: end of input, exit 0."""
+    env = dict(os.environ, ORBIT_DATA_DIR=str(tmp_path / "data"))
+    with open(os.devnull, "rb") as f:
+        proc = subprocess.run([sys.executable, "-m", "orbit_lsp"], stdin=f, capture_output=True, timeout=60, env=env)
+    assert proc.returncode == 0 and proc.stdout == b""
+    assert b"Traceback" not in proc.stderr

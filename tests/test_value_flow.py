@@ -869,3 +869,102 @@ def test_an_edge_lists_its_call_sites_in_source_order():
     e.sort_sites()
     edge = e.calls[("main", "lib.py", "g")]
     assert (edge.lines, edge.cols, edge.end_cols) == ([3, 5, 9, 9], [8, 0, 1, 4], [11, 3, 4, 7])
+
+
+PROPERTY_READS = {
+    "shop.py": textwrap.dedent('''\
+        class Money:
+            def cents(self):
+                return 1
+
+
+        class Cart:
+            @property
+            def total(self):
+                return Money()
+
+            @property
+            def empty(self):
+                return False
+
+            def pay(self):
+                amount = self.total
+                if self.empty:
+                    return None
+                show(self.total)
+                return self.total.cents()
+
+            def clear(self):
+                self.items = []
+                del self.items
+
+
+        class Special(Cart):
+            def pay(self):
+                return super().total
+
+
+        def show(x):
+            pass
+
+
+        def report(cart: Cart, other):
+            return cart.total, cart.empty, other.total
+        '''),
+}
+
+
+def test_property_reads_outside_call_chains_are_calls_of_the_getter(index):
+    """Reading a ``@property`` runs its getter wherever the read is (an assignment, a condition,
+    an argument, a return), not only on the way to a call: each read is a site of a
+    ``property`` edge to the getter. Stores and deletes of an attribute run no getter, and a read
+    on an unknown value is not an unbound call (it may not be a property at all)."""
+    ix = index(PROPERTY_READS)
+    e = edges(ix)
+    assert e[("shop.Cart.pay", "shop.Cart.total")] == ([16, 19, 20], "property")
+    assert e[("shop.Cart.pay", "shop.Cart.empty")] == ([17], "property")
+    assert e[("shop.Cart.pay", "shop.Money.cents")] == ([20], "instance")
+    assert out_of(ix, "shop.Cart.clear") == {}
+    assert out_of(ix, "shop.Special.pay") == {"shop.Cart.total": "property"}
+    assert e[("shop.report", "shop.Cart.total")] == ([37], "property")
+    assert e[("shop.report", "shop.Cart.empty")] == ([37], "property")
+    assert unbound(ix, "shop.report") == [] and unbound(ix, "shop.Cart.pay") == []
+
+
+CONSTRUCTORS = {
+    "groups.py": textwrap.dedent('''\
+        import click
+
+
+        class AppGroup(click.Group):
+            def command(self):
+                self.helper()
+
+
+        class FlaskGroup(AppGroup):
+            def __init__(self):
+                super().__init__()
+
+            def helper(self):
+                pass
+
+
+        def make():
+            return AppGroup()
+
+
+        def make_flask():
+            return FlaskGroup()
+        '''),
+}
+
+
+def test_constructing_a_class_runs_its_own_init_never_a_subclass_one(index):
+    """``AppGroup()`` constructs an AppGroup: its ``__init__`` is click's (outside the
+    workspace), never the one its subclass FlaskGroup defines (flask's ``cli.AppGroup()`` was
+    bound to ``FlaskGroup.__init__``). An attribute read on ``self`` in AppGroup's methods still
+    finds what subclasses define (``self`` may be a FlaskGroup there)."""
+    ix = index(CONSTRUCTORS)
+    assert out_of(ix, "groups.make") == {"groups.AppGroup": "class"}
+    assert out_of(ix, "groups.make_flask") == {"groups.FlaskGroup": "class", "groups.FlaskGroup.__init__": "init"}
+    assert out_of(ix, "groups.AppGroup.command") == {"groups.FlaskGroup.helper": "self"}

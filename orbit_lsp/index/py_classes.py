@@ -215,7 +215,13 @@ class ClassModel:
                     return False
         return True
 
-    def class_attr(self, rel: str, qual: str, attr: str, via_instance: bool, skip_first: bool = False):
+    def class_attr(self, rel: str, qual: str, attr: str, via_instance: bool, skip_first: bool = False,
+                   subclasses: bool = True):
+        """Attribute ``attr`` of class ``qual`` (read on an instance when ``via_instance``): the
+        first class of the MRO (after the first when ``skip_first``) that defines it. Read on an
+        instance and defined nowhere there, it is what the workspace's subclasses assign
+        (``subclass_attr``: ``self`` may be a subclass's), unless ``subclasses`` is False (an
+        instance known to be of exactly this class, such as the one ``K()`` constructs)."""
         mro = self.mro(rel, qual)
         for i, (r, q) in enumerate(mro):
             if skip_first and i == 0:
@@ -232,7 +238,7 @@ class ClassModel:
                 return self.combine([self.ev(r, msi, x) for msi, x in cls.attrs[attr]])
         if attr in _OBJECT_ATTRS and self._mro_complete(mro):
             return ("ext", f"builtins.object.{attr}")
-        if via_instance and not skip_first and mro:
+        if via_instance and subclasses and not skip_first and mro:
             return self.subclass_attr(rel, qual, attr)
         return None
 

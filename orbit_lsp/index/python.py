@@ -81,7 +81,7 @@ class CallSite:
     scope: int = -1  # scope to evaluate ``ref`` in when not the owning one (decorators)
     args: tuple = ()  # refs of the positional arguments (a ``*x`` argument: ``("*", ref)``)
     kwargs: tuple = ()  # (name, ref) of the keyword arguments (``**x``: ``(None, ref)``)
-    implicit: str = ""  # a call the code makes without call syntax: with | iter | raise | read
+    implicit: str = ""  # a call the code makes without call syntax: with | iter | raise | read (of an attribute)
 
 
 @compact_pickle
@@ -234,6 +234,7 @@ class _Extractor:
         self.lambda_quals: dict[int, str] = {}  # id of a Lambda node -> its symbol's qual
         self.lambda_counts: dict[str, int] = {}  # qual of a definition -> lambdas named under it
         self.lambda_taken: set[str] = set()  # lambda names given
+        self.chained: set[int] = set()  # ids of Attribute nodes read as part of a call's callee or a longer read
         self.literal_ids: dict[int, tuple[str, int]] = {}  # id of a container literal node -> identity
         self.literal_counts: dict[int, int] = {}  # scope index -> container literals met in it
         self.declared_global: dict[int, set[str]] = {}  # scope index -> names it declares global
@@ -777,8 +778,25 @@ class _Extractor:
             return _CONSTANT_REFS.get(type(node.value), UNKNOWN)
         return self.ref(node)
 
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        """An attribute read outside a call's callee chain (``x = self.size``, ``if obj.closed``,
+        ``f(self.name)``): an implicit ``read`` site, bound to the ``@property`` getter it runs
+        when there is one (the callee chain's reads are found from the call site itself)."""
+        if node.ctx.__class__ is ast.Load and id(node) not in self.chained:
+            self.scope.calls.append(CallSite(node.lineno, node.col_offset, node.end_col_offset or node.col_offset,
+                                             self.ref(node), node.attr, False, self.eval_scope, implicit="read"))
+            f = node.value
+            while f.__class__ is ast.Attribute:  # ``self.a.b``: the read of ``a`` is this site's
+                self.chained.add(id(f))
+                f = f.value
+        self.visit(node.value)
+
     def visit_Call(self, node: ast.Call) -> None:
         func = node.func
+        f = func
+        while f.__class__ is ast.Attribute:  # its property reads are the call site's (``_property_reads``)
+            self.chained.add(id(f))
+            f = f.value
         site = CallSite(func.lineno, func.col_offset, func.end_col_offset or func.col_offset,
                         self.ref(func), self._call_name(func), False, self.eval_scope)
         self.scope.calls.append(site)

@@ -826,7 +826,8 @@ class Resolver(ParameterFlow, ClassModel, Containers, ModuleLookup):
         if t == "sym":
             if v[3] == "class":
                 out = [(v[1], v[2], "class")]
-                init = self.class_attr(v[1], v[2], "__init__", via_instance=True)
+                # ``K()`` runs K's own __init__ (through its MRO), never a subclass's
+                init = self.class_attr(v[1], v[2], "__init__", via_instance=True, subclasses=False)
                 if init is not None and init[0] == "sym" and init[3] == "method":
                     out.append((init[1], init[2], "init"))
                 return out, False
@@ -964,6 +965,8 @@ class Resolver(ParameterFlow, ClassModel, Containers, ModuleLookup):
         flows [(file, qual, args, kwargs, skip)])``. Not memoised itself (the values it reads
         are): a site is evaluated once per resolution of its file, and a memo entry per site
         cost a third of the resolution time."""
+        if site.implicit == "read":  # an attribute read: the @property getters it runs, if any
+            return tuple(self._property_reads(rel, si, site.ref)), False, ()
         v = self.ev(rel, si, site.ref)
         targets, unknown = self.call_targets(v, "")
         if site.implicit:

@@ -21,7 +21,10 @@ message, InvalidParams (-32602) for params the method's type refuses (see
 from __future__ import annotations
 
 import asyncio
+import io
 import logging
+import os
+import stat
 import sys
 import threading
 from typing import Any, BinaryIO
@@ -39,7 +42,15 @@ PARSE_ERROR = -32700
 
 async def _stdin_reader(stdin: BinaryIO) -> asyncio.StreamReader | None:
     """An ``asyncio.StreamReader`` fed from ``stdin`` by the running loop; None when the loop
-    cannot watch it (a regular file, or a platform without pipe transports for it)."""
+    cannot watch it: anything but a pipe or a socket (a regular file, a terminal, ``/dev/null``,
+    which epoll refuses after the transport is made, so the server would wait forever), or a
+    platform without pipe transports for it."""
+    try:
+        mode = os.fstat(stdin.fileno()).st_mode
+    except (AttributeError, OSError, ValueError, io.UnsupportedOperation):
+        return None
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+        return None
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=READ_LIMIT)
     try:
