@@ -579,3 +579,30 @@ def test_a_resolver_prepared_at_open_gives_the_graph_of_a_rebuild(store):
         write(root, "use.py", PREPARED_FILES["use.py"] + "\n\ndef again():\n    go(start)\n")
         ix.reindex_file(root / "use.py")
         assert_same(ix, make, store, "after a new parameter flow")
+
+
+BASES_FROM_SUBCLASS_ATTRS = {
+    "helpers.py": "class Helper:\n    def step(self):\n        pass\n",
+    "runner.py": "from helpers import Helper\n\n\nclass Runner:\n    def make(self):\n"
+                 "        class Local(self.base_type):\n            def go(self):\n                self.step()\n"
+                 "        return Local\n\n\nclass Special(Runner):\n    base_type = Helper\n",
+}
+
+
+def test_a_base_read_from_an_attribute_only_subclasses_set_is_the_same_after_an_edit(store):
+    """``class Local(self.base_type)`` where only a subclass of Runner sets ``base_type``: class
+    bases are evaluated without the subclass relation (it is what they build), in a full build
+    and after an edit alike, so the edit gives the graph of a rebuild (scale2's finding: the
+    pairs differed with the order in which the relation was built)."""
+    with workspaces() as make:
+        root, ix = _setup(make, store, BASES_FROM_SUBCLASS_ATTRS)
+        write(root, "runner.py", BASES_FROM_SUBCLASS_ATTRS["runner.py"] + "\n\ndef extra():\n    return Runner().make()\n")
+        ix.reindex_file(root / "runner.py")
+        assert_same(ix, make, store, "after an edit of the file whose class base reads a subclass attribute")
+        write(root, "helpers.py", "class Helper:\n    def step(self):\n        return 1\n")
+        ix.reindex_file(root / "helpers.py")
+        assert_same(ix, make, store, "after an edit of the base's module")
+        # again, now that this indexer's resolver has built the relation
+        write(root, "runner.py", BASES_FROM_SUBCLASS_ATTRS["runner.py"] + "\n\ndef extra2():\n    return 2\n")
+        ix.reindex_file(root / "runner.py")
+        assert_same(ix, make, store, "after a second edit, with the relation built")

@@ -4,6 +4,7 @@ subclasses set, read in a base)."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING
 
 from orbit_lsp.index.py_values import (
@@ -34,12 +35,13 @@ class ClassModel:
         redo.update(r for r, (_, deps) in self._inherits.items() if not deps.isdisjoint(entities))
         self._inherits_stale = set()
         moved = False
-        for r in sorted(redo):
-            before = self._inherits.pop(r, ((), frozenset()))[0]
-            if r in self.facts:
-                self._inherits[r] = self._file_inherits(r)
-            if self._inherits.get(r, ((), None))[0] != before:
-                moved = True
+        with self._bases_memo():
+            for r in sorted(redo):
+                before = self._inherits.pop(r, ((), frozenset()))[0]
+                if r in self.facts:
+                    self._inherits[r] = self._file_inherits(r)
+                if self._inherits.get(r, ((), None))[0] != before:
+                    moved = True
         if not moved:
             return set()
         self._subclasses = None
@@ -53,6 +55,21 @@ class ClassModel:
         deps = edges.inherit_deps if edges.inherit_deps is not None else edges.deps
         self._inherits[rel] = (pairs, frozenset(deps) | {(rel, HAS_FACTS)})
         self._inherits_stale.discard(rel)
+
+    @contextlib.contextmanager
+    def _bases_memo(self):
+        """Evaluate class bases (``_file_inherits``) apart: with a memo of their own, thrown
+        away afterwards, and no attribute set only in subclasses (``subclass_attr`` answers None:
+        the relation is what is being built). A base such as ``class E(self.enum_type)`` is then
+        the same whether the relation existed when it was evaluated (an edit) or not (a full
+        build), and no value evaluated without the relation stays memoised for later use."""
+        saved = self.memo, self._old_memo, self._interned, self._sets_with, self._bases_only
+        self.memo, self._old_memo, self._interned, self._sets_with = {}, {}, {}, {}
+        self._bases_only = True
+        try:
+            yield
+        finally:
+            self.memo, self._old_memo, self._interned, self._sets_with, self._bases_only = saved
 
     def _file_inherits(self, rel: str) -> tuple:
         saved, self._deps = self._deps, set()
@@ -70,11 +87,13 @@ class ClassModel:
         """The subclass relation over ``everyone`` (every file with facts), computing the pairs
         of the files that have none yet (evaluated before any other evaluation of a run, so no
         cycle runs through it)."""
-        for r in everyone:
-            if r in self._inherits_stale or r not in self._inherits:
-                self._inherits_stale.discard(r)
-                if r in self.facts:
-                    self._inherits[r] = self._file_inherits(r)
+        todo = [r for r in everyone if r in self._inherits_stale or r not in self._inherits]
+        if todo:
+            with self._bases_memo():
+                for r in todo:
+                    self._inherits_stale.discard(r)
+                    if r in self.facts:
+                        self._inherits[r] = self._file_inherits(r)
         if self._subclasses is None:
             subs: dict[tuple, list] = {}
             for r in sorted(self._inherits):
@@ -89,6 +108,8 @@ class ClassModel:
         subclass down the hierarchy. A class-body value below a subclass that assigns the
         attribute on its instances is shadowed by that assignment and left out. None when no
         subclass defines it."""
+        if self._bases_only:
+            return None
         self._deps.add(ALL_CLASSES)
         if self._subclasses is None:
             return None

@@ -301,6 +301,7 @@ class Resolver(ParameterFlow, ClassModel, Containers, ModuleLookup):
                 self.dirs.add("/".join(parts[:i]))
         self.src_root = "src" if "src" in self.dirs and "src/__init__.py" not in files else None
         self.memo: dict = {}  # (file, scope, ref) -> (value, entities consulted, depth used)
+        self._bases_only = False  # evaluating class bases (``ClassModel._bases_memo``)
         self.facts_seen_max = _FACTS_SEEN_MAX  # files whose facts ``_facts`` keeps at once
         # a bounded memo (a full build sets ``memo_budget``: entries a generation): see ``_age_memo``
         self.memo_budget: int | None = None
