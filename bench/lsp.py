@@ -257,7 +257,10 @@ def _timed(samples: list, t: float) -> None:
     samples.append(time.perf_counter() - t)
 
 
-async def _measure(corpus: Path, settings, n: int, saves: int, live: list) -> dict:
+def _cold_folder(corpus: Path, settings) -> tuple[dict, object, object]:
+    """Make ``corpus`` cold for a language server started with the returned environment (the
+    benchmark's data dir, embedded FalkorDB): its graph and its cache are removed. Returns
+    ``(env, store, graph)``; the caller closes the store."""
     env = dict(os.environ, ORBIT_DATA_DIR=str(settings.data_dir))
     env.pop("ORBIT_FALKORDB_URL", None)
     store = open_store(settings)
@@ -266,6 +269,11 @@ async def _measure(corpus: Path, settings, n: int, saves: int, live: list) -> di
     cache = Path(settings.data_dir) / "cache" / f"{graph.name}.sqlite"
     if cache.exists():
         cache.unlink()
+    return env, store, graph
+
+
+async def _measure(corpus: Path, settings, n: int, saves: int, live: list) -> dict:
+    env, store, graph = _cold_folder(corpus, settings)
     probe = corpus / "os.py" if (corpus / "os.py").exists() else next(corpus.rglob("*.py"))
     probe_uri = from_fs_path(str(probe))
     out: dict = {}
@@ -418,14 +426,7 @@ async def _run(corpus: Path, settings, n: int, saves: int) -> dict:
 async def _measure_first(corpus: Path, settings, rel: str | None, live: list) -> dict:
     """First lenses of the file ``rel`` (opened right after ``initialized``) on a cold folder
     (graph and cache removed) and then re-opened by a second server: ``_first_lenses`` of each."""
-    env = dict(os.environ, ORBIT_DATA_DIR=str(settings.data_dir))
-    env.pop("ORBIT_FALKORDB_URL", None)
-    store = open_store(settings)
-    graph = store.graph(code_graph_name(corpus))
-    graph.delete()
-    cache = Path(settings.data_dir) / "cache" / f"{graph.name}.sqlite"
-    if cache.exists():
-        cache.unlink()
+    env, store, graph = _cold_folder(corpus, settings)
     path = corpus / rel if rel else (corpus / "os.py" if (corpus / "os.py").exists() else next(corpus.rglob("*.py")))
     uri = from_fs_path(str(path))
     out: dict = {"file": str(path.relative_to(corpus))}
