@@ -106,6 +106,7 @@ class FullBuild:
             resolver = self._resolver()  # over LazyFacts
             resolver.python.facts_seen_max = BUILD_DECODED_FACTS
             resolver.python.memo_budget = BUILD_MEMO_BUDGET
+            resolver.python.workers = self.resolve_workers
             report_progress(progress, 0, len(have), "", "resolve")
             cap = FACTS.max_entries
             FACTS.max_entries = max(cap, BUILD_DECODED_FACTS)

@@ -18,6 +18,7 @@ from orbit_lsp.index.py_values import (
     _unit,
     _workspace_part,
 )
+from orbit_lsp.index.py_parallel import resolve_files
 from orbit_lsp.index.python import UNKNOWN
 
 if TYPE_CHECKING:
@@ -195,12 +196,7 @@ class ParameterFlow:
             if not todo and not self._pending:
                 break
             t = time.perf_counter()
-            fresh = {}
-            n = len(todo)
-            for i, rel in enumerate(sorted(todo), 1):
-                fresh[rel] = self.resolve_file(rel)
-                if progress is not None and round_no == 0 and (i % 200 == 0 or i == n):
-                    progress(i, n, rel)
+            fresh = resolve_files(self, sorted(todo), self.workers, progress if round_no == 0 else None)
             for rel, e in fresh.items():
                 before = out[rel] if rel in out else previous(rel)
                 self.apply_flows(before.flows if before is not None else None, e.flows)

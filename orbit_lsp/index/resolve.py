@@ -294,6 +294,9 @@ class Resolver(ParameterFlow, ClassModel, Containers, ModuleLookup):
         self.aliases = dict(aliases or {})
         self.root_package = root_package
         self.value_flow = value_flow  # False: parameters hold only their defaults and annotations
+        # processes a round of ``resolve_fixpoint`` may use (``py_parallel.resolve_files``; a full
+        # build sets it): 1 resolves in this process only
+        self.workers = 1
         self.dirs: set[str] = {""}
         for f in files:
             parts = f.split("/")[:-1]
