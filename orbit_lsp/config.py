@@ -96,7 +96,7 @@ class Settings(BaseModel):
     exclude: list[str] = Field(default_factory=list)
     skip_build_output: bool = True
     build_output_dirs: list[str] = Field(default_factory=lambda: ["dist", "build", "out"])
-    value_flow: bool = False
+    value_flow: bool = True
     agent_base_url: str | None = None
     agent_api_key: SecretStr | None = None
     agent_model: str | None = None
