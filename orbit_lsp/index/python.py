@@ -375,7 +375,14 @@ class _Extractor:
             return ("n", node.id)
         if cls is _Attribute:
             value = node.value
-            return ("a", ("n", value.id) if value.__class__ is _Name else self.ref(value), node.attr)
+            vcls = value.__class__
+            if vcls is _Name:
+                return ("a", ("n", value.id), node.attr)
+            if vcls is _Attribute:
+                inner = value.value
+                return ("a", ("a", ("n", inner.id) if inner.__class__ is _Name else self.ref(inner), value.attr),
+                        node.attr)
+            return ("a", self.ref(value), node.attr)
         if cls is _Call:
             func = node.func
             args = node.args
@@ -383,7 +390,17 @@ class _Extractor:
                 kind = func.id
                 return ("d", (), self._literal_id(node)) if kind == "dict" else \
                     ("l", (), kind, self._literal_id(node))
-            arg0 = self.ref(args[0]) if args and args[0].__class__ is not _Starred else UNKNOWN
+            if args:
+                arg0 = args[0]
+                acls = arg0.__class__
+                arg0 = ("n", arg0.id) if acls is _Name else UNKNOWN if acls is _Starred else self.ref(arg0)
+            else:
+                arg0 = UNKNOWN
+            fcls = func.__class__
+            if fcls is _Name:
+                return ("c", ("n", func.id), arg0)
+            if fcls is _Attribute and func.value.__class__ is _Name:
+                return ("c", ("a", ("n", func.value.id), func.attr), arg0)
             return ("c", self.ref(func), arg0)
         if cls is _Constant:
             value = node.value
@@ -869,7 +886,8 @@ class _Extractor:
         if node.ctx.__class__ is _Load:
             self.scope.calls.append(
                 CallSite(node.lineno, node.col_offset, node.end_col_offset or node.col_offset,
-                         self.ref(node), node.attr, False, self.eval_scope, implicit="read"))
+                         ("a", ("n", value.id), node.attr) if value.__class__ is _Name else self.ref(node),
+                         node.attr, False, self.eval_scope, implicit="read"))
             while value.__class__ is _Attribute:  # ``self.a.b``: the read of ``a`` is this site's
                 value = value.value
         f = _DISPATCH.get(value.__class__)
@@ -880,9 +898,18 @@ class _Extractor:
         func = node.func
         fcls = func.__class__
         ref = self.ref
-        name = func.id if fcls is _Name else func.attr if fcls is _Attribute else self._call_name(func)
+        if fcls is _Name:
+            name = func.id
+            fref = ("n", name)
+        elif fcls is _Attribute:
+            name = func.attr
+            value = func.value
+            fref = ("a", ("n", value.id), name) if value.__class__ is _Name else ref(func)
+        else:
+            name = self._call_name(func)
+            fref = ref(func)
         site = CallSite(func.lineno, func.col_offset, func.end_col_offset or func.col_offset,
-                        ref(func), name, False, self.eval_scope)
+                        fref, name, False, self.eval_scope)
         self.scope.calls.append(site)
         # the callee, then the arguments (lambdas among them get their quals first); the
         # attributes of the callee's chain are not read sites of their own: their property
