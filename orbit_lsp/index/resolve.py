@@ -702,7 +702,7 @@ class Resolver(ParameterFlow, ClassModel, Containers, ModuleLookup):
         while idx >= 0:
             sc = facts.scopes[idx]
             deps.add(ents[idx] if idx else (rel, name))
-            if name in sc.globals:
+            if idx and name in sc.globals:  # ``global`` at module level changes nothing
                 idx = 0
                 first = True
                 continue
