@@ -65,6 +65,7 @@ def resolve_files(resolver: Resolver, rels: list[str], workers: int = 1,
     # [next chunk from the front, next chunk from the back (exclusive), files done]
     cursor = ctx.Array("q", [0, len(chunks), 0])
     children: list[tuple[int, int]] = []  # (pid, read end of its pipe)
+    parent = os.getpid()
     for _ in range(workers - 1):
         r, w = os.pipe()
         with warnings.catch_warnings():
@@ -74,7 +75,7 @@ def resolve_files(resolver: Resolver, rels: list[str], workers: int = 1,
             os.close(r)
             code = 1
             try:
-                _child(resolver, chunks, cursor, w)
+                _child(resolver, chunks, cursor, w, parent)
                 code = 0
             finally:
                 os._exit(code)
@@ -124,11 +125,14 @@ def _resolve_here(resolver: Resolver, rels: list[str], progress) -> dict[str, Fi
     return out
 
 
-def _child(resolver: Resolver, chunks: list[list[str]], cursor, w: int) -> None:
+def _child(resolver: Resolver, chunks: list[list[str]], cursor, w: int, parent: int) -> None:
     """A child's work: take chunks from the front until none is left, then send every edge
-    resolved, pickled, through ``w``."""
+    resolved, pickled, through ``w``. A child whose parent is gone (killed) stops at its next
+    chunk instead of resolving for nobody."""
     out: dict[str, FileEdges] = {}
     while True:
+        if os.getppid() != parent:
+            return
         with cursor.get_lock():
             if cursor[0] >= cursor[1]:
                 break
