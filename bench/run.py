@@ -471,7 +471,7 @@ def run_index(corpus: Path, label: str, settings: Settings, command: str, repeat
     rows += [
         ["re-open mode", ", ".join(sorted({x["reopen"].mode for x in runs}))] + blank,
         ["peak RSS, bench process", f"{rusage_kb / 1024:,.0f} MiB"] + blank,
-        ["peak RSS, largest child process (parse workers)", f"{children_kb / 1024:,.0f} MiB"] + blank,
+        ["peak RSS, largest child process (parse workers or a forked resolution process, whose RSS counts the pages it shares with the bench process)", f"{children_kb / 1024:,.0f} MiB"] + blank,
         ["FalkorDB used_memory_peak (INFO)", _fmt_mib(mem["used_memory_peak"])] + blank,
         ["FalkorDB VmHWM (/proc)", _fmt_mib(mem["vm_hwm_kb"] * 1024 if mem["vm_hwm_kb"] else None)] + blank,
         ["FalkorDB used_memory now", _fmt_mib(mem["used_memory"])] + blank,

@@ -16,9 +16,10 @@ Measured, each in its own process as a user runs it:
   paused), and on every core (a process pool over chunks, wall time);
 - cold index: ``orbit-lsp index WS --json`` with no graph and no cache, the embedded FalkorDB
   restarted first (so its memory peak is this run's): wall time, its ratio to each floor, the
-  indexer's phases, the peak RSS of orbit's process tree (the sum over the ``orbit-lsp`` process
-  and its parse workers, sampled every 50 ms) and of its largest process, FalkorDB's VmHWM and
-  ``used_memory_peak``;
+  indexer's phases, the peak memory of orbit's process tree (the sum over the ``orbit-lsp``
+  process, its parse workers and its forked resolution processes, sampled every 50 ms: as PSS,
+  which the target is judged on, and as RSS, which counts the pages a fork shares once per
+  process) and of its largest process, FalkorDB's VmHWM and ``used_memory_peak``;
 - re-open unchanged: the same command again (mode ``unchanged``);
 - one-file re-index p95 (``bench.run.run_reindex``: edits alternate an interface change and a
   body edit, each restored);
@@ -26,7 +27,7 @@ Measured, each in its own process as a user runs it:
   re-opened, lens/hover/call-hierarchy/impact latency on the most imported files and most called
   functions, the server's RSS.
 
-Targets (issue 19): cold ≤ 1.5× the one-core floor, orbit's peak RSS ≤ 1.5 GB, re-index p95 ≤
+Targets (issue 19): cold ≤ 1.5× the one-core floor, orbit's peak memory (PSS) ≤ 1.5 GB, re-index p95 ≤
 50 ms, requests p95 ≤ 20 ms.
 """
 
@@ -158,13 +159,28 @@ def _rss_kib(pid: int) -> int:
     return 0
 
 
+def _pss_kib(pid: int) -> int:
+    """Proportional set size (``/proc/PID/smaps_rollup``): pages shared with other processes
+    (a forked resolution process shares its parent's pages until either writes them) count
+    as a share each, so a sum over processes is the memory they really use."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as fh:
+            for line in fh:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0
+
+
 class TreeRss:
     """Samples the RSS of a process and its descendants every ``interval`` seconds: the peak of
-    their sum and of the largest one."""
+    their sum and of the largest one, and the peak of their summed PSS (``_pss_kib``: summed
+    RSS counts the pages a fork shares once per process)."""
 
     def __init__(self, pid: int, interval: float = 0.05):
         self.pid, self.interval = pid, interval
-        self.peak_sum = self.peak_one = 0
+        self.peak_sum = self.peak_one = self.peak_pss = 0
         self.peak_procs = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -181,6 +197,7 @@ class TreeRss:
             self.peak_sum = max(self.peak_sum, sum(rss))
             self.peak_one = max(self.peak_one, max(rss, default=0))
             self.peak_procs = max(self.peak_procs, sum(1 for r in rss if r))
+            self.peak_pss = max(self.peak_pss, sum(_pss_kib(p) for p in pids))
             self._stop.wait(self.interval)
 
     def stop(self) -> None:
@@ -208,7 +225,7 @@ def cli_index(ws: Path, settings, extra: tuple[str, ...] = ()) -> dict:
         raise SystemExit(f"bench: orbit-lsp index {ws} failed ({proc.returncode}): {out.strip()[-2000:]}\n"
                          f"{err.strip()[-2000:]}")  # with --json the error is on stdout
     return {"result": json.loads(out)["result"], "wall": wall, "peak_sum_kib": rss.peak_sum,
-            "peak_one_kib": rss.peak_one, "procs": rss.peak_procs, "stderr": err.splitlines()}
+            "peak_pss_kib": rss.peak_pss, "peak_one_kib": rss.peak_one, "procs": rss.peak_procs, "stderr": err.splitlines()}
 
 
 def _mib(kib) -> float | None:
@@ -272,7 +289,8 @@ def run(args, settings, command: str, restart_server: bool = True) -> Report:
         log(f"cold index of {len(walk.files):,} files (orbit-lsp index, a child process)")
         cold = cli_index(root, settings)
         res = cold["result"]
-        log(f"cold index {cold['wall']:.1f} s ({res['mode']}), peak RSS {_mib(cold['peak_sum_kib']):.0f} MiB")
+        log(f"cold index {cold['wall']:.1f} s ({res['mode']}), peak PSS {_mib(cold['peak_pss_kib']):.0f} MiB, "
+            f"RSS {_mib(cold['peak_sum_kib']):.0f} MiB")
         rows += [["cold index wall, orbit-lsp index (s)", cold["wall"], "–"]]
         rows += [[f"  {ph} (s, the indexer's phase)", v, "–"] for ph, v in res["timings"].items()]
         rows += [["ratio cold / floor one core GC on", cold["wall"] / one_on,
@@ -281,8 +299,10 @@ def run(args, settings, command: str, restart_server: bool = True) -> Report:
                  [f"ratio cold / floor {cores} processes", cold["wall"] / all_cores, "–"],
                  ["files indexed / symbols / calls", f"{res['files']:,} / {res['symbols']:,} / {res['calls']:,}", "–"],
                  ["parse errors / skipped files", f"{len(res['parse_errors'])} / {len(res['skipped'])}", "–"],
-                 ["peak RSS of orbit's processes, summed (MiB)", _mib(cold["peak_sum_kib"]),
-                  "ok" if _mib(cold["peak_sum_kib"]) <= TARGET_RSS_MIB else "OVER"],
+                 ["peak PSS of orbit's processes, summed (MiB)", _mib(cold["peak_pss_kib"]),
+                  "ok" if _mib(cold["peak_pss_kib"]) <= TARGET_RSS_MIB else "OVER"],
+                 ["peak RSS of orbit's processes, summed (MiB; counts pages a fork shares twice)",
+                  _mib(cold["peak_sum_kib"]), "–"],
                  ["peak RSS of its largest process (MiB)", _mib(cold["peak_one_kib"]), "–"],
                  ["orbit processes at once (most)", cold["procs"], "–"]]
         mem, notes = server_memory(store, settings, gname)

@@ -92,3 +92,20 @@ def test_name_bound_under_global_in_a_function_is_a_module_name(tmp_path, store)
         assert ["user.T", "pkg.lazy.Lazy"] in inherits
     finally:
         ix.graph.delete()
+
+
+def test_global_at_module_level_changes_nothing(tmp_path, store):
+    """``global X`` at module level is allowed and means nothing (the module's scope is the
+    global one). Reading ``X`` there used to send the name lookup back to the module scope
+    forever: a full index of pylint's test data hung on ``global GLOBAL_VAR; GLOBAL_VAR.foo``
+    (found by the scale benchmark). The lookup ends, with what the module binds."""
+    ws = tmp_path / "globalws"
+    ws.mkdir()
+    (ws / "m.py").write_text("global GLOBAL_VAR\nGLOBAL_VAR.foo\n\n\nclass K:\n    def run(self):\n        return 1\n\n\n"
+                             "global k\nk = K()\nk.run()\n")
+    ix = WorkspaceIndexer(ws, store)
+    ix.index_all()
+    try:
+        assert _callers(ix, "m.K.run") == {"m"}
+    finally:
+        ix.graph.delete()

@@ -68,10 +68,15 @@ class ParameterFlow:
         return [(k, (self.pval[k], self.pdeps.get(k, frozenset())) if k in self.pval else None) for k in keys]
 
     def _set_pval(self, key: tuple, val: dict | None, deps: frozenset) -> None:
+        readers = self._preaders
         for e in self.pdeps.pop(key, ()):
             ks = self._pdep_rev.get(e)
             if ks is not None:
                 ks.discard(key)
+            if e[0] == PVAL:
+                ks = readers.get(e[1:3])
+                if ks is not None:
+                    ks.discard(key)
         if val is None:
             self.pval.pop(key, None)  # no workspace value (yet): what it consulted is still kept,
         else:  # so it is computed again when that changes
@@ -79,8 +84,22 @@ class ParameterFlow:
         if not deps:
             return
         self.pdeps[key] = deps
+        rev = self._pdep_rev
         for e in deps:
-            self._pdep_rev.setdefault(e, set()).add(key)
+            ks = rev.get(e)
+            if ks is None:
+                rev[e] = {key}
+            else:
+                ks.add(key)
+            if e[0] == PVAL:
+                readers.setdefault(e[1:3], set()).add(key)
+
+    @staticmethod
+    def _pval_entities(key: tuple, old: dict | None, new: dict | None) -> set[tuple]:
+        """Entities ``(PVAL, file, qual, parameter)`` of function ``key`` whose values differ
+        between ``old`` and ``new``: what an evaluation that read them may now get otherwise."""
+        old, new = old or {}, new or {}
+        return {(PVAL,) + key + (n,) for n in old.keys() | new.keys() if old.get(n) != new.get(n)}
 
     def _compute_pval(self, key: tuple) -> tuple[dict | None, frozenset]:
         """What each parameter of function ``key`` receives from the flows into it: {name:
@@ -176,7 +195,7 @@ class ParameterFlow:
         """Resolve ``rels``, then follow the value flows to a fixpoint.
 
         Parameter values live in a table (``pval``): evaluating a parameter reads it (entity
-        ``(PVAL, file, qual)``) and never recurses into call sites. Each round resolves the
+        ``(PVAL, file, qual, parameter)``) and never recurses into call sites. Each round resolves the
         files to resolve, updates the flows they contribute, recomputes the parameter values
         whose flows or consulted entities changed, and re-resolves the files that consulted a
         value that changed. Values only grow, except after an edit removed a flow or a value:
@@ -211,10 +230,9 @@ class ParameterFlow:
             # parameter values whose flows or inputs changed, propagated among themselves to a
             # fixpoint before any file is resolved again: a value passed on through a chain of
             # parameters arrives in this round, not one hop per round
-            changed = self._propagate_params(rederiving)
+            changed, ents = self._propagate_params(rederiving)
             todo = set()
-            if changed:
-                ents = {(PVAL,) + k for k in changed}
+            if ents:
                 for rel in everyone:
                     e = out[rel] if rel in out else previous(rel)
                     if e is None or not e.deps.isdisjoint(ents):
@@ -225,71 +243,103 @@ class ParameterFlow:
         stats["widened"] = len(self._widened)
         return out
 
-    def _propagate_params(self, rederiving: set[tuple]) -> set[tuple]:
+    def _propagate_params(self, rederiving: set[tuple]) -> tuple[set[tuple], set[tuple]]:
         """Recompute the pending parameter values, and those that read a value that changed,
         until none changes (at most ``MAX_PARAM_PASSES`` passes; what is still pending then waits
         for the next round). A value that lost a member resets every value derived from it,
         which is then derived again (added to ``rederiving``). Memoised evaluations that read a
-        changed value are forgotten. Returns the functions whose values changed."""
+        changed value are forgotten. Returns the functions whose values changed, and the
+        entities ``(PVAL, file, qual, parameter)`` whose values differ from before the call
+        (what a file resolved before it read and may now read otherwise)."""
         changed_all: set[tuple] = set()
+        before: dict[tuple, dict | None] = {}  # value of each function touched, before the call
         for _ in range(MAX_PARAM_PASSES):
             if not self._pending:
                 break
             changed, shrunk = set(), set()
+            lost: set[tuple] = set()  # entities whose values changed in this pass
             batch = sorted(self._pending)
             self._pending = set()
             for key in batch:
                 old = self.pval.get(key)
+                if key not in before:
+                    before[key] = old
                 val, deps = self._compute_pval(key)
                 val = self._widened_value(key, val)
                 own = (PVAL,) + key
+                moves, moved = 0, set()  # changes made while settling, and the parameters they changed
                 for _ in range(MAX_FLOW_ROUNDS):
                     # a function that passes its own parameters on (recursion) reads its own
                     # value: settle it here
-                    if own not in deps or val == self.pval.get(key) or (
-                            key not in rederiving and not self._grows(self.pval.get(key), val)):
+                    cur = self.pval.get(key)
+                    if val == cur or not any(e[:3] == own for e in deps) or (
+                            key not in rederiving and not self._grows(cur, val)):
                         break
                     self._set_pval(key, val, deps)
-                    self.invalidate((own,))
+                    ents = self._pval_entities(key, cur, val)
+                    moves += 1
+                    moved |= {e[3] for e in ents}
+                    self.invalidate(ents)
                     val, deps = self._compute_pval(key)
                     val = self._widened_value(key, val)
-                val = self._widen(key, old, val)
+                if moves and val != self.pval.get(key):
+                    moves += 1  # settling did not settle: the value moved on and comes back
+                    moved |= {e[3] for e in self._pval_entities(key, self.pval.get(key), val)}
+                else:
+                    moves = 0
+                val = self._widen(key, old, val, moves, moved)
+                cur = self.pval.get(key)
                 if val != old:
                     if key not in rederiving and not self._grows(old, val):
                         shrunk.add(key)
                     changed.add(key)
+                if val != cur:
+                    lost |= self._pval_entities(key, cur, val)
                 self._set_pval(key, val, deps)
             if shrunk:  # delete and re-derive what depended on a lost value
                 frontier = list(shrunk)
                 reset = set(shrunk)
                 while frontier:
                     k = frontier.pop()
-                    for k2 in self._pdep_rev.get((PVAL,) + k, ()):
+                    for k2 in self._preaders.get(k, ()):
                         if k2 not in reset:
                             reset.add(k2)
                             frontier.append(k2)
                 for k in reset - shrunk:
+                    if k not in before:
+                        before[k] = self.pval.get(k)
+                    lost |= self._pval_entities(k, self.pval.get(k), None)
                     self._set_pval(k, None, frozenset())
                     self._pending.add(k)
                 changed |= reset
                 rederiving |= reset
-            if changed:  # forget what read them; values that read them are recomputed next pass
-                self.invalidate({(PVAL,) + k for k in changed})
+            if lost:  # forget what read them; values that read them are recomputed next pass
+                self.invalidate(lost)
             changed_all |= changed
-        return changed_all
+        ents: set[tuple] = set()
+        for k, v in before.items():
+            ents |= self._pval_entities(k, v, self.pval.get(k))
+        return changed_all, ents
 
-    def _widen(self, key: tuple, old: dict | None, val: dict | None) -> dict | None:
+    def _widen(self, key: tuple, old: dict | None, val: dict | None, moves: int = 0,
+               moved: set = frozenset()) -> dict | None:
         """Widening, so that the fixpoint ends: a function whose parameter values changed more
         than ``MAX_PARAM_CHANGES`` times in one ``resolve_fixpoint`` gets TOO_MANY for each
         parameter that changed, and keeps it for the rest of the run (values that are only
-        partly monotone, e.g. through TOO_MANY read as unknown, could otherwise oscillate)."""
-        if val == old or key in self._widened:
+        partly monotone, e.g. through TOO_MANY read as unknown, could otherwise oscillate).
+        ``moves``: changes made while settling a function that reads its own parameters which
+        did not settle (its value went round and came back: ``1 -> 8 -> TOO_MANY -> 1``), and
+        ``moved`` the parameters they changed; they count as changes too."""
+        if key in self._widened or (val == old and not moves):
             return val
-        n = self._change_count[key] = self._change_count.get(key, 0) + 1
+        n = self._change_count[key] = self._change_count.get(key, 0) + moves + (val != old)
         if n <= MAX_PARAM_CHANGES:
             return val
         old_, new_ = old or {}, val or {}
-        self._widened[key] = {k for k in old_.keys() | new_.keys() if old_.get(k) != new_.get(k)}
+        names = {k for k in old_.keys() | new_.keys() if old_.get(k) != new_.get(k)} | set(moved)
+        if not names:
+            return val
+        self._widened[key] = names
         return self._widened_value(key, val)
 
     def _widened_value(self, key: tuple, val: dict | None) -> dict | None:
@@ -335,7 +385,7 @@ class ParameterFlow:
             vals.append(self.ev(rel, sc.parent, default))
         if not self.value_flow:
             return self.combine(vals) if vals else None
-        self._deps.add((PVAL, rel, fqual))
+        self._deps.add((PVAL, rel, fqual, name))
         got = self.pval.get((rel, fqual))
         if got is not None and name in got:
             vals.append(got[name])  # TOO_MANY is a value: unknown for binding, passed on as such

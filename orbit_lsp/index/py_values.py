@@ -26,7 +26,7 @@ STORES = "#stores"  # entity of every container store in a file (``c[k] = v``, `
 
 ALL_CLASSES = ("*", "#classes")  # entity: the subclass relation of the whole workspace
 
-PVAL = "~param"  # entities ``(PVAL, file, qual)``: the values of a function's parameters
+PVAL = "~param"  # entities ``(PVAL, file, qual, parameter)``: the value of one parameter of a function
 
 MAX_PARAM_VALUES = 8  # a parameter receiving more workspace values than this is taken as unknown
 

@@ -14,7 +14,7 @@ default and its annotation): every bound call site records, per target function,
 keeps every file's flows in ``param_in`` and evaluates a parameter as the union of the
 arguments flowing into it, kept in a table of parameter values (``pval``). Binding calls and
 collecting flows feed each other, so resolution runs to a fixpoint (``resolve_fixpoint``): the
-files whose evaluation consulted a function's parameter values (entity ``(PVAL, file, qual)``)
+files whose evaluation consulted a parameter's values (entity ``(PVAL, file, qual, parameter)``)
 are resolved again when those values change.
 
 Each evaluation records which parts of which files it consulted (``deps``: *entities*
@@ -336,6 +336,7 @@ class Resolver(ParameterFlow, ClassModel, Containers, ModuleLookup):
         self.pval: dict[tuple, dict] = {}  # (file, qual) -> {parameter: value} from the flows into it
         self.pdeps: dict[tuple, frozenset] = {}  # (file, qual) -> entities its value consulted
         self._pdep_rev: dict[tuple, set] = {}  # entity -> functions whose parameter values consulted it
+        self._preaders: dict[tuple, set] = {}  # function -> functions whose values read one of its parameters
         self._pending: set[tuple] = set()  # functions whose parameter values must be recomputed
         self.pval_changed: set[tuple] = set()  # functions whose parameter values changed (caller clears)
         self._stores: dict[str, list] = {}  # file -> [(scope, store)] of its container stores
@@ -701,7 +702,7 @@ class Resolver(ParameterFlow, ClassModel, Containers, ModuleLookup):
         while idx >= 0:
             sc = facts.scopes[idx]
             deps.add(ents[idx] if idx else (rel, name))
-            if name in sc.globals:
+            if idx and name in sc.globals:  # ``global`` at module level changes nothing
                 idx = 0
                 first = True
                 continue
