@@ -15,7 +15,6 @@ from orbit_lsp.index.py_values import (
     MAX_PARAM_PASSES,
     PVAL,
     TOO_MANY,
-    WANT,
     _unit,
     _workspace_part,
 )
@@ -60,9 +59,6 @@ class ParameterFlow:
         starts from a kept graph needs them to bind as that graph was bound."""
         for key, (val, deps) in values:
             self._set_pval(key, val, deps)
-            for e in deps:
-                if e[0] == WANT:
-                    self._wanted.setdefault(key, set()).add(e[1])
 
     def param_values(self, keys=None):
         """``((file, qual), (values by parameter name, entities consulted))`` of every function
@@ -96,8 +92,6 @@ class ParameterFlow:
         self.pdeps[key] = deps
         rev = self._pdep_rev
         for e in deps:
-            if e[0] == WANT:
-                continue
             ks = rev.get(e)
             if ks is None:
                 rev[e] = {key}
@@ -105,23 +99,6 @@ class ParameterFlow:
                 ks.add(key)
             if e[0] == PVAL:
                 readers.setdefault(e[1:3], set()).add(key)
-
-    def _want(self, deps) -> None:
-        """Parameters read by an evaluation that consulted ``deps`` are computed from now on
-        (``_wanted``): a function's parameter values are computed only for the parameters that
-        some file's or some parameter's evaluation reads (on demand); a function with flows that
-        gains one is recomputed by the next ``_propagate_params``."""
-        wanted = self._wanted
-        for e in deps:
-            if e[0] == PVAL:
-                key = e[1:3]
-                names = wanted.get(key)
-                if names is None:
-                    names = wanted[key] = set()
-                if e[3] not in names:
-                    names.add(e[3])
-                    if key in self.param_in:
-                        self._pending.add(key)
 
     @staticmethod
     def _pval_entities(key: tuple, old: dict | None, new: dict | None) -> set[tuple]:
@@ -140,10 +117,8 @@ class ParameterFlow:
             facts = self._facts(rel)
             self._deps.add((rel, _unit(qual)))  # its parameters
             fsi = facts.scope_of.get(qual) if facts is not None and flows else None
-            wanted = self._wanted.get(key)
-            if fsi is None or not wanted:
+            if fsi is None:
                 return None, frozenset(self._deps)
-            self._deps.update((WANT, n) for n in wanted)
             params = facts.scopes[fsi].params
             plan = self._flows_in.get(key)
             if plan is None or plan[0] is not params:
@@ -151,8 +126,6 @@ class ParameterFlow:
             got: dict[str, list] = {}
             ev = self.ev
             for name, frel, fsi_, r in plan[1]:
-                if name not in wanted:
-                    continue
                 v = ev(frel, fsi_, r) if r is not UNKNOWN else None
                 vs = got.get(name)
                 if vs is None:
@@ -244,21 +217,6 @@ class ParameterFlow:
         stats = self.flow_stats = {"rounds": 0, "first_s": 0.0, "more_s": 0.0, "again": 0, "widened": 0}
         self._widened, self._change_count = {}, {}  # see ``_widen``
         self._ensure_subclasses(everyone)
-        if self.value_flow and not self._wanted_scanned:  # what the graph as it stands reads
-            self._wanted_scanned = True
-            for rel in everyone:
-                e = previous(rel)
-                if e is not None:
-                    self._want(e.deps)
-            for deps in self.pdeps.values():
-                self._want(deps)
-        self._in_fixpoint = True
-        try:
-            return self._fixpoint_rounds(todo, out, rederiving, stats, previous, everyone, progress)
-        finally:
-            self._in_fixpoint = False
-
-    def _fixpoint_rounds(self, todo, out, rederiving, stats, previous, everyone, progress):
         for round_no in range(MAX_FLOW_ROUNDS):
             if not todo and not self._pending:
                 break
@@ -268,9 +226,6 @@ class ParameterFlow:
                 before = out[rel] if rel in out else previous(rel)
                 self.apply_flows(before.flows if before is not None else None, e.flows)
             out.update(fresh)
-            if self.value_flow:
-                for e in fresh.values():
-                    self._want(e.deps)
             if round_no:
                 stats["again"] += len(todo)
             if not self.value_flow:  # one pass: nothing reads parameter values
@@ -316,7 +271,6 @@ class ParameterFlow:
                 if key not in before:
                     before[key] = old
                 val, deps = self._compute_pval(key)
-                self._want(deps)
                 val = self._widened_value(key, val)
                 own = (PVAL,) + key
                 moves, moved = 0, set()  # changes made while settling, and the parameters they changed
@@ -333,7 +287,6 @@ class ParameterFlow:
                     moved |= {e[3] for e in ents}
                     self.invalidate(ents)
                     val, deps = self._compute_pval(key)
-                    self._want(deps)
                     val = self._widened_value(key, val)
                 if moves and val != self.pval.get(key):
                     moves += 1  # settling did not settle: the value moved on and comes back
@@ -439,26 +392,7 @@ class ParameterFlow:
         if not self.value_flow:
             return self.combine(vals) if vals else None
         self._deps.add((PVAL, rel, fqual, name))
-        key = (rel, fqual)
-        got = self.pval.get(key)
+        got = self.pval.get((rel, fqual))
         if got is not None and name in got:
             vals.append(got[name])  # TOO_MANY is a value: unknown for binding, passed on as such
-        elif not self._in_fixpoint and key in self.param_in and name not in self._wanted.get(key, ()):
-            # never asked for (an unsaved buffer's evaluation, outside ``resolve_fixpoint``):
-            # what the flows into it give, now
-            v = self._value_now(key, name)
-            if v is not None:
-                vals.append(v)
         return self.combine(vals) if vals else None
-
-    def _value_now(self, key: tuple, name: str):
-        """The value of parameter ``name`` of function ``key`` from its flows, as
-        ``_compute_pval`` would give it, computed here (not kept)."""
-        rel, qual = key
-        facts = self._facts(rel)
-        fsi = facts.scope_of.get(qual) if facts is not None else None
-        if fsi is None:
-            return None
-        vs = [self.ev(frel, fsi_, r) if r is not UNKNOWN else None
-              for n, frel, fsi_, r in self._plan(facts.scopes[fsi].params, self.param_in[key]) if n == name]
-        return _workspace_part(self.combine(vs)) if vs else None

@@ -26,9 +26,6 @@ STORES = "#stores"  # entity of every container store in a file (``c[k] = v``, `
 
 ALL_CLASSES = ("*", "#classes")  # entity: the subclass relation of the whole workspace
 
-WANT = "~want"  # ``(WANT, parameter)`` in a function's parameter-value deps (``Resolver.pdeps``):
-#   a parameter whose value was computed because an evaluation reads it (``ParameterFlow._want``)
-
 PVAL = "~param"  # entities ``(PVAL, file, qual, parameter)``: the value of one parameter of a function
 
 MAX_PARAM_VALUES = 8  # a parameter receiving more workspace values than this is taken as unknown

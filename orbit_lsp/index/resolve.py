@@ -337,9 +337,6 @@ class Resolver(ParameterFlow, ClassModel, Containers, ModuleLookup):
         self.pdeps: dict[tuple, frozenset] = {}  # (file, qual) -> entities its value consulted
         self._pdep_rev: dict[tuple, set] = {}  # entity -> functions whose parameter values consulted it
         self._preaders: dict[tuple, set] = {}  # function -> functions whose values read one of its parameters
-        self._wanted: dict[tuple, set] = {}  # function -> its parameters whose values are read (``_want``)
-        self._wanted_scanned = False  # ``_wanted`` holds what the seeded graph reads
-        self._in_fixpoint = False  # in ``resolve_fixpoint`` (parameter values are computed there)
         self._pending: set[tuple] = set()  # functions whose parameter values must be recomputed
         self.pval_changed: set[tuple] = set()  # functions whose parameter values changed (caller clears)
         self._stores: dict[str, list] = {}  # file -> [(scope, store)] of its container stores
