@@ -128,3 +128,16 @@ def test_progress_counts_every_file_once(store, split_everything):
         assert seen[-1] == (len(rels), len(rels))
         assert all(i <= n for i, n in seen)
         assert {rel: e.key() for rel, e in out.items()} == {rel: ix.state[rel].edges.key() for rel in rels}
+
+
+def test_how_many_processes_resolve(monkeypatch):
+    """Every core (at most 8) up to ``PARALLEL_MAX_FILES`` Python files, one above it (each
+    forked child adds about its parent's heap), and ``ORBIT_RESOLVE_WORKERS`` wins either way."""
+    monkeypatch.delenv("ORBIT_RESOLVE_WORKERS", raising=False)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert py_parallel.default_workers(1_000) == max(1, min(cores, 8))
+    assert py_parallel.default_workers(py_parallel.PARALLEL_MAX_FILES + 1) == 1
+    monkeypatch.setenv("ORBIT_RESOLVE_WORKERS", "3")
+    assert py_parallel.default_workers(py_parallel.PARALLEL_MAX_FILES + 1) == 3
+    monkeypatch.setenv("ORBIT_RESOLVE_WORKERS", "one")  # not a number: the default
+    assert py_parallel.default_workers(1_000) == max(1, min(cores, 8))

@@ -131,6 +131,17 @@ def test_real_errors_are_still_reported():
     assert err is not None
 
 
+def test_a_parse_that_mending_does_not_improve_keeps_its_text():
+    """tree-sitter's error recovery is tried on a mended copy; when the mended tree is no
+    better, the first tree is kept, and it must still have its text (``Tree.edit`` on it made
+    every ``Node.text`` None: Airflow's ``FilterTasks.tsx`` failed with AttributeError and lost
+    its facts). Reduced from that file: a closing tag without its opening one."""
+    facts, err = parse_js("src/a.tsx", b'import x from "./x";\n          <MdArrowDropDown size="16px" />\n'
+                                       b'      </MenuButton>')
+    assert err is not None and err.startswith("line ")
+    assert facts is not None and [i.spec for i in facts.imports] == ["./x"]
+
+
 # -- 5. type-only imports --------------------------------------------------------------------------
 def write(root: Path, tree: dict[str, str]) -> None:
     for rel, text in tree.items():

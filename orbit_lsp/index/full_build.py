@@ -16,6 +16,8 @@ from orbit_lsp.graph.errors import FalkorDBOffline
 from orbit_lsp.graph.schema import ensure_indexes
 from orbit_lsp.graph.writer import BATCH as SYMBOL_BATCH, GraphWriter
 from orbit_lsp.index.report import GENERATIONS, IndexReport, Progress, report_progress, unresolved_sites
+from orbit_lsp.index.languages import is_js
+from orbit_lsp.index.py_parallel import default_workers
 from orbit_lsp.index.resolve import full_qual, package_info
 from orbit_lsp.index.state import FACTS
 
@@ -106,7 +108,7 @@ class FullBuild:
             resolver = self._resolver()  # over LazyFacts
             resolver.python.facts_seen_max = BUILD_DECODED_FACTS
             resolver.python.memo_budget = BUILD_MEMO_BUDGET
-            resolver.python.workers = self.resolve_workers
+            resolver.python.workers = self.resolve_workers or default_workers(sum(not is_js(r) for r in have))
             report_progress(progress, 0, len(have), "", "resolve")
             cap = FACTS.max_entries
             FACTS.max_entries = max(cap, BUILD_DECODED_FACTS)

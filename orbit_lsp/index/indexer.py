@@ -45,7 +45,6 @@ from orbit_lsp.graph import keys
 from orbit_lsp.graph.connection import GraphStore
 from orbit_lsp.index.languages import PARSED_LANGS, WorkspaceResolver, configs_changed, parse_file
 from orbit_lsp.index.resolve import full_qual, package_info
-from orbit_lsp.index.py_parallel import default_workers
 from orbit_lsp.index.parsing import (  # noqa: F401 (re-exported: imported from here by callers)
     content_hash,
     count_lines,
@@ -93,7 +92,8 @@ class WorkspaceIndexer(GraphSync, FullBuild, Incremental):
         self.aliases: dict[str, str] = {}
         self.filter = WorkspaceFilter(self.root, self.settings.exclude, self.settings.build_output())
         self.lock = threading.RLock()
-        self.resolve_workers = default_workers()  # processes a full build resolves with
+        # processes a full build resolves with (None: ``py_parallel.default_workers`` of its size)
+        self.resolve_workers: int | None = None
         self._last_index_time: float | None = None
         self.generation = next(_GENERATIONS)  # a new value for every change made to the graph
         self.imports_generation = next(_GENERATIONS)  # a new value when IMPORTS edges change

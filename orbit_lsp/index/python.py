@@ -531,9 +531,18 @@ class _Extractor:
 
     # -- statements -----------------------------------------------------------------------
     def visit_Assign(self, node: ast.Assign) -> None:
-        self.visit(node.value)
-        value = self.ref(node.value)
+        value_node = node.value
+        f = _DISPATCH.get(value_node.__class__)
+        if f is not None:
+            f(self, value_node)
+        value = self.ref(value_node)
         for t in node.targets:
+            if t.__class__ is _Name:  # ``x = value``, the common case of what follows
+                name = t.id
+                if self.scope.kind == "module":
+                    self._add_symbol(name, name, "variable", node, col=t.col_offset)
+                self._bind(name, _named(value, name))
+                continue
             self._module_variable(t, node)
             if (isinstance(t, (ast.Tuple, ast.List)) and isinstance(node.value, (ast.Tuple, ast.List))
                     and len(t.elts) == len(node.value.elts)
@@ -618,10 +627,10 @@ class _Extractor:
         """Bind ``name`` where Python binds it: in the current body, or in the module when the
         body declared it ``global`` (``def __getattr__(name): global X; from .m import X``
         defines the module's ``X``)."""
-        if name in self.declared_global.get(self.cur, ()):
+        if self.declared_global and name in self.declared_global.get(self.cur, ()):
             self.scopes[0].bind(name, ref)
         else:
-            self.scope.bind(name, ref)
+            self.scope.names.setdefault(name, []).append(ref)
 
     def visit_Nonlocal(self, node: ast.Nonlocal) -> None:
         self.scope.globals.update(node.names)
@@ -709,27 +718,37 @@ class _Extractor:
     def _params(self, sc: Scope, fqual: str, args: ast.arguments, skip: str | None) -> None:
         """Bind the parameters of a function or lambda body: each to what call sites pass (``("p",
         …)``, with its annotation and default, evaluated in the enclosing scope)."""
-        pos = args.posonlyargs + args.args
-        n_plain = len(pos) - len(args.defaults)
-        defaults = {a.arg: d for a, d in zip(pos[n_plain:], args.defaults)}
-        defaults.update({a.arg: d for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is not None})
-        order = [(a.arg, "pos") for a in pos] + [(a.arg, "kwonly") for a in args.kwonlyargs]
+        pos = args.posonlyargs + args.args if args.posonlyargs else args.args
+        kwonly = args.kwonlyargs
+        defaults_list = args.defaults
+        defaults = {a.arg: d for a, d in zip(pos[len(pos) - len(defaults_list):], defaults_list)} \
+            if defaults_list else {}
+        if kwonly:
+            defaults.update({a.arg: d for a, d in zip(kwonly, args.kw_defaults) if d is not None})
+            order = [(a.arg, "pos") for a in pos] + [(a.arg, "kwonly") for a in kwonly]
+            named = pos + kwonly
+        else:
+            order = [(a.arg, "pos") for a in pos]
+            named = pos
         if args.vararg:
             order.append((args.vararg.arg, "var"))
         if args.kwarg:
             order.append((args.kwarg.arg, "kw"))
         sc.params = tuple(order)
-        for a in pos + args.kwonlyargs:
-            if a.arg == skip:
+        bound = sc.names
+        for a in named:
+            name = a.arg
+            if name == skip:
                 continue
-            d = defaults.get(a.arg)
+            d = defaults.get(name)
             if d is None:
                 dref = UNKNOWN
-            elif isinstance(d, ast.Constant) and d.value is None:
+            elif d.__class__ is _Constant and d.value is None:
                 dref = ("lit", "NoneType")  # ``cb=None``: not a callable, not an unknown
             else:
                 dref = self.ref(d)
-            sc.bind(a.arg, ("p", fqual, a.arg, self.ann_ref(a.annotation), dref))
+            ann = a.annotation
+            bound.setdefault(name, []).append(("p", fqual, name, UNKNOWN if ann is None else self.ann_ref(ann), dref))
         for a in (args.vararg, args.kwarg):
             if a is not None and a.arg != skip:
                 sc.bind(a.arg, UNKNOWN)
@@ -739,21 +758,25 @@ class _Extractor:
         qual = self._qual(node.name)
         kind = "method" if outer.kind == "class" else "function"
         self._add_symbol(qual, node.name, kind, node, col=self._name_col(node))
-        self._bind(node.name, self._decorated(node, qual))
+        decorated = node.decorator_list
+        self._bind(node.name, self._decorated(node, qual) if decorated else ("def", qual))
         # decorators, defaults and annotations are evaluated in the enclosing scope, but calls in
         # decorators are attributed to the decorated function (see below)
-        for d in node.args.defaults + [d for d in node.args.kw_defaults if d is not None]:
-            self.visit(d)
+        args = node.args
+        if args.defaults:
+            self._visit_all(args.defaults)
+        if args.kw_defaults:
+            self._visit_all(args.kw_defaults)  # None where a keyword-only parameter has no default
         idx = len(self.scopes)
         existing = self.scope_of.get(qual)
         sc = Scope(qual, kind, self.cur)
         self.scopes.append(sc)
         if existing is None:
             self.scope_of[qual] = idx
-        decos = tuple(self._call_name(d.func if isinstance(d, ast.Call) else d) for d in node.decorator_list)
+        decos = tuple(self._call_name(d.func if isinstance(d, ast.Call) else d) for d in decorated) \
+            if decorated else ()
         sc.decos = decos
-        args = node.args
-        params = args.posonlyargs + args.args
+        params = args.posonlyargs + args.args if args.posonlyargs else args.args
         if kind == "method" and "staticmethod" not in decos and params:
             sc.self_name = params[0].arg
             sc.self_kind = "class" if ("classmethod" in decos or node.name in ("__new__", "__init_subclass__", "__class_getitem__")) else "instance"
@@ -761,7 +784,8 @@ class _Extractor:
         self._params(sc, qual, args, sc.self_name)
         prev = self.cur
         self._enter(idx)
-        self._decorators(node, prev, qual)
+        if decorated:
+            self._decorators(node, prev, qual)
         self._visit_all(node.body)
         self._enter(prev)
 
