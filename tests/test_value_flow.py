@@ -985,3 +985,72 @@ def test_constructing_a_class_runs_its_own_init_never_a_subclass_one(index):
     assert out_of(ix, "groups.make") == {"groups.AppGroup": "class"}
     assert out_of(ix, "groups.make_flask") == {"groups.FlaskGroup": "class", "groups.FlaskGroup.__init__": "init"}
     assert out_of(ix, "groups.AppGroup.command") == {"groups.FlaskGroup.helper": "self"}
+
+
+# -- parameter values on demand ---------------------------------------------------------------------
+UNREAD_PARAMETER = {
+    "lib.py": '''
+        def run(cb, other):
+            return other
+    ''',
+    "app.py": '''
+        from lib import run
+
+        def hello():
+            pass
+
+        def bye():
+            pass
+
+        def main():
+            run(hello, bye)
+    ''',
+}
+
+
+def test_a_parameter_no_file_reads_binds_in_an_unsaved_buffer_that_calls_it(tmp_path, store):
+    """``run``'s ``cb`` is read by no saved file (its value is computed only for parameters some
+    evaluation reads); a buffer of lib.py that calls ``cb()`` still binds it to ``hello``, the
+    function every call site passes, as the saved file will once written."""
+    from orbit_lsp.index.buffers import analyse_buffer
+    from orbit_lsp.index.indexer import content_hash
+
+    ix = build(tmp_path, store, UNREAD_PARAMETER)
+    try:
+        assert out_of(ix, "lib.run") == {}
+        text = "def run(cb, other):\n    cb()\n    other()\n"
+        data = text.encode()
+        _, got = analyse_buffer(ix, "lib.py", data, content_hash(data), True)
+        assert {(k[1], k[2]): e.resolved for k, e in got.calls.items() if k[0] == "run"} == {
+            ("app.py", "hello"): "param", ("app.py", "bye"): "param"}
+        (ix.root / "lib.py").write_text(text)
+        ix.reindex_file(ix.root / "lib.py")
+        assert out_of(ix, "lib.run") == {"app.hello": "param", "app.bye": "param"}
+    finally:
+        ix.graph.delete()
+
+
+def test_a_parameter_read_first_by_an_edit_elsewhere_gets_its_value(tmp_path, store):
+    """A file that starts reading a parameter nothing read before (``lib.run``'s ``cb``, through
+    what ``run`` returns) binds as a rebuild does; then the call site that passed the value goes
+    and the binding goes with it."""
+    files = dict(UNREAD_PARAMETER)
+    files["lib.py"] = '''
+        def run(cb, other):
+            return other
+    '''
+    ix = build(tmp_path, store, files)
+    try:
+        assert out_of(ix, "app.main") == {"lib.run": "import"}
+        lib = ix.root / "lib.py"
+        lib.write_text("def run(cb, other):\n    return cb\n")
+        ix.reindex_file(lib)
+        app = ix.root / "app.py"
+        app.write_text(app.read_text().replace("    run(hello, bye)", "    run(hello, bye)()"))
+        ix.reindex_file(app)
+        assert out_of(ix, "app.main") == {"lib.run": "import", "app.hello": "return"}
+        app.write_text(app.read_text().replace("run(hello, bye)()", "run(bye, bye)()"))
+        ix.reindex_file(app)
+        assert out_of(ix, "app.main") == {"lib.run": "import", "app.bye": "return"}
+    finally:
+        ix.graph.delete()

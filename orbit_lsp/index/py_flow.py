@@ -68,6 +68,12 @@ class ParameterFlow:
         return [(k, (self.pval[k], self.pdeps.get(k, frozenset())) if k in self.pval else None) for k in keys]
 
     def _set_pval(self, key: tuple, val: dict | None, deps: frozenset) -> None:
+        if deps and self.pdeps.get(key) == deps:  # the same entities consulted: indexed already
+            if val is None:
+                self.pval.pop(key, None)
+            else:
+                self.pval[key] = val
+            return
         readers = self._preaders
         for e in self.pdeps.pop(key, ()):
             ks = self._pdep_rev.get(e)
