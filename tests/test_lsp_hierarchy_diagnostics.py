@@ -218,7 +218,7 @@ async def test_outgoing_calls_007(client: LanguageClient):
     # and back: fetch is called by main, and by the decorator's wrapper, whose ``fn`` holds the
     # function ``deco`` was applied to (``fn(*args, **kwargs)``: parameter values, issue 14);
     # lookup likewise by fetch and by wrapper (its ``fn`` is ``lru_cache(...)(lookup)``, which
-    # orbit, like pyright, reads as the function it caches)
+    # orbit reads as the function it caches: calling it runs lookup on a cache miss)
     fetch = next(c.to for c in calls if c.to.detail == "service.Account.fetch")
     assert [c.from_.detail for c in await incoming(client, fetch)] == ["service.main", "tracing.trace.deco.wrapper"]
     [lookup] = await prepare(client, service, 11, 5)
