@@ -52,9 +52,11 @@ class Settings(BaseModel):
       that mirror its modules, and a package's built files outside its ``src/``. Each is listed
       as skipped with its source ("build output of src/a.ts"); imports of them resolve to it.
     - ``value_flow``: parameters also hold what the workspace's call sites pass them
-      (``index.resolve``: a fixpoint over the whole workspace). Default false (experimental: a
-      cold index several times slower on very large workspaces, and an incremental update after
-      files were added can bind more than a rebuild). Containers, returns, attributes,
+      (``index.resolve``: a fixpoint over the whole workspace). Default true, for workspaces of
+      at most ``value_flow_max_files`` Python files (default 1,000; 0: no limit): the fixpoint
+      made the standard library's resolution ~6x slower, so larger workspaces get parameter
+      values only when the limit is raised. Whether a workspace is under the limit is decided at
+      each full walk (``WorkspaceIndexer.value_flow``). Containers, returns, attributes,
       decorators, properties, implicit calls and annotations are followed either way. A cache
       built in the other mode is not reused (the next index is full).
     - ``agent_base_url``: OpenAI-compatible endpoint (``…/v1``); ``None``: the ``openai``
@@ -96,7 +98,8 @@ class Settings(BaseModel):
     exclude: list[str] = Field(default_factory=list)
     skip_build_output: bool = True
     build_output_dirs: list[str] = Field(default_factory=lambda: ["dist", "build", "out"])
-    value_flow: bool = False
+    value_flow: bool = True
+    value_flow_max_files: int = Field(default=1000, ge=0)
     agent_base_url: str | None = None
     agent_api_key: SecretStr | None = None
     agent_model: str | None = None
@@ -198,6 +201,7 @@ ENV_VARS = {
     "ORBIT_ROW_CAP": "row_cap",
     "ORBIT_MAX_FILE_BYTES": "max_file_bytes",
     "ORBIT_VALUE_FLOW": "value_flow",
+    "ORBIT_VALUE_FLOW_MAX_FILES": "value_flow_max_files",
     "ORBIT_SKIP_BUILD_OUTPUT": "skip_build_output",
     "ORBIT_BUILD_OUTPUT_DIRS": "build_output_dirs",
     "OPENAI_BASE_URL": "agent_base_url",

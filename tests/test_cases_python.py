@@ -347,8 +347,11 @@ def test_006_self_method_instantiation(index_case):
     assert ("decoy.unrelated", "widgets.Widget.render") not in c
     # 6.
     assert ("decoy.unrelated", "decoy.Gadget.render") in c
-    # SHOULD: `item.render()` in _draw_one (a parameter's value; value flow is opt-in) is not guessed
-    assert not {b for a, b in c if a == "widgets.Panel._draw_one"} & {"widgets.Widget.render", "decoy.Gadget.render"}
+    # `item.render()` in _draw_one: ``item`` holds what draw() passes, the Widgets of
+    # ``self.items`` (parameter values, issue 14), never the same-named Gadget.render
+    assert {b for a, b in c if a == "widgets.Panel._draw_one"} & {"widgets.Widget.render", "decoy.Gadget.render"} \
+        == {"widgets.Widget.render"}
+    assert c[("widgets.Panel._draw_one", "widgets.Widget.render")]["resolved"] == "param"
 
 
 # -- 007 decorators -------------------------------------------------------------------------------

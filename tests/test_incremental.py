@@ -546,7 +546,7 @@ def test_index_all_after_reindex_is_unchanged(store):
         root, ix = _setup(make, store)
         write(root, "pkg/a.py", "def f():\n    return 2\n\n\ndef g():\n    f()\n")
         ix.reindex_file(root / "pkg/a.py")
-        assert WorkspaceIndexer(root, store).index_all().mode == "unchanged"
+        assert WorkspaceIndexer(root, store, ix.settings).index_all().mode == "unchanged"
         assert ix.index_all().mode == "unchanged"
 
 

@@ -181,9 +181,13 @@ async def test_incoming_calls_006(client: LanguageClient):
     widgets = orbit(client).roots["w006"] / "widgets.py"
     [item] = await prepare(client, widgets, 4, 9)
     calls = await incoming(client, item)
-    assert [(c.from_.detail, c.from_.kind) for c in calls] == [("widgets.show", types.SymbolKind.Function)]
+    # show() calls it on what make_widget() returns; _draw_one(item) on the Widgets of
+    # self.items, which draw() passes it (parameter values, issue 14)
+    assert [(c.from_.detail, c.from_.kind) for c in calls] == [
+        ("widgets.show", types.SymbolKind.Function), ("widgets.Panel._draw_one", types.SymbolKind.Method)]
     assert list(calls[0].from_ranges) == [R(16, 11, 16, 19)]  # "w.render" in show
     assert calls[0].from_.selection_range == R(14, 4, 14, 8)
+    assert list(calls[1].from_ranges) == [R(27, 15, 27, 26)]  # "item.render" in _draw_one
     # the same-named method in decoy.py has its own caller only
     [gadget] = await prepare(client, orbit(client).roots["w006"] / "decoy.py", 1, 9)
     assert gadget.detail == "decoy.Gadget.render"
@@ -211,12 +215,16 @@ async def test_outgoing_calls_007(client: LanguageClient):
     assert got["service.Account.build"] == [R(30, 11, 30, 24)]  # "Account.build"
     assert got["service.Account.fetch"] == [R(31, 11, 31, 21)]  # "acct.fetch"
     assert got["service.Account.name"] == [R(31, 28, 31, 37)]  # "acct.name"
-    # and back: fetch is called by main only, decorated lookup by fetch
+    # and back: fetch is called by main, and by the decorator's wrapper, whose ``fn`` holds the
+    # function ``deco`` was applied to (``fn(*args, **kwargs)``: parameter values, issue 14);
+    # lookup likewise by fetch and by wrapper (its ``fn`` is ``lru_cache(...)(lookup)``, which
+    # orbit reads as the function it caches: calling it runs lookup on a cache miss)
     fetch = next(c.to for c in calls if c.to.detail == "service.Account.fetch")
-    assert [c.from_.detail for c in await incoming(client, fetch)] == ["service.main"]
+    assert [c.from_.detail for c in await incoming(client, fetch)] == ["service.main", "tracing.trace.deco.wrapper"]
     [lookup] = await prepare(client, service, 11, 5)
     assert lookup.detail == "service.lookup" and lookup.range.start.line == 11
-    assert [c.from_.detail for c in await incoming(client, lookup)] == ["service.Account.fetch"]
+    assert [c.from_.detail for c in await incoming(client, lookup)] == ["service.Account.fetch",
+                                                                       "tracing.trace.deco.wrapper"]
 
 
 async def test_ranges_follow_the_negotiated_encoding(client: LanguageClient):
@@ -255,7 +263,7 @@ async def test_incoming_with_item_without_data(client: LanguageClient):
     widgets = orbit(client).roots["w006"] / "widgets.py"
     [item] = await prepare(client, widgets, 4, 9)
     item.data = None  # a client that drops data: the selection range still identifies it
-    assert [c.from_.detail for c in await incoming(client, item)] == ["widgets.show"]
+    assert [c.from_.detail for c in await incoming(client, item)] == ["widgets.show", "widgets.Panel._draw_one"]
 
 
 # -- workspace symbols ---------------------------------------------------------------------------

@@ -572,26 +572,43 @@ def test_chain_says_where_an_unbound_call_breaks_the_path(index):
     assert any("brk.py:11" in n for n in ans.notes)
 
 
-def test_parameter_values_are_opt_in(tmp_path, store):
-    """By default (``value_flow`` false) a parameter holds only its default and annotation, so
-    ``cb()`` stays unbound (counted); ``ORBIT_VALUE_FLOW=1`` adds what call sites pass."""
+def test_parameter_values_are_on_up_to_a_workspace_size(tmp_path, store):
+    """By default parameters hold what the workspace's call sites pass (``value_flow``), for
+    workspaces of at most ``value_flow_max_files`` Python files; above it (or with
+    ``value_flow`` false) a parameter holds only its default and annotation, so ``cb()`` stays
+    unbound (counted), and the index says why. A cache of the other mode is not reused."""
     from orbit_lsp.config import Settings
 
-    ws = tmp_path / "off"
+    ws = tmp_path / "sized"
     ws.mkdir()
     (ws / "m.py").write_text("def handler():\n    pass\n\n\ndef run(cb):\n    cb()\n\n\ndef main():\n    run(handler)\n")
-    ix = WorkspaceIndexer(ws, store)
-    assert ix.settings.value_flow is False
+    (ws / "n.py").write_text("")
+
+    def settings(**kw) -> Settings:
+        return Settings(data_dir=store.settings.data_dir, falkordb_url=None, **kw)
+
+    ix = WorkspaceIndexer(ws, store, settings())
+    assert ix.settings.value_flow is True and ix.settings.value_flow_max_files == 1000
     try:
-        ix.index_all()
-        assert out_of(ix, "m.run") == {}
-        assert unbound(ix, "m.run") == ["cb@6"]
-        assert out_of(ix, "m.main") == {"m.run": "local"}
-        # the same workspace with value flow: a cache of the other mode is not reused (full build)
-        ix2 = WorkspaceIndexer(ws, store, Settings(data_dir=store.settings.data_dir, falkordb_url=None,
-                                                    value_flow=True))
-        assert ix2.index_all().mode == "full"
-        assert out_of(ix2, "m.run") == {"m.handler": "param"}
+        rep = ix.index_all()
+        assert ix.value_flow and not any("parameter values" in n for n in rep.notes)
+        assert out_of(ix, "m.run") == {"m.handler": "param"}
+        assert unbound(ix, "m.run") == []
+        # two Python files, a limit of one: off, said, and a full build (the cache was of the other mode)
+        small = WorkspaceIndexer(ws, store, settings(value_flow_max_files=1))
+        rep = small.index_all()
+        assert not small.value_flow and rep.mode == "full"
+        assert "parameter values are off: 2 Python files, more than valueFlowMaxFiles (1)" in rep.notes
+        assert out_of(small, "m.run") == {}
+        assert unbound(small, "m.run") == ["cb@6"]
+        assert out_of(small, "m.main") == {"m.run": "local"}
+        # a new indexer on that graph goes by the cache's size before its first walk: no rebuild
+        again = WorkspaceIndexer(ws, store, settings(value_flow_max_files=1))
+        assert not again.value_flow and not again.needs_full_build()
+        assert again.index_all().mode == "unchanged"
+        # off by the setting, whatever the size; 0 is no limit
+        assert not WorkspaceIndexer(ws, store, settings(value_flow=False)).value_flow
+        assert WorkspaceIndexer(ws, store, settings(value_flow_max_files=0)).value_flow
     finally:
         ix.graph.delete()
 

@@ -81,7 +81,7 @@ def analyse_buffer(ix: WorkspaceIndexer, rel: str, data: bytes, h: str, edges: b
         state = dict(ix.state)
         table = LazyFacts(lambda: state, {rel: facts})
         resolver = WorkspaceResolver(table, set(state) | {rel}, dict(ix.aliases), ix.root_package, ix.root,
-                                     value_flow=ix.settings.value_flow)
+                                     value_flow=ix.value_flow)
         resolver.seed(state.items())  # what parameters receive, which class derives from which
         resolver.set_facts(rel, facts)  # the buffer's classes and bases, not the saved file's
         bound = resolver.resolve_file(rel)

@@ -94,6 +94,8 @@ class WorkspaceIndexer(GraphSync, FullBuild, Incremental):
         self.lock = threading.RLock()
         # processes a full build resolves with (None: ``py_parallel.default_workers`` of its size)
         self.resolve_workers: int | None = None
+        # Python files of the last walk (None: none yet; then the cache's): see ``value_flow``
+        self._python_files: int | None = None
         self._last_index_time: float | None = None
         self.generation = next(_GENERATIONS)  # a new value for every change made to the graph
         self.imports_generation = next(_GENERATIONS)  # a new value when IMPORTS edges change
@@ -188,12 +190,28 @@ class WorkspaceIndexer(GraphSync, FullBuild, Incremental):
         """The root directory's name when the root is itself a package (has ``__init__.py``)."""
         return self.root.name if "__init__.py" in self.state and self.root.name.isidentifier() else ""
 
+    @property
+    def value_flow(self) -> bool:
+        """Whether parameters hold what the workspace's call sites pass them: the setting
+        ``value_flow``, for a workspace of at most ``value_flow_max_files`` Python files (0: any
+        size). The size is the last full walk's (``index_all``), before any the cache's; files
+        added or removed one at a time since do not switch the mode (the graph, the cache and
+        the resolver of edits stay in one mode until the next walk)."""
+        if not self.settings.value_flow:
+            return False
+        cap = self.settings.value_flow_max_files
+        if not cap:
+            return True
+        if self._python_files is None:
+            self._python_files = self._cached_python_files()
+        return self._python_files <= cap
+
     def _resolver(self, facts: dict | None = None) -> WorkspaceResolver:
         """A resolver over the current state: facts decoded on use (``LazyFacts``), or the
         given ``facts`` (a full build decodes every file once)."""
         table = facts if facts is not None else LazyFacts(lambda: self.state)
         return WorkspaceResolver(table, set(self.state), self.aliases, self.root_package, self.root,
-                                 value_flow=self.settings.value_flow)
+                                 value_flow=self.value_flow)
 
     def _module_table(self) -> tuple:
         """What a ``Resolver`` is built on besides the facts: indexed paths, aliases, root package."""
@@ -267,6 +285,13 @@ class WorkspaceIndexer(GraphSync, FullBuild, Incremental):
                                   build_output=self.settings.build_output())
             self.aliases = walk.aliases
             self.skipped = dict(walk.skipped)
+            flow_before = self.value_flow
+            self._python_files = sum(sf.lang == "python" for sf in walk.files)
+            if self.settings.value_flow and not self.value_flow:
+                rep.notes.append(f"parameter values are off: {self._python_files:,} Python files, more than "
+                                 f"valueFlowMaxFiles ({self.settings.value_flow_max_files:,})")
+            elif flow_before != self.value_flow:
+                rep.notes.append(f"parameter values are on again: {self._python_files:,} Python files")
             timings["walk"] = time.perf_counter() - t0
 
             graph_files = self._graph_files()

@@ -343,7 +343,7 @@ def _copy_sibling(ix: "WorkspaceIndexer", base: str, version: str) -> str | None
 
     store, name = ix.store, ix.graph.name
     other = StateCache(ix.cache_path.with_name(f"{base}.sqlite"), ix.root)
-    other.version = version  # the same flavour as this indexer's (``Settings.value_flow``)
+    other.version = version  # the same flavour as this indexer's (``WorkspaceIndexer.value_flow``)
     marker = writelock.read_marker(store, base)
     if marker is None or marker.startswith(writelock.DIRTY) or not other.path.exists():
         return None

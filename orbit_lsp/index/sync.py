@@ -126,7 +126,18 @@ class GraphSync:
 
     @property
     def _cache(self) -> StateCache:
-        return StateCache(self.cache_path, self.root, "" if self.settings.value_flow else "-names")
+        return StateCache(self.cache_path, self.root, "" if self.value_flow else "-names")
+
+    def _cached_python_files(self) -> int:
+        """Python files in the cache of this graph (any version), 0 without one: the size
+        ``value_flow`` goes by before the first walk."""
+        if not self.cache_path.exists():
+            return 0
+        try:
+            with contextlib.closing(sqlite3.connect(f"file:{self.cache_path}?mode=ro", uri=True)) as db:
+                return db.execute("SELECT count(*) FROM files WHERE rel LIKE '%.py'").fetchone()[0]
+        except sqlite3.Error:
+            return 0
 
     def _cache_db(self) -> sqlite3.Connection:
         return self._cache.connect()
