@@ -148,29 +148,28 @@ def _children(pid: int) -> list[int]:
     return out
 
 
-def _rss_kib(pid: int) -> int:
+def _proc_kib(path: str, key: str) -> int:
+    """The KiB figure on the line starting with ``key`` of a ``/proc`` file (0 when the
+    process or the line is gone)."""
     try:
-        with open(f"/proc/{pid}/status") as fh:
+        with open(path) as fh:
             for line in fh:
-                if line.startswith("VmRSS:"):
+                if line.startswith(key):
                     return int(line.split()[1])
     except OSError:
         pass
     return 0
+
+
+def _rss_kib(pid: int) -> int:
+    return _proc_kib(f"/proc/{pid}/status", "VmRSS:")
 
 
 def _pss_kib(pid: int) -> int:
     """Proportional set size (``/proc/PID/smaps_rollup``): pages shared with other processes
     (a forked resolution process shares its parent's pages until either writes them) count
     as a share each, so a sum over processes is the memory they really use."""
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as fh:
-            for line in fh:
-                if line.startswith("Pss:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0
+    return _proc_kib(f"/proc/{pid}/smaps_rollup", "Pss:")
 
 
 class TreeRss:
