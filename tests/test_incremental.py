@@ -414,6 +414,13 @@ def _setup(make, store, files=BASE_FILES):
     return root, ix
 
 
+def _edit_then_same(ix, make, store, rel: str, text: str, context: str) -> None:
+    """Write ``rel``, re-index it, and assert the graph is a rebuild's."""
+    write(ix.root, rel, text)
+    ix.reindex_file(ix.root / rel)
+    assert_same(ix, make, store, context)
+
+
 def test_body_edit_keeps_incoming_calls(store):
     with workspaces() as make:
         root, ix = _setup(make, store)
@@ -569,16 +576,15 @@ def test_a_resolver_prepared_at_open_gives_the_graph_of_a_rebuild(store):
         assert ix.index_all().mode == "unchanged"
         assert ix.prepare_edits() > 0.0
         assert ix.prepare_edits() == 0.0  # already prepared
-        write(root, "base.py", "class Base:\n    def run(self):\n        self.step()\n        self.finish()\n\n"
-                               "    def step(self):\n        pass\n\n    def finish(self):\n        pass\n")
-        ix.reindex_file(root / "base.py")
-        assert_same(ix, make, store, "after an edit of the base class")
-        write(root, "sub.py", "from base import Base\n\n\nclass Sub(object):\n    def step(self):\n        pass\n")
-        ix.reindex_file(root / "sub.py")
-        assert_same(ix, make, store, "after the subclass left the hierarchy")
-        write(root, "use.py", PREPARED_FILES["use.py"] + "\n\ndef again():\n    go(start)\n")
-        ix.reindex_file(root / "use.py")
-        assert_same(ix, make, store, "after a new parameter flow")
+        _edit_then_same(ix, make, store, "base.py",
+                        "class Base:\n    def run(self):\n        self.step()\n        self.finish()\n\n"
+                        "    def step(self):\n        pass\n\n    def finish(self):\n        pass\n",
+                        "after an edit of the base class")
+        _edit_then_same(ix, make, store, "sub.py",
+                        "from base import Base\n\n\nclass Sub(object):\n    def step(self):\n        pass\n",
+                        "after the subclass left the hierarchy")
+        _edit_then_same(ix, make, store, "use.py", PREPARED_FILES["use.py"] + "\n\ndef again():\n    go(start)\n",
+                        "after a new parameter flow")
 
 
 BASES_FROM_SUBCLASS_ATTRS = {
@@ -595,14 +601,12 @@ def test_a_base_read_from_an_attribute_only_subclasses_set_is_the_same_after_an_
     and after an edit alike, so the edit gives the graph of a rebuild (scale2's finding: the
     pairs differed with the order in which the relation was built)."""
     with workspaces() as make:
-        root, ix = _setup(make, store, BASES_FROM_SUBCLASS_ATTRS)
-        write(root, "runner.py", BASES_FROM_SUBCLASS_ATTRS["runner.py"] + "\n\ndef extra():\n    return Runner().make()\n")
-        ix.reindex_file(root / "runner.py")
-        assert_same(ix, make, store, "after an edit of the file whose class base reads a subclass attribute")
-        write(root, "helpers.py", "class Helper:\n    def step(self):\n        return 1\n")
-        ix.reindex_file(root / "helpers.py")
-        assert_same(ix, make, store, "after an edit of the base's module")
+        _, ix = _setup(make, store, BASES_FROM_SUBCLASS_ATTRS)
+        runner = BASES_FROM_SUBCLASS_ATTRS["runner.py"]
+        _edit_then_same(ix, make, store, "runner.py", runner + "\n\ndef extra():\n    return Runner().make()\n",
+                        "after an edit of the file whose class base reads a subclass attribute")
+        _edit_then_same(ix, make, store, "helpers.py", "class Helper:\n    def step(self):\n        return 1\n",
+                        "after an edit of the base's module")
         # again, now that this indexer's resolver has built the relation
-        write(root, "runner.py", BASES_FROM_SUBCLASS_ATTRS["runner.py"] + "\n\ndef extra2():\n    return 2\n")
-        ix.reindex_file(root / "runner.py")
-        assert_same(ix, make, store, "after a second edit, with the relation built")
+        _edit_then_same(ix, make, store, "runner.py", runner + "\n\ndef extra2():\n    return 2\n",
+                        "after a second edit, with the relation built")

@@ -16,7 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
-from test_incremental import VALUE_FLOW, diff_exports, initial_workspace, new_indexer, workspaces, write
+from test_incremental import (VALUE_FLOW, _edit_then_same, _setup, diff_exports, initial_workspace, new_indexer,
+                              workspaces, write)
 
 from orbit_lsp.graph.queries import export
 from orbit_lsp.index import py_parallel
@@ -141,3 +142,22 @@ def test_how_many_processes_resolve(monkeypatch):
     assert py_parallel.default_workers(py_parallel.PARALLEL_MAX_FILES + 1) == 3
     monkeypatch.setenv("ORBIT_RESOLVE_WORKERS", "one")  # not a number: the default
     assert py_parallel.default_workers(1_000) == max(1, min(cores, 8))
+
+
+def test_edits_after_a_split_build_give_the_graph_of_a_rebuild(store, split_everything, monkeypatch):
+    """Incremental = rebuild from a graph whose full build was split over processes: the
+    resolver edits use is built from the state the children sent back (edges, deps, flows,
+    parameter values), so an edit that adds a flow, one that changes a callee and one that
+    removes a flow each give the graph of a rebuild."""
+    monkeypatch.setenv("ORBIT_RESOLVE_WORKERS", "3")  # whatever the cores of the machine
+    VALUE_FLOW[0] = True
+    try:
+        with workspaces() as make:
+            _, ix = _setup(make, store, FLOWS)
+            _edit_then_same(ix, make, store, "pkg/use_b.py", FLOWS["pkg/use_b.py"].replace("hop(on_b)", "relay(on_b)")
+                            .replace("import hop", "import relay, hop"), "after a flow moved to another parameter")
+            _edit_then_same(ix, make, store, "pkg/handlers.py", FLOWS["pkg/handlers.py"] + "\n\ndef on_c():\n    pass\n",
+                            "after the handlers' module changed")
+            _edit_then_same(ix, make, store, "pkg/use_a.py", "def go():\n    pass\n", "after a flow was removed")
+    finally:
+        VALUE_FLOW[0] = False

@@ -285,12 +285,13 @@ class WorkspaceIndexer(GraphSync, FullBuild, Incremental):
                                   build_output=self.settings.build_output())
             self.aliases = walk.aliases
             self.skipped = dict(walk.skipped)
-            flow_before = self.value_flow
+            # the mode of this indexer's last walk (None: none yet; the cache is not read for it)
+            flow_before = None if self._python_files is None else self.value_flow
             self._python_files = sum(sf.lang == "python" for sf in walk.files)
             if self.settings.value_flow and not self.value_flow:
                 rep.notes.append(f"parameter values are off: {self._python_files:,} Python files, more than "
                                  f"valueFlowMaxFiles ({self.settings.value_flow_max_files:,})")
-            elif flow_before != self.value_flow:
+            elif flow_before is False and self.value_flow:
                 rep.notes.append(f"parameter values are on again: {self._python_files:,} Python files")
             timings["walk"] = time.perf_counter() - t0
 
