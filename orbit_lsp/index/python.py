@@ -208,7 +208,7 @@ class _Extractor:
         if f is not None:
             f(self, node)
 
-    def _visit_all(self, nodes: list) -> None:
+    def _visit_all(self, nodes) -> None:
         dispatch = _DISPATCH
         for node in nodes:
             f = dispatch.get(node.__class__)
@@ -261,10 +261,7 @@ class _Extractor:
         self._visit_all(node.comparators)
 
     def visit_BinOp(self, node: ast.BinOp) -> None:
-        for child in (node.left, node.right):
-            f = _DISPATCH.get(child.__class__)
-            if f is not None:
-                f(self, child)
+        self._visit_all((node.left, node.right))
 
     def visit_UnaryOp(self, node: ast.UnaryOp) -> None:
         operand = node.operand
@@ -276,10 +273,7 @@ class _Extractor:
         self._visit_all(node.values)
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
-        for child in (node.value, node.slice):
-            f = _DISPATCH.get(child.__class__)
-            if f is not None:
-                f(self, child)
+        self._visit_all((node.value, node.slice))
 
     def visit_Tuple(self, node) -> None:  # also List, Set
         self._visit_all(node.elts)
