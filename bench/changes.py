@@ -7,7 +7,8 @@ For each project (an sdist from PyPI, or ``--corpus`` a directory with a test su
 
 1. a work copy under ``<cache dir>/changes/`` made a git repository (one commit), and a venv
    (``<cache dir>/changes/venv-<project>``) with the work copy installed editable and its test
-   dependencies (``TEST_DEPS``, or ``--deps``); ``--python`` uses an existing interpreter
+   dependencies (``TEST_DEPS``, or ``--deps``; for the floor also ``COVERAGE_DEPS``, added to a venv
+   made without them); ``--python`` uses an existing interpreter
    instead (the smoke test does);
 2. the suite collected (``pytest --collect-only``) and run once unchanged: tests failing already
    are left out of every comparison;
@@ -111,18 +112,10 @@ def work_copy(src: Path, dest: Path) -> Path:
 
 
 def make_venv(venv: Path, project: Path, deps: list[str]) -> str:
-    """A venv with ``project`` installed editable and ``deps``; returns its python. A venv made
-    before for the same project with some of ``deps`` gets the others added (not made again)."""
+    """A venv with ``project`` installed editable and ``deps``; returns its python."""
     py = venv / "bin" / "python"
     stamp = venv / ".orbit-bench"
     want = f"{project}\n{' '.join(deps)}\n"
-    have = stamp.read_text().split("\n") if py.exists() and stamp.exists() else None
-    if have and have[0] == str(project) and set(have[1].split()) < set(deps):
-        missing = [d for d in deps if d not in have[1].split()]
-        log(f"adding {' '.join(missing)} to the test venv {venv}")
-        subprocess.run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check", *missing],
-                       check=True, timeout=1800)
-        stamp.write_text(want)
     if not (py.exists() and stamp.exists() and stamp.read_text() == want):
         shutil.rmtree(venv, ignore_errors=True)
         log(f"making the test venv {venv}")
@@ -131,6 +124,16 @@ def make_venv(venv: Path, project: Path, deps: list[str]) -> str:
         subprocess.run([*pip, "-e", str(project), *deps], check=True, timeout=1800)
         stamp.write_text(want)
     return str(py)
+
+
+def ensure_coverage(python: str) -> None:
+    """``COVERAGE_DEPS`` installed in the venv of ``python`` when it cannot import them (kept
+    out of the venv's stamp: a venv made without them is completed, not made again)."""
+    probe = subprocess.run([python, "-c", "import coverage, pytest_cov"], capture_output=True)
+    if probe.returncode:
+        log(f"installing {' '.join(COVERAGE_DEPS)} for {python} (reach floor)")
+        subprocess.run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", *COVERAGE_DEPS],
+                       check=True, timeout=1800)
 
 
 # -- running the suite --------------------------------------------------------------------------
@@ -296,9 +299,9 @@ def _one(name: str, src: Path, args, settings, store, cache: Path, report: Repor
     python = args.python
     if python is None:
         deps = args.deps.split(",") if args.deps else TEST_DEPS.get(name.split("-")[0].lower(), ["pytest"])
-        if getattr(args, "floor", True):
-            deps = deps + [d for d in COVERAGE_DEPS if d not in deps]
         python = make_venv(cache / "changes" / f"venv-{name}", root, deps)
+        if getattr(args, "floor", True):
+            ensure_coverage(python)
     suites = SuiteCache(args.suite_cache, name)
     items = suites.get("collect") or suites.put("collect", collect(python, root, target, args.suite_timeout))
     got = suites.get("baseline")
