@@ -50,7 +50,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from bench.changes_floor import COVERAGE_DEPS, body_lines, entering, run_covered
+from bench.changes_floor import COVERAGE_DEPS, FORMAT, body_lines, entering, run_covered, run_outside
 from bench.run import Report, Table, log, open_store, pct
 
 DEFAULT_PROJECTS = "requests==2.32.3,flask==3.0.3"
@@ -324,10 +324,10 @@ def _one(name: str, src: Path, args, settings, store, cache: Path, report: Repor
     cands = candidates(root, is_test_support)
     rng = random.Random(args.seed)
     chosen = rng.sample(cands, min(args.n, len(cands)))
-    covered, enters = None, {}
+    covered, enters, at_import = None, {}, {}
     if getattr(args, "floor", True):
         covered = suites.get("coverage")
-        if covered is None:
+        if covered is None or covered.get("version") != FORMAT:
             log(f"{name}: the suite once under coverage, a context per test (reach floor)")
             got_cov, cov_s = run_covered(python, root, target, 3 * args.suite_timeout, source_env(root))
             covered = suites.put("coverage", {**got_cov, "seconds": cov_s})
@@ -335,9 +335,10 @@ def _one(name: str, src: Path, args, settings, store, cache: Path, report: Repor
         for rel, qual, _line, _indent in chosen:
             lines = body_lines((root / rel).read_bytes(), qual)
             enters[(rel, qual)] = {function_id(t) for t in entering(covered, rel, lines)} & per_fn.keys()
+            at_import[(rel, qual)] = run_outside(covered, rel, lines)
     floor_rows: list[list] = []
     floor = {"entering": 0, "entering_selected": 0, "floor_shares": [], "failing_shares": [], "sel_shares": [],
-             "over_shares": [], "failing_not_entering": 0}
+             "over_shares": [], "failing_not_entering": 0, "run_outside": 0}
 
     def items_of(fns) -> int:
         """Collected items of the test functions ``fns`` (parametrized cases all count)."""
@@ -407,12 +408,14 @@ def _one(name: str, src: Path, args, settings, store, cache: Path, report: Repor
                         floor["entering"] += len(ent)
                         floor["entering_selected"] += len(ent & sel)
                         floor["failing_not_entering"] += len(failing - ent)
+                        floor["run_outside"] += at_import[(rel, qual)]
                         for key, fns in (("floor_shares", ent), ("failing_shares", failing), ("sel_shares", sel),
                                          ("over_shares", over)):
                             floor[key].append(items_of(fns) / n_items)
                         floor_rows.append([f"{rel}:{qual}", len(ent), len(failing), len(sel), len(ent & sel),
                                            len(over), len(failing - ent), f"{floor['floor_shares'][-1]:.1%}",
-                                           f"{floor['failing_shares'][-1]:.1%}", f"{floor['sel_shares'][-1]:.1%}"])
+                                           f"{floor['failing_shares'][-1]:.1%}", f"{floor['sel_shares'][-1]:.1%}",
+                                           "yes" if at_import[(rel, qual)] else ""])
                     if not finished:
                         report.notes.append(f"{name}: the suite ran out of time after editing {rel}:{qual}")
             finally:
@@ -477,13 +480,19 @@ def _floor_tables(name: str, report: Report, floor: dict, rows: list[list], cove
         f"coverage with a context per test)",
         ["project", "edits", "floor share (mean)", "selected share (mean)", "failing share (mean)",
          "selected, never entering: share (mean)", "entering tests (sum)", "recall against entering",
-         "failing, not entering (sum)", "coverage run s"],
+         "failing, not entering (sum)", "edits of functions run outside tests", "coverage run s"],
         [[name, edits, mean("floor_shares"), mean("sel_shares"), mean("failing_shares"), mean("over_shares"), ent,
-          f"{hit / ent:.1%}" if ent else "–", floor["failing_not_entering"], covered["seconds"]]]))
+          f"{hit / ent:.1%}" if ent else "–", floor["failing_not_entering"], floor["run_outside"],
+          covered["seconds"]]]))
+    report.notes.append(
+        f"{name}: reach floor: a test enters a function when it executes a line of its body (setup, call or "
+        f"teardown); code run outside any test (imports, collection) is credited to no test, so a function "
+        f"run at import (flagged) can fail tests it is not counted as entering (failing, not entering)")
     report.tables.append(Table(
         f"{name}: reach floor per edit (test functions; most over-selection first)",
         ["edited", "entering", "failing", "selected", "selected and entering", "selected, never entering",
-         "failing, not entering", "floor share", "failing share", "selected share"],
+         "failing, not entering", "floor share", "failing share", "selected share",
+         "runs outside tests (import)"],
         sorted(rows, key=lambda r: (-r[5], r[0]))))
 
 

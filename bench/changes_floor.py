@@ -14,7 +14,8 @@ How: the unchanged suite runs once per project under coverage.py with a dynamic 
 tests are those that executed a line of its *body* (its first statement onward; the ``def`` line
 and decorators run at import, the bodies of nested functions run when those are called, so both
 are left out). Lines run outside any test (imports, collection) have the empty context and are
-left out too.
+credited to no test; a function that runs there (``run_outside``: called by module-level code)
+is flagged instead, since a change to it can break every test that imports its module.
 
 Limits (as measured, not corrected): a module- or session-scoped fixture's setup is counted for
 the first test that requested it only; code run in a child process is not measured.
@@ -31,6 +32,7 @@ from pathlib import Path
 # installed in each project's test venv (bench/changes.py make_venv); pytest-cov 5 still runs
 # on the pytest 7 that flask 3.0.3's tests need
 COVERAGE_DEPS = ["coverage>=7.4", "pytest-cov>=5"]
+FORMAT = 2  # of the cached coverage run (``run_covered``); another one is run again
 RC = "[run]\nbranch = False\nparallel = False\n"
 
 
@@ -41,7 +43,8 @@ class CoverageUnavailable(RuntimeError):
 def run_covered(python: str, root: Path, target: str, timeout: float, env: dict) -> tuple[dict, float]:
     """Run the suite of ``root`` (unchanged) once under coverage with a context per test; returns
     (``{"tests": [node id, …], "sets": [[test index, …], …], "lines": {rel path: {line: set
-    index}}}``, seconds). Only files under ``root`` are measured; the test-context sets are
+    index}, "outside": {rel path: [line, …]}, "version": FORMAT}``, seconds); ``outside``: lines
+    run outside any test (the empty context: import, collection). Only files under ``root`` are measured; the test-context sets are
     shared between lines (lines of one block run in the same tests), which keeps the result small
     enough for the JSON suite cache. Raises CoverageUnavailable when ``python`` lacks pytest-cov,
     RuntimeError when the run records no data."""
@@ -76,25 +79,31 @@ def read_contexts(data_file: Path, root: Path) -> dict:
     tests: dict[str, int] = {}
     sets: dict[tuple[int, ...], int] = {}
     lines: dict[str, dict[str, int]] = {}
+    outside: dict[str, list[int]] = {}
     base = root.resolve()
     for f in sorted(data.measured_files()):
         try:
             rel = Path(f).resolve().relative_to(base).as_posix()
         except ValueError:
             continue
-        per_line = {}
+        per_line, out = {}, []
         for ln, contexts in data.contexts_by_lineno(f).items():
             ids = set()
             for c in contexts:
                 node = c.rpartition("|")[0] if "|" in c else c
-                if node:  # the empty context: import time, collection, outside any test
+                if node:
                     ids.add(tests.setdefault(node, len(tests)))
+                else:  # the empty context: import time, collection, outside any test
+                    out.append(ln)
             if ids:
                 key = tuple(sorted(ids))
                 per_line[str(ln)] = sets.setdefault(key, len(sets))
         if per_line:
             lines[rel] = per_line
-    return {"tests": list(tests), "sets": [list(s) for s in sets], "lines": lines}
+        if out:
+            outside[rel] = sorted(out)
+    return {"tests": list(tests), "sets": [list(s) for s in sets], "lines": lines, "outside": outside,
+            "version": FORMAT}
 
 
 def body_lines(source: bytes, qual: str) -> set[int]:
@@ -127,3 +136,8 @@ def entering(covered: dict, rel: str, lines: set[int]) -> set[str]:
         if s is not None:
             idx.update(covered["sets"][s])
     return {covered["tests"][i] for i in idx}
+
+
+def run_outside(covered: dict, rel: str, lines: set[int]) -> bool:
+    """Whether any of ``lines`` of file ``rel`` ran outside every test (import, collection)."""
+    return not lines.isdisjoint(covered["outside"].get(rel, ()))

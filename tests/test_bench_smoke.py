@@ -234,14 +234,15 @@ def test_bench_changes_on_tiny_project(tmp_path, settings, store):
 
     # the reach floor: the tests that enter each edited function, by the tiny project's call graph
     # (changes_repo's docstring); a raise at entry fails every one of them (nothing catches it)
-    floor = [line.split("|")[1:-1] for line in text.splitlines() if line.startswith("| app/") and line.count("|") == 11]
+    floor = [line.split("|")[1:-1] for line in text.splitlines() if line.startswith("| app/") and line.count("|") == 12]
     assert len(floor) == 3  # one row per edit
     entering_all = selected_entering = 0
     floor_shares = []
-    for edited, ent, failing_n, sel, sel_ent, over, failing_not_ent, floor_share, failing_share, _ in (
+    for edited, ent, failing_n, sel, sel_ent, over, failing_not_ent, floor_share, failing_share, _, outside in (
             [c.strip() for c in r] for r in floor):
         want = TINY_ENTERING[edited]
         assert int(ent) == len(want) and int(failing_n) == len(want) and int(failing_not_ent) == 0, edited
+        assert outside == ""  # no function of the tiny project runs at import
         assert int(sel_ent) + int(over) == int(sel) and int(sel_ent) <= len(want)
         # one collected item per test function here: the share is the count out of 10
         assert floor_share == failing_share == f"{len(want) / 10:.1%}"
@@ -249,9 +250,10 @@ def test_bench_changes_on_tiny_project(tmp_path, settings, store):
         selected_entering += int(sel_ent)
         floor_shares.append(len(want) / 10)
     summary_row = next(line for line in text.splitlines() if line.startswith("| tinyproj | 3 |")).split("|")[1:-1]
-    _, _, floor_mean, _, failing_mean, _, ent_sum, recall_ent, failing_not_ent_sum, _ = [c.strip() for c in summary_row]
+    _, _, floor_mean, _, failing_mean, _, ent_sum, recall_ent, failing_not_ent_sum, outside_sum, _ = [
+        c.strip() for c in summary_row]
     assert floor_mean == failing_mean == f"{sum(floor_shares) / 3:.1%}"
-    assert int(ent_sum) == entering_all and failing_not_ent_sum == "0"
+    assert int(ent_sum) == entering_all and failing_not_ent_sum == "0" and outside_sum == "0"
     assert recall_ent == f"{selected_entering / entering_all:.1%}"
 
 
@@ -291,28 +293,37 @@ def test_bench_cli_latency_and_scale_on_tiny_corpus(tiny, settings):
 
 
 def test_reach_floor_of_the_tiny_project(tmp_path):
-    """The floor's coverage run on the tiny project: every candidate function is entered by
-    exactly the tests its call graph says, by node id; ``def`` lines (run at import, outside any
-    test) are credited to no test."""
+    """The floor's coverage run on the tiny project (plus a module that calls functions at
+    import): every candidate function is entered by exactly the tests its call graph says, by
+    node id; ``def`` lines and module-level calls (run at import, outside any test) are credited
+    to no test, and the functions they run are flagged."""
     import textwrap
 
     from changes_repo import BASE
 
     from bench.changes import candidates, function_id, source_env
-    from bench.changes_floor import body_lines, entering, run_covered
+    from bench.changes_floor import body_lines, entering, run_covered, run_outside
 
     src = tmp_path / "tinyproj"
     for rel, text in BASE.items():
         p = src / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(textwrap.dedent(text).lstrip("\n"))
+    (src / "app/boot.py").write_text("def at_import():\n    return 1\n\n\ndef both():\n    return 2\n\n\n"
+                                     "A = at_import()\nB = both()\n")
+    (src / "tests/test_boot.py").write_text("from app.boot import both\n\n\ndef test_both():\n"
+                                            "    assert both() == 2\n")
     covered, _ = run_covered(sys.executable, src, "tests", 120, source_env(src))
-    got = {}
+    got, outside = {}, set()
     for rel, qual, _line, _indent in candidates(src, lambda r: r.startswith("tests/")):
-        tests = entering(covered, rel, body_lines((src / rel).read_bytes(), qual))
+        lines = body_lines((src / rel).read_bytes(), qual)
+        tests = entering(covered, rel, lines)
         got[f"{rel}:{qual}"] = {function_id(t).rpartition("::")[2] for t in tests}
         assert all(t.startswith("tests/test_") and "|" not in t for t in tests)
-    assert got == TINY_ENTERING
+        if run_outside(covered, rel, lines):
+            outside.add(f"{rel}:{qual}")
+    assert got == {**TINY_ENTERING, "app/boot.py:at_import": set(), "app/boot.py:both": {"test_both"}}
+    assert outside == {"app/boot.py:at_import", "app/boot.py:both"}
     # test_dynamic is parametrized: its one case is a node id of its own
     assert "tests/test_engine.py::test_dynamic[e0]" in covered["tests"]
     core = (src / "app/core.py").read_text().splitlines()
