@@ -415,7 +415,7 @@ def _one(name: str, src: Path, args, settings, store, cache: Path, report: Repor
                         floor_rows.append([f"{rel}:{qual}", len(ent), len(failing), len(sel), len(ent & sel),
                                            len(over), len(failing - ent), f"{floor['floor_shares'][-1]:.1%}",
                                            f"{floor['failing_shares'][-1]:.1%}", f"{floor['sel_shares'][-1]:.1%}",
-                                           "yes" if at_import[(rel, qual)] else ""])
+                                           "yes" if at_import[(rel, qual)] else "", first_hops(result)])
                     if not finished:
                         report.notes.append(f"{name}: the suite ran out of time after editing {rel}:{qual}")
             finally:
@@ -468,6 +468,23 @@ def _one(name: str, src: Path, args, settings, store, cache: Path, report: Repor
                          if covered is not None else None}
 
 
+def first_hops(result: dict) -> str:
+    """How the callers walk of a ``changes`` result leaves the changed functions: its rows one hop
+    away, counted by kind: ``call`` (a CALLS edge to the function), ``class`` (the function is
+    a special method, a property or called by no code of the workspace, so the places making
+    instances of its class stand for its callers), ``closure`` (the function that defines it),
+    ``reference`` (passed as a value). "" when nothing calls it."""
+    changed = {s["qual"] for s in result["symbols"]}
+    kinds: dict[str, int] = {}
+    for r in result["callers"]:
+        if r["depth"] != 1:
+            continue
+        kind = (r["resolved"] if r.get("resolved") in ("closure", "reference", "removed name") else
+                "call" if r.get("via") in changed else "class")
+        kinds[kind] = kinds.get(kind, 0) + 1
+    return ", ".join(f"{k} {n}" for k, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
 def _floor_tables(name: str, report: Report, floor: dict, rows: list[list], covered: dict, edits: int) -> None:
     """The reach floor of one project: the three shares side by side, and per edit the tests
     selected that never enter the edited function (most first)."""
@@ -492,7 +509,7 @@ def _floor_tables(name: str, report: Report, floor: dict, rows: list[list], cove
         f"{name}: reach floor per edit (test functions; most over-selection first)",
         ["edited", "entering", "failing", "selected", "selected and entering", "selected, never entering",
          "failing, not entering", "floor share", "failing share", "selected share",
-         "runs outside tests (import)"],
+         "runs outside tests (import)", "first hops of the walk"],
         sorted(rows, key=lambda r: (-r[5], r[0]))))
 
 
