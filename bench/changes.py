@@ -332,8 +332,8 @@ def _one(name: str, src: Path, args, settings, store, cache: Path, report: Repor
             got_cov, cov_s = run_covered(python, root, target, 3 * args.suite_timeout, source_env(root))
             covered = suites.put("coverage", {**got_cov, "seconds": cov_s})
         log(f"{name}: coverage of {len(covered['tests'])} tests ({covered['seconds']:.1f} s)")
-        for rel, qual, _line, _indent in chosen:
-            lines = body_lines((root / rel).read_bytes(), qual)
+        for rel, qual, line, _indent in chosen:
+            lines = body_lines((root / rel).read_bytes(), qual, line)
             enters[(rel, qual)] = {function_id(t) for t in entering(covered, rel, lines)} & per_fn.keys()
             at_import[(rel, qual)] = run_outside(covered, rel, lines)
     floor_rows: list[list] = []

@@ -106,17 +106,22 @@ def read_contexts(data_file: Path, root: Path) -> dict:
             "version": FORMAT}
 
 
-def body_lines(source: bytes, qual: str) -> set[int]:
+def body_lines(source: bytes, qual: str, line: int | None = None) -> set[int]:
     """Line numbers of the body of function ``qual`` (``Class.method``, ``outer.inner``: the
     nesting of classes and functions in the module) in ``source``: its first statement to its
     last line, without the bodies of functions nested in it (their ``def`` and decorator lines
-    stay: the enclosing function runs them). Empty when ``qual`` is not found."""
+    stay: the enclosing function runs them). Of several definitions of one name (``typing.overload``
+    stubs, redefinitions), the one spanning ``line`` when given, else the last (the one that runs).
+    Empty when ``qual`` is not found."""
     node: ast.AST = ast.parse(source)
     for name in qual.split("."):
-        node = next((n for n in ast.iter_child_nodes(node)
-                     if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == name), None)
-        if node is None:
+        found = [n for n in ast.iter_child_nodes(node)
+                 if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == name]
+        if line is not None:
+            found = [n for n in found if n.lineno <= line <= n.end_lineno] or found
+        if not found:
             return set()
+        node = found[-1]
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return set()
     out = set(range(node.body[0].lineno, node.end_lineno + 1))

@@ -370,3 +370,18 @@ class A:
     assert body_lines(src, "A.m.inner") == {12}
     assert body_lines(src, "A.m.Local.meth") == {18}
     assert body_lines(src, "A") == set() and body_lines(src, "A.nope") == set()
+
+    # typing.overload stubs come first; the definition that runs is the last (or the one at a line)
+    over = b"""\
+import typing
+
+
+@typing.overload
+def f(x: int) -> int: ...
+@typing.overload
+def f(x: str) -> str: ...
+def f(x):
+    return x
+"""
+    assert body_lines(over, "f") == {9} and body_lines(over, "f", 9) == {9}
+    assert body_lines(over, "f", 5) == {5}  # the one-line stub's body shares its def line
