@@ -1073,6 +1073,7 @@ def extract(rel: str, source: bytes, text: str | None = None) -> PyFacts:
     ex.seen_quals.add("")
     for stmt in tree.body:
         ex.visit(stmt)
-    sys_path = sys_path_dirs(rel, tree, ex.sys_path_exprs) if ex.sys_path_exprs else ()
+    # every directory followed is computed from ``__file__`` (``py_syspath``): without it, none
+    sys_path = sys_path_dirs(rel, tree, ex.sys_path_exprs) if ex.sys_path_exprs and b"__file__" in source else ()
     return PyFacts(rel=rel, lines=n_lines, symbols=ex.symbols, scopes=ex.scopes, classes=ex.classes,
                    imports=ex.imports, stars=ex.stars, scope_of=ex.scope_of, sys_path=sys_path)
