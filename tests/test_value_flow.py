@@ -1161,3 +1161,28 @@ def test_a_parameter_binds_up_to_sixteen_values(index):
     # seventeen classes: both the construction ``cls()`` and ``.check()`` on it are unknown
     line = body.splitlines().index("def many(cls):") + 2
     assert sorted(unbound(ix, "tags.many")) == [f"check@{line}", f"cls@{line}"]
+
+
+def test_a_weak_reference_called_gives_its_referent(index):
+    """``weakref.ref(self)()`` is ``self`` (flask's static route: ``self_ref().send_static_file``);
+    ``weakref.proxy(obj)`` acts as ``obj``; dereferencing runs no workspace code."""
+    ix = index({"app.py": '''
+import weakref
+from weakref import proxy
+
+class Flask:
+    def __init__(self):
+        self_ref = weakref.ref(self)
+        self.view = lambda **kw: self_ref().send_static_file(**kw)
+        self.other = proxy(self)
+
+    def send_static_file(self, **kw):
+        pass
+
+    def go(self):
+        self.other.send_static_file()
+'''})
+    # a lambda's calls are its defining function's
+    assert out_of(ix, "app.Flask.__init__") == {"app.Flask.send_static_file": "instance"}
+    assert unbound(ix, "app.Flask.__init__") == []
+    assert out_of(ix, "app.Flask.go") == {"app.Flask.send_static_file": "instance"}

@@ -50,6 +50,7 @@ from orbit_lsp.index.py_values import (
 from orbit_lsp.index.python import LIBRARY_CONTAINER_CLASSES, UNKNOWN, PyFacts, compact_pickle
 
 _JS_EXTS = (".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts")
+_WEAK_REFERENCES = frozenset({"weakref.ref", "weakref.WeakMethod", "weakref.proxy"})
 _BUILTINS = frozenset(dir(builtins)) | {"__name__", "__file__", "__doc__", "__spec__", "__path__",
                                          "__package__", "__loader__", "__builtins__", "__debug__",
                                          "__annotations__", "__dict__", "__module__", "__qualname__"}
@@ -820,6 +821,14 @@ class Resolver(ParameterFlow, ClassModel, Containers, ModuleLookup):
         if t == "ext" and f[1] == "functools.partial":
             inner = self.ev(rel, si, arg0)
             return _nested(("partial", inner)) if inner is not None else None
+        if t == "ext" and f[1] in _WEAK_REFERENCES and arg0 != UNKNOWN:
+            # ``weakref.ref(app)()`` is ``app`` (or None); ``weakref.proxy(app)`` acts as ``app``
+            inner = self.ev(rel, si, arg0)
+            if inner is None or f[1] == "weakref.proxy":
+                return inner
+            return _nested(("wref", inner))
+        if t == "wref":
+            return f[1]
         if t in ("ext", "builtin"):
             return _ext(f[1], "()")  # what external code returns is external
         if t == "union":
@@ -846,6 +855,8 @@ class Resolver(ParameterFlow, ClassModel, Containers, ModuleLookup):
             return [], True
         if t == "partial":
             return self.call_targets(v[1], "partial")
+        if t == "wref":
+            return [], False  # dereferencing a weak reference runs no workspace code
         if t == "propv":
             return [(v[1], v[2], how)], False
         if t == "inst":
