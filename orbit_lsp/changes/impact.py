@@ -27,7 +27,7 @@ from orbit_lsp.graph.imports import ImportGraph
 from orbit_lsp.index.resolve import full_qual, module_name
 
 DEFAULT_DEPTH = 4
-DEFAULT_TEST_DEPTH = 8
+DEFAULT_TEST_DEPTH = 12
 
 
 @dataclass

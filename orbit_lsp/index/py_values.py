@@ -25,6 +25,8 @@ HAS_FACTS = "<facts>"  # entity of whether a file has facts at all
 
 STORES = "#stores"  # entity of every container store in a file (``c[k] = v``, ``c.append(v)``)
 
+FIXTURES = "#fixtures"  # entity of the pytest fixtures a file defines (their names and functions)
+
 ALL_CLASSES = ("*", "#classes")  # entity: the subclass relation of the whole workspace
 
 PVAL = "~param"  # entities ``(PVAL, file, qual, parameter)``: the value of one parameter of a function
