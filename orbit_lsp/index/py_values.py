@@ -28,7 +28,7 @@ ALL_CLASSES = ("*", "#classes")  # entity: the subclass relation of the whole wo
 
 PVAL = "~param"  # entities ``(PVAL, file, qual, parameter)``: the value of one parameter of a function
 
-MAX_PARAM_VALUES = 8  # a parameter receiving more workspace values than this is taken as unknown
+MAX_PARAM_VALUES = 16  # a parameter receiving more workspace values than this is taken as unknown
 
 MAX_PARAM_CHANGES = 2 * MAX_PARAM_VALUES + 4  # changes of one function's parameter values per run
 #   before it is widened (``Resolver._widen``)

@@ -19,7 +19,9 @@ conditional expression); ``("def", qual)`` a function, lambda or class defined i
 ``("ix", ref, i)`` the ``i``-th item of unpacking ``ref``; ``("anv", value, ann)`` an annotated
 assignment (the annotation wins where the value is unknown or external); ``("imod", spec)`` a
 module bound by ``import``; ``("ifrom", spec, name)`` a name bound by ``from … import``;
-``("ann", ref)`` an instance of an annotated type; ``("?",)`` unknown. A module ``spec`` is ``(base_dir, dotted)``: ``base_dir`` is
+``("ann", ref)`` an instance of an annotated type; ``("lc", call, literal)`` a library container
+made empty (``OrderedDict()``: ``literal`` if the call's function is the library's class, else
+``call``); ``("?",)`` unknown. A module ``spec`` is ``(base_dir, dotted)``: ``base_dir`` is
 ``None`` for absolute imports, else the workspace-relative directory a relative import starts from.
 """
 
@@ -351,6 +353,21 @@ class _Extractor:
             return None
         return "/".join(parts[: len(parts) - up]) if up else "/".join(parts)
 
+    def _plain_call_ref(self, func: ast.AST, args: list) -> tuple:
+        """``("c", func, arg0)`` for a call of ``func`` with positional ``args``."""
+        if args:
+            arg0 = args[0]
+            acls = arg0.__class__
+            arg0 = ("n", arg0.id) if acls is _Name else UNKNOWN if acls is _Starred else self.ref(arg0)
+        else:
+            arg0 = UNKNOWN
+        fcls = func.__class__
+        if fcls is _Name:
+            return ("c", ("n", func.id), arg0)
+        if fcls is _Attribute and func.value.__class__ is _Name:
+            return ("c", ("a", ("n", func.value.id), func.attr), arg0)
+        return ("c", self.ref(func), arg0)
+
     def _literal_id(self, node: ast.AST) -> tuple[str, int]:
         """A container literal's identity: ``(qual of the scope it is written in, its ordinal
         among that scope's literals)``. Unlike its position, it stays when lines are added or
@@ -384,18 +401,16 @@ class _Extractor:
                 kind = func.id
                 return ("d", (), self._literal_id(node)) if kind == "dict" else \
                     ("l", (), kind, self._literal_id(node))
-            if args:
-                arg0 = args[0]
-                acls = arg0.__class__
-                arg0 = ("n", arg0.id) if acls is _Name else UNKNOWN if acls is _Starred else self.ref(arg0)
-            else:
-                arg0 = UNKNOWN
-            fcls = func.__class__
-            if fcls is _Name:
-                return ("c", ("n", func.id), arg0)
-            if fcls is _Attribute and func.value.__class__ is _Name:
-                return ("c", ("a", ("n", func.value.id), func.attr), arg0)
-            return ("c", self.ref(func), arg0)
+            lib = _LIBRARY_CONTAINERS.get(func.id if func.__class__ is _Name else
+                                          func.attr if func.__class__ is _Attribute else None)
+            if lib is not None and len(args) <= lib[1] and not node.keywords \
+                    and not any(a.__class__ is _Starred for a in args):
+                # ``OrderedDict()``, ``defaultdict(list)``, ``deque()``: an empty container if the
+                # name is the library's class (decided by the resolver), else a call
+                lid = self._literal_id(node)
+                literal = ("d", (), lid) if lib[0] == "dict" else ("l", (), "list", lid)
+                return ("lc", self._plain_call_ref(func, args), literal)
+            return self._plain_call_ref(func, args)
         if cls is _Constant:
             value = node.value
             if value is not None and value.__class__ is not bool:
@@ -1010,6 +1025,13 @@ _fill_dispatch()
 
 
 _EMPTY_CONTAINERS = frozenset({"dict", "list", "set"})
+# library containers made empty (name -> (kind, positional arguments allowed)): the resolver
+# checks that the name is the library's class (``LIBRARY_CONTAINER_CLASSES``)
+_LIBRARY_CONTAINERS = {"OrderedDict": ("dict", 0), "defaultdict": ("dict", 1), "deque": ("list", 0),
+                       "WeakValueDictionary": ("dict", 0), "WeakKeyDictionary": ("dict", 0)}
+LIBRARY_CONTAINER_CLASSES = frozenset({"collections.OrderedDict", "collections.defaultdict", "collections.deque",
+                                       "typing.OrderedDict", "typing.DefaultDict", "typing.Deque",
+                                       "weakref.WeakValueDictionary", "weakref.WeakKeyDictionary"})
 _CONSTANT_REFS = {t: ("lit", t.__name__) for t in (str, int, float, bytes, complex, bool)}
 _CONSTANT_REFS[type(None)] = ("lit", "NoneType")
 _STORE_METHODS = frozenset({"append", "add", "appendleft", "insert", "extend", "update", "setdefault"})
@@ -1027,6 +1049,10 @@ def _named(value: tuple, name: str) -> tuple:
         return value + (name,)
     if value[0] == "l" and len(value) == 4:
         return value + (name,)
+    if value[0] == "lc":
+        return ("lc", value[1], _named(value[2], name))
+    if value[0] == "anv":  # ``self.order: list[JSONTag] = []``
+        return ("anv", _named(value[1], name), value[2])
     return value
 
 

@@ -47,7 +47,7 @@ from orbit_lsp.index.py_values import (
     _nested,
     _unit,
 )
-from orbit_lsp.index.python import UNKNOWN, PyFacts, compact_pickle
+from orbit_lsp.index.python import LIBRARY_CONTAINER_CLASSES, UNKNOWN, PyFacts, compact_pickle
 
 _JS_EXTS = (".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts")
 _BUILTINS = frozenset(dir(builtins)) | {"__name__", "__file__", "__doc__", "__spec__", "__path__",
@@ -604,6 +604,11 @@ class Resolver(ParameterFlow, ClassModel, Containers, ModuleLookup):
         if t == "c":
             f = self.ev(rel, si, ref[1])
             return BOTTOM if f == BOTTOM else self.call_result(f, rel, si, ref[2])
+        if t == "lc":  # ``OrderedDict()``: an empty container if it is the library's class
+            f = self.ev(rel, si, ref[1][1])
+            if f is not None and f[0] == "ext" and f[1] in LIBRARY_CONTAINER_CLASSES:
+                return self.ev(rel, si, ref[2])
+            return BOTTOM if f == BOTTOM else self.call_result(f, rel, si, ref[1][2])
         if t == "s":
             base = self.ev(rel, si, ref[1])
             k = ref[2]
