@@ -1161,3 +1161,70 @@ def test_a_parameter_binds_up_to_sixteen_values(index):
     # seventeen classes: both the construction ``cls()`` and ``.check()`` on it are unknown
     line = body.splitlines().index("def many(cls):") + 2
     assert sorted(unbound(ix, "tags.many")) == [f"check@{line}", f"cls@{line}"]
+
+
+def test_a_weak_reference_called_gives_its_referent(index):
+    """``weakref.ref(self)()`` is ``self`` (flask's static route: ``self_ref().send_static_file``);
+    ``weakref.proxy(obj)`` acts as ``obj``; dereferencing runs no workspace code."""
+    ix = index({"app.py": '''
+import weakref
+from weakref import proxy
+
+class Flask:
+    def __init__(self):
+        self_ref = weakref.ref(self)
+        self.view = lambda **kw: self_ref().send_static_file(**kw)
+        self.other = proxy(self)
+
+    def send_static_file(self, **kw):
+        pass
+
+    def go(self):
+        self.other.send_static_file()
+'''})
+    # a lambda's calls are its defining function's
+    assert out_of(ix, "app.Flask.__init__") == {"app.Flask.send_static_file": "instance"}
+    assert unbound(ix, "app.Flask.__init__") == []
+    assert out_of(ix, "app.Flask.go") == {"app.Flask.send_static_file": "instance"}
+
+
+def test_a_function_returning_its_argument_returns_what_each_call_passes(index):
+    """``ensure_sync(func)`` returns ``func`` (or something else): at each call it returns what
+    that call passes, not every function any call passes (flask's ``self.ensure_sync(f)(…)``
+    otherwise runs every view function from every teardown)."""
+    ix = index({"app.py": '''
+def one():
+    pass
+
+def two():
+    pass
+
+def fallback():
+    pass
+
+def identity(x):
+    return x
+
+class App:
+    def __init__(self):
+        self.fallback = fallback
+
+    def ensure_sync(self, func):
+        if func is None:
+            return self.fallback
+        return func
+
+    def a(self):
+        self.ensure_sync(one)()
+
+    def b(self):
+        self.ensure_sync(two)()
+
+def c():
+    identity(one)()
+    identity(two)()
+'''})
+    assert out_of(ix, "app.App.a") == {"app.App.ensure_sync": "self", "app.one": "return", "app.fallback": "return"}
+    assert out_of(ix, "app.App.b") == {"app.App.ensure_sync": "self", "app.two": "return", "app.fallback": "return"}
+    assert edges(ix)[("app.c", "app.one")][0] == [29]
+    assert edges(ix)[("app.c", "app.two")][0] == [30]

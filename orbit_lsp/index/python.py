@@ -115,6 +115,7 @@ class Scope:
     stores: list = field(default_factory=list)  # (container ref, key or None, value ref, many):
     #   ``c[k] = v``, ``c.append(v)``, ``c.update(d)`` (``many``: ``v`` holds several items)
     decos: tuple = ()  # last identifiers of the decorators of a function or class
+    fixture: str | None = None  # a pytest fixture: the name tests request it by (``name=``, else the function's)
 
     def bind(self, name: str, ref: tuple) -> None:
         self.names.setdefault(name, []).append(ref)
@@ -122,7 +123,7 @@ class Scope:
     def interface(self) -> tuple:
         return (self.qual, self.kind, self.parent, tuple(sorted((k, tuple(v)) for k, v in self.names.items())),
                 tuple(self.returns), self.self_name, self.self_kind, self.class_qual, tuple(sorted(self.globals)),
-                self.params, tuple(self.yields), tuple(self.stores), self.decos)
+                self.params, tuple(self.yields), tuple(self.stores), self.decos, self.fixture)
 
 
 @compact_pickle
@@ -785,6 +786,8 @@ class _Extractor:
         decos = tuple(self._call_name(d.func if isinstance(d, ast.Call) else d) for d in decorated) \
             if decorated else ()
         sc.decos = decos
+        if "fixture" in decos or "yield_fixture" in decos:
+            sc.fixture = _fixture_name(decorated) or node.name
         params = args.posonlyargs + args.args if args.posonlyargs else args.args
         if kind == "method" and "staticmethod" not in decos and params:
             sc.self_name = params[0].arg
@@ -1054,6 +1057,17 @@ def _named(value: tuple, name: str) -> tuple:
     if value[0] == "anv":  # ``self.order: list[JSONTag] = []``
         return ("anv", _named(value[1], name), value[2])
     return value
+
+
+def _fixture_name(decorators: list) -> str | None:
+    """The ``name=`` a ``@pytest.fixture(name="app")`` decorator gives its fixture, or None."""
+    for d in decorators:
+        if isinstance(d, ast.Call) and (getattr(d.func, "attr", None) or getattr(d.func, "id", None)) in (
+                "fixture", "yield_fixture"):
+            for kw in d.keywords:
+                if kw.arg == "name" and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
+                    return kw.value.value
+    return None
 
 
 def _const_key(node: ast.AST):
