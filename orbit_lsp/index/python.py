@@ -19,7 +19,9 @@ conditional expression); ``("def", qual)`` a function, lambda or class defined i
 ``("ix", ref, i)`` the ``i``-th item of unpacking ``ref``; ``("anv", value, ann)`` an annotated
 assignment (the annotation wins where the value is unknown or external); ``("imod", spec)`` a
 module bound by ``import``; ``("ifrom", spec, name)`` a name bound by ``from … import``;
-``("ann", ref)`` an instance of an annotated type; ``("?",)`` unknown. A module ``spec`` is ``(base_dir, dotted)``: ``base_dir`` is
+``("ann", ref)`` an instance of an annotated type; ``("lc", call, literal)`` a library container
+made empty (``OrderedDict()``: ``literal`` if the call's function is the library's class, else
+``call``); ``("?",)`` unknown. A module ``spec`` is ``(base_dir, dotted)``: ``base_dir`` is
 ``None`` for absolute imports, else the workspace-relative directory a relative import starts from.
 """
 
@@ -120,6 +122,7 @@ class Scope:
     stores: list = field(default_factory=list)  # (container ref, key or None, value ref, many):
     #   ``c[k] = v``, ``c.append(v)``, ``c.update(d)`` (``many``: ``v`` holds several items)
     decos: tuple = ()  # last identifiers of the decorators of a function or class
+    fixture: str | None = None  # a pytest fixture: the name tests request it by (``name=``, else the function's)
 
     def bind(self, name: str, ref: tuple) -> None:
         self.names.setdefault(name, []).append(ref)
@@ -127,7 +130,7 @@ class Scope:
     def interface(self) -> tuple:
         return (self.qual, self.kind, self.parent, tuple(sorted((k, tuple(v)) for k, v in self.names.items())),
                 tuple(self.returns), self.self_name, self.self_kind, self.class_qual, tuple(sorted(self.globals)),
-                self.params, tuple(self.yields), tuple(self.stores), self.decos)
+                self.params, tuple(self.yields), tuple(self.stores), self.decos, self.fixture)
 
 
 @compact_pickle
@@ -362,6 +365,21 @@ class _Extractor:
             return None
         return "/".join(parts[: len(parts) - up]) if up else "/".join(parts)
 
+    def _plain_call_ref(self, func: ast.AST, args: list) -> tuple:
+        """``("c", func, arg0)`` for a call of ``func`` with positional ``args``."""
+        if args:
+            arg0 = args[0]
+            acls = arg0.__class__
+            arg0 = ("n", arg0.id) if acls is _Name else UNKNOWN if acls is _Starred else self.ref(arg0)
+        else:
+            arg0 = UNKNOWN
+        fcls = func.__class__
+        if fcls is _Name:
+            return ("c", ("n", func.id), arg0)
+        if fcls is _Attribute and func.value.__class__ is _Name:
+            return ("c", ("a", ("n", func.value.id), func.attr), arg0)
+        return ("c", self.ref(func), arg0)
+
     def _literal_id(self, node: ast.AST) -> tuple[str, int]:
         """A container literal's identity: ``(qual of the scope it is written in, its ordinal
         among that scope's literals)``. Unlike its position, it stays when lines are added or
@@ -395,18 +413,16 @@ class _Extractor:
                 kind = func.id
                 return ("d", (), self._literal_id(node)) if kind == "dict" else \
                     ("l", (), kind, self._literal_id(node))
-            if args:
-                arg0 = args[0]
-                acls = arg0.__class__
-                arg0 = ("n", arg0.id) if acls is _Name else UNKNOWN if acls is _Starred else self.ref(arg0)
-            else:
-                arg0 = UNKNOWN
-            fcls = func.__class__
-            if fcls is _Name:
-                return ("c", ("n", func.id), arg0)
-            if fcls is _Attribute and func.value.__class__ is _Name:
-                return ("c", ("a", ("n", func.value.id), func.attr), arg0)
-            return ("c", self.ref(func), arg0)
+            lib = _LIBRARY_CONTAINERS.get(func.id if func.__class__ is _Name else
+                                          func.attr if func.__class__ is _Attribute else None)
+            if lib is not None and len(args) <= lib[1] and not node.keywords \
+                    and not any(a.__class__ is _Starred for a in args):
+                # ``OrderedDict()``, ``defaultdict(list)``, ``deque()``: an empty container if the
+                # name is the library's class (decided by the resolver), else a call
+                lid = self._literal_id(node)
+                literal = ("d", (), lid) if lib[0] == "dict" else ("l", (), "list", lid)
+                return ("lc", self._plain_call_ref(func, args), literal)
+            return self._plain_call_ref(func, args)
         if cls is _Constant:
             value = node.value
             if value is not None and value.__class__ is not bool:
@@ -786,6 +802,8 @@ class _Extractor:
         decos = tuple(self._call_name(d.func if isinstance(d, ast.Call) else d) for d in decorated) \
             if decorated else ()
         sc.decos = decos
+        if "fixture" in decos or "yield_fixture" in decos:
+            sc.fixture = _fixture_name(decorated) or node.name
         params = args.posonlyargs + args.args if args.posonlyargs else args.args
         if kind == "method" and "staticmethod" not in decos and params:
             sc.self_name = params[0].arg
@@ -1031,6 +1049,13 @@ _fill_dispatch()
 
 
 _EMPTY_CONTAINERS = frozenset({"dict", "list", "set"})
+# library containers made empty (name -> (kind, positional arguments allowed)): the resolver
+# checks that the name is the library's class (``LIBRARY_CONTAINER_CLASSES``)
+_LIBRARY_CONTAINERS = {"OrderedDict": ("dict", 0), "defaultdict": ("dict", 1), "deque": ("list", 0),
+                       "WeakValueDictionary": ("dict", 0), "WeakKeyDictionary": ("dict", 0)}
+LIBRARY_CONTAINER_CLASSES = frozenset({"collections.OrderedDict", "collections.defaultdict", "collections.deque",
+                                       "typing.OrderedDict", "typing.DefaultDict", "typing.Deque",
+                                       "weakref.WeakValueDictionary", "weakref.WeakKeyDictionary"})
 _CONSTANT_REFS = {t: ("lit", t.__name__) for t in (str, int, float, bytes, complex, bool)}
 _CONSTANT_REFS[type(None)] = ("lit", "NoneType")
 _STORE_METHODS = frozenset({"append", "add", "appendleft", "insert", "extend", "update", "setdefault"})
@@ -1048,7 +1073,22 @@ def _named(value: tuple, name: str) -> tuple:
         return value + (name,)
     if value[0] == "l" and len(value) == 4:
         return value + (name,)
+    if value[0] == "lc":
+        return ("lc", value[1], _named(value[2], name))
+    if value[0] == "anv":  # ``self.order: list[JSONTag] = []``
+        return ("anv", _named(value[1], name), value[2])
     return value
+
+
+def _fixture_name(decorators: list) -> str | None:
+    """The ``name=`` a ``@pytest.fixture(name="app")`` decorator gives its fixture, or None."""
+    for d in decorators:
+        if isinstance(d, ast.Call) and (getattr(d.func, "attr", None) or getattr(d.func, "id", None)) in (
+                "fixture", "yield_fixture"):
+            for kw in d.keywords:
+                if kw.arg == "name" and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
+                    return kw.value.value
+    return None
 
 
 def _const_key(node: ast.AST):
