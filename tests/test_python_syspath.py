@@ -373,3 +373,17 @@ def test_pythonpath_option_added_then_reopened(store):
         assert edge not in calls(ix2)
         assert_same(ix2, make, store, "after removing pythonpath")
         assert ix2.index_all().mode == "unchanged"
+
+
+def test_namespace_folder_does_not_shadow_a_library(index):
+    """pytest puts ``tests/`` on the path (the conftest's base directory), but a bare
+    ``tests/typing/`` folder is only a namespace portion: ``import typing`` is the standard
+    library's, and ``import helpers`` (a folder without ``__init__.py``) stays external."""
+    ix = index({
+        "tests/conftest.py": "",
+        "tests/typing/check_route.py": "import typing as t\n\n\ndef f():\n    t.cast(int, 1)\n",
+        "tests/unit/test_b.py": "import typing\n",
+    })
+    assert not any(b.startswith("tests/typing") for _, b in imports(ix))
+    rows = ix.graph.ro_query("MATCH (f:File)-[:USES_PACKAGE]->(p:Package {name: 'typing'}) RETURN f.path").rows
+    assert sorted(r[0] for r in rows) == ["tests/typing/check_route.py", "tests/unit/test_b.py"]

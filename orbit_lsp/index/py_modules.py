@@ -22,7 +22,10 @@ sibling directory on the path). It is wrong where a module adds a directory that
 does not contain then import (they run in the same process after it), where a fixture that
 adds a directory is used only by some of the tests below its conftest (all of them are bound),
 and where a directory put *first* on ``sys.path`` shadows a module the normal roots find (the
-normal roots win here)."""
+normal roots win here). Under these directories only a real module (``name.py`` or a package
+with ``__init__.py``) is taken for an import's top-level name: a bare directory of that name
+would be a namespace portion that any other ``name`` on ``sys.path`` (the standard library's
+``typing`` for a ``tests/typing/`` folder) takes precedence over."""
 
 from __future__ import annotations
 
@@ -144,12 +147,16 @@ class ModuleLookup:
             for root in self._extra_roots(importer):
                 if root in roots:
                     continue
-                path = f"{root}/{sub}" if root else sub
-                m = self._module_at(path)
+                # a directory without ``__init__.py`` there is at most a namespace portion: a
+                # module or package of that name anywhere later on ``sys.path`` (``typing`` for a
+                # ``tests/typing/`` folder) wins over it, so only a real module counts
+                top_mod = self._module_at(f"{root}/{top}" if root else top)
+                if top_mod is None or self.module_file(top_mod) is None:
+                    continue
+                m = self._module_at(f"{root}/{sub}" if root else sub)
                 if m:
                     return m
-                if self._module_at(f"{root}/{top}" if root else top):
-                    top_seen = True
+                top_seen = True
         if top_seen:
             return ("missing", dotted)
         return ("ext", dotted)
