@@ -34,6 +34,13 @@ import operator
 import re
 from dataclasses import dataclass, field
 
+from orbit_lsp.index.py_syspath import OTHER_PATH_CALLS as _OTHER_PATH_CALLS
+from orbit_lsp.index.py_syspath import SYS_PATH_METHODS as _SYS_PATH_METHODS
+from orbit_lsp.index.py_syspath import added_by_assign as sys_path_added_by_assign
+from orbit_lsp.index.py_syspath import added_by_augassign as sys_path_added_by_augassign
+from orbit_lsp.index.py_syspath import added_by_call as sys_path_added_by_call
+from orbit_lsp.index.py_syspath import sys_path_dirs
+
 UNKNOWN = ("?",)
 _LITERALS = {ast.List: "list", ast.ListComp: "list", ast.Tuple: "tuple", ast.Set: "set",
              ast.SetComp: "set", ast.DictComp: "dict", ast.JoinedStr: "str"}
@@ -167,6 +174,9 @@ class PyFacts:
     imports: list[ImportSite]
     stars: list[tuple]
     scope_of: dict[str, int]  # qual of a function/class -> its body scope index
+    sys_path: tuple = ()  # workspace-relative directories the file adds to ``sys.path``
+    #   (``py_syspath.sys_path_dirs``; ``""`` the root). Not in ``interface``: they change
+    #   other files' module lookup, which the indexer's module table follows
 
     def interface(self) -> tuple:
         """What other files can observe when resolving against this one (everything except call
@@ -316,6 +326,7 @@ class _Extractor:
         self.literal_ids: dict[int, tuple[str, int]] = {}  # id of a container literal node -> identity
         self.literal_counts: dict[int, int] = {}  # scope index -> container literals met in it
         self.declared_global: dict[int, set[str]] = {}  # scope index -> names it declares global
+        self.sys_path_exprs: list[ast.AST] = []  # directory expressions added to ``sys.path``
 
     # -- helpers --------------------------------------------------------------------------
     def _enter(self, idx: int) -> None:
@@ -554,6 +565,9 @@ class _Extractor:
                 self._bind(name, _named(value, name))
                 continue
             self._module_variable(t, node)
+            if ((t.__class__ is _Subscript and t.value.__class__ is _Attribute)
+                    or (t.__class__ is _Attribute and t.attr == "path")):  # ``sys.path[:0] = [...]``
+                self.sys_path_exprs += sys_path_added_by_assign([t], value_node)
             if (isinstance(t, (ast.Tuple, ast.List)) and isinstance(node.value, (ast.Tuple, ast.List))
                     and len(t.elts) == len(node.value.elts)
                     and not any(isinstance(e, ast.Starred) for e in t.elts + node.value.elts)):
@@ -578,6 +592,8 @@ class _Extractor:
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
         self.visit(node.value)
+        if node.target.__class__ is _Attribute and node.target.attr == "path":  # ``sys.path += [...]``
+            self.sys_path_exprs += sys_path_added_by_augassign(node.target, node.value)
         if isinstance(node.target, ast.Name):
             self._bind(node.target.id, UNKNOWN)
         else:
@@ -985,8 +1001,13 @@ class _Extractor:
             site.args = tuple(refs)
         if keywords:
             site.kwargs = tuple([(k.arg, self._arg_ref(k.value)) for k in keywords])
-        if args and fcls is _Attribute and not starred and func.attr in _STORE_METHODS:
-            self._method_store(func, node)
+        if args and fcls is _Attribute and not starred:
+            if name in _STORE_METHODS:
+                self._method_store(func, node)
+                if name in _SYS_PATH_METHODS:
+                    self.sys_path_exprs += sys_path_added_by_call(func, node)
+            elif name in _OTHER_PATH_CALLS:
+                self.sys_path_exprs += sys_path_added_by_call(func, node)
 
     def _method_store(self, func: ast.Attribute, node: ast.Call) -> None:
         """``c.append(v)``, ``c.add(v)``, ``c.insert(i, v)``, ``c.extend(vs)``, ``c.update(d)``,
@@ -1092,5 +1113,7 @@ def extract(rel: str, source: bytes, text: str | None = None) -> PyFacts:
     ex.seen_quals.add("")
     for stmt in tree.body:
         ex.visit(stmt)
+    # every directory followed is computed from ``__file__`` (``py_syspath``): without it, none
+    sys_path = sys_path_dirs(rel, tree, ex.sys_path_exprs) if ex.sys_path_exprs and b"__file__" in source else ()
     return PyFacts(rel=rel, lines=n_lines, symbols=ex.symbols, scopes=ex.scopes, classes=ex.classes,
-                   imports=ex.imports, stars=ex.stars, scope_of=ex.scope_of)
+                   imports=ex.imports, stars=ex.stars, scope_of=ex.scope_of, sys_path=sys_path)

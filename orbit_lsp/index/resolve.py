@@ -288,15 +288,25 @@ class Resolver(ParameterFlow, PytestFixtures, ClassModel, Containers, ModuleLook
     """Binds names across the files of one workspace.
 
     ``facts``: path -> PyFacts for every Python file that parsed; ``files``: every indexed path
-    (any language); ``aliases``: in-workspace symlinked directory -> its target directory.
+    (any language); ``aliases``: in-workspace symlinked directory -> its target directory;
+    ``sys_paths``: path -> the directories that file adds to ``sys.path`` (``PyFacts.sys_path``;
+    None: read from ``facts``, which must then be a plain dict); ``pythonpath``: pytest's
+    ``pythonpath`` directories (roots for every file). See ``py_modules.ModuleLookup``.
     """
 
     def __init__(self, facts: dict[str, PyFacts], files: set[str], aliases: dict[str, str] | None = None,
-                 root_package: str = "", value_flow: bool = True):
+                 root_package: str = "", value_flow: bool = True, sys_paths: dict[str, tuple] | None = None,
+                 pythonpath: tuple[str, ...] = ()):
         self.facts = facts
         self.files = files
         self.aliases = dict(aliases or {})
         self.root_package = root_package
+        if sys_paths is None:
+            sys_paths = {r: f.sys_path for r, f in facts.items() if getattr(f, "sys_path", ())}
+        self.sys_paths = sys_paths
+        self.pythonpath = tuple(pythonpath)
+        self._scoped_paths: dict[str, list[str]] | None = None  # see ``ModuleLookup._extra_roots``
+        self._extra_roots_of: dict[str, tuple[str, ...]] = {}
         self.value_flow = value_flow  # False: parameters hold only their defaults and annotations
         # processes a round of ``resolve_fixpoint`` may use (``py_parallel.resolve_files``; a full
         # build sets it): 1 resolves in this process only
