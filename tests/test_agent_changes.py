@@ -29,7 +29,7 @@ def test_tool(indexed, settings):
     d = res.data
     assert d["change"] == "working tree vs HEAD"
     assert d["changed"]["items"] == [{"qual": "app.core.helper", "file": "app/core.py", "line": 4, "status": "modified"}]
-    assert d["callers"]["count"] == 7
+    assert d["callers"]["count"] == 8  # test_run reaches helper through its engine fixture
     assert [t["id"] for t in d["tests_to_run"]["items"]] == [
         "tests/test_core.py::test_compute", "tests/test_core.py::test_helper", "tests/test_engine.py::test_run",
         "tests/test_service.py::test_serve"]

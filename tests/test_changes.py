@@ -56,15 +56,16 @@ def test_edit_inside_a_function(repo, run):
     assert changed(r) == [("app.core.helper", "modified")]
     assert r["hunks"] == [{"file": "app/core.py", "old_file": "app/core.py", "old": [5, 1], "new": [5, 2],
                            "old_symbols": ["app.core.helper"], "new_symbols": ["app.core.helper"]}]
+    # test_run calls engine.run on its engine fixture (pytest passes it the fixture's Engine):
+    # Engine.run is 2 hops away
     assert callers(r) == {"app.core.compute": 1, "tests.test_core.test_helper": 1, "app.core.Engine.run": 2,
                           "app.util.wrap": 2, "tests.test_core.test_compute": 2, "app.service.serve": 3,
-                          "tests.test_service.test_serve": 4}
+                          "tests.test_engine.test_run": 3, "tests.test_service.test_serve": 4}
     assert all(c["reaches"] == "app.core.helper" for c in r["callers"])
-    # test_run calls engine.run on its engine fixture (an Engine): Engine.run is 2 hops away
     assert selected(r) == ["tests/test_core.py::test_compute", "tests/test_core.py::test_helper",
                            "tests/test_engine.py::test_run", "tests/test_service.py::test_serve"]
     run_test = next(t for t in r["tests"]["selected"] if t["id"].endswith("test_run"))
-    assert run_test["depth"] == 3 and run_test["reason"] == "calls app.core.Engine.run (3 hops) on fixture 'engine'"
+    assert run_test["depth"] == 3 and run_test["reason"] == "calls app.core.helper (3 hops)"
     assert r["tests"]["may_be_affected"] == []
     assert r["tests"]["commands"]["pytest"] == (
         "pytest tests/test_core.py::test_compute tests/test_core.py::test_helper tests/test_engine.py::test_run "
@@ -88,11 +89,12 @@ def test_unbound_callers_are_listed_apart(repo, run):
     repo.edit("app/core.py", "        return compute(x)\n", "        return compute(x) + 0\n")
     r = run()
     assert changed(r) == [("app.core.Engine.run", "modified")]
-    assert callers(r) == {}
+    # test_run's engine is its fixture's Engine; test_dynamic's comes from a parametrize mark,
+    # which orbit does not follow: that call is unbound and only may call it
+    assert callers(r) == {"tests.test_engine.test_run": 1}
     may = {m["qual"]: m for m in r["may_be_affected"]}
-    assert set(may) == {"tests.test_engine.test_run", "tests.test_engine.test_dynamic"}
+    assert set(may) == {"tests.test_engine.test_dynamic"}
     assert all(m["names"] == ["run"] and m["depth"] == 1 for m in may.values())
-    # test_run is bound through its fixture's class; test_dynamic only may call it
     assert selected(r) == ["tests/test_engine.py::test_run"]
     assert [t["id"] for t in r["tests"]["may_be_affected"]] == ["tests/test_engine.py::test_dynamic"]
 

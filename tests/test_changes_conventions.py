@@ -112,9 +112,19 @@ SUITE = {
 
         def make_sub():
             return SubGroup()
+
+
+        class Box:
+            # ``if box:`` runs it
+            def __bool__(self):
+                return True
+
+            # Python 2's name of __bool__: Python 3 never calls it
+            def __nonzero__(self):
+                return True
         ''',
     "tests/test_groups.py": '''
-        from pkg.groups import make_group, make_sub
+        from pkg.groups import Box, make_group, make_sub
 
 
         def test_group():
@@ -123,6 +133,10 @@ SUITE = {
 
         def test_sub():
             assert make_sub().x == 1
+
+
+        def test_truth():
+            assert Box()
         ''',
     "pkg/jar.py": '''
         import json
@@ -365,6 +379,7 @@ EDITS = [("pkg/lib.py", f"def {fn}():") for fn in sorted(LIB)] + [
     ("pkg/values.py", "def as_list(o):"),  # a value handed to json by dump_set
     ("pkg/values.py", "def by_length(o):"),  # a value stored in a class body, used through instances
     ("pkg/groups.py", "    def __init__(self):"),  # run by SubGroup(), never by Group() (its base)
+    ("pkg/groups.py", "    def __bool__(self):"),  # run by ``assert Box()``, without a call expression
     ("pkg/jar.py", "    def default(self, o):"),  # called by the workspace and by json on an Enc
 ]
 
@@ -372,7 +387,7 @@ EDITS = [("pkg/lib.py", f"def {fn}():") for fn in sorted(LIB)] + [
 @pytest.mark.parametrize("rel, definition", EDITS)
 def test_selection_is_what_fails(suite, rel, definition):
     repo, ix, collected = suite
-    assert len(collected) == 26  # the suite as pytest sees it (TestChild::test_inherited included)
+    assert len(collected) == 27  # the suite as pytest sees it (TestChild::test_inherited included)
     indent = " " * (len(definition) - len(definition.lstrip()) + 4)
     repo.edit(rel, definition + "\n", f"{definition}\n{indent}raise RuntimeError('broken')\n")
     try:
@@ -382,6 +397,22 @@ def test_selection_is_what_fails(suite, rel, definition):
         assert fails, "every function edited is used by some test"
         assert sorted(t["id"] for t in result["tests"]["selected"]) == sorted(fails)
         assert result["tests"]["total"] == len(collected)
+    finally:
+        repo.git("checkout", "--", rel)
+
+
+def test_a_python2_special_method_is_a_plain_method(suite):
+    """``__nonzero__`` is Python 2's ``__bool__``: Python 3 never runs it, so breaking it breaks
+    no test, and nothing is selected (not every test that makes a ``Box``)."""
+    repo, ix, collected = suite
+    rel, definition = "pkg/groups.py", "    def __nonzero__(self):"
+    repo.edit(rel, definition + "\n", f"{definition}\n        raise RuntimeError('broken')\n")
+    try:
+        impact.refresh(ix)
+        result = impact.analyse(ix.graph, diff.from_git(repo.root, "worktree"), ix.root_package)
+        assert failing(repo.root, collected) == set()
+        assert result["tests"]["selected"] == []
+        assert [s["qual"] for s in result["symbols"]] == ["pkg.groups.Box.__nonzero__"]
     finally:
         repo.git("checkout", "--", rel)
 
@@ -423,10 +454,16 @@ def test_tests_lens_agrees_on_values_and_constructors(suite):
                 "line": 12},
                {"file": "pkg/groups.py", "qual": "pkg.groups.SubGroup.__init__", "name": "__init__", "kind": "method",
                 "line": 9},
-               {"file": "pkg/jar.py", "qual": "pkg.jar.Enc.default", "name": "default", "kind": "method", "line": 5}]
+               {"file": "pkg/jar.py", "qual": "pkg.jar.Enc.default", "name": "default", "kind": "method", "line": 5},
+               {"file": "pkg/groups.py", "qual": "pkg.groups.Box.__bool__", "name": "__bool__", "kind": "method",
+                "line": 21},
+               {"file": "pkg/groups.py", "qual": "pkg.groups.Box.__nonzero__", "name": "__nonzero__", "kind": "method",
+                "line": 25}]
     got = tests_reaching(ix.graph, targets, index, ix.root_package)
     assert {q: [t["id"] for t in tests] for (_, q), tests in got.items()} == {
         "pkg.values.as_list": ["tests/test_values.py::test_dump_set"],
         "pkg.values.by_length": ["tests/test_values.py::test_dumper"],
         "pkg.groups.SubGroup.__init__": ["tests/test_groups.py::test_sub"],
-        "pkg.jar.Enc.default": ["tests/test_jar.py::test_direct", "tests/test_jar.py::test_dump"]}
+        "pkg.jar.Enc.default": ["tests/test_jar.py::test_direct", "tests/test_jar.py::test_dump"],
+        "pkg.groups.Box.__bool__": ["tests/test_groups.py::test_truth"],
+        "pkg.groups.Box.__nonzero__": []}

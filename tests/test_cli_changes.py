@@ -39,7 +39,7 @@ def test_text(capsys, repo):
     assert rc == 0, err
     assert "Change: working tree vs HEAD — 1 file, 1 changed symbol" in out
     assert "  modified  app.core.helper (function)  app/core.py:4" in out
-    assert "Blast radius: 7 callers within 4 hops (2 at 1, 3 at 2, 1 at 3, 1 at 4)" in out
+    assert "Blast radius: 8 callers within 4 hops (2 at 1, 3 at 2, 2 at 3, 1 at 4)" in out
     assert "Tests: 4 selected of 10" in out
     assert ("Run: pytest tests/test_core.py::test_compute tests/test_core.py::test_helper "
             "tests/test_engine.py::test_run tests/test_service.py::test_serve") in out
@@ -75,7 +75,7 @@ def test_markdown_diagram_is_capped_with_totals(capsys, repo):
     diagram = render.mermaid(res, cap=3)
     nodes = [line for line in diagram.splitlines() if '["' in line and "more" not in line]
     assert len(nodes) == 3
-    assert 'more["… 5 more symbols not drawn (totals below)"]' in diagram  # 1 changed + 7 callers - 3
+    assert 'more["… 6 more symbols not drawn (totals below)"]' in diagram  # 1 changed + 8 callers - 3
 
 
 def test_staged_and_stdin_diff(capsys, repo, monkeypatch):
@@ -89,10 +89,10 @@ def test_staged_and_stdin_diff(capsys, repo, monkeypatch):
 
 
 def test_fail_on(capsys, repo):
-    rc, out, err = run(capsys, "changes", "--workspace", str(repo.root), "--fail-on", "callers=6", "--fail-on", "public=100")
-    assert rc == 3 and "Blast radius: 7 callers" in out
-    assert err.strip() == "orbit-lsp: --fail-on callers=6: 7 exceeds it"
-    rc, _, _ = run(capsys, "changes", "--workspace", str(repo.root), "--fail-on", "callers=7")
+    rc, out, err = run(capsys, "changes", "--workspace", str(repo.root), "--fail-on", "callers=7", "--fail-on", "public=100")
+    assert rc == 3 and "Blast radius: 8 callers" in out
+    assert err.strip() == "orbit-lsp: --fail-on callers=7: 8 exceeds it"
+    rc, _, _ = run(capsys, "changes", "--workspace", str(repo.root), "--fail-on", "callers=8")
     assert rc == 0
     # a threshold on tests computes them even without --tests (4 tests reach app.core.helper)
     rc, _, err = run(capsys, "changes", "--workspace", str(repo.root), "--fail-on", "tests=3")

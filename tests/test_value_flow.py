@@ -638,7 +638,7 @@ def _many(n: int, prefix: str) -> str:
     return "\n".join(f"def {prefix}{i}():\n    pass\n" for i in range(n))
 
 
-PASSED_AROUND = {"ring.py": _many(5, "f") + _many(4, "g") + '''
+PASSED_AROUND = {"ring.py": _many(10, "f") + _many(7, "g") + '''
 def first(cb, depth):
     cb()
     if depth:
@@ -653,21 +653,23 @@ def small(cb):
     cb()
 
 def go():
-''' + "".join(f"    first(f{i}, 3)\n" for i in range(5)) + "".join(f"    second(g{i}, 3)\n" for i in range(4))
+''' + "".join(f"    first(f{i}, 3)\n" for i in range(10)) + "".join(f"    second(g{i}, 3)\n" for i in range(7))
     + "    small(f0)\n    small(g0)\n"}
 
 
 def test_parameters_passed_around_a_cycle_past_the_cap_are_unknown_in_both(index):
-    """``first`` and ``second`` pass their callback to each other: each may hold all nine
-    functions (five passed to ``first``, four to ``second``), more than the cap of eight
+    """``first`` and ``second`` pass their callback to each other: each may hold all seventeen
+    functions (ten passed to ``first``, seven to ``second``), more than the cap of sixteen
     (``MAX_PARAM_VALUES``), so neither ``cb()`` is bound: each is an unbound site, in both
-    functions. Binding ``second``'s call to its four own functions only would be a partial
+    functions. Binding ``second``'s call to its seven own functions only would be a partial
     answer given as a whole one."""
     ix = index(PASSED_AROUND)
+    lines = textwrap.dedent(PASSED_AROUND["ring.py"]).lstrip("\n").splitlines()
+    cb = [n for n, text in enumerate(lines, 1) if text == "    cb()"]
     assert {b: h for b, h in out_of(ix, "ring.first").items() if h == "param"} == {}
     assert {b: h for b, h in out_of(ix, "ring.second").items() if h == "param"} == {}
-    assert unbound(ix, "ring.first") == ["cb@28"]
-    assert unbound(ix, "ring.second") == ["cb@33"]
+    assert unbound(ix, "ring.first") == [f"cb@{cb[0]}"]
+    assert unbound(ix, "ring.second") == [f"cb@{cb[1]}"]
     # below the cap every value is followed
     assert out_of(ix, "ring.small") == {"ring.f0": "param", "ring.g0": "param"}
 
@@ -802,9 +804,9 @@ def test_calls_on_what_library_code_returns_are_counted_not_dropped(index):
     function or method called by name stays outside the workspace (not counted)."""
     ix = index({"sessions.py": '''
 import json
-from collections import OrderedDict
 
 import click
+import registry_lib
 
 class HTTPAdapter:
     def send(self, request):
@@ -812,7 +814,7 @@ class HTTPAdapter:
 
 class Session:
     def __init__(self):
-        self.adapters = OrderedDict()
+        self.adapters = registry_lib.Registry()
         self.adapters["http://"] = HTTPAdapter()
 
     def get_adapter(self, url):
@@ -827,6 +829,7 @@ def load(ctx: click.Context, text):
     json.loads(text)
     return ctx.ensure_object(Session).send(text)
 '''})
+    # the items of a library's container are the library's (unlike ``OrderedDict()``'s)
     assert unbound(ix, "sessions.Session.send") == ["send@21"]
     # ctx.ensure_object is click's own method: outside the workspace; what it returns is not
     assert unbound(ix, "sessions.load") == ["send@25"]
@@ -1054,3 +1057,174 @@ def test_a_parameter_read_first_by_an_edit_elsewhere_gets_its_value(tmp_path, st
         assert out_of(ix, "app.main") == {"lib.run": "import", "app.bye": "return"}
     finally:
         ix.graph.delete()
+
+
+LIBRARY_CONTAINERS = {"sessions.py": '''
+import collections
+from collections import OrderedDict, defaultdict, deque
+
+class HTTPAdapter:
+    def send(self, request):
+        pass
+
+class Retry:
+    def run(self):
+        pass
+
+class Session:
+    def __init__(self):
+        self.adapters = OrderedDict()
+        self.mount("https://", HTTPAdapter())
+        self.queue = deque()
+        self.by_kind = collections.defaultdict(list)
+        self.plain = collections.OrderedDict()
+        self.order: list[Retry] = []
+
+    def mount(self, prefix, adapter):
+        self.adapters[prefix] = adapter
+
+    def later(self):
+        self.queue.append(Retry())
+        self.plain["x"] = Retry()
+        self.order.insert(0, Retry())
+
+    def get_adapter(self, url):
+        for prefix, adapter in self.adapters.items():
+            if url.startswith(prefix):
+                return adapter
+        raise ValueError(url)
+
+    def send(self, request):
+        adapter = self.get_adapter(request)
+        return adapter.send(request)
+
+    def drain(self):
+        for job in self.queue:
+            job.run()
+        self.plain["x"].run()
+        for r in self.order:
+            r.run()
+''',
+    "shadow.py": '''
+class OrderedDict:
+    def __init__(self):
+        self.items_ = []
+
+    def keys(self):
+        return self.items_
+
+def make():
+    d = OrderedDict()
+    return d.keys()
+'''}
+
+
+def test_library_containers_made_empty_hold_what_is_stored_into_them(index):
+    """``OrderedDict()``, ``collections.defaultdict(list)``, ``deque()`` are containers like
+    ``{}`` and ``[]``: what a method stores into them (``mount`` called with an ``HTTPAdapter``)
+    is what another method's iteration gives (requests' ``Session.send`` runs
+    ``HTTPAdapter.send`` this way). An annotated attribute (``self.order: list[Retry] = []``)
+    is filled the same way. A workspace class that happens to be named ``OrderedDict`` is
+    still a class: calling it constructs it."""
+    ix = index(LIBRARY_CONTAINERS)
+    assert out_of(ix, "sessions.Session.send") == {"sessions.Session.get_adapter": "self",
+                                                    "sessions.HTTPAdapter.send": "instance"}
+    assert unbound(ix, "sessions.Session.send") == []
+    assert out_of(ix, "sessions.Session.drain") == {"sessions.Retry.run": "container"}
+    assert edges(ix)[("sessions.Session.drain", "sessions.Retry.run")][0] == [41, 42, 44]
+    assert unbound(ix, "sessions.Session.drain") == []
+    assert out_of(ix, "shadow.make") == {"shadow.OrderedDict": "class", "shadow.OrderedDict.__init__": "init",
+                                         "shadow.OrderedDict.keys": "instance"}
+
+
+def _tag_classes(n: int) -> str:
+    return "".join(f"class Tag{i}(Tag):\n    def check(self):\n        pass\n\n" for i in range(n))
+
+
+def test_a_parameter_binds_up_to_sixteen_values(index):
+    """A parameter passed 12 different classes (flask's ``TaggedJSONSerializer.register`` gets
+    its 8 default tags and the tests' own) binds the calls on each; past
+    ``MAX_PARAM_VALUES`` (16) it is unknown and the call is counted as unbound."""
+    from orbit_lsp.index.py_values import MAX_PARAM_VALUES
+
+    assert MAX_PARAM_VALUES == 16
+    body = "class Tag:\n    def check(self):\n        pass\n\n" + _tag_classes(17) + (
+        "def register(cls):\n    return cls().check()\n\n"
+        "def many(cls):\n    return cls().check()\n\n"
+        "def go():\n" + "".join(f"    register(Tag{i})\n" for i in range(12))
+        + "".join(f"    many(Tag{i})\n" for i in range(17)))
+    ix = index({"tags.py": body})
+    assert {b for b in out_of(ix, "tags.register") if b.endswith(".check")} == {
+        f"tags.Tag{i}.check" for i in range(12)}
+    assert unbound(ix, "tags.register") == []
+    assert not any(b.endswith(".check") for b in out_of(ix, "tags.many"))
+    # seventeen classes: both the construction ``cls()`` and ``.check()`` on it are unknown
+    line = body.splitlines().index("def many(cls):") + 2
+    assert sorted(unbound(ix, "tags.many")) == [f"check@{line}", f"cls@{line}"]
+
+
+def test_a_weak_reference_called_gives_its_referent(index):
+    """``weakref.ref(self)()`` is ``self`` (flask's static route: ``self_ref().send_static_file``);
+    ``weakref.proxy(obj)`` acts as ``obj``; dereferencing runs no workspace code."""
+    ix = index({"app.py": '''
+import weakref
+from weakref import proxy
+
+class Flask:
+    def __init__(self):
+        self_ref = weakref.ref(self)
+        self.view = lambda **kw: self_ref().send_static_file(**kw)
+        self.other = proxy(self)
+
+    def send_static_file(self, **kw):
+        pass
+
+    def go(self):
+        self.other.send_static_file()
+'''})
+    # a lambda's calls are its defining function's
+    assert out_of(ix, "app.Flask.__init__") == {"app.Flask.send_static_file": "instance"}
+    assert unbound(ix, "app.Flask.__init__") == []
+    assert out_of(ix, "app.Flask.go") == {"app.Flask.send_static_file": "instance"}
+
+
+def test_a_function_returning_its_argument_returns_what_each_call_passes(index):
+    """``ensure_sync(func)`` returns ``func`` (or something else): at each call it returns what
+    that call passes, not every function any call passes (flask's ``self.ensure_sync(f)(…)``
+    otherwise runs every view function from every teardown)."""
+    ix = index({"app.py": '''
+def one():
+    pass
+
+def two():
+    pass
+
+def fallback():
+    pass
+
+def identity(x):
+    return x
+
+class App:
+    def __init__(self):
+        self.fallback = fallback
+
+    def ensure_sync(self, func):
+        if func is None:
+            return self.fallback
+        return func
+
+    def a(self):
+        self.ensure_sync(one)()
+
+    def b(self):
+        self.ensure_sync(two)()
+
+def c():
+    identity(one)()
+    identity(two)()
+'''})
+    assert out_of(ix, "app.App.a") == {"app.App.ensure_sync": "self", "app.one": "return", "app.fallback": "return"}
+    assert out_of(ix, "app.App.b") == {"app.App.ensure_sync": "self", "app.two": "return", "app.fallback": "return"}
+    assert edges(ix)[("app.c", "app.one")][0] == [29]
+    assert edges(ix)[("app.c", "app.two")][0] == [30]

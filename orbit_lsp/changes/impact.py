@@ -27,7 +27,7 @@ from orbit_lsp.graph.imports import ImportGraph
 from orbit_lsp.index.resolve import full_qual, module_name
 
 DEFAULT_DEPTH = 4
-DEFAULT_TEST_DEPTH = 8
+DEFAULT_TEST_DEPTH = 12
 
 
 @dataclass
@@ -53,26 +53,20 @@ class _Rows:
 
 def _callers_of_all(graph: Graph, targets: list[dict], depth: int, ans: queries.Answer) -> _Rows:
     """``queries.callers_of_all`` (transitive callers with their fewest hops, the targets never
-    listed; rows: symbol dict + depth, via, lines, resolved) without the constructor edges that
-    cannot run: ``K()`` runs the ``__init__`` of ``K``'s MRO, never the ``__init__`` of a
-    subclass of ``K`` (``CALLS {resolved: 'init'}`` from a caller to ``X.__init__`` is skipped
-    when every line of it constructs only strict base classes of ``X``)."""
+    listed; rows: symbol dict + depth, via, lines, resolved), one query per hop."""
     if not targets or depth <= 0:
         return _Rows([])
     seen = {(t["file"], t["qual"]) for t in targets}
     frontier = sorted([f, q] for f, q in seen)
     out: list[dict] = []
-    bases: dict[tuple[str, str], set[tuple[str, str]]] = {}
     for d in range(1, depth + 1):
         if not frontier:
             break
         rows = sorted(ans.run(graph, CALLERS_CYPHER, {"frontier": frontier}), key=lambda r: (r[3], r[4], r[0]))
-        impossible = impossible_inits(graph, ans, [(r[3], r[0], r[11], r[8], r[9]) for r in rows
-                                                  if r[10] == "init" and (r[3], r[0]) not in seen], bases)
         nxt = []
         for r in rows:
             key = (r[3], r[0])
-            if key in seen or (r[3], r[0], r[8]) in impossible:
+            if key in seen:
                 continue
             seen.add(key)
             row = queries._sym(r[:8])
@@ -81,38 +75,6 @@ def _callers_of_all(graph: Graph, targets: list[dict], depth: int, ans: queries.
             nxt.append([r[3], r[0]])
         frontier = nxt
     return _Rows(out)
-
-
-def impossible_inits(graph: Graph, ans: queries.Answer, edges: list[tuple], bases: dict | None = None) -> set[tuple]:
-    """Of constructor edges ``(caller file, caller qual, __init__ file, __init__ qual, lines)``
-    (``CALLS {resolved: 'init'}``), those that cannot run: every line of them constructs only
-    strict base classes of the ``__init__``'s class (``K()`` never runs a subclass's
-    ``__init__``). Returns {(caller file, caller qual, __init__ qual)}. ``bases`` caches the
-    base classes read, per class."""
-    bases = {} if bases is None else bases
-    if not edges:
-        return set()
-    made: dict[tuple[str, str], dict[int, set[tuple[str, str]]]] = {}
-    for cf, cq, kf, kq, lines in ans.run(
-            graph, "UNWIND $c AS c MATCH (s:Symbol {qual: c[1]})-[e:CALLS]->(k:Symbol) WHERE s.file = c[0] "
-                   "AND k.kind = 'class' RETURN c[0], c[1], k.file, k.qual, e.lines",
-            {"c": sorted({(e[0], e[1]) for e in edges})}):
-        for ln in lines or ():
-            made.setdefault((cf, cq), {}).setdefault(ln, set()).add((kf, kq))
-    classes = sorted({(e[2], e[3].rpartition(".")[0]) for e in edges} - set(bases))
-    if classes:
-        for xf, xq, bs in ans.run(graph, "UNWIND $x AS x MATCH (k:Symbol {qual: x[1]}) WHERE k.file = x[0] "
-                                         "OPTIONAL MATCH (k)-[:INHERITS*1..8]->(b:Symbol) "
-                                         "RETURN x[0], x[1], collect(DISTINCT [b.file, b.qual])",
-                                  {"x": [list(c) for c in classes]}):
-            bases[(xf, xq)] = {(b[0], b[1]) for b in bs if b and b[0] is not None}
-    out = set()
-    for cf, cq, xf, xq, lines in edges:
-        per_line = made.get((cf, cq), {})
-        cls = (xf, xq.rpartition(".")[0])
-        if lines and all(per_line.get(ln) and per_line[ln] <= bases.get(cls, set()) for ln in lines):
-            out.add((cf, cq, xq))
-    return out
 
 
 def refresh(ix) -> dict:
@@ -581,8 +543,16 @@ CONSTRUCTION = frozenset({"__init__", "__new__", "__post_init__", "__init_subcla
 PROPERTY_DECORATORS = re.compile(r"^\s*@(?:[\w.]*\.)?(?:property|cached_property|setter|getter|deleter)\b")
 
 
+# special method names only Python 2 called (``__nonzero__`` is ``__bool__`` in Python 3): no
+# Python 3 code runs them implicitly, so they are plain methods, reached only by calls
+PYTHON2_SPECIALS = frozenset({"__nonzero__", "__unicode__", "__cmp__", "__div__", "__rdiv__", "__idiv__",
+                              "__coerce__", "__getslice__", "__setslice__", "__delslice__", "__long__",
+                              "__oct__", "__hex__"})
+
+
 def _is_special(name: str) -> bool:
-    return name.startswith("__") and name.endswith("__") and len(name) > 4
+    """Whether Python 3 may call method ``name`` without a call expression (``__eq__`` for ``==``)."""
+    return name.startswith("__") and name.endswith("__") and len(name) > 4 and name not in PYTHON2_SPECIALS
 
 
 def _is_property(change: Change, file: str, line: int | None, cache: dict) -> bool:
@@ -658,7 +628,7 @@ def _through_implicit_calls(graph: Graph, ans: queries.Answer, change: Change, l
                     starts[parent] = (depth, reaches, construct or (parent in starts and starts[parent][2]))
                 elif construct:
                     starts[parent] = (*starts[parent][:2], True)
-            elif not is_test_support(file) and (file, qual) not in checked_uncalled:
+            elif not is_test_support(file) and (file, qual) not in checked_uncalled and name not in PYTHON2_SPECIALS:
                 uncalled.setdefault((file, qual), (parent, depth, reaches))
         if uncalled:  # methods nothing in the workspace calls: called on instances by other code
             rows = ans.run(graph, "UNWIND $m AS m MATCH (s:Symbol {qual: m[1]}) WHERE s.file = m[0] "

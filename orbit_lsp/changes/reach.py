@@ -20,8 +20,8 @@ from __future__ import annotations
 from collections import deque
 from typing import Callable
 
-from orbit_lsp.changes.impact import (DEFAULT_TEST_DEPTH, REFERENCE_DEPTH, _fixture_classes, _is_special,
-                                      decorated_as_property, impossible_inits, in_file_qual, library_classes)
+from orbit_lsp.changes.impact import (DEFAULT_TEST_DEPTH, PYTHON2_SPECIALS, REFERENCE_DEPTH, _fixture_classes,
+                                      _is_special, decorated_as_property, in_file_qual, library_classes)
 from orbit_lsp.changes.refs import referrers
 from orbit_lsp.changes.selection import TestIndex, is_test_support
 from orbit_lsp.graph import queries
@@ -70,13 +70,13 @@ def tests_reaching(graph: Graph, targets: list[dict], index: TestIndex, root_pac
     seen: set[Key] = set(info)
     frontier = sorted(seen)
     depth = 0
-    bases: dict = {}
     lib_cache: dict = {}
     lens_reads = LENS_READS
     while frontier and depth < test_depth:
         methods = [k for k in frontier if info[k].get("kind") == "method"]
         implicit = [k for k in methods if _is_special(info[k]["name"]) or lines.is_property(k[0], info[k].get("line"))]
-        others = [k for k in methods if k not in set(implicit) and not is_test_support(k[0])]
+        others = [k for k in methods if k not in set(implicit) and not is_test_support(k[0])
+                  and info[k]["name"] not in PYTHON2_SPECIALS]
         if others:  # methods nothing in the workspace calls: called on instances by other code
             rows = ans.run(graph, "UNWIND $m AS m MATCH (s:Symbol {qual: m[1]}) WHERE s.file = m[0] "
                                   "OPTIONAL MATCH (c:Symbol)-[:CALLS]->(s) WITH s, count(c) AS n WHERE n = 0 "
@@ -127,8 +127,7 @@ def tests_reaching(graph: Graph, targets: list[dict], index: TestIndex, root_pac
         rows = ans.run(graph, "UNWIND $f AS t MATCH (c:Symbol)-[e:CALLS]->(s:Symbol {qual: t[1]}) WHERE s.file = t[0] "
                               "RETURN s.file, s.qual, c.file, c.qual, c.name, c.kind, c.line, e.resolved, e.lines",
                        {"f": [list(k) for k in frontier]})
-        impossible = impossible_inits(graph, ans, [(r[2], r[3], r[0], r[1], r[8]) for r in rows if r[7] == "init"], bases)
-        rows = [r[:7] for r in rows if (r[2], r[3], r[1]) not in impossible]
+        rows = [r[:7] for r in rows]
         if depth <= REFERENCE_DEPTH and lens_reads > 0:  # functions used as values: the referencing scopes
             syms = [dict(info[k], file=k[0], qual=k[1]) for k in frontier
                     if info[k].get("kind") in ("function", "method") and not is_test_support(k[0])]

@@ -54,8 +54,8 @@ def add_parsers(subs, parents: Parents) -> None:
     p.add_argument("--depth", type=positive_int, default=4, metavar="N",
                    help="hops of the blast radius: callers and dependent files (default 4)")
     p.add_argument("--tests", action="store_true", help="select the tests that reach the change")
-    p.add_argument("--test-depth", type=positive_int, default=8, metavar="N",
-                   help="hops a selected test may be from a changed symbol (default 8)")
+    p.add_argument("--test-depth", type=positive_int, default=12, metavar="N",
+                   help="hops a selected test may be from a changed symbol (default 12)")
     p.add_argument("--format", choices=("text", "json", "markdown"), default=None,
                    help="output form (default text; --json is --format json); markdown is made for a "
                         "pull-request comment")

@@ -80,8 +80,12 @@ def analyse_buffer(ix: WorkspaceIndexer, rel: str, data: bytes, h: str, edges: b
     if edges:
         state = dict(ix.state)
         table = LazyFacts(lambda: state, {rel: facts})
+        sys_paths = ix.sys_paths(state)
+        sys_paths.pop(rel, None)
+        if getattr(facts, "sys_path", ()):
+            sys_paths[rel] = facts.sys_path  # the buffer's own ``sys.path`` additions
         resolver = WorkspaceResolver(table, set(state) | {rel}, dict(ix.aliases), ix.root_package, ix.root,
-                                     value_flow=ix.value_flow)
+                                     value_flow=ix.value_flow, sys_paths=sys_paths, pythonpath=ix.pythonpath())
         resolver.seed(state.items())  # what parameters receive, which class derives from which
         resolver.set_facts(rel, facts)  # the buffer's classes and bases, not the saved file's
         bound = resolver.resolve_file(rel)

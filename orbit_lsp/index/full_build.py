@@ -107,6 +107,7 @@ class FullBuild:
             facts = None
             resolver = self._resolver()  # over LazyFacts
             resolver.python.facts_seen_max = BUILD_DECODED_FACTS
+            pythonpath = resolver.python.pythonpath
             resolver.python.memo_budget = BUILD_MEMO_BUDGET
             resolver.python.workers = self.resolve_workers or default_workers(sum(not is_js(r) for r in have))
             report_progress(progress, 0, len(have), "", "resolve")
@@ -155,6 +156,7 @@ class FullBuild:
         self.imports_generation = next(GENERATIONS)
         self._touched_all = True
         self._written_root_package = rp
+        self._written_pythonpath = pythonpath
         rep.timings["write"] = (time.perf_counter() - t - rep.timings["resolve"] - rep.timings["flow"]
                                 - rep.timings["cache"])
 

@@ -92,6 +92,9 @@ class Incremental:
                 iface_changed |= c
                 moved |= m
         table = self._module_table()
+        # the directories ``sys.path`` additions or pytest's ``pythonpath`` put on the path
+        # changed: any absolute import may now resolve elsewhere (``py_modules``)
+        roots_moved = self.sys_paths(old_state) != self.sys_paths() or table[4] != self._written_pythonpath
         if self._live is not None and self._live[0] == table:
             resolver = self._live[1]
             for rel in changed:
@@ -106,10 +109,10 @@ class Incremental:
                 resolver.set_facts(rel, self.state[rel].facts)
             resolver.invalidate(iface_changed | moved)
             iface_changed |= resolver.python.implied(iface_changed)  # the subclass relation
-        if set(old_state) != set(self.state):
+        if set(old_state) != set(self.state) or roots_moved:
             resolver.python.recompute_params()
         self._live = (table, resolver)
-        if set(old_state) != set(self.state):
+        if set(old_state) != set(self.state) or roots_moved:
             candidates = set(self.state)
         else:
             candidates = set(changed)
@@ -181,6 +184,8 @@ class Incremental:
             if dropped:
                 w.delete_unused_packages(sorted(package_info(n)[0] for n in dropped))
         rep.written_files = len(rebind | changed)
+        if self._written_pythonpath != table[4]:
+            self._written_pythonpath, self._meta_dirty = table[4], True
         if removed or any(_import_edges(old_state[r] if r in old_state else None) != _import_edges(self.state[r])
                           for r in rebind | changed):
             self.imports_generation = next(GENERATIONS)

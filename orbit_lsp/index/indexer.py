@@ -44,6 +44,7 @@ from orbit_lsp.graph import writelock
 from orbit_lsp.graph import keys
 from orbit_lsp.graph.connection import GraphStore
 from orbit_lsp.index.languages import PARSED_LANGS, WorkspaceResolver, configs_changed, parse_file
+from orbit_lsp.index.py_syspath import pytest_pythonpath
 from orbit_lsp.index.resolve import full_qual, package_info
 from orbit_lsp.index.parsing import (  # noqa: F401 (re-exported: imported from here by callers)
     content_hash,
@@ -101,6 +102,7 @@ class WorkspaceIndexer(GraphSync, FullBuild, Incremental):
         self.imports_generation = next(_GENERATIONS)  # a new value when IMPORTS edges change
         self.skipped: dict[str, str] = {}
         self._written_root_package = ""  # root_package the graph's qualified names were built with
+        self._written_pythonpath: tuple[str, ...] = ()  # pytest ``pythonpath`` the graph's edges used
         self._touched: set[str] = set()  # files whose state changed since the cache was saved
         self._touched_all = False
         self._cache_blobs: list[tuple[str, bytes]] | None = None  # a full build's pickled state
@@ -159,9 +161,9 @@ class WorkspaceIndexer(GraphSync, FullBuild, Incremental):
         lang = LANGS.get(os.path.splitext(rel)[1].lower(), "")
         st = FileState(rel, lang, h, count_lines(data), seen_hash=h, nonascii_lines=nonascii_lines(data))
         if lang in PARSED_LANGS:
-            nsyms = None
+            nsyms, sys_path = None, ()
             if parsed is not None:
-                facts, blob, err, nsyms = parsed
+                facts, blob, err, nsyms, sys_path = parsed
             else:
                 try:
                     facts, err = parse_file(rel, data)
@@ -171,7 +173,7 @@ class WorkspaceIndexer(GraphSync, FullBuild, Incremental):
                 blob = None
             if err is None:
                 if blob is not None:
-                    st.set_facts_blob(blob, facts, nsyms)
+                    st.set_facts_blob(blob, facts, nsyms, sys_path)
                 else:
                     st.facts = facts
             else:
@@ -180,7 +182,7 @@ class WorkspaceIndexer(GraphSync, FullBuild, Incremental):
                 if old is not None and old.facts_blob is not None:
                     # keep the last good graph
                     st.facts_blob, st.symbols, st.lines, st.hash = old.facts_blob, old.symbols, old.lines, old.hash
-                    st.nonascii_lines = old.nonascii_lines
+                    st.nonascii_lines, st.sys_path = old.nonascii_lines, old.sys_path
                 elif facts is not None:
                     st.facts = facts  # no last graph: what an error-tolerant parser (JS/TS) still found
         return st
@@ -211,11 +213,23 @@ class WorkspaceIndexer(GraphSync, FullBuild, Incremental):
         given ``facts`` (a full build decodes every file once)."""
         table = facts if facts is not None else LazyFacts(lambda: self.state)
         return WorkspaceResolver(table, set(self.state), self.aliases, self.root_package, self.root,
-                                 value_flow=self.value_flow)
+                                 value_flow=self.value_flow, sys_paths=self.sys_paths(),
+                                 pythonpath=self.pythonpath())
+
+    def sys_paths(self, state: dict[str, FileState] | None = None) -> dict[str, tuple]:
+        """Path -> the directories that Python file adds to ``sys.path`` (``py_syspath``), for
+        the files of ``state`` (default: the current state) that add any."""
+        return {r: st.sys_path for r, st in (self.state if state is None else state).items() if st.sys_path}
+
+    def pythonpath(self) -> tuple[str, ...]:
+        """pytest's ``pythonpath`` directories, as the configuration file at the root says now."""
+        return pytest_pythonpath(self.root)
 
     def _module_table(self) -> tuple:
-        """What a ``Resolver`` is built on besides the facts: indexed paths, aliases, root package."""
-        return frozenset(self.state), tuple(sorted(self.aliases.items())), self.root_package
+        """What a ``Resolver`` is built on besides the facts: indexed paths, aliases, root
+        package, the directories files add to ``sys.path``, pytest's ``pythonpath``."""
+        return (frozenset(self.state), tuple(sorted(self.aliases.items())), self.root_package,
+                tuple(sorted(self.sys_paths().items())), self.pythonpath())
 
     # -- full / re-open -----------------------------------------------------------------------
     def needs_full_build(self) -> bool:
@@ -269,6 +283,7 @@ class WorkspaceIndexer(GraphSync, FullBuild, Incremental):
             self._cache_blobs = None
             self._touched, self._touched_all, self._meta_dirty = set(), False, False
             self._written_root_package = ""
+            self._written_pythonpath = ()
             self.imports_generation = next(_GENERATIONS)
             self.last_index_time = None
 
@@ -369,7 +384,7 @@ class WorkspaceIndexer(GraphSync, FullBuild, Incremental):
                 removed = set(old_state) - set(new_state)
                 added = set(new_state) - set(old_state)
                 changed = {r for r in new_state if r in old_state and new_state[r] is not old_state[r]}
-                if not (removed or added or changed):
+                if not (removed or added or changed) and self.pythonpath() == self._written_pythonpath:
                     rep.mode = "unchanged"
                     self._token = self._cache_token or None
                     if self._token is None:  # a graph from before generation markers: adopt it

@@ -60,13 +60,16 @@ class WorkspaceResolver:
     Python resolver's."""
 
     def __init__(self, facts: dict, files: set[str], aliases: dict[str, str] | None, root_package: str,
-                 root: Path | str, value_flow: bool = True):
+                 root: Path | str, value_flow: bool = True, sys_paths: dict[str, tuple] | None = None,
+                 pythonpath: tuple[str, ...] = ()):
         if hasattr(facts, "only"):  # decoded on use (indexer.LazyFacts): split without decoding
             py, js = facts.only(lambda r: not is_js(r)), facts.only(is_js)
         else:
             py = {r: f for r, f in facts.items() if not is_js(r)}
             js = {r: f for r, f in facts.items() if is_js(r)}
-        self.python = Resolver(py, files, aliases, root_package, value_flow=value_flow)
+        self.python = Resolver(py, files, aliases, root_package, value_flow=value_flow,
+                               sys_paths={} if sys_paths is None and hasattr(py, "only") else sys_paths,
+                               pythonpath=pythonpath)
         self.js = JsResolver(js, files, aliases, root)
 
     def set_facts(self, rel: str, facts) -> None:

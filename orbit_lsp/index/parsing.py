@@ -114,23 +114,24 @@ def parse_python(rel: str, data: bytes) -> tuple[pyx.PyFacts | None, str | None]
 
 
 def _parse_batch(items: list[tuple[str, bytes]], keep: bool = False) -> list[tuple]:
-    """Parse a batch of (rel, source) pairs: ``(rel, facts, blob, error, symbols)`` each, ``blob``
-    the pickled facts (what the indexer keeps), ``symbols`` how many symbols they hold, and
-    ``facts`` the objects only with ``keep`` (a worker's objects would only be pickled twice)."""
+    """Parse a batch of (rel, source) pairs: ``(rel, facts, blob, error, symbols, sys_path)``
+    each, ``blob`` the pickled facts (what the indexer keeps), ``symbols`` how many symbols they
+    hold, ``sys_path`` their ``sys_path`` and ``facts`` the objects only with ``keep`` (a
+    worker's objects would only be pickled twice)."""
     out = []
     with gc_paused():
         for rel, data in items:
             facts, err = parse_python(rel, data)
             if facts is None:
-                out.append((rel, None, None, err, 0))
+                out.append((rel, None, None, err, 0, ()))
                 continue
             blob = pickle_facts(facts)
-            n_symbols = len(facts.symbols)
+            n_symbols, sys_path = len(facts.symbols), facts.sys_path
             if not keep:
                 # freed now, while its objects are still in the CPU cache (not after the next
                 # file's parse evicted them): ~2% of the batch
                 facts = None
-            out.append((rel, facts, blob, err, n_symbols))
+            out.append((rel, facts, blob, err, n_symbols, sys_path))
     return out
 
 
@@ -158,7 +159,8 @@ def parse_many(items: list[tuple[str, bytes]], workers: int | None = None,
                progress: Callable[[int], None] | None = None, keep: bool = True) -> dict[str, tuple]:
     """Parse many Python files: this process parses too, and ``workers - 1`` worker processes
     help when there are enough files to pay for starting them. Returns ``{rel: (facts, blob,
-    error, symbols)}``: ``blob`` the pickled facts, ``symbols`` their number of symbols,
+    error, symbols, sys_path)}``: ``blob`` the pickled facts, ``symbols`` their number of
+    symbols, ``sys_path`` their directories added to ``sys.path``,
     ``facts`` the objects when parsed in this process and ``keep`` (else None: a large
     workspace's full build keeps only the compact blobs, see ``full_build.FullBuild._full_build``).
 
@@ -169,7 +171,7 @@ def parse_many(items: list[tuple[str, bytes]], workers: int | None = None,
     ``progress(n)`` is called with the number of files parsed so far, after each batch."""
     workers = workers or min(os.cpu_count() or 1, 8)
     if workers < 2 or len(items) < PARALLEL_MIN_FILES:
-        out = {rel: (f, b, e, n) for rel, f, b, e, n in _parse_batch(items, keep=keep)}
+        out = {it[0]: it[1:] for it in _parse_batch(items, keep=keep)}
         if progress is not None:
             progress(len(out))
         return out
@@ -182,8 +184,8 @@ def parse_many(items: list[tuple[str, bytes]], workers: int | None = None,
     futures: set = set()
 
     def take(fut) -> None:
-        for rel, f, b, e, n in fut.result():
-            out[rel] = (f, b, e, n)
+        for it in fut.result():
+            out[it[0]] = it[1:]
 
     pool = None
     try:
@@ -198,8 +200,8 @@ def parse_many(items: list[tuple[str, bytes]], workers: int | None = None,
             while pending and len(futures) < 4 * (workers - 1):
                 futures.add(pool.submit(_parse_batch, pending.popleft()))
             if pending:
-                for rel, f, b, e, n in _parse_batch(pending.pop(), keep=keep):
-                    out[rel] = (f, b, e, n)
+                for it in _parse_batch(pending.pop(), keep=keep):
+                    out[it[0]] = it[1:]
                 done = {f for f in futures if f.done()}
             else:
                 done, _ = cf.wait(futures, return_when=cf.FIRST_COMPLETED)
@@ -211,7 +213,7 @@ def parse_many(items: list[tuple[str, bytes]], workers: int | None = None,
     except (OSError, cf.process.BrokenProcessPool) as exc:
         log.warning("parallel parsing failed (%s); parsing in this process", exc)
         rest = [it for it in items if it[0] not in out]
-        out.update({rel: (f, b, e, n) for rel, f, b, e, n in _parse_batch(rest, keep=keep)})
+        out.update({it[0]: it[1:] for it in _parse_batch(rest, keep=keep)})
     finally:
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)

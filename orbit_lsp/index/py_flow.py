@@ -379,8 +379,8 @@ class ParameterFlow:
         return UNKNOWN if spread else None
 
     def _param(self, rel: str, si: int, ref: tuple):
-        """A parameter: what the workspace's call sites pass (``pval``), its default and its
-        annotation."""
+        """A parameter: what the workspace's call sites pass (``pval``), its default, its
+        annotation and, for a test or a fixture, the fixture of its name (``fixture_value``)."""
         _, fqual, name, ann, default = ref
         facts = self._facts(rel)
         sc = facts.scopes[si]
@@ -389,6 +389,9 @@ class ParameterFlow:
             vals.append(self.ev(rel, si, ann))
         if default != UNKNOWN:
             vals.append(self.ev(rel, sc.parent, default))
+        fixture = self.fixture_value(rel, si, name)
+        if fixture is not None:
+            vals.append(fixture)
         if not self.value_flow:
             return self.combine(vals) if vals else None
         self._deps.add((PVAL, rel, fqual, name))

@@ -1,6 +1,31 @@
 """Modules for the Python resolver: which workspace file an import names (source roots,
-packages, symlinked directories, ``src/`` layouts), what a module binds at its top level (star
-imports included), and the IMPORTS and USES_PACKAGE edges of a file."""
+packages, symlinked directories, ``src/`` layouts, ``sys.path`` additions), what a module binds
+at its top level (star imports included), and the IMPORTS and USES_PACKAGE edges of a file.
+
+Roots an absolute import is looked up under, in order (``roots_for``): the workspace root, a
+``src/`` directory that is not a package, the importer's package root (the first directory up
+from it that is not a package: where ``python script.py`` and pytest put it), and pytest's
+``pythonpath`` directories. An import none of them resolves (not even its top-level name) is
+then looked up under the directories code adds to ``sys.path`` (``_extra_roots``, from
+``py_syspath``), which apply:
+
+- to the file that adds them (a script's ``sys.path.insert(0, …)`` before its imports);
+- when added by a ``conftest.py`` or a package's ``__init__.py``, to every file in its directory
+  and below: pytest imports a directory's conftest (and its fixtures run) before the tests under
+  it, a package's ``__init__`` runs before its modules;
+- pytest's ``prepend`` import mode also puts each ``conftest.py``'s base directory (its first
+  ancestor that is not a package) on ``sys.path``: it applies to the files under the conftest.
+
+``sys.path`` is process-global, so this is an approximation that is right in the common cases
+(flask's ``monkeypatch.syspath_prepend`` in a conftest fixture, scripts and conftests that put a
+sibling directory on the path). It is wrong where a module adds a directory that modules it
+does not contain then import (they run in the same process after it), where a fixture that
+adds a directory is used only by some of the tests below its conftest (all of them are bound),
+and where a directory put *first* on ``sys.path`` shadows a module the normal roots find (the
+normal roots win here). Under these directories only a real module (``name.py`` or a package
+with ``__init__.py``) is taken for an import's top-level name: a bare directory of that name
+would be a namespace portion that any other ``name`` on ``sys.path`` (the standard library's
+``typing`` for a ``tests/typing/`` folder) takes precedence over."""
 
 from __future__ import annotations
 
@@ -57,7 +82,37 @@ class ModuleLookup:
         pr = self._package_root(rel)
         if pr not in roots:
             roots.append(pr)
+        for d in self.pythonpath:
+            if d not in roots:
+                roots.append(d)
         return roots
+
+    def _extra_roots(self, rel: str) -> tuple[str, ...]:
+        """Directories ``sys.path`` additions put on the path of file ``rel`` (see the module
+        docstring), nearest first: its own additions, then those of the ``conftest.py`` and
+        ``__init__.py`` files of its directory and of each directory up to the root."""
+        got = self._extra_roots_of.get(rel)
+        if got is not None:
+            return got
+        scoped = self._scoped_paths
+        if scoped is None:
+            scoped = self._scoped_paths = {}
+            for f, dirs in sorted(self.sys_paths.items()):
+                name = f.rsplit("/", 1)[-1]
+                if name in ("conftest.py", "__init__.py"):
+                    scoped.setdefault(f.rsplit("/", 1)[0] if "/" in f else "", []).extend(dirs)
+            for f in self.files:
+                if f == "conftest.py" or f.endswith("/conftest.py"):
+                    scoped.setdefault(f.rsplit("/", 1)[0] if "/" in f else "", []).append(self._package_root(f))
+        out = list(self.sys_paths.get(rel, ()))
+        d = rel.rsplit("/", 1)[0] if "/" in rel else ""
+        while True:
+            out.extend(scoped.get(d, ()))
+            if not d:
+                break
+            d = d.rsplit("/", 1)[0] if "/" in d else ""
+        got = self._extra_roots_of[rel] = tuple(dict.fromkeys(out))
+        return got
 
     def find_module(self, spec: tuple, importer: str):
         """Resolve a module spec: ('mod', key) | ('ext', dotted) | ('missing', text)."""
@@ -78,7 +133,8 @@ class ModuleLookup:
             m = self._module_at(inner)
             return m if m else ("missing", dotted)
         top_seen = False
-        for root in self.roots_for(importer):
+        roots = self.roots_for(importer)
+        for root in roots:
             path = f"{root}/{sub}" if root else sub
             m = self._module_at(path)
             if m:
@@ -86,9 +142,25 @@ class ModuleLookup:
             top_path = f"{root}/{top}" if root else top
             if self._module_at(top_path):
                 top_seen = True
+        if not top_seen:
+            # only on the path ``sys.path`` additions make (see the module docstring)
+            for root in self._extra_roots(importer):
+                if root in roots:
+                    continue
+                # a directory without ``__init__.py`` there is at most a namespace portion: a
+                # module or package of that name anywhere later on ``sys.path`` (``typing`` for a
+                # ``tests/typing/`` folder) wins over it, so only a real module counts
+                top_mod = self._module_at(f"{root}/{top}" if root else top)
+                if top_mod is None or self.module_file(top_mod) is None:
+                    continue
+                m = self._module_at(f"{root}/{sub}" if root else sub)
+                if m:
+                    return m
+                top_seen = True
         if top_seen:
             return ("missing", dotted)
         return ("ext", dotted)
+
 
     @staticmethod
     def module_file(mod) -> str | None:

@@ -3,7 +3,8 @@
 A value is a tuple whose first item is its kind: ``("sym", file, qual, kind)`` a workspace
 symbol, ``("inst", file, class qual)`` an instance, ``("mod", path)`` a module, ``("ext", name)``
 something outside the workspace, ``("union", members, unknown)`` one of several, containers
-(``seq``, ``dict``, ``bag``, ``tup``), ``BOTTOM`` (no value yet) and ``TOO_MANY`` (a parameter
+(``seq``, ``dict``, ``bag``, ``tup``), ``("partial", value)`` (``functools.partial``),
+``("wref", value)`` a weak reference (calling it gives ``value``), ``BOTTOM`` (no value yet) and ``TOO_MANY`` (a parameter
 past ``MAX_PARAM_VALUES``). None is unknown. Entities are ``(file, unit)`` pairs and the
 constants below; a memoised value is forgotten when an entity it consulted changes.
 """
@@ -24,11 +25,13 @@ HAS_FACTS = "<facts>"  # entity of whether a file has facts at all
 
 STORES = "#stores"  # entity of every container store in a file (``c[k] = v``, ``c.append(v)``)
 
+FIXTURES = "#fixtures"  # entity of the pytest fixtures a file defines (their names and functions)
+
 ALL_CLASSES = ("*", "#classes")  # entity: the subclass relation of the whole workspace
 
 PVAL = "~param"  # entities ``(PVAL, file, qual, parameter)``: the value of one parameter of a function
 
-MAX_PARAM_VALUES = 8  # a parameter receiving more workspace values than this is taken as unknown
+MAX_PARAM_VALUES = 16  # a parameter receiving more workspace values than this is taken as unknown
 
 MAX_PARAM_CHANGES = 2 * MAX_PARAM_VALUES + 4  # changes of one function's parameter values per run
 #   before it is widened (``Resolver._widen``)
@@ -44,7 +47,7 @@ TOO_MANY = ("too-many",)  # a parameter value past MAX_PARAM_VALUES: unknown for
 
 EXT_ANY = ("ext", "<external>")  # a value derived from an external one: all alike for binding
 
-_MAX_NESTING = 4  # containers of containers (``bag``, ``tup``, ``partial``) deeper than this are unknown
+_MAX_NESTING = 4  # containers of containers (``bag``, ``tup``, ``partial``, ``wref``) deeper than this are unknown
 
 def _ext(name: str, suffix: str) -> tuple:
     """The external value ``name`` + ``suffix`` (``json.loads`` + ``()``). An attribute of what
@@ -97,9 +100,9 @@ def _canonical(v):
     return v
 
 def _depth(v, limit: int) -> int:
-    if limit < 0 or v is None or v[0] not in ("bag", "tup", "partial", "union"):
+    if limit < 0 or v is None or v[0] not in ("bag", "tup", "partial", "wref", "union"):
         return 0
-    members = (v[1],) if v[0] == "partial" else v[1]
+    members = (v[1],) if v[0] in ("partial", "wref") else v[1]
     return 1 + max((_depth(m, limit - 1) for m in members), default=0)
 
 def _nested(v):

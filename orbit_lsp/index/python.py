@@ -19,7 +19,9 @@ conditional expression); ``("def", qual)`` a function, lambda or class defined i
 ``("ix", ref, i)`` the ``i``-th item of unpacking ``ref``; ``("anv", value, ann)`` an annotated
 assignment (the annotation wins where the value is unknown or external); ``("imod", spec)`` a
 module bound by ``import``; ``("ifrom", spec, name)`` a name bound by ``from … import``;
-``("ann", ref)`` an instance of an annotated type; ``("?",)`` unknown. A module ``spec`` is ``(base_dir, dotted)``: ``base_dir`` is
+``("ann", ref)`` an instance of an annotated type; ``("lc", call, literal)`` a library container
+made empty (``OrderedDict()``: ``literal`` if the call's function is the library's class, else
+``call``); ``("?",)`` unknown. A module ``spec`` is ``(base_dir, dotted)``: ``base_dir`` is
 ``None`` for absolute imports, else the workspace-relative directory a relative import starts from.
 """
 
@@ -31,6 +33,13 @@ import dataclasses
 import operator
 import re
 from dataclasses import dataclass, field
+
+from orbit_lsp.index.py_syspath import OTHER_PATH_CALLS as _OTHER_PATH_CALLS
+from orbit_lsp.index.py_syspath import SYS_PATH_METHODS as _SYS_PATH_METHODS
+from orbit_lsp.index.py_syspath import added_by_assign as sys_path_added_by_assign
+from orbit_lsp.index.py_syspath import added_by_augassign as sys_path_added_by_augassign
+from orbit_lsp.index.py_syspath import added_by_call as sys_path_added_by_call
+from orbit_lsp.index.py_syspath import sys_path_dirs
 
 UNKNOWN = ("?",)
 _LITERALS = {ast.List: "list", ast.ListComp: "list", ast.Tuple: "tuple", ast.Set: "set",
@@ -113,6 +122,7 @@ class Scope:
     stores: list = field(default_factory=list)  # (container ref, key or None, value ref, many):
     #   ``c[k] = v``, ``c.append(v)``, ``c.update(d)`` (``many``: ``v`` holds several items)
     decos: tuple = ()  # last identifiers of the decorators of a function or class
+    fixture: str | None = None  # a pytest fixture: the name tests request it by (``name=``, else the function's)
 
     def bind(self, name: str, ref: tuple) -> None:
         self.names.setdefault(name, []).append(ref)
@@ -120,7 +130,7 @@ class Scope:
     def interface(self) -> tuple:
         return (self.qual, self.kind, self.parent, tuple(sorted((k, tuple(v)) for k, v in self.names.items())),
                 tuple(self.returns), self.self_name, self.self_kind, self.class_qual, tuple(sorted(self.globals)),
-                self.params, tuple(self.yields), tuple(self.stores), self.decos)
+                self.params, tuple(self.yields), tuple(self.stores), self.decos, self.fixture)
 
 
 @compact_pickle
@@ -164,6 +174,9 @@ class PyFacts:
     imports: list[ImportSite]
     stars: list[tuple]
     scope_of: dict[str, int]  # qual of a function/class -> its body scope index
+    sys_path: tuple = ()  # workspace-relative directories the file adds to ``sys.path``
+    #   (``py_syspath.sys_path_dirs``; ``""`` the root). Not in ``interface``: they change
+    #   other files' module lookup, which the indexer's module table follows
 
     def interface(self) -> tuple:
         """What other files can observe when resolving against this one (everything except call
@@ -313,6 +326,7 @@ class _Extractor:
         self.literal_ids: dict[int, tuple[str, int]] = {}  # id of a container literal node -> identity
         self.literal_counts: dict[int, int] = {}  # scope index -> container literals met in it
         self.declared_global: dict[int, set[str]] = {}  # scope index -> names it declares global
+        self.sys_path_exprs: list[ast.AST] = []  # directory expressions added to ``sys.path``
 
     # -- helpers --------------------------------------------------------------------------
     def _enter(self, idx: int) -> None:
@@ -351,6 +365,21 @@ class _Extractor:
             return None
         return "/".join(parts[: len(parts) - up]) if up else "/".join(parts)
 
+    def _plain_call_ref(self, func: ast.AST, args: list) -> tuple:
+        """``("c", func, arg0)`` for a call of ``func`` with positional ``args``."""
+        if args:
+            arg0 = args[0]
+            acls = arg0.__class__
+            arg0 = ("n", arg0.id) if acls is _Name else UNKNOWN if acls is _Starred else self.ref(arg0)
+        else:
+            arg0 = UNKNOWN
+        fcls = func.__class__
+        if fcls is _Name:
+            return ("c", ("n", func.id), arg0)
+        if fcls is _Attribute and func.value.__class__ is _Name:
+            return ("c", ("a", ("n", func.value.id), func.attr), arg0)
+        return ("c", self.ref(func), arg0)
+
     def _literal_id(self, node: ast.AST) -> tuple[str, int]:
         """A container literal's identity: ``(qual of the scope it is written in, its ordinal
         among that scope's literals)``. Unlike its position, it stays when lines are added or
@@ -384,18 +413,16 @@ class _Extractor:
                 kind = func.id
                 return ("d", (), self._literal_id(node)) if kind == "dict" else \
                     ("l", (), kind, self._literal_id(node))
-            if args:
-                arg0 = args[0]
-                acls = arg0.__class__
-                arg0 = ("n", arg0.id) if acls is _Name else UNKNOWN if acls is _Starred else self.ref(arg0)
-            else:
-                arg0 = UNKNOWN
-            fcls = func.__class__
-            if fcls is _Name:
-                return ("c", ("n", func.id), arg0)
-            if fcls is _Attribute and func.value.__class__ is _Name:
-                return ("c", ("a", ("n", func.value.id), func.attr), arg0)
-            return ("c", self.ref(func), arg0)
+            lib = _LIBRARY_CONTAINERS.get(func.id if func.__class__ is _Name else
+                                          func.attr if func.__class__ is _Attribute else None)
+            if lib is not None and len(args) <= lib[1] and not node.keywords \
+                    and not any(a.__class__ is _Starred for a in args):
+                # ``OrderedDict()``, ``defaultdict(list)``, ``deque()``: an empty container if the
+                # name is the library's class (decided by the resolver), else a call
+                lid = self._literal_id(node)
+                literal = ("d", (), lid) if lib[0] == "dict" else ("l", (), "list", lid)
+                return ("lc", self._plain_call_ref(func, args), literal)
+            return self._plain_call_ref(func, args)
         if cls is _Constant:
             value = node.value
             if value is not None and value.__class__ is not bool:
@@ -538,6 +565,9 @@ class _Extractor:
                 self._bind(name, _named(value, name))
                 continue
             self._module_variable(t, node)
+            if ((t.__class__ is _Subscript and t.value.__class__ is _Attribute)
+                    or (t.__class__ is _Attribute and t.attr == "path")):  # ``sys.path[:0] = [...]``
+                self.sys_path_exprs += sys_path_added_by_assign([t], value_node)
             if (isinstance(t, (ast.Tuple, ast.List)) and isinstance(node.value, (ast.Tuple, ast.List))
                     and len(t.elts) == len(node.value.elts)
                     and not any(isinstance(e, ast.Starred) for e in t.elts + node.value.elts)):
@@ -562,6 +592,8 @@ class _Extractor:
 
     def visit_AugAssign(self, node: ast.AugAssign) -> None:
         self.visit(node.value)
+        if node.target.__class__ is _Attribute and node.target.attr == "path":  # ``sys.path += [...]``
+            self.sys_path_exprs += sys_path_added_by_augassign(node.target, node.value)
         if isinstance(node.target, ast.Name):
             self._bind(node.target.id, UNKNOWN)
         else:
@@ -770,6 +802,8 @@ class _Extractor:
         decos = tuple(self._call_name(d.func if isinstance(d, ast.Call) else d) for d in decorated) \
             if decorated else ()
         sc.decos = decos
+        if "fixture" in decos or "yield_fixture" in decos:
+            sc.fixture = _fixture_name(decorated) or node.name
         params = args.posonlyargs + args.args if args.posonlyargs else args.args
         if kind == "method" and "staticmethod" not in decos and params:
             sc.self_name = params[0].arg
@@ -967,8 +1001,13 @@ class _Extractor:
             site.args = tuple(refs)
         if keywords:
             site.kwargs = tuple([(k.arg, self._arg_ref(k.value)) for k in keywords])
-        if args and fcls is _Attribute and not starred and func.attr in _STORE_METHODS:
-            self._method_store(func, node)
+        if args and fcls is _Attribute and not starred:
+            if name in _STORE_METHODS:
+                self._method_store(func, node)
+                if name in _SYS_PATH_METHODS:
+                    self.sys_path_exprs += sys_path_added_by_call(func, node)
+            elif name in _OTHER_PATH_CALLS:
+                self.sys_path_exprs += sys_path_added_by_call(func, node)
 
     def _method_store(self, func: ast.Attribute, node: ast.Call) -> None:
         """``c.append(v)``, ``c.add(v)``, ``c.insert(i, v)``, ``c.extend(vs)``, ``c.update(d)``,
@@ -1010,6 +1049,13 @@ _fill_dispatch()
 
 
 _EMPTY_CONTAINERS = frozenset({"dict", "list", "set"})
+# library containers made empty (name -> (kind, positional arguments allowed)): the resolver
+# checks that the name is the library's class (``LIBRARY_CONTAINER_CLASSES``)
+_LIBRARY_CONTAINERS = {"OrderedDict": ("dict", 0), "defaultdict": ("dict", 1), "deque": ("list", 0),
+                       "WeakValueDictionary": ("dict", 0), "WeakKeyDictionary": ("dict", 0)}
+LIBRARY_CONTAINER_CLASSES = frozenset({"collections.OrderedDict", "collections.defaultdict", "collections.deque",
+                                       "typing.OrderedDict", "typing.DefaultDict", "typing.Deque",
+                                       "weakref.WeakValueDictionary", "weakref.WeakKeyDictionary"})
 _CONSTANT_REFS = {t: ("lit", t.__name__) for t in (str, int, float, bytes, complex, bool)}
 _CONSTANT_REFS[type(None)] = ("lit", "NoneType")
 _STORE_METHODS = frozenset({"append", "add", "appendleft", "insert", "extend", "update", "setdefault"})
@@ -1027,7 +1073,22 @@ def _named(value: tuple, name: str) -> tuple:
         return value + (name,)
     if value[0] == "l" and len(value) == 4:
         return value + (name,)
+    if value[0] == "lc":
+        return ("lc", value[1], _named(value[2], name))
+    if value[0] == "anv":  # ``self.order: list[JSONTag] = []``
+        return ("anv", _named(value[1], name), value[2])
     return value
+
+
+def _fixture_name(decorators: list) -> str | None:
+    """The ``name=`` a ``@pytest.fixture(name="app")`` decorator gives its fixture, or None."""
+    for d in decorators:
+        if isinstance(d, ast.Call) and (getattr(d.func, "attr", None) or getattr(d.func, "id", None)) in (
+                "fixture", "yield_fixture"):
+            for kw in d.keywords:
+                if kw.arg == "name" and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
+                    return kw.value.value
+    return None
 
 
 def _const_key(node: ast.AST):
@@ -1052,5 +1113,7 @@ def extract(rel: str, source: bytes, text: str | None = None) -> PyFacts:
     ex.seen_quals.add("")
     for stmt in tree.body:
         ex.visit(stmt)
+    # every directory followed is computed from ``__file__`` (``py_syspath``): without it, none
+    sys_path = sys_path_dirs(rel, tree, ex.sys_path_exprs) if ex.sys_path_exprs and b"__file__" in source else ()
     return PyFacts(rel=rel, lines=n_lines, symbols=ex.symbols, scopes=ex.scopes, classes=ex.classes,
-                   imports=ex.imports, stars=ex.stars, scope_of=ex.scope_of)
+                   imports=ex.imports, stars=ex.stars, scope_of=ex.scope_of, sys_path=sys_path)

@@ -33,6 +33,7 @@ from functools import lru_cache
 
 from orbit_lsp.index.py_classes import ClassModel
 from orbit_lsp.index.py_containers import Containers
+from orbit_lsp.index.py_fixtures import PytestFixtures
 from orbit_lsp.index.py_flow import ParameterFlow
 from orbit_lsp.index.py_modules import ModuleLookup, canonical_path  # noqa: F401 (re-exported: js_modules)
 from orbit_lsp.index.py_values import (
@@ -40,6 +41,7 @@ from orbit_lsp.index.py_values import (
     _MAX_DEPTH,
     BOTTOM,
     EXT_ANY,
+    FIXTURES,
     HAS_FACTS,
     STARS,
     STORES,
@@ -47,9 +49,10 @@ from orbit_lsp.index.py_values import (
     _nested,
     _unit,
 )
-from orbit_lsp.index.python import UNKNOWN, PyFacts, compact_pickle
+from orbit_lsp.index.python import LIBRARY_CONTAINER_CLASSES, UNKNOWN, PyFacts, compact_pickle
 
 _JS_EXTS = (".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts")
+_WEAK_REFERENCES = frozenset({"weakref.ref", "weakref.WeakMethod", "weakref.proxy"})
 _BUILTINS = frozenset(dir(builtins)) | {"__name__", "__file__", "__doc__", "__spec__", "__path__",
                                          "__package__", "__loader__", "__builtins__", "__debug__",
                                          "__annotations__", "__dict__", "__module__", "__qualname__"}
@@ -132,7 +135,8 @@ def interface_units(facts: PyFacts | None) -> dict[str, tuple[list, tuple]]:
         return i if i <= 0 else (unit_of[i], i - where[unit_of[i]][0])
 
     out: dict[str, list] = {HAS_FACTS: [True], STARS: [tuple(facts.stars)],
-                            STORES: [tuple((norm(si), tuple(sc.stores)) for si, sc in enumerate(scopes) if sc.stores)]}
+                            STORES: [tuple((norm(si), tuple(sc.stores)) for si, sc in enumerate(scopes) if sc.stores)],
+                            FIXTURES: [tuple((sc.fixture, sc.qual) for sc in scopes if sc.fixture)]}
     top = scopes[0]
     for name, refs in top.names.items():
         out.setdefault(name, []).append(("bind", name in top.globals, tuple(refs)))
@@ -144,7 +148,7 @@ def interface_units(facts: PyFacts | None) -> dict[str, tuple[list, tuple]]:
         out.setdefault(unit_of[si], []).append(
             ("scope", norm(si), sc.qual, sc.kind, norm(sc.parent), sc.self_name, sc.self_kind, sc.class_qual,
              tuple(sorted((k, tuple(v)) for k, v in sc.names.items())), tuple(sorted(sc.globals)),
-             tuple(sc.returns), sc.params, tuple(sc.yields), sc.decos))
+             tuple(sc.returns), sc.params, tuple(sc.yields), sc.decos, sc.fixture))
     for q, c in facts.classes.items():
         attrs = tuple(sorted((k, tuple((norm(msi), r) for msi, r in v)) for k, v in c.attrs.items()))
         out.setdefault(_unit(q), []).append(("class", q, tuple(c.bases), norm(c.outer), norm(c.body), attrs))
@@ -280,19 +284,29 @@ _FACTS_SEEN_MAX = 2048  # files whose facts ``Resolver._facts`` keeps at once
 _CONSTANT_REFS = frozenset(("lit", "d", "l", "prop"))  # refs whose value is the ref itself (``ev``)
 
 
-class Resolver(ParameterFlow, ClassModel, Containers, ModuleLookup):
+class Resolver(ParameterFlow, PytestFixtures, ClassModel, Containers, ModuleLookup):
     """Binds names across the files of one workspace.
 
     ``facts``: path -> PyFacts for every Python file that parsed; ``files``: every indexed path
-    (any language); ``aliases``: in-workspace symlinked directory -> its target directory.
+    (any language); ``aliases``: in-workspace symlinked directory -> its target directory;
+    ``sys_paths``: path -> the directories that file adds to ``sys.path`` (``PyFacts.sys_path``;
+    None: read from ``facts``, which must then be a plain dict); ``pythonpath``: pytest's
+    ``pythonpath`` directories (roots for every file). See ``py_modules.ModuleLookup``.
     """
 
     def __init__(self, facts: dict[str, PyFacts], files: set[str], aliases: dict[str, str] | None = None,
-                 root_package: str = "", value_flow: bool = True):
+                 root_package: str = "", value_flow: bool = True, sys_paths: dict[str, tuple] | None = None,
+                 pythonpath: tuple[str, ...] = ()):
         self.facts = facts
         self.files = files
         self.aliases = dict(aliases or {})
         self.root_package = root_package
+        if sys_paths is None:
+            sys_paths = {r: f.sys_path for r, f in facts.items() if getattr(f, "sys_path", ())}
+        self.sys_paths = sys_paths
+        self.pythonpath = tuple(pythonpath)
+        self._scoped_paths: dict[str, list[str]] | None = None  # see ``ModuleLookup._extra_roots``
+        self._extra_roots_of: dict[str, tuple[str, ...]] = {}
         self.value_flow = value_flow  # False: parameters hold only their defaults and annotations
         # processes a round of ``resolve_fixpoint`` may use (``py_parallel.resolve_files``; a full
         # build sets it): 1 resolves in this process only
@@ -340,6 +354,7 @@ class Resolver(ParameterFlow, ClassModel, Containers, ModuleLookup):
         self._pending: set[tuple] = set()  # functions whose parameter values must be recomputed
         self.pval_changed: set[tuple] = set()  # functions whose parameter values changed (caller clears)
         self._stores: dict[str, list] = {}  # file -> [(scope, store)] of its container stores
+        self._fixtures: dict[str, dict] = {}  # file -> {fixture name: [function scope index]}
         self._facts_seen: dict = {}  # file -> its facts as last read (``_facts``)
         self._subclasses: dict[tuple, list] | None = None  # class -> its direct workspace subclasses
         self._inherits: dict[str, tuple] = {}  # file -> (its (class, base) pairs, entities consulted)
@@ -356,6 +371,7 @@ class Resolver(ParameterFlow, ClassModel, Containers, ModuleLookup):
         self._kinds.pop(rel, None)
         self._units.pop(rel, None)
         self._stores.pop(rel, None)
+        self._fixtures.pop(rel, None)
         self._facts_seen.pop(rel, None)
         self._inherits_stale.add(rel)
 
@@ -603,7 +619,18 @@ class Resolver(ParameterFlow, ClassModel, Containers, ModuleLookup):
             return BOTTOM if base == BOTTOM else self.attr_of(base, ref[2])
         if t == "c":
             f = self.ev(rel, si, ref[1])
-            return BOTTOM if f == BOTTOM else self.call_result(f, rel, si, ref[2])
+            if f == BOTTOM:
+                return BOTTOM
+            if ref[2] != UNKNOWN and f is not None and f[0] == "sym" and f[3] in ("function", "method"):
+                got = self._passed_through(f, rel, si, ref)
+                if got is not None:
+                    return got
+            return self.call_result(f, rel, si, ref[2])
+        if t == "lc":  # ``OrderedDict()``: an empty container if it is the library's class
+            f = self.ev(rel, si, ref[1][1])
+            if f is not None and f[0] == "ext" and f[1] in LIBRARY_CONTAINER_CLASSES:
+                return self.ev(rel, si, ref[2])
+            return BOTTOM if f == BOTTOM else self.call_result(f, rel, si, ref[1][2])
         if t == "s":
             base = self.ev(rel, si, ref[1])
             k = ref[2]
@@ -765,6 +792,44 @@ class Resolver(ParameterFlow, ClassModel, Containers, ModuleLookup):
             idx = sc.parent
         return None
 
+    def _passed_through(self, f, rel: str, si: int, ref: tuple):
+        """What call ``ref`` (``("c", func, arg0)``) of function ``f`` returns when ``f`` returns
+        the parameter that ``arg0`` is passed to (``def ensure_sync(self, func): … return
+        func``): at this call, that return is ``arg0`` itself, not everything any call site
+        passes (what the parameter holds). Other returns of ``f`` are evaluated as usual. None
+        when ``f`` does not return its first argument unchanged, or when it is not known
+        whether the call passes the instance first (``Class.method(obj, x)``)."""
+        facts = self._facts(f[1])
+        fsi = facts.scope_of.get(f[2]) if facts is not None else None
+        if fsi is None:
+            return None
+        sc = facts.scopes[fsi]
+        if sc.yields or not sc.returns:
+            return None
+        pos = [n for n, k in sc.params if k == "pos"]
+        if sc.self_name is not None and pos and pos[0] == sc.self_name:
+            if ref[1][0] != "a":
+                return None
+            if sc.self_kind == "instance":
+                base = self.ev(rel, si, ref[1][1])
+                members = base[1] if base is not None and base[0] == "union" else (base,)
+                if not members or any(m is None or m[0] not in ("inst", "super") for m in members):
+                    return None  # ``Class.method(obj, x)``: ``arg0`` is the instance
+            pos = pos[1:]
+        if not pos:
+            return None
+        name = pos[0]
+        own = sc.names.get(name)
+        if own is None or len(own) != 1 or own[0][0] != "p":
+            return None  # the parameter is rebound in the body
+        self._deps.add((f[1], _unit(f[2])))
+        passed = [r for r in sc.returns if r == ("n", name)]
+        if not passed:
+            return None
+        vals = [self.ev(rel, si, ref[2])]
+        vals += [self.ev(f[1], fsi, r) for r in sc.returns if r != ("n", name)]
+        return self.combine(vals)
+
     def call_result(self, f, rel: str, si: int, arg0: tuple):
         if f is None:
             return None
@@ -815,6 +880,14 @@ class Resolver(ParameterFlow, ClassModel, Containers, ModuleLookup):
         if t == "ext" and f[1] == "functools.partial":
             inner = self.ev(rel, si, arg0)
             return _nested(("partial", inner)) if inner is not None else None
+        if t == "ext" and f[1] in _WEAK_REFERENCES and arg0 != UNKNOWN:
+            # ``weakref.ref(app)()`` is ``app`` (or None); ``weakref.proxy(app)`` acts as ``app``
+            inner = self.ev(rel, si, arg0)
+            if inner is None or f[1] == "weakref.proxy":
+                return inner
+            return _nested(("wref", inner))
+        if t == "wref":
+            return f[1]
         if t in ("ext", "builtin"):
             return _ext(f[1], "()")  # what external code returns is external
         if t == "union":
@@ -841,6 +914,8 @@ class Resolver(ParameterFlow, ClassModel, Containers, ModuleLookup):
             return [], True
         if t == "partial":
             return self.call_targets(v[1], "partial")
+        if t == "wref":
+            return [], False  # dereferencing a weak reference runs no workspace code
         if t == "propv":
             return [(v[1], v[2], how)], False
         if t == "inst":

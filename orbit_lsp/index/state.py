@@ -17,7 +17,7 @@ from orbit_lsp.index.parsing import gc_paused, pickle_facts
 from orbit_lsp.index.resolve import FileEdges
 from orbit_lsp.lru import LRU
 
-CACHE_VERSION = 17  # 17: parameter-value entities name the parameter (PVAL, file, qual, name); 16: Python attribute reads are sites (property getters); 15: a Python container literal is identified by its scope and ordinal, not its line; 14: calls on what library code returns are counted as unbound (Python); 13: Python attributes set only in subclasses are read in the base (edges change); 12: TS grammar gaps mended (js_parse), FileEdges.type_only; 11: JS/TS facts carry types (js_types: results, fields, supers, type scopes); 10: value flow (parameters, containers, lambdas as symbols, FileEdges.flows); 6: JS/TS files have facts; 7: facts kept pickled (FileState.facts_blob); 8: lambda and comprehension scopes; 9: FileState.nonascii_lines, `from pkg import name` unbound in pkg is unresolved
+CACHE_VERSION = 20  # 20: Python facts and FileState carry the directories a file adds to sys.path; 19: Python scopes know the pytest fixture they define (Scope.fixture); 18: library containers made empty (`OrderedDict()`, `defaultdict(list)`) are container values (ref "lc"); 17: parameter-value entities name the parameter (PVAL, file, qual, name); 16: Python attribute reads are sites (property getters); 15: a Python container literal is identified by its scope and ordinal, not its line; 14: calls on what library code returns are counted as unbound (Python); 13: Python attributes set only in subclasses are read in the base (edges change); 12: TS grammar gaps mended (js_parse), FileEdges.type_only; 11: JS/TS facts carry types (js_types: results, fields, supers, type scopes); 10: value flow (parameters, containers, lambdas as symbols, FileEdges.flows); 6: JS/TS files have facts; 7: facts kept pickled (FileState.facts_blob); 8: lambda and comprehension scopes; 9: FileState.nonascii_lines, `from pkg import name` unbound in pkg is unresolved
 
 FACTS = LRU(256)  # pickled facts -> the decoded objects, most recently used (bytes cache their hash)
 
@@ -54,6 +54,8 @@ class FileState:
     #   the LSP character in every position encoding. None: not known.
     pvals: dict | None = None  # qual of a function of this file -> (values of its parameters or
     #   None, entities consulted): what the workspace's call sites pass it (``resolve.Resolver.pval``)
+    sys_path: tuple = ()  # directories its facts add to ``sys.path`` (``PyFacts.sys_path``): kept
+    #   here so the module table (``indexer._module_table``) is read without decoding facts
 
     @property
     def facts(self) -> pyx.PyFacts | None:
@@ -62,18 +64,21 @@ class FileState:
     @facts.setter
     def facts(self, value: pyx.PyFacts | None) -> None:
         if value is None:
-            self.facts_blob, self.symbols = None, 0
+            self.facts_blob, self.symbols, self.sys_path = None, 0, ()
         else:
             self.set_facts_blob(pickle_facts(value), value)
 
-    def set_facts_blob(self, blob: bytes, facts: pyx.PyFacts | None = None, symbols: int | None = None) -> None:
+    def set_facts_blob(self, blob: bytes, facts: pyx.PyFacts | None = None, symbols: int | None = None,
+                       sys_path: tuple = ()) -> None:
         """Facts by their pickle (``facts``: the same, decoded, when at hand; ``symbols``: their
-        number of symbols, when known: the pickle is then not decoded)."""
+        number of symbols, when known, and ``sys_path`` their ``sys_path``: the pickle is then
+        not decoded)."""
         if facts is not None:
             FACTS.put(blob, facts)
         elif symbols is None:
             facts = load_facts(blob)
         self.facts_blob, self.symbols = blob, (len(facts.symbols) if facts is not None else symbols)
+        self.sys_path = getattr(facts, "sys_path", ()) if facts is not None else sys_path
 
 
 class LazyFacts:

@@ -10,6 +10,7 @@ and the check that the graph still agrees with it).
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import sqlite3
 from pathlib import Path
@@ -21,6 +22,16 @@ from orbit_lsp.index.report import GENERATIONS, IndexReport
 from orbit_lsp.index.state import FileState, StateCache
 
 log = logging.getLogger("orbit_lsp.index")
+
+
+def _read_dirs(text: str | None) -> tuple[str, ...]:
+    """The directories of a cache meta value written by ``json.dumps`` (a list of strings);
+    () for none or a value that is not one."""
+    try:
+        got = json.loads(text) if text else []
+    except ValueError:
+        return ()
+    return tuple(d for d in got if isinstance(d, str)) if isinstance(got, list) else ()
 
 
 class GraphSync:
@@ -147,6 +158,7 @@ class GraphSync:
         self._cache_token = meta.get("graph_token")
         if meta:
             self._written_root_package = meta.get("root_package", "")
+            self._written_pythonpath = _read_dirs(meta.get("pythonpath"))
         return states
 
     _pickle_states = staticmethod(StateCache.pickle_states)
@@ -157,6 +169,7 @@ class GraphSync:
         already pickled (by a full build, while its writes were in flight)."""
         with self.lock:
             self._cache.save(self.state, {"root_package": self._written_root_package,
+                                          "pythonpath": json.dumps(list(self._written_pythonpath)),
                                           "graph_token": self._token or ""}, rels, blobs)
             self._meta_dirty = False
 

@@ -34,6 +34,7 @@ from watchdog.events import FileSystemEvent, FileSystemEventHandler
 from watchdog.observers import Observer
 
 from orbit_lsp.index.js_modules import is_js_config
+from orbit_lsp.index.py_syspath import PYTEST_CONFIGS
 from orbit_lsp.index.walk import EXCLUDED_DIRS, LANGS
 
 if TYPE_CHECKING:
@@ -56,8 +57,8 @@ def classify(ix: "WorkspaceIndexer", rel: str, path: Path, is_dir: bool) -> str 
         return None
     if is_dir:
         return "dir" if ix.filter.accepts(path / PROBE) else None
-    if path.name == ".gitignore" or is_js_config(path.name):
-        return "rescan"  # what is walked, or how JS/TS imports resolve, may have changed
+    if path.name == ".gitignore" or is_js_config(path.name) or ("/" not in rel and path.name in PYTEST_CONFIGS):
+        return "rescan"  # what is walked, or how JS/TS or Python (pytest ``pythonpath``) imports resolve, may have changed
     if rel in ix.state:
         return "file"
     if os.path.splitext(path.name)[1].lower() in LANGS and ix.filter.accepts(path):
