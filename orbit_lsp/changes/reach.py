@@ -21,7 +21,8 @@ from collections import deque
 from typing import Callable
 
 from orbit_lsp.changes.impact import (DEFAULT_TEST_DEPTH, PYTHON2_SPECIALS, REFERENCE_DEPTH, _fixture_classes,
-                                      _is_special, decorated_as_property, in_file_qual, library_classes)
+                                      _is_special, class_families, decorated_as_property, in_file_qual,
+                                      library_classes)
 from orbit_lsp.changes.refs import referrers
 from orbit_lsp.changes.selection import TestIndex, is_test_support
 from orbit_lsp.graph import queries
@@ -90,23 +91,17 @@ def tests_reaching(graph: Graph, targets: list[dict], index: TestIndex, root_pac
                          and k not in set(implicit)]
         if implicit:
             classes = {k: (k[0], k[1].rpartition(".")[0]) for k in implicit}
-            rows = ans.run(graph, "UNWIND $c AS c MATCH (k:Symbol {qual: c[1]}) WHERE k.file = c[0] AND k.kind = 'class' "
-                                  "OPTIONAL MATCH (s:Symbol)-[:INHERITS*1..8]->(k) "
-                                  "RETURN c[0], c[1], collect(DISTINCT [s.file, s.qual, s.name, s.line])",
-                           {"c": [list(c) for c in sorted(set(classes.values()))]})
-            family: dict[Key, list[Key]] = {}
-            for cfile, cqual, subs in rows:
-                keys = [(cfile, cqual)]
-                info.setdefault((cfile, cqual), {"file": cfile, "qual": cqual, "name": cqual.rpartition(".")[2],
-                                                 "kind": "class", "line": None})
-                for s in subs:
-                    if s and s[0] is not None:
-                        keys.append((s[0], s[1]))
-                        info.setdefault((s[0], s[1]), {"file": s[0], "qual": s[1], "name": s[2], "kind": "class",
-                                                       "line": s[3]})
-                family[(cfile, cqual)] = keys
+            wanted: dict[Key, set[str]] = {}
             for m, c in classes.items():
-                for k in family.get(c, []):
+                wanted.setdefault(c, set()).add(m[1].rpartition(".")[2])
+            family: dict[tuple[Key, str], list[Key]] = {}  # per method: a subclass may override one, not another
+            for c, by_name in class_families(graph, ans, wanted).items():
+                for name, members in by_name.items():
+                    for f, q, n, ln in members:
+                        info.setdefault((f, q), {"file": f, "qual": q, "name": n, "kind": "class", "line": ln})
+                    family[(c, name)] = [(f, q) for f, q, _, _ in members]
+            for m, c in classes.items():
+                for k in family.get((c, m[1].rpartition(".")[2]), []):
                     stands_for.setdefault(m, set()).add(k)
                     if k not in seen:
                         seen.add(k)
