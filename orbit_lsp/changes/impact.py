@@ -22,6 +22,7 @@ from orbit_lsp.changes.diff import Change
 from orbit_lsp.changes.selection import TestIndex, commands, is_test_support
 from orbit_lsp.changes.symbols import symbol_changes
 from orbit_lsp.graph import queries
+from orbit_lsp.graph.implicit import PYTHON2
 from orbit_lsp.graph.connection import Graph
 from orbit_lsp.graph.imports import ImportGraph
 from orbit_lsp.index.resolve import full_qual, module_name
@@ -543,16 +544,9 @@ CONSTRUCTION = frozenset({"__init__", "__new__", "__post_init__", "__init_subcla
 PROPERTY_DECORATORS = re.compile(r"^\s*@(?:[\w.]*\.)?(?:property|cached_property|setter|getter|deleter)\b")
 
 
-# special method names only Python 2 called (``__nonzero__`` is ``__bool__`` in Python 3): no
-# Python 3 code runs them implicitly, so they are plain methods, reached only by calls
-PYTHON2_SPECIALS = frozenset({"__nonzero__", "__unicode__", "__cmp__", "__div__", "__rdiv__", "__idiv__",
-                              "__coerce__", "__getslice__", "__setslice__", "__delslice__", "__long__",
-                              "__oct__", "__hex__"})
-
-
 def _is_special(name: str) -> bool:
     """Whether Python 3 may call method ``name`` without a call expression (``__eq__`` for ``==``)."""
-    return name.startswith("__") and name.endswith("__") and len(name) > 4 and name not in PYTHON2_SPECIALS
+    return name.startswith("__") and name.endswith("__") and len(name) > 4 and name not in PYTHON2
 
 
 def _is_property(change: Change, file: str, line: int | None, cache: dict) -> bool:
@@ -681,7 +675,7 @@ def _through_implicit_calls(graph: Graph, ans: queries.Answer, change: Change, l
                     starts[parent] = (depth, reaches, construct or (parent in starts and starts[parent][2]))
                 elif construct:
                     starts[parent] = (*starts[parent][:2], True)
-            elif not is_test_support(file) and (file, qual) not in checked_uncalled and name not in PYTHON2_SPECIALS:
+            elif not is_test_support(file) and (file, qual) not in checked_uncalled and name not in PYTHON2:
                 uncalled.setdefault((file, qual), (parent, depth, reaches))
         if uncalled:  # methods nothing in the workspace calls: called on instances by other code
             rows = ans.run(graph, "UNWIND $m AS m MATCH (s:Symbol {qual: m[1]}) WHERE s.file = m[0] "

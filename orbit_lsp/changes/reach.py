@@ -20,12 +20,13 @@ from __future__ import annotations
 from collections import deque
 from typing import Callable
 
-from orbit_lsp.changes.impact import (DEFAULT_TEST_DEPTH, PYTHON2_SPECIALS, REFERENCE_DEPTH, _fixture_classes,
+from orbit_lsp.changes.impact import (DEFAULT_TEST_DEPTH, REFERENCE_DEPTH, _fixture_classes,
                                       _is_special, class_families, decorated_as_property, in_file_qual,
                                       library_classes)
 from orbit_lsp.changes.refs import referrers
 from orbit_lsp.changes.selection import TestIndex, is_test_support
 from orbit_lsp.graph import queries
+from orbit_lsp.graph.implicit import PYTHON2
 from orbit_lsp.graph.cache import ANSWERS
 from orbit_lsp.graph.connection import Graph
 from orbit_lsp.graph.imports import ImportGraph
@@ -77,7 +78,7 @@ def tests_reaching(graph: Graph, targets: list[dict], index: TestIndex, root_pac
         methods = [k for k in frontier if info[k].get("kind") == "method"]
         implicit = [k for k in methods if _is_special(info[k]["name"]) or lines.is_property(k[0], info[k].get("line"))]
         others = [k for k in methods if k not in set(implicit) and not is_test_support(k[0])
-                  and info[k]["name"] not in PYTHON2_SPECIALS]
+                  and info[k]["name"] not in PYTHON2]
         if others:  # methods nothing in the workspace calls: called on instances by other code
             rows = ans.run(graph, "UNWIND $m AS m MATCH (s:Symbol {qual: m[1]}) WHERE s.file = m[0] "
                                   "OPTIONAL MATCH (c:Symbol)-[:CALLS]->(s) WITH s, count(c) AS n WHERE n = 0 "
