@@ -7,7 +7,8 @@ For each project (an sdist from PyPI, or ``--corpus`` a directory with a test su
 
 1. a work copy under ``<cache dir>/changes/`` made a git repository (one commit), and a venv
    (``<cache dir>/changes/venv-<project>``) with the work copy installed editable and its test
-   dependencies (``TEST_DEPS``, or ``--deps``); ``--python`` uses an existing interpreter
+   dependencies (``TEST_DEPS``, or ``--deps``; for the floor also ``COVERAGE_DEPS``, added to a venv
+   made without them); ``--python`` uses an existing interpreter
    instead (the smoke test does);
 2. the suite collected (``pytest --collect-only``) and run once unchanged: tests failing already
    are left out of every comparison;
@@ -22,6 +23,15 @@ For each project (an sdist from PyPI, or ``--corpus`` a directory with a test su
    with depth 30), or *no CALLS path* (dynamic dispatch, callbacks, calls through third-party
    code the graph does not see). Selected share = collected items selected / collected items
    (mean over edits); likewise the may-be-affected share.
+5. the reach floor (bench/changes_floor.py, off with ``--no-floor``): the unchanged suite run once
+   under coverage with a context per test says which tests *enter* each edited function (execute
+   a line of its body). No sound reachability-based selection selects fewer tests; per project
+   the floor share (tests entering / collected), the selected share and the failing share
+   (failing / collected) side by side, the recall of the selection against the entering tests,
+   and per edit the tests selected that never enter the function (over-selection). All shares
+   count collected items of the test functions in the set (parametrized cases of a selected,
+   entering or failing function all count), the unit of the selected share. The coverage run is
+   kept in ``--suite-cache`` too (key ``coverage``).
 """
 
 from __future__ import annotations
@@ -40,6 +50,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from bench.changes_floor import COVERAGE_DEPS, FORMAT, body_lines, entering, run_covered, run_outside
 from bench.run import Report, Table, log, open_store, pct
 
 DEFAULT_PROJECTS = "requests==2.32.3,flask==3.0.3"
@@ -70,7 +81,9 @@ def add_parser(sub, common) -> None:
                    help="comma-separated NAME==VERSION sdists (ignored with an explicit --corpus directory)")
     p.add_argument("--n", type=int, default=50, help="functions edited per project")
     p.add_argument("--suite-timeout", type=float, default=600, help="seconds one run of the suite may take")
-    p.add_argument("--python", default=None, help="run the suites with this interpreter (no venv is made)")
+    p.add_argument("--python", default=None,
+                   help="run the suites with this interpreter (no venv is made; the floor needs coverage and "
+                        "pytest-cov in it)")
     p.add_argument("--deps", default=None, help="comma-separated test dependencies (default: TEST_DEPS)")
     p.add_argument("--tests-dir", default=None, help="what pytest runs (default: tests/ when present, else .)")
     p.add_argument("--suite-cache", type=Path, default=None,
@@ -79,6 +92,8 @@ def add_parser(sub, common) -> None:
                         "the interpreter, not on orbit), so the analysis can be measured again without the suites")
     p.add_argument("--value-flow", action="store_true",
                    help="index with ORBIT_VALUE_FLOW (parameters hold what call sites pass them; off by default)")
+    p.add_argument("--no-floor", dest="floor", action="store_false",
+                   help="skip the reach floor (the suite run once under coverage, bench/changes_floor.py)")
     p.add_argument("--jobs", type=int, default=1,
                    help="suites run at once, each in its own work copy (suites that mostly wait on sockets "
                         "and timers finish sooner); the `changes` analyses are timed one at a time")
@@ -109,6 +124,16 @@ def make_venv(venv: Path, project: Path, deps: list[str]) -> str:
         subprocess.run([*pip, "-e", str(project), *deps], check=True, timeout=1800)
         stamp.write_text(want)
     return str(py)
+
+
+def ensure_coverage(python: str) -> None:
+    """``COVERAGE_DEPS`` installed in the venv of ``python`` when it cannot import them (kept
+    out of the venv's stamp: a venv made without them is completed, not made again)."""
+    probe = subprocess.run([python, "-c", "import coverage, pytest_cov"], capture_output=True)
+    if probe.returncode:
+        log(f"installing {' '.join(COVERAGE_DEPS)} for {python} (reach floor)")
+        subprocess.run([python, "-m", "pip", "install", "-q", "--disable-pip-version-check", *COVERAGE_DEPS],
+                       check=True, timeout=1800)
 
 
 # -- running the suite --------------------------------------------------------------------------
@@ -275,6 +300,8 @@ def _one(name: str, src: Path, args, settings, store, cache: Path, report: Repor
     if python is None:
         deps = args.deps.split(",") if args.deps else TEST_DEPS.get(name.split("-")[0].lower(), ["pytest"])
         python = make_venv(cache / "changes" / f"venv-{name}", root, deps)
+        if getattr(args, "floor", True):
+            ensure_coverage(python)
     suites = SuiteCache(args.suite_cache, name)
     items = suites.get("collect") or suites.put("collect", collect(python, root, target, args.suite_timeout))
     got = suites.get("baseline")
@@ -297,6 +324,26 @@ def _one(name: str, src: Path, args, settings, store, cache: Path, report: Repor
     cands = candidates(root, is_test_support)
     rng = random.Random(args.seed)
     chosen = rng.sample(cands, min(args.n, len(cands)))
+    covered, enters, at_import = None, {}, {}
+    if getattr(args, "floor", True):
+        covered = suites.get("coverage")
+        if covered is None or covered.get("version") != FORMAT:
+            log(f"{name}: the suite once under coverage, a context per test (reach floor)")
+            got_cov, cov_s = run_covered(python, root, target, 3 * args.suite_timeout, source_env(root))
+            covered = suites.put("coverage", {**got_cov, "seconds": cov_s})
+        log(f"{name}: coverage of {len(covered['tests'])} tests ({covered['seconds']:.1f} s)")
+        for rel, qual, line, _indent in chosen:
+            lines = body_lines((root / rel).read_bytes(), qual, line)
+            enters[(rel, qual)] = {function_id(t) for t in entering(covered, rel, lines)} & per_fn.keys()
+            at_import[(rel, qual)] = run_outside(covered, rel, lines)
+    floor_rows: list[list] = []
+    floor = {"entering": 0, "entering_selected": 0, "floor_shares": [], "failing_shares": [], "sel_shares": [],
+             "over_shares": [], "failing_not_entering": 0, "run_outside": 0}
+
+    def items_of(fns) -> int:
+        """Collected items of the test functions ``fns`` (parametrized cases all count)."""
+        return sum(per_fn.get(f, 0) for f in fns)
+
     times, shares, may_shares, suite_s = [], [], [], []
     counts = {"failing": 0, "hit": 0, "edits_failing": 0}
     misses = []
@@ -355,6 +402,20 @@ def _one(name: str, src: Path, args, settings, store, cache: Path, report: Repor
                     misses.extend(rows)
                     per_edit.append([f"{rel}:{qual}", len(failing), len(sel), len(failing) - len(missed),
                                      f"{shares[-1]:.1%}", len(may & failing)])
+                    if covered is not None:
+                        ent, n_items = enters[(rel, qual)], max(1, len(items))
+                        over = sel - ent
+                        floor["entering"] += len(ent)
+                        floor["entering_selected"] += len(ent & sel)
+                        floor["failing_not_entering"] += len(failing - ent)
+                        floor["run_outside"] += at_import[(rel, qual)]
+                        for key, fns in (("floor_shares", ent), ("failing_shares", failing), ("sel_shares", sel),
+                                         ("over_shares", over)):
+                            floor[key].append(items_of(fns) / n_items)
+                        floor_rows.append([f"{rel}:{qual}", len(ent), len(failing), len(sel), len(ent & sel),
+                                           len(over), len(failing - ent), f"{floor['floor_shares'][-1]:.1%}",
+                                           f"{floor['failing_shares'][-1]:.1%}", f"{floor['sel_shares'][-1]:.1%}",
+                                           "yes" if at_import[(rel, qual)] else "", first_hops(result)])
                     if not finished:
                         report.notes.append(f"{name}: the suite ran out of time after editing {rel}:{qual}")
             finally:
@@ -391,6 +452,8 @@ def _one(name: str, src: Path, args, settings, store, cache: Path, report: Repor
     report.tables.append(Table(f"{name}: per edit", ["edited", "failing tests", "selected", "failing and selected",
                                                      "selected share", "failing, only in may be affected"],
                                sorted(per_edit)))
+    if covered is not None:
+        _floor_tables(name, report, floor, floor_rows, covered, len(chosen))
     quiet = timing_pass(ix, chosen)
     report.tables.append(Table(f"{name}: `changes` alone (each edit again, no suite running, graph warm)",
                                ["edits", "p50 ms", "p95 ms", "max ms"],
@@ -399,7 +462,55 @@ def _one(name: str, src: Path, args, settings, store, cache: Path, report: Repor
     lens = _lens_timing(ix, name, report)
     report.data[name] = {"lens": lens, "quiet_times": quiet, "recall": recall, "failing": failing_total, "hit": hit, "shares": shares,
                          "may_shares": may_shares, "times": times, "misses": misses, "edits": chosen,
-                         "items": len(items), "baseline_failing": sorted(baseline), "graph": ix.graph.name}
+                         "items": len(items), "baseline_failing": sorted(baseline), "graph": ix.graph.name,
+                         "floor": {**floor, "per_edit": floor_rows,
+                                   "entering": {f"{r}:{q}": sorted(v) for (r, q), v in enters.items()}}
+                         if covered is not None else None}
+
+
+def first_hops(result: dict) -> str:
+    """How the callers walk of a ``changes`` result leaves the changed functions: its rows one hop
+    away, counted by kind: ``call`` (a CALLS edge to the function), ``class`` (the function is
+    a special method, a property or called by no code of the workspace, so the places making
+    instances of its class stand for its callers), ``closure`` (the function that defines it),
+    ``reference`` (passed as a value). "" when nothing calls it."""
+    changed = {s["qual"] for s in result["symbols"]}
+    kinds: dict[str, int] = {}
+    for r in result["callers"]:
+        if r["depth"] != 1:
+            continue
+        kind = (r["resolved"] if r.get("resolved") in ("closure", "reference", "removed name") else
+                "call" if r.get("via") in changed else "class")
+        kinds[kind] = kinds.get(kind, 0) + 1
+    return ", ".join(f"{k} {n}" for k, n in sorted(kinds.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def _floor_tables(name: str, report: Report, floor: dict, rows: list[list], covered: dict, edits: int) -> None:
+    """The reach floor of one project: the three shares side by side, and per edit the tests
+    selected that never enter the edited function (most first)."""
+    def mean(key):
+        return f"{statistics.mean(floor[key]):.1%}" if floor[key] else "–"
+
+    ent, hit = floor["entering"], floor["entering_selected"]
+    report.tables.append(Table(
+        f"{name}: reach floor (tests entering the edited function, from one run of the unchanged suite under "
+        f"coverage with a context per test)",
+        ["project", "edits", "floor share (mean)", "selected share (mean)", "failing share (mean)",
+         "selected, never entering: share (mean)", "entering tests (sum)", "recall against entering",
+         "failing, not entering (sum)", "edits of functions run outside tests", "coverage run s"],
+        [[name, edits, mean("floor_shares"), mean("sel_shares"), mean("failing_shares"), mean("over_shares"), ent,
+          f"{hit / ent:.1%}" if ent else "–", floor["failing_not_entering"], floor["run_outside"],
+          covered["seconds"]]]))
+    report.notes.append(
+        f"{name}: reach floor: a test enters a function when it executes a line of its body (setup, call or "
+        f"teardown); code run outside any test (imports, collection) is credited to no test, so a function "
+        f"run at import (flagged) can fail tests it is not counted as entering (failing, not entering)")
+    report.tables.append(Table(
+        f"{name}: reach floor per edit (test functions; most over-selection first)",
+        ["edited", "entering", "failing", "selected", "selected and entering", "selected, never entering",
+         "failing, not entering", "floor share", "failing share", "selected share",
+         "runs outside tests (import)", "first hops of the walk"],
+        sorted(rows, key=lambda r: (-r[5], r[0]))))
 
 
 # -- why a failing test was not selected --------------------------------------------------------

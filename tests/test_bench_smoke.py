@@ -232,6 +232,47 @@ def test_bench_changes_on_tiny_project(tmp_path, settings, store):
     assert all(line.rstrip(" |").rsplit("|", 1)[1].strip() for line in listed)
     assert (src / "app/core.py").read_text() == textwrap.dedent(BASE["app/core.py"]).lstrip("\n")
 
+    # the reach floor: the tests that enter each edited function, by the tiny project's call graph
+    # (changes_repo's docstring); a raise at entry fails every one of them (nothing catches it)
+    floor = [line.split("|")[1:-1] for line in text.splitlines() if line.startswith("| app/") and line.count("|") == 13]
+    assert len(floor) == 3  # one row per edit
+    entering_all = selected_entering = 0
+    floor_shares = []
+    for edited, ent, failing_n, sel, sel_ent, over, failing_not_ent, floor_share, failing_share, _, outside, hops in (
+            [c.strip() for c in r] for r in floor):
+        want = TINY_ENTERING[edited]
+        assert int(ent) == len(want) and int(failing_n) == len(want) and int(failing_not_ent) == 0, edited
+        assert outside == ""  # no function of the tiny project runs at import
+        # the bound calls one hop above it (changes_repo's docstring); Engine.run's are all unbound
+        assert edited == "app/core.py:Engine.run" or hops == TINY_FIRST_HOPS[edited], edited
+        assert int(sel_ent) + int(over) == int(sel) and int(sel_ent) <= len(want)
+        # one collected item per test function here: the share is the count out of 10
+        assert floor_share == failing_share == f"{len(want) / 10:.1%}"
+        entering_all += len(want)
+        selected_entering += int(sel_ent)
+        floor_shares.append(len(want) / 10)
+    summary_row = next(line for line in text.splitlines() if line.startswith("| tinyproj | 3 |")).split("|")[1:-1]
+    _, _, floor_mean, _, failing_mean, _, ent_sum, recall_ent, failing_not_ent_sum, outside_sum, _ = [
+        c.strip() for c in summary_row]
+    assert floor_mean == failing_mean == f"{sum(floor_shares) / 3:.1%}"
+    assert int(ent_sum) == entering_all and failing_not_ent_sum == "0" and outside_sum == "0"
+    assert recall_ent == f"{selected_entering / entering_all:.1%}"
+
+
+TINY_FIRST_HOPS = {  # bound calls of each function: compute and test_helper call helper, …
+    "app/core.py:helper": "call 2", "app/core.py:compute": "call 3", "app/core.py:old_name": "call 1",
+    "app/util.py:wrap": "call 1", "app/service.py:serve": "call 1", "app/service.py:uses_old": "call 1",
+}
+TINY_ENTERING = {  # edited function -> the tests whose run enters it (tests/changes_repo.py BASE)
+    "app/core.py:helper": {"test_helper", "test_compute", "test_run", "test_dynamic", "test_serve"},
+    "app/core.py:compute": {"test_compute", "test_run", "test_dynamic", "test_serve"},
+    "app/core.py:old_name": {"test_uses_old"},
+    "app/core.py:Engine.run": {"test_run", "test_dynamic"},
+    "app/util.py:wrap": {"test_serve"},
+    "app/service.py:serve": {"test_serve"},
+    "app/service.py:uses_old": {"test_uses_old"},
+}
+
 
 def test_bench_cli_latency_and_scale_on_tiny_corpus(tiny, settings):
     """``cli-latency``: the console script answers in a real process; ``scale`` on a folder of
@@ -255,3 +296,92 @@ def test_bench_cli_latency_and_scale_on_tiny_corpus(tiny, settings):
     captions = " ".join(t.caption for t in rep.tables)
     assert "cold index against the floor" in captions and "one-file re-index" in captions
     assert {p.relative_to(corpus): p.read_bytes() for p in corpus.rglob("*.py")} == before
+
+
+def test_reach_floor_of_the_tiny_project(tmp_path):
+    """The floor's coverage run on the tiny project (plus a module that calls functions at
+    import): every candidate function is entered by exactly the tests its call graph says, by
+    node id; ``def`` lines and module-level calls (run at import, outside any test) are credited
+    to no test, and the functions they run are flagged."""
+    import textwrap
+
+    from changes_repo import BASE
+
+    from bench.changes import candidates, function_id, source_env
+    from bench.changes_floor import body_lines, entering, run_covered, run_outside
+
+    src = tmp_path / "tinyproj"
+    for rel, text in BASE.items():
+        p = src / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text).lstrip("\n"))
+    (src / "app/boot.py").write_text("def at_import():\n    return 1\n\n\ndef both():\n    return 2\n\n\n"
+                                     "A = at_import()\nB = both()\n")
+    (src / "tests/test_boot.py").write_text("from app.boot import both\n\n\ndef test_both():\n"
+                                            "    assert both() == 2\n")
+    covered, _ = run_covered(sys.executable, src, "tests", 120, source_env(src))
+    got, outside = {}, set()
+    for rel, qual, _line, _indent in candidates(src, lambda r: r.startswith("tests/")):
+        lines = body_lines((src / rel).read_bytes(), qual)
+        tests = entering(covered, rel, lines)
+        got[f"{rel}:{qual}"] = {function_id(t).rpartition("::")[2] for t in tests}
+        assert all(t.startswith("tests/test_") and "|" not in t for t in tests)
+        if run_outside(covered, rel, lines):
+            outside.add(f"{rel}:{qual}")
+    assert got == {**TINY_ENTERING, "app/boot.py:at_import": set(), "app/boot.py:both": {"test_both"}}
+    assert outside == {"app/boot.py:at_import", "app/boot.py:both"}
+    # test_dynamic is parametrized: its one case is a node id of its own
+    assert "tests/test_engine.py::test_dynamic[e0]" in covered["tests"]
+    core = (src / "app/core.py").read_text().splitlines()
+    def_lines = [str(k) for k, line in enumerate(core, 1) if line.lstrip().startswith(("def ", "class "))]
+    assert def_lines and not set(def_lines) & set(covered["lines"]["app/core.py"])
+
+
+def test_reach_floor_body_lines():
+    """A function's body lines: from its first statement, without the def line, its decorators
+    and the bodies of functions nested in it (whose def and decorator lines it runs itself)."""
+    from bench.changes_floor import body_lines
+
+    src = b"""\
+import functools
+
+
+class A:
+    @functools.cache
+    def m(self,
+          x):
+        y = x
+
+        @functools.wraps(y)
+        def inner():
+            return y
+
+        class Local:
+            z = 1
+
+            def meth(self):
+                return 2
+        quick = lambda: 3
+        def one(): return 4
+        return inner
+"""
+    # blank lines inside stay (they run nothing); a one-line nested def is the enclosing function's line
+    assert body_lines(src, "A.m") == set(range(8, 22)) - {12, 18}
+    assert body_lines(src, "A.m.inner") == {12}
+    assert body_lines(src, "A.m.Local.meth") == {18}
+    assert body_lines(src, "A") == set() and body_lines(src, "A.nope") == set()
+
+    # typing.overload stubs come first; the definition that runs is the last (or the one at a line)
+    over = b"""\
+import typing
+
+
+@typing.overload
+def f(x: int) -> int: ...
+@typing.overload
+def f(x: str) -> str: ...
+def f(x):
+    return x
+"""
+    assert body_lines(over, "f") == {9} and body_lines(over, "f", 9) == {9}
+    assert body_lines(over, "f", 5) == {5}  # the one-line stub's body shares its def line
