@@ -122,9 +122,23 @@ SUITE = {
             # Python 2's name of __bool__: Python 3 never calls it
             def __nonzero__(self):
                 return True
+
+
+        class Sized:
+            def __len__(self) -> int:
+                return 1
+
+
+        class Resized(Sized):  # its own __len__: len(Resized()) never runs Sized.__len__
+            def __len__(self):
+                return 2
+
+
+        class Inherits(Resized):
+            pass
         ''',
     "tests/test_groups.py": '''
-        from pkg.groups import Box, make_group, make_sub
+        from pkg.groups import Box, Inherits, Resized, Sized, make_group, make_sub
 
 
         def test_group():
@@ -137,6 +151,14 @@ SUITE = {
 
         def test_truth():
             assert Box()
+
+
+        def test_sized():
+            assert len(Sized()) == 1
+
+
+        def test_resized():
+            assert len(Resized()) == 2 and len(Inherits()) == 2
         ''',
     "pkg/jar.py": '''
         import json
@@ -380,6 +402,7 @@ EDITS = [("pkg/lib.py", f"def {fn}():") for fn in sorted(LIB)] + [
     ("pkg/values.py", "def by_length(o):"),  # a value stored in a class body, used through instances
     ("pkg/groups.py", "    def __init__(self):"),  # run by SubGroup(), never by Group() (its base)
     ("pkg/groups.py", "    def __bool__(self):"),  # run by ``assert Box()``, without a call expression
+    ("pkg/groups.py", "    def __len__(self) -> int:"),  # Sized's, not run by a subclass overriding it
     ("pkg/jar.py", "    def default(self, o):"),  # called by the workspace and by json on an Enc
 ]
 
@@ -387,7 +410,7 @@ EDITS = [("pkg/lib.py", f"def {fn}():") for fn in sorted(LIB)] + [
 @pytest.mark.parametrize("rel, definition", EDITS)
 def test_selection_is_what_fails(suite, rel, definition):
     repo, ix, collected = suite
-    assert len(collected) == 27  # the suite as pytest sees it (TestChild::test_inherited included)
+    assert len(collected) == 29  # the suite as pytest sees it (TestChild::test_inherited included)
     indent = " " * (len(definition) - len(definition.lstrip()) + 4)
     repo.edit(rel, definition + "\n", f"{definition}\n{indent}raise RuntimeError('broken')\n")
     try:
@@ -440,8 +463,9 @@ def test_command_forms():
 def test_tests_lens_agrees_on_values_and_constructors(suite):
     """The "N tests reach this" lens (``reach.tests_reaching``) follows the same rules: a
     function handed to the standard library as a value, one stored in a class body, an
-    ``__init__`` that a base class's constructor never runs, and a method of a standard-library
-    subclass."""
+    ``__init__`` that a base class's constructor never runs, a method of a standard-library
+    subclass, special methods (a Python 2 name runs never; one a subclass overrides does not
+    run for the subclass's instances)."""
     from orbit_lsp.changes.reach import tests_reaching
     from orbit_lsp.changes.selection import TestIndex
 
@@ -456,9 +480,11 @@ def test_tests_lens_agrees_on_values_and_constructors(suite):
                 "line": 9},
                {"file": "pkg/jar.py", "qual": "pkg.jar.Enc.default", "name": "default", "kind": "method", "line": 5},
                {"file": "pkg/groups.py", "qual": "pkg.groups.Box.__bool__", "name": "__bool__", "kind": "method",
-                "line": 21},
+                "line": 23},
                {"file": "pkg/groups.py", "qual": "pkg.groups.Box.__nonzero__", "name": "__nonzero__", "kind": "method",
-                "line": 25}]
+                "line": 27},
+               {"file": "pkg/groups.py", "qual": "pkg.groups.Sized.__len__", "name": "__len__", "kind": "method",
+                "line": 32}]
     got = tests_reaching(ix.graph, targets, index, ix.root_package)
     assert {q: [t["id"] for t in tests] for (_, q), tests in got.items()} == {
         "pkg.values.as_list": ["tests/test_values.py::test_dump_set"],
@@ -466,4 +492,5 @@ def test_tests_lens_agrees_on_values_and_constructors(suite):
         "pkg.groups.SubGroup.__init__": ["tests/test_groups.py::test_sub"],
         "pkg.jar.Enc.default": ["tests/test_jar.py::test_direct", "tests/test_jar.py::test_dump"],
         "pkg.groups.Box.__bool__": ["tests/test_groups.py::test_truth"],
-        "pkg.groups.Box.__nonzero__": []}
+        "pkg.groups.Box.__nonzero__": [],
+        "pkg.groups.Sized.__len__": ["tests/test_groups.py::test_sized"]}

@@ -475,7 +475,7 @@ async def test_lens_data_during_reindex_comes_from_the_buffer(store, tmp_path):
         assert lens_work(ix, "missing.py", b"") is None
         assert lens_counts(ix, "missing.py", [(None, "")], 4) == [None]
         assert lens_counts(ix, "lib.py", [("lib.gone", "gone"), ("lib.parse", "parse"), (None, "")], 4) == [
-            None, {"callers": 1, "recursive": False, "unresolved_elsewhere": 0}, {"dependents": 1, "hops": 1}]
+            None, {"callers": 1, "recursive": False, "unresolved_elsewhere": 0, "implicit": None}, {"dependents": 1, "hops": 1}]
     finally:
         ix.graph.delete()
 

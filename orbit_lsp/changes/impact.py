@@ -22,6 +22,7 @@ from orbit_lsp.changes.diff import Change
 from orbit_lsp.changes.selection import TestIndex, commands, is_test_support
 from orbit_lsp.changes.symbols import symbol_changes
 from orbit_lsp.graph import queries
+from orbit_lsp.graph.implicit import PYTHON2
 from orbit_lsp.graph.connection import Graph
 from orbit_lsp.graph.imports import ImportGraph
 from orbit_lsp.index.resolve import full_qual, module_name
@@ -543,16 +544,9 @@ CONSTRUCTION = frozenset({"__init__", "__new__", "__post_init__", "__init_subcla
 PROPERTY_DECORATORS = re.compile(r"^\s*@(?:[\w.]*\.)?(?:property|cached_property|setter|getter|deleter)\b")
 
 
-# special method names only Python 2 called (``__nonzero__`` is ``__bool__`` in Python 3): no
-# Python 3 code runs them implicitly, so they are plain methods, reached only by calls
-PYTHON2_SPECIALS = frozenset({"__nonzero__", "__unicode__", "__cmp__", "__div__", "__rdiv__", "__idiv__",
-                              "__coerce__", "__getslice__", "__setslice__", "__delslice__", "__long__",
-                              "__oct__", "__hex__"})
-
-
 def _is_special(name: str) -> bool:
     """Whether Python 3 may call method ``name`` without a call expression (``__eq__`` for ``==``)."""
-    return name.startswith("__") and name.endswith("__") and len(name) > 4 and name not in PYTHON2_SPECIALS
+    return name.startswith("__") and name.endswith("__") and len(name) > 4 and name not in PYTHON2
 
 
 def _is_property(change: Change, file: str, line: int | None, cache: dict) -> bool:
@@ -576,6 +570,57 @@ def decorated_as_property(lines: list[str], line: int) -> bool:
             return True
         k -= 1
     return False
+
+
+def class_families(graph: Graph, ans: queries.Answer, wanted: dict[tuple[str, str], set[str]]) -> dict:
+    """For each class ``(file, qual)`` of ``wanted`` with the names of its methods that changed
+    or were reached: the classes whose instances may run one of those methods as the class
+    defines it (or inherits it): the class itself and its subclasses (``INHERITS``, up to 8
+    levels), less the subclasses that override every one of the names, and those that reach
+    the class only through such (``SecureCookieSessionInterface`` defines its own
+    ``save_session``: its instances never run ``SessionInterface.save_session`` unless through
+    ``super()``, a call the graph has). Returns ``{class key: {method name: [(file, qual, name,
+    line), ...]}}``, the class first in each list."""
+    if not wanted:
+        return {}
+    rows = ans.run(graph, "UNWIND $c AS c MATCH (k:Symbol {qual: c[1]}) WHERE k.file = c[0] AND k.kind = 'class' "
+                          "OPTIONAL MATCH (s:Symbol)-[:INHERITS*1..8]->(k) "
+                          "RETURN c[0], c[1], k.name, k.line, collect(DISTINCT [s.file, s.qual, s.name, s.line])",
+                   {"c": sorted([f, q] for f, q in wanted)})
+    subs_of: dict[tuple[str, str], list[tuple]] = {}
+    heads: dict[tuple[str, str], tuple] = {}
+    for cfile, cqual, cname, cline, subs in rows:
+        heads[(cfile, cqual)] = (cfile, cqual, cname, cline)
+        subs_of[(cfile, cqual)] = [tuple(x) for x in subs if x and x[0] is not None]
+    every = sorted({(x[0], x[1]) for subs in subs_of.values() for x in subs})
+    bases: dict[tuple[str, str], list[tuple[str, str]]] = {}
+    defined: set[tuple[str, str]] = set()  # (file, method qual) of the subclasses' own methods
+    if every:
+        for f, q, bs in ans.run(graph, "UNWIND $s AS s MATCH (x:Symbol {qual: s[1]})-[:INHERITS]->(b:Symbol) "
+                                       "WHERE x.file = s[0] RETURN s[0], s[1], collect([b.file, b.qual])",
+                                {"s": [list(k) for k in every]}):
+            bases[(f, q)] = [(b[0], b[1]) for b in bs if b and b[0] is not None]
+        probes = sorted({(x[0], f"{x[1]}.{n}") for c, subs in subs_of.items() for x in subs for n in wanted[c]})
+        defined = {(f, q) for f, q in ans.run(graph, "UNWIND $m AS m MATCH (x:Symbol {qual: m[1]}) WHERE x.file = m[0] "
+                                                     "AND x.kind = 'method' RETURN m[0], m[1]",
+                                               {"m": [list(p) for p in probes]})}
+    out: dict = {}
+    for c, subs in subs_of.items():
+        keys = {(x[0], x[1]) for x in subs}
+        out[c] = {}
+        for name in wanted[c]:
+            overriding: set[tuple[str, str]] = set()
+            for _ in range(9):  # a subclass is out when it defines the name, or each of its bases in the family is out
+                grew = False
+                for k in keys - overriding:
+                    inside = [b for b in bases.get(k, []) if b in keys or b == c]
+                    if (k[0], f"{k[1]}.{name}") in defined or (inside and all(b in overriding for b in inside)):
+                        overriding.add(k)
+                        grew = True
+                if not grew:
+                    break
+            out[c][name] = [heads[c]] + [x for x in subs if (x[0], x[1]) not in overriding]
+    return out
 
 
 def _through_implicit_calls(graph: Graph, ans: queries.Answer, change: Change, live: list[dict],
@@ -611,6 +656,7 @@ def _through_implicit_calls(graph: Graph, ans: queries.Answer, change: Change, l
     frontier += [(r["file"], r["qual"], r["name"], r["kind"], r["line"], r["depth"], r["reaches"]) for r in walk]
     for _ in range(IMPLICIT_ROUNDS):
         starts: dict[tuple[str, str], tuple[int, str]] = {}
+        start_names: dict[tuple[str, str], set[str]] = {}  # the methods that made a class a start
         outer: dict[tuple[str, str], tuple[int, str, str]] = {}
         uncalled: dict[tuple[str, str], tuple[tuple[str, str], int, str]] = {}
         for file, qual, name, kind, line, depth, reaches in frontier:
@@ -624,11 +670,12 @@ def _through_implicit_calls(graph: Graph, ans: queries.Answer, change: Change, l
                 continue
             if _is_special(name) or _is_property(change, file, line, lines_cache):
                 construct = name in CONSTRUCTION
+                start_names.setdefault(parent, set()).add(name)
                 if parent not in starts or depth < starts[parent][0]:
                     starts[parent] = (depth, reaches, construct or (parent in starts and starts[parent][2]))
                 elif construct:
                     starts[parent] = (*starts[parent][:2], True)
-            elif not is_test_support(file) and (file, qual) not in checked_uncalled and name not in PYTHON2_SPECIALS:
+            elif not is_test_support(file) and (file, qual) not in checked_uncalled and name not in PYTHON2:
                 uncalled.setdefault((file, qual), (parent, depth, reaches))
         if uncalled:  # methods nothing in the workspace calls: called on instances by other code
             rows = ans.run(graph, "UNWIND $m AS m MATCH (s:Symbol {qual: m[1]}) WHERE s.file = m[0] "
@@ -645,6 +692,7 @@ def _through_implicit_calls(graph: Graph, ans: queries.Answer, change: Change, l
                      and k not in set(rows)]
             for f, q in rows:
                 parent, depth, reaches = uncalled[(f, q)]
+                start_names.setdefault(parent, set()).add(q.rpartition(".")[2])
                 if parent not in starts or depth < starts[parent][0]:
                     starts[parent] = (depth, reaches, parent in starts and starts[parent][2])
             checked_uncalled.update(uncalled)
@@ -663,13 +711,11 @@ def _through_implicit_calls(graph: Graph, ans: queries.Answer, change: Change, l
                 by_depth.setdefault(depth, []).append({"file": sym["file"], "qual": sym["qual"], "reaches": reaches})
         if starts:
             seen_classes.update(starts)
-            rows = ans.run(graph, "UNWIND $c AS c MATCH (k:Symbol {qual: c[1]}) WHERE k.file = c[0] AND k.kind = 'class' "
-                                  "OPTIONAL MATCH (s:Symbol)-[:INHERITS*1..8]->(k) "
-                                  "RETURN c[0], c[1], collect(DISTINCT [s.file, s.qual])",
-                           {"c": sorted([f, q] for f, q in starts)})
-            for cfile, cqual, subs in rows:
+            families = class_families(graph, ans, {c: start_names.get(c, set()) for c in starts})
+            for (cfile, cqual), by_name in families.items():
                 depth, reaches, construct = starts[(cfile, cqual)]
-                for f, q in [(cfile, cqual)] + [(x[0], x[1]) for x in subs if x and x[0] is not None]:
+                members = list(dict.fromkeys(m[:2] for ms in by_name.values() for m in ms)) or [(cfile, cqual)]
+                for f, q in members:
                     by_depth.setdefault(depth, []).append({"file": f, "qual": q, "reaches": reaches})
                     if not construct:
                         instance_only.add(q)

@@ -20,11 +20,13 @@ from __future__ import annotations
 from collections import deque
 from typing import Callable
 
-from orbit_lsp.changes.impact import (DEFAULT_TEST_DEPTH, PYTHON2_SPECIALS, REFERENCE_DEPTH, _fixture_classes,
-                                      _is_special, decorated_as_property, in_file_qual, library_classes)
+from orbit_lsp.changes.impact import (DEFAULT_TEST_DEPTH, REFERENCE_DEPTH, _fixture_classes,
+                                      _is_special, class_families, decorated_as_property, in_file_qual,
+                                      library_classes)
 from orbit_lsp.changes.refs import referrers
 from orbit_lsp.changes.selection import TestIndex, is_test_support
 from orbit_lsp.graph import queries
+from orbit_lsp.graph.implicit import PYTHON2
 from orbit_lsp.graph.cache import ANSWERS
 from orbit_lsp.graph.connection import Graph
 from orbit_lsp.graph.imports import ImportGraph
@@ -76,7 +78,7 @@ def tests_reaching(graph: Graph, targets: list[dict], index: TestIndex, root_pac
         methods = [k for k in frontier if info[k].get("kind") == "method"]
         implicit = [k for k in methods if _is_special(info[k]["name"]) or lines.is_property(k[0], info[k].get("line"))]
         others = [k for k in methods if k not in set(implicit) and not is_test_support(k[0])
-                  and info[k]["name"] not in PYTHON2_SPECIALS]
+                  and info[k]["name"] not in PYTHON2]
         if others:  # methods nothing in the workspace calls: called on instances by other code
             rows = ans.run(graph, "UNWIND $m AS m MATCH (s:Symbol {qual: m[1]}) WHERE s.file = m[0] "
                                   "OPTIONAL MATCH (c:Symbol)-[:CALLS]->(s) WITH s, count(c) AS n WHERE n = 0 "
@@ -90,23 +92,17 @@ def tests_reaching(graph: Graph, targets: list[dict], index: TestIndex, root_pac
                          and k not in set(implicit)]
         if implicit:
             classes = {k: (k[0], k[1].rpartition(".")[0]) for k in implicit}
-            rows = ans.run(graph, "UNWIND $c AS c MATCH (k:Symbol {qual: c[1]}) WHERE k.file = c[0] AND k.kind = 'class' "
-                                  "OPTIONAL MATCH (s:Symbol)-[:INHERITS*1..8]->(k) "
-                                  "RETURN c[0], c[1], collect(DISTINCT [s.file, s.qual, s.name, s.line])",
-                           {"c": [list(c) for c in sorted(set(classes.values()))]})
-            family: dict[Key, list[Key]] = {}
-            for cfile, cqual, subs in rows:
-                keys = [(cfile, cqual)]
-                info.setdefault((cfile, cqual), {"file": cfile, "qual": cqual, "name": cqual.rpartition(".")[2],
-                                                 "kind": "class", "line": None})
-                for s in subs:
-                    if s and s[0] is not None:
-                        keys.append((s[0], s[1]))
-                        info.setdefault((s[0], s[1]), {"file": s[0], "qual": s[1], "name": s[2], "kind": "class",
-                                                       "line": s[3]})
-                family[(cfile, cqual)] = keys
+            wanted: dict[Key, set[str]] = {}
             for m, c in classes.items():
-                for k in family.get(c, []):
+                wanted.setdefault(c, set()).add(m[1].rpartition(".")[2])
+            family: dict[tuple[Key, str], list[Key]] = {}  # per method: a subclass may override one, not another
+            for c, by_name in class_families(graph, ans, wanted).items():
+                for name, members in by_name.items():
+                    for f, q, n, ln in members:
+                        info.setdefault((f, q), {"file": f, "qual": q, "name": n, "kind": "class", "line": ln})
+                    family[(c, name)] = [(f, q) for f, q, _, _ in members]
+            for m, c in classes.items():
+                for k in family.get((c, m[1].rpartition(".")[2]), []):
                     stands_for.setdefault(m, set()).add(k)
                     if k not in seen:
                         seen.add(k)

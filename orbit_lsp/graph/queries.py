@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from orbit_lsp.graph.connection import Graph
+from orbit_lsp.graph.implicit import implicit_note, implicit_syntax
 from orbit_lsp.graph.imports import ImportGraph
 
 MAX_HOPS = 4
@@ -170,7 +171,10 @@ def callers(graph: Graph, symbol: str, depth: int = 1) -> Answer:
     "callers": [symbol dict + depth, via, lines, resolved], "unresolved_elsewhere": int}];
     ``unresolved_elsewhere`` counts the symbols with call sites whose target could not be
     bound and that use the same name (they *may* call it: the count is then a lower bound);
-    ``unbound`` lists those sites (``unbound_sites``: total, and the first with file and line).
+    ``unbound`` lists those sites (``unbound_sites``: total, and the first with file and line);
+    ``implicit`` is the syntax that runs a special method without a call expression the graph
+    binds (``a == b`` for ``__eq__``; ``graph.implicit``), else None: its callers are then a
+    lower bound, and a note says so.
     """
     ans = find_symbols(graph, symbol)
     targets = ans.rows
@@ -184,7 +188,11 @@ def callers(graph: Graph, symbol: str, depth: int = 1) -> Answer:
         unresolved = _unresolved_named(graph, [t["name"]], ans).get(t["name"], 0)
         here = {(c["file"], ln) for c in found if c["depth"] == 1 for ln in (c.get("lines") or [])}
         unbound = unbound_sites(graph, t["name"], ans, bound=here) if unresolved else {"total": 0, "sites": []}
-        ans.rows.append({"target": t, "callers": found, "unresolved_elsewhere": unresolved, "unbound": unbound})
+        syntax = implicit_syntax(t["name"], t["kind"], t["file"])
+        if syntax:
+            ans.notes.append(implicit_note(t["qual"], syntax))
+        ans.rows.append({"target": t, "callers": found, "unresolved_elsewhere": unresolved, "unbound": unbound,
+                         "implicit": syntax})
     return ans
 
 
@@ -1006,8 +1014,9 @@ def symbol_lens_counts(graph: Graph, path: str, targets: list[tuple[str, str]], 
     (qualified name, short name as the lens saw it; checked against the graph) pairs;
     ``indexed``: ``unresolved_indexed(graph)``.
 
-    ``rows``: [{"qual", "callers": int, "recursive": bool, "unresolved_elsewhere": int}], one
-    per target found in ``path``'s part of the graph (the others are left out)."""
+    ``rows``: [{"qual", "callers": int, "recursive": bool, "unresolved_elsewhere": int,
+    "implicit": str | None (``graph.implicit.implicit_syntax``)}], one per target found in
+    ``path``'s part of the graph (the others are left out)."""
     ans = Answer()
     names = sorted({n for _, n in targets})
     syms, unbound = _Reads(graph, [
@@ -1019,7 +1028,8 @@ def symbol_lens_counts(graph: Graph, path: str, targets: list[tuple[str, str]], 
     if other:  # a lens whose data names the symbol otherwise (not one this server made)
         unresolved.update(_unresolved_named(graph, other, ans))
     ans.rows = [{"qual": qual, "callers": indegree - (1 if own else 0), "recursive": bool(own),
-                 "unresolved_elsewhere": unresolved.get(name, 0) if kind != "module" else 0}
+                 "unresolved_elsewhere": unresolved.get(name, 0) if kind != "module" else 0,
+                 "implicit": implicit_syntax(name, kind, path)}
                 for qual, name, kind, indegree, own in syms]
     return ans
 
@@ -1033,6 +1043,7 @@ def symbol_summary(graph: Graph, path: str, qual: str, max_hops: int = MAX_HOPS,
     ``rows``: [{"symbol": symbol dict, "callers_total": int (distinct direct callers, the symbol
     itself excluded), "callers": the first ``limit`` of them by (file, line), each a symbol dict +
     "lines" (call lines in the caller's file), "recursive": bool, "unresolved_elsewhere": int,
+    "implicit": the syntax that runs a special method the graph does not follow, or None,
     "decorators": [qual], "dependents": [{"path", "hops"}], "packages": [{"name", "stdlib",
     "dist", "line"}]}]; empty with ``found`` False when the symbol is not in the graph.
     Only ``limit`` callers cross the wire: a symbol with a thousand callers costs a count. They
@@ -1070,7 +1081,7 @@ def symbol_summary(graph: Graph, path: str, qual: str, max_hops: int = MAX_HOPS,
     ans.rows = [{"symbol": sym, "callers_total": total - (1 if own else 0),
                  "callers": [{**_sym(r[:8]), "lines": r[8]} for r in first],
                  "recursive": bool(own), "unresolved_elsewhere": unresolved, "unbound": unbound,
-                 "decorators": decorators,
+                 "decorators": decorators, "implicit": implicit_syntax(sym["name"], sym["kind"], sym["file"]),
                  "dependents": imp.rows, "packages": pk}]
     return ans
 

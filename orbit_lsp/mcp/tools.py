@@ -25,6 +25,7 @@ from typing import Any
 from orbit_lsp.agent.tools import SCHEMA, Toolbox, ToolError, redacted, workspace_rel
 from orbit_lsp.graph import queries
 from orbit_lsp.graph.errors import QueryRejected, QueryTimeout
+from orbit_lsp.graph.implicit import implicit_note
 from orbit_lsp.graph.readonly import run_readonly
 
 DEFAULT_LIMIT = 20
@@ -278,6 +279,9 @@ class Tools:
                 via = f" via {x['via']}" if x["depth"] > 1 else ""
                 at = f" lines {','.join(map(str, x['call_lines']))}" if x.get("call_lines") and x["depth"] == 1 and incoming else ""
                 lines.append(f"  {x['depth']} {x['file']}:{x['line']} {x['qual']}{via}{at}")
+            if incoming and row.get("implicit"):
+                entry["implicit"] = row["implicit"]
+                notes.append(implicit_note(t["qual"], row["implicit"]))
             if incoming and row.get("unresolved_elsewhere"):
                 may = row["unresolved_elsewhere"]
                 entry["may_call"] = may

@@ -87,6 +87,9 @@ def render(item: dict, max_hops: int) -> str:
     if item["recursive"]:
         lines.append("- (it also calls itself)")
     parts.append("\n".join(lines))
+    if item.get("implicit"):
+        parts.append(f"_It runs without a call expression ({item['implicit']}), which the graph does not follow: "
+                     f"its callers are not all known, the count is a lower bound._")
     n = item["unresolved_elsewhere"]
     if n:
         parts.append(f"_{_plural(n, 'function')} {'makes' if n == 1 else 'make'} calls to {code(s['name'])} that "

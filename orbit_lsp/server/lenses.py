@@ -160,7 +160,12 @@ def file_title(counts: dict) -> str:
 
 
 def symbol_title(name: str, counts: dict) -> str:
+    syntax = counts.get("implicit")
+    if syntax and not counts.get("callers"):
+        return f"callers unknown: runs on {syntax}, which the graph does not follow"
     title = _plural(counts.get("callers", 0), "caller")
+    if syntax:
+        title += f" · more through {syntax}, not followed"
     if counts.get("recursive"):
         title += " · recursive"
     unresolved = counts.get("unresolved_elsewhere", 0)
