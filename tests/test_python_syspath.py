@@ -125,6 +125,8 @@ EXPRESSIONS = [
     ('sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))', ("a/b",)),
     ('sys.path.insert(0, os.path.realpath(os.path.join(os.path.dirname(__file__), "..", "lib")))', ("a/lib",)),
     ('sys.path.append(os.path.normpath(os.path.dirname(__file__) + "/../../lib"))', ("lib",)),
+    ('sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir)))', ("a",)),
+    ('sys.path.insert(0, os.path.abspath(os.path.join(__file__, "..", "..")))', ("a",)),
     ('sys.path.append(str(Path(__file__).parent / "lib"))', ("a/b/lib",)),
     ('sys.path.append(str(Path(__file__).resolve().parent.parent))', ("a",)),
     ('sys.path.append(str(pathlib.Path(__file__).parents[1] / "x" / "y"))', ("a/x/y",)),
@@ -387,3 +389,28 @@ def test_namespace_folder_does_not_shadow_a_library(index):
     assert not any(b.startswith("tests/typing") for _, b in imports(ix))
     rows = ix.graph.ro_query("MATCH (f:File)-[:USES_PACKAGE]->(p:Package {name: 'typing'}) RETURN f.path").rows
     assert sorted(r[0] for r in rows) == ["tests/typing/check_route.py", "tests/unit/test_b.py"]
+
+
+def test_unsaved_buffer_follows_its_own_sys_path_line(index):
+    """The editor's buffer analysis binds through a ``sys.path`` line the buffer has and the
+    saved file does not (and not through one only the saved file has)."""
+    from orbit_lsp.index.buffers import analyse_buffer
+    from orbit_lsp.index.indexer import content_hash
+
+    saved = "import os\nimport sys\n\nimport helper\n\n\ndef main():\n    helper.go()\n"
+    ix = index({"tools/run.py": saved, "vendor/helper.py": "def go():\n    pass\n"})
+
+    def bound(text: str) -> set[tuple[str, str]]:
+        data = text.encode()
+        _, edges = analyse_buffer(ix, "tools/run.py", data, content_hash(data), True)
+        return {(k[1], k[2]) for k in edges.calls if k[0] == "main"}
+
+    assert bound(saved) == set()
+    line = 'sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "vendor"))\n'
+    unsaved = saved.replace("import helper\n", line + "import helper\n")
+    assert bound(unsaved) == {("vendor/helper.py", "go")}
+    # saved with the line, the buffer without it: the buffer's facts win
+    (ix.root / "tools/run.py").write_text(unsaved)
+    ix.reindex_file(ix.root / "tools/run.py")
+    assert ("tools.run.main", "vendor.helper.go", "module") in calls(ix)
+    assert bound(saved) == set()

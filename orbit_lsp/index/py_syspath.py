@@ -8,7 +8,8 @@ Followed in a file (the directory must be computable from the file's own locatio
   ``sys.path[:0] = [d, ...]`` (any slice assignment), ``sys.path += [d, ...]``,
   ``sys.path = [d, ...] + sys.path``, ``site.addsitedir(d)``, ``<x>.syspath_prepend(d)``
   (pytest's ``monkeypatch``/``pytester``);
-- ``d`` built from ``__file__`` with ``os.path.dirname/abspath/realpath/normpath/join``,
+- ``d`` built from ``__file__`` with ``os.path.dirname/abspath/realpath/normpath/join``
+  (and ``os.pardir``, ``os.curdir``, ``os.sep``),
   ``Path(...)``/``.parent``/``.parents[N]``/``/ "x"``/``.joinpath``/``.resolve()``/``.absolute()``,
   ``str()``/``os.fspath()``, ``+`` and f-strings with string literals, and names bound (anywhere
   in the file, every binding agreeing) to such expressions.
@@ -36,6 +37,7 @@ _OS_PATH_RECEIVERS = frozenset({"path", "osp", "op", "ospath", "_osp", "_path"})
 _OS_PATH_FUNCS = frozenset({"dirname", "abspath", "realpath", "normpath", "join"})
 _PATH_CLASSES = frozenset({"Path", "PurePath", "PosixPath", "PurePosixPath", "WindowsPath", "PureWindowsPath"})
 _SAME_PATH_METHODS = frozenset({"resolve", "absolute", "expanduser"})
+_OS_CONSTANTS = {"pardir": "..", "curdir": ".", "sep": "/"}  # ``os.pardir``…, POSIX spelling
 SYS_PATH_METHODS = frozenset({"insert", "append", "extend"})  # on ``sys.path``
 OTHER_PATH_CALLS = frozenset({"syspath_prepend", "addsitedir"})  # ``monkeypatch.…``, ``site.…``
 _UNKNOWN = None
@@ -171,6 +173,8 @@ class _Evaluator:
                     return _UNKNOWN
                 parts.append(got[1])
             return ("s", "".join(parts))
+        if cls is ast.Attribute and node.attr in _OS_CONSTANTS and _is_os(node.value):
+            return ("s", _OS_CONSTANTS[node.attr])
         if cls is ast.Attribute and node.attr == "parent":
             got = self.ev(node.value)
             return ("p", posixpath.dirname(_strip(got[1]))) if got is not None and got[0] == "p" else _UNKNOWN
@@ -231,6 +235,11 @@ class _Evaluator:
                 return _UNKNOWN
             return ("p", posixpath.join(base[1], *(v[1] for v in vals)))
         return _UNKNOWN
+
+
+def _is_os(node: ast.AST) -> bool:
+    """``os`` or ``os.path`` (both have ``pardir``, ``curdir``, ``sep``)."""
+    return (node.__class__ is ast.Name and node.id == "os") or _is_os_path(node)
 
 
 def _is_os_path(node: ast.AST) -> bool:
