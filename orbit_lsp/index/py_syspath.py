@@ -299,7 +299,33 @@ def _ini_option(path: str, section: str, always: bool):
     return True, parser.get(section, "pythonpath", fallback=None)
 
 
+_PYTHONPATH_SEEN: dict[str, tuple] = {}  # root -> (stat of each candidate file, its answer)
+
+
+def _stat(path: str):
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
 def pytest_pythonpath(root: Path | str) -> tuple[str, ...]:
+    """``read_pytest_pythonpath`` of ``root``, read again only when one of the candidate files
+    changed (by ``stat``: an edit re-indexes without parsing ``pyproject.toml`` each time)."""
+    root = os.fspath(root)
+    stamps = tuple(_stat(os.path.join(root, n)) for n in PYTEST_CONFIGS)
+    seen = _PYTHONPATH_SEEN.get(root)
+    if seen is not None and seen[0] == stamps:
+        return seen[1]
+    got = read_pytest_pythonpath(root)
+    if len(_PYTHONPATH_SEEN) > 64:
+        _PYTHONPATH_SEEN.clear()
+    _PYTHONPATH_SEEN[root] = (stamps, got)
+    return got
+
+
+def read_pytest_pythonpath(root: Path | str) -> tuple[str, ...]:
     """Workspace-relative directories of pytest's ``pythonpath`` option (pytest ≥ 7), from the
     configuration file pytest would use for a run at the workspace ``root``: the first of
     ``pytest.ini``, ``.pytest.ini`` (always theirs), ``pyproject.toml`` with
@@ -353,13 +379,3 @@ def _entries(value) -> tuple[str, ...]:
             continue
         out.append(d)
     return tuple(out)
-
-
-def config_stamps(root: Path | str) -> tuple[tuple[str, str], ...]:
-    """``(absolute path, stamp)`` of each of pytest's candidate config files at ``root``
-    (``js_modules.stamp``: a digest of its bytes, or ``"missing"``), for telling later whether
-    ``pytest_pythonpath`` may have changed."""
-    from orbit_lsp.index.js_modules import stamp
-
-    root = os.fspath(root)
-    return tuple((p, stamp(p)) for p in (os.path.join(root, n) for n in PYTEST_CONFIGS))
