@@ -20,7 +20,7 @@ import pytest
 from orbit_lsp.index import python as pyx
 from orbit_lsp.index.indexer import WorkspaceIndexer
 from orbit_lsp.index.py_syspath import pytest_pythonpath
-from test_incremental import assert_same, new_indexer, workspaces, write
+from test_incremental import VALUE_FLOW, assert_same, new_indexer, workspaces, write
 
 
 def build(tmp_path: Path, store, files: dict[str, str]) -> WorkspaceIndexer:
@@ -305,7 +305,17 @@ def test_undetermined_directory_stays_unresolved(index):
 LINE = 'monkeypatch.syspath_prepend(os.path.join(os.path.dirname(__file__), "test_apps"))'
 
 
-def test_adding_and_removing_the_line_equals_rebuild(store):
+@pytest.fixture(params=[False, True], ids=["plain", "value-flow"])
+def value_flow(request):
+    """Indexers of ``test_incremental.new_indexer`` with parameter values off, then on."""
+    VALUE_FLOW[0] = request.param
+    try:
+        yield request.param
+    finally:
+        VALUE_FLOW[0] = False
+
+
+def test_adding_and_removing_the_line_equals_rebuild(store, value_flow):
     with workspaces() as make:
         root = make() / "ws"
         files = dict(FLASK_LIKE)
@@ -334,7 +344,7 @@ def test_adding_and_removing_the_line_equals_rebuild(store):
         assert_same(ix, make, store, "after moving the directory")
 
 
-def test_script_line_added_and_removed_equals_rebuild(store):
+def test_script_line_added_and_removed_equals_rebuild(store, value_flow):
     with workspaces() as make:
         root = make() / "ws"
         write(root, "vendor/helper.py", "def go():\n    pass\n")
