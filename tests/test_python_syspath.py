@@ -20,7 +20,7 @@ import pytest
 from orbit_lsp.index import python as pyx
 from orbit_lsp.index.indexer import WorkspaceIndexer
 from orbit_lsp.index.py_syspath import pytest_pythonpath
-from test_incremental import assert_same, new_indexer, workspaces, write
+from test_incremental import VALUE_FLOW, assert_same, new_indexer, workspaces, write
 
 
 def build(tmp_path: Path, store, files: dict[str, str]) -> WorkspaceIndexer:
@@ -125,6 +125,8 @@ EXPRESSIONS = [
     ('sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))', ("a/b",)),
     ('sys.path.insert(0, os.path.realpath(os.path.join(os.path.dirname(__file__), "..", "lib")))', ("a/lib",)),
     ('sys.path.append(os.path.normpath(os.path.dirname(__file__) + "/../../lib"))', ("lib",)),
+    ('sys.path.insert(0, os.path.abspath(os.path.join(os.path.dirname(__file__), os.pardir)))', ("a",)),
+    ('sys.path.insert(0, os.path.abspath(os.path.join(__file__, "..", "..")))', ("a",)),
     ('sys.path.append(str(Path(__file__).parent / "lib"))', ("a/b/lib",)),
     ('sys.path.append(str(Path(__file__).resolve().parent.parent))', ("a",)),
     ('sys.path.append(str(pathlib.Path(__file__).parents[1] / "x" / "y"))', ("a/x/y",)),
@@ -303,7 +305,17 @@ def test_undetermined_directory_stays_unresolved(index):
 LINE = 'monkeypatch.syspath_prepend(os.path.join(os.path.dirname(__file__), "test_apps"))'
 
 
-def test_adding_and_removing_the_line_equals_rebuild(store):
+@pytest.fixture(params=[False, True], ids=["plain", "value-flow"])
+def value_flow(request):
+    """Indexers of ``test_incremental.new_indexer`` with parameter values off, then on."""
+    VALUE_FLOW[0] = request.param
+    try:
+        yield request.param
+    finally:
+        VALUE_FLOW[0] = False
+
+
+def test_adding_and_removing_the_line_equals_rebuild(store, value_flow):
     with workspaces() as make:
         root = make() / "ws"
         files = dict(FLASK_LIKE)
@@ -332,7 +344,7 @@ def test_adding_and_removing_the_line_equals_rebuild(store):
         assert_same(ix, make, store, "after moving the directory")
 
 
-def test_script_line_added_and_removed_equals_rebuild(store):
+def test_script_line_added_and_removed_equals_rebuild(store, value_flow):
     with workspaces() as make:
         root = make() / "ws"
         write(root, "vendor/helper.py", "def go():\n    pass\n")
@@ -387,3 +399,28 @@ def test_namespace_folder_does_not_shadow_a_library(index):
     assert not any(b.startswith("tests/typing") for _, b in imports(ix))
     rows = ix.graph.ro_query("MATCH (f:File)-[:USES_PACKAGE]->(p:Package {name: 'typing'}) RETURN f.path").rows
     assert sorted(r[0] for r in rows) == ["tests/typing/check_route.py", "tests/unit/test_b.py"]
+
+
+def test_unsaved_buffer_follows_its_own_sys_path_line(index):
+    """The editor's buffer analysis binds through a ``sys.path`` line the buffer has and the
+    saved file does not (and not through one only the saved file has)."""
+    from orbit_lsp.index.buffers import analyse_buffer
+    from orbit_lsp.index.indexer import content_hash
+
+    saved = "import os\nimport sys\n\nimport helper\n\n\ndef main():\n    helper.go()\n"
+    ix = index({"tools/run.py": saved, "vendor/helper.py": "def go():\n    pass\n"})
+
+    def bound(text: str) -> set[tuple[str, str]]:
+        data = text.encode()
+        _, edges = analyse_buffer(ix, "tools/run.py", data, content_hash(data), True)
+        return {(k[1], k[2]) for k in edges.calls if k[0] == "main"}
+
+    assert bound(saved) == set()
+    line = 'sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "vendor"))\n'
+    unsaved = saved.replace("import helper\n", line + "import helper\n")
+    assert bound(unsaved) == {("vendor/helper.py", "go")}
+    # saved with the line, the buffer without it: the buffer's facts win
+    (ix.root / "tools/run.py").write_text(unsaved)
+    ix.reindex_file(ix.root / "tools/run.py")
+    assert ("tools.run.main", "vendor.helper.go", "module") in calls(ix)
+    assert bound(saved) == set()

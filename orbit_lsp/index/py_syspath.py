@@ -8,7 +8,8 @@ Followed in a file (the directory must be computable from the file's own locatio
   ``sys.path[:0] = [d, ...]`` (any slice assignment), ``sys.path += [d, ...]``,
   ``sys.path = [d, ...] + sys.path``, ``site.addsitedir(d)``, ``<x>.syspath_prepend(d)``
   (pytest's ``monkeypatch``/``pytester``);
-- ``d`` built from ``__file__`` with ``os.path.dirname/abspath/realpath/normpath/join``,
+- ``d`` built from ``__file__`` with ``os.path.dirname/abspath/realpath/normpath/join``
+  (and ``os.pardir``, ``os.curdir``, ``os.sep``),
   ``Path(...)``/``.parent``/``.parents[N]``/``/ "x"``/``.joinpath``/``.resolve()``/``.absolute()``,
   ``str()``/``os.fspath()``, ``+`` and f-strings with string literals, and names bound (anywhere
   in the file, every binding agreeing) to such expressions.
@@ -36,6 +37,7 @@ _OS_PATH_RECEIVERS = frozenset({"path", "osp", "op", "ospath", "_osp", "_path"})
 _OS_PATH_FUNCS = frozenset({"dirname", "abspath", "realpath", "normpath", "join"})
 _PATH_CLASSES = frozenset({"Path", "PurePath", "PosixPath", "PurePosixPath", "WindowsPath", "PureWindowsPath"})
 _SAME_PATH_METHODS = frozenset({"resolve", "absolute", "expanduser"})
+_OS_CONSTANTS = {"pardir": "..", "curdir": ".", "sep": "/"}  # ``os.pardir``…, POSIX spelling
 SYS_PATH_METHODS = frozenset({"insert", "append", "extend"})  # on ``sys.path``
 OTHER_PATH_CALLS = frozenset({"syspath_prepend", "addsitedir"})  # ``monkeypatch.…``, ``site.…``
 _UNKNOWN = None
@@ -171,6 +173,8 @@ class _Evaluator:
                     return _UNKNOWN
                 parts.append(got[1])
             return ("s", "".join(parts))
+        if cls is ast.Attribute and node.attr in _OS_CONSTANTS and _is_os(node.value):
+            return ("s", _OS_CONSTANTS[node.attr])
         if cls is ast.Attribute and node.attr == "parent":
             got = self.ev(node.value)
             return ("p", posixpath.dirname(_strip(got[1]))) if got is not None and got[0] == "p" else _UNKNOWN
@@ -233,6 +237,11 @@ class _Evaluator:
         return _UNKNOWN
 
 
+def _is_os(node: ast.AST) -> bool:
+    """``os`` or ``os.path`` (both have ``pardir``, ``curdir``, ``sep``)."""
+    return (node.__class__ is ast.Name and node.id == "os") or _is_os_path(node)
+
+
 def _is_os_path(node: ast.AST) -> bool:
     if node.__class__ is ast.Name:
         return node.id in _OS_PATH_RECEIVERS
@@ -290,7 +299,33 @@ def _ini_option(path: str, section: str, always: bool):
     return True, parser.get(section, "pythonpath", fallback=None)
 
 
+_PYTHONPATH_SEEN: dict[str, tuple] = {}  # root -> (stat of each candidate file, its answer)
+
+
+def _stat(path: str):
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_size, st.st_ino)
+
+
 def pytest_pythonpath(root: Path | str) -> tuple[str, ...]:
+    """``read_pytest_pythonpath`` of ``root``, read again only when one of the candidate files
+    changed (by ``stat``: an edit re-indexes without parsing ``pyproject.toml`` each time)."""
+    root = os.fspath(root)
+    stamps = tuple(_stat(os.path.join(root, n)) for n in PYTEST_CONFIGS)
+    seen = _PYTHONPATH_SEEN.get(root)
+    if seen is not None and seen[0] == stamps:
+        return seen[1]
+    got = read_pytest_pythonpath(root)
+    if len(_PYTHONPATH_SEEN) > 64:
+        _PYTHONPATH_SEEN.clear()
+    _PYTHONPATH_SEEN[root] = (stamps, got)
+    return got
+
+
+def read_pytest_pythonpath(root: Path | str) -> tuple[str, ...]:
     """Workspace-relative directories of pytest's ``pythonpath`` option (pytest ≥ 7), from the
     configuration file pytest would use for a run at the workspace ``root``: the first of
     ``pytest.ini``, ``.pytest.ini`` (always theirs), ``pyproject.toml`` with
@@ -344,13 +379,3 @@ def _entries(value) -> tuple[str, ...]:
             continue
         out.append(d)
     return tuple(out)
-
-
-def config_stamps(root: Path | str) -> tuple[tuple[str, str], ...]:
-    """``(absolute path, stamp)`` of each of pytest's candidate config files at ``root``
-    (``js_modules.stamp``: a digest of its bytes, or ``"missing"``), for telling later whether
-    ``pytest_pythonpath`` may have changed."""
-    from orbit_lsp.index.js_modules import stamp
-
-    root = os.fspath(root)
-    return tuple((p, stamp(p)) for p in (os.path.join(root, n) for n in PYTEST_CONFIGS))
