@@ -858,7 +858,7 @@ def test_lines_added_above_literals_and_lambdas_leave_the_interface_alone():
     lambda below it, yet no other file's resolution can see a difference (so none is re-resolved,
     and a diff of the two versions changes no lambda's name)."""
     from orbit_lsp.index.parsing import parse_python
-    from orbit_lsp.index.resolve import changed_entities
+    from orbit_lsp.index.py_interface import changed_entities
 
     after = SHIFTED_BEFORE.replace("    return data\n", "    print(data)\n    return data\n")
     assert after != SHIFTED_BEFORE
@@ -881,7 +881,7 @@ def test_an_edge_lists_its_call_sites_in_source_order():
     columns kept beside them."""
     from types import SimpleNamespace as Site
 
-    from orbit_lsp.index.resolve import FileEdges
+    from orbit_lsp.index.py_edges import FileEdges
 
     e = FileEdges()
     for line, col in ((9, 4), (3, 8), (9, 1), (5, 0)):

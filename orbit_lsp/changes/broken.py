@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from orbit_lsp.changes.diff import Change
 from orbit_lsp.graph import queries
 from orbit_lsp.graph.connection import Graph
-from orbit_lsp.index.resolve import full_qual, module_name
+from orbit_lsp.index.py_edges import full_qual, module_name
 from orbit_lsp.lru import LRU
 
 CATCHES_IMPORT_ERROR = frozenset({"ImportError", "Exception", "BaseException"})

@@ -25,7 +25,7 @@ from orbit_lsp.graph import queries
 from orbit_lsp.graph.implicit import PYTHON2
 from orbit_lsp.graph.connection import Graph
 from orbit_lsp.graph.imports import ImportGraph
-from orbit_lsp.index.resolve import full_qual, module_name
+from orbit_lsp.index.py_edges import full_qual, module_name
 
 DEFAULT_DEPTH = 4
 DEFAULT_TEST_DEPTH = 12
@@ -447,7 +447,7 @@ def library_classes(graph: Graph, ans: queries.Answer, read, classes: set[tuple[
 
 
 def _class_node(tree, file: str, qual: str, root_package: str):
-    from orbit_lsp.index.resolve import module_name
+    from orbit_lsp.index.py_edges import module_name
 
     mod = module_name(file, root_package)
     local = qual[len(mod) + 1:] if mod and qual.startswith(mod + ".") else qual
@@ -497,7 +497,7 @@ def _stdlib_class(dotted: str):
 
 def _library_names(read, file: str, qual: str, workspace_bases: set[str], root_package: str) -> set[str]:
     from orbit_lsp.changes.broken import parse_cached
-    from orbit_lsp.index.resolve import module_name
+    from orbit_lsp.index.py_edges import module_name
 
     if not file.endswith(".py"):
         return set()

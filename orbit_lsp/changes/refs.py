@@ -29,7 +29,7 @@ from typing import Callable
 from orbit_lsp.changes.broken import _bound_in_scopes, _module_of_import, _parents, parse_cached
 from orbit_lsp.graph import queries
 from orbit_lsp.graph.connection import Graph
-from orbit_lsp.index.resolve import full_qual, module_name
+from orbit_lsp.index.py_edges import full_qual, module_name
 from orbit_lsp.lru import LRU
 
 PARSED = LRU(512)  # content digest -> Parsed | None

@@ -9,7 +9,7 @@ body) or module (imports, module-level statements). A lambda's lines belong to t
 line added above it would otherwise rename it). Decorator lines belong to what they
 decorate. Blank lines never count.
 
-Identity is the workspace-wide qualified name (``resolve.full_qual``: ``pkg.mod.Class.method``,
+Identity is the workspace-wide qualified name (``py_edges.full_qual``: ``pkg.mod.Class.method``,
 ``path#Class.method`` for JS/TS) plus the file: the graph's identity of a symbol.
 """
 
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from orbit_lsp.changes.broken import parse_cached
 from orbit_lsp.changes.diff import Change, FileDiff
 from orbit_lsp.index.languages import PARSED_LANGS, parse_file
-from orbit_lsp.index.resolve import full_qual
+from orbit_lsp.index.py_edges import full_qual
 from orbit_lsp.index.walk import LANGS
 from orbit_lsp.lru import LRU
 

@@ -26,7 +26,7 @@ from orbit_lsp.graph.imports import ImportGraph
 from orbit_lsp.index import python as pyx
 from orbit_lsp.index.indexer import LazyFacts, WorkspaceIndexer, content_hash
 from orbit_lsp.index.languages import PARSED_LANGS, WorkspaceResolver, is_js, parse_file
-from orbit_lsp.index.resolve import FileEdges, full_qual, package_info
+from orbit_lsp.index.py_edges import FileEdges, full_qual, package_info
 from orbit_lsp.index.walk import LANGS
 from orbit_lsp.lru import LRU
 

@@ -6,7 +6,7 @@ not final: any file may call or import it).
 - ``cold_definition_at``: the definition whose name is at a position (what a hover can show).
 
 Both parse in memory (``buffers.analyse_buffer``: parsed once per content) and use the graph's
-qualified names (``resolve.full_qual``), so a lens made now is resolved against the graph once
+qualified names (``py_edges.full_qual``), so a lens made now is resolved against the graph once
 the index is done. Graph positions: 1-based lines, UTF-8 byte columns.
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from orbit_lsp.index.buffers import LENS_KINDS, analyse_buffer
 from orbit_lsp.index.indexer import WorkspaceIndexer, content_hash
-from orbit_lsp.index.resolve import full_qual
+from orbit_lsp.index.py_edges import full_qual
 from orbit_lsp.index.watcher import classify
 
 

@@ -18,7 +18,7 @@ from orbit_lsp.graph.writer import BATCH as SYMBOL_BATCH, GraphWriter
 from orbit_lsp.index.report import GENERATIONS, IndexReport, Progress, report_progress, unresolved_sites
 from orbit_lsp.index.languages import is_js
 from orbit_lsp.index.py_parallel import default_workers
-from orbit_lsp.index.resolve import full_qual, package_info
+from orbit_lsp.index.py_edges import full_qual, package_info
 from orbit_lsp.index.state import FACTS
 
 # decoded facts a full build keeps at once, in ``state.FACTS`` and in the resolver's own

@@ -18,7 +18,7 @@ from orbit_lsp.graph.writer import GraphWriter
 from orbit_lsp.index.languages import changed_entities
 from orbit_lsp.index.parsing import content_hash, gc_paused
 from orbit_lsp.index.report import GENERATIONS, IndexReport
-from orbit_lsp.index.resolve import full_qual, package_info
+from orbit_lsp.index.py_edges import full_qual, package_info
 from orbit_lsp.index.state import FileState
 
 
@@ -68,7 +68,7 @@ class Incremental:
         deleted (with the edges into them) and new ones created, so CALLS/INHERITS edges from
         other files into surviving symbols stay. Files are re-resolved when the module table
         changed (all of them) or when they consulted a part of a changed file's interface that
-        changed (``resolve.changed_entities``); only those whose edges differ are rewritten.
+        changed (``py_interface.changed_entities``); only those whose edges differ are rewritten.
 
         The resolver of the previous build or update is kept while the module table stays the
         same: the changed files' facts are swapped in and only the memoised values that
@@ -80,7 +80,7 @@ class Incremental:
             return
         t = time.perf_counter()
         added = {r for r in changed if r not in old_state}
-        iface_changed: set[tuple] = set()  # entities (see resolve.interface_units) that changed
+        iface_changed: set[tuple] = set()  # entities (see py_interface.interface_units) that changed
         moved: set[tuple] = set()  # entities whose scopes only moved
         for rel in changed - added:
             ob, nb = old_state[rel].facts_blob, self.state[rel].facts_blob

@@ -45,7 +45,7 @@ from orbit_lsp.graph import keys
 from orbit_lsp.graph.connection import GraphStore
 from orbit_lsp.index.languages import PARSED_LANGS, WorkspaceResolver, configs_changed, parse_file
 from orbit_lsp.index.py_syspath import pytest_pythonpath
-from orbit_lsp.index.resolve import full_qual, package_info
+from orbit_lsp.index.py_edges import full_qual, package_info
 from orbit_lsp.index.parsing import (  # noqa: F401 (re-exported: imported from here by callers)
     content_hash,
     count_lines,

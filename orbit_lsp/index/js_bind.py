@@ -23,7 +23,7 @@ bound through them are resolved ``type`` (a declared type) or ``return`` (what a
 from __future__ import annotations
 
 from orbit_lsp.index.js_facts import JsFacts
-from orbit_lsp.index.resolve import receiver_kind
+from orbit_lsp.index.py_edges import receiver_kind
 
 MAX_DEPTH = 60
 EXT = ("ext",)
@@ -720,7 +720,7 @@ def _union(values: list):
             if x is not None and x != EXT and x not in ws:
                 ws.append(x)
     if ws:
-        # the shape of the Python resolver's unions (members, "some member unknown"): resolve.receiver_kind reads it
+        # the shape of the Python resolver's unions (members, "some member unknown"): py_edges.receiver_kind reads it
         return ws[0] if len(ws) == 1 else ("union", tuple(ws[:_MAX_UNION]), False)
     return EXT if values and all(v == EXT for v in values) else None
 

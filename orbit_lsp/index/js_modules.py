@@ -38,7 +38,7 @@ import os
 import posixpath
 from pathlib import Path
 
-from orbit_lsp.index.resolve import canonical_path
+from orbit_lsp.index.py_modules import canonical_path
 from orbit_lsp.index.walk import BuildOutput
 
 _BUILD_EXTS = (".d.ts", ".d.mts", ".d.cts", ".js", ".mjs", ".cjs", ".jsx")

@@ -1,7 +1,7 @@
 """Cross-file resolution for JavaScript/TypeScript: imports, exports and call binding.
 
 Input: the ``JsFacts`` of every JS/TS file and the set of indexed paths; output per file a
-``resolve.FileEdges`` (the same shape the Python resolver produces, so the indexer and the writer
+``py_edges.FileEdges`` (the same shape the Python resolver produces, so the indexer and the writer
 treat both alike). Specifiers are looked up with ``js_modules.JsModules``; names are followed
 through imports, re-exports and ``export *`` barrels (cycles cut) to the file that defines them.
 
@@ -25,7 +25,7 @@ from pathlib import Path
 from orbit_lsp.index.js_bind import MAX_DEPTH, JsBinder
 from orbit_lsp.index.js_facts import JsFacts
 from orbit_lsp.index.js_modules import JsModules
-from orbit_lsp.index.resolve import FileEdges
+from orbit_lsp.index.py_edges import FileEdges
 
 JS_UNIT = "<js>"
 # ``JsImport.kind`` of the specifiers that exist for types only (``import type``, ``import { type
@@ -55,7 +55,7 @@ def configs_changed(deps_sets) -> bool:
 
 def changed_entities(rel: str, old, new) -> tuple[set[tuple], set[tuple]]:
     """``(changed, moved)`` entities of a JS/TS file between two versions (see
-    ``resolve.changed_entities``): the whole file is one entity."""
+    ``py_interface.changed_entities``): the whole file is one entity."""
     if old is None or new is None or old.interface() != new.interface():
         return {(rel, JS_UNIT)}, set()
     return set(), set()
@@ -173,7 +173,7 @@ class JsResolver(JsBinder):
                 if imp.kind not in TYPE_ONLY_KINDS:
                     runtime.add(m[1])
             elif m[0] in ("package", "builtin"):
-                key = "npm:" + m[1] if m[0] == "package" else m[1]  # see resolve.package_info
+                key = "npm:" + m[1] if m[0] == "package" else m[1]  # see py_edges.package_info
                 if imp.line < out.packages.get(key, imp.line + 1):
                     out.packages[key] = imp.line
             elif m[0] == "missing":

@@ -2,7 +2,7 @@
 
 Python files go to ``python.py``/``resolve.py``, JavaScript/TypeScript files to
 ``javascript.py``/``js_resolve.py``; both produce facts with ``symbols`` (``PySymbol``) and an
-``interface()``, and both resolvers produce ``resolve.FileEdges``, so the indexer, the writer and
+``interface()``, and both resolvers produce ``py_edges.FileEdges``, so the indexer, the writer and
 the graph schema are shared. The languages never consult each other.
 """
 
@@ -12,10 +12,11 @@ from pathlib import Path
 
 from orbit_lsp.index import javascript as jsx
 from orbit_lsp.index import js_resolve
-from orbit_lsp.index import resolve as pyres
+from orbit_lsp.index import py_interface
 from orbit_lsp.index.javascript import JS_EXTS
 from orbit_lsp.index.js_resolve import JsResolver, configs_changed  # noqa: F401 - used by the indexer
-from orbit_lsp.index.resolve import FileEdges, Resolver
+from orbit_lsp.index.resolve import Resolver
+from orbit_lsp.index.py_edges import FileEdges
 
 PARSED_LANGS = frozenset({"python", "javascript", "typescript"})
 
@@ -48,10 +49,10 @@ def parse_file(rel: str, data: bytes):
 
 
 def changed_entities(rel: str, old, new) -> tuple[set[tuple], set[tuple]]:
-    """``resolve.changed_entities`` for any language."""
+    """``py_interface.changed_entities`` for any language."""
     if is_js(rel):
         return js_resolve.changed_entities(rel, old, new)
-    return pyres.changed_entities(rel, old, new)
+    return py_interface.changed_entities(rel, old, new)
 
 
 class WorkspaceResolver:

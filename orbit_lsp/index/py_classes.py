@@ -19,7 +19,7 @@ from orbit_lsp.index.py_values import (
 from orbit_lsp.index.python import UNKNOWN
 
 if TYPE_CHECKING:
-    from orbit_lsp.index.resolve import FileEdges
+    from orbit_lsp.index.py_edges import FileEdges
 
 
 class ClassModel:

@@ -22,7 +22,7 @@ from orbit_lsp.index.py_parallel import resolve_files
 from orbit_lsp.index.python import UNKNOWN
 
 if TYPE_CHECKING:
-    from orbit_lsp.index.resolve import FileEdges
+    from orbit_lsp.index.py_edges import FileEdges
 
 
 class ParameterFlow:

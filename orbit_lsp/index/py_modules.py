@@ -35,7 +35,7 @@ from orbit_lsp.index.py_values import BOTTOM, STARS
 
 if TYPE_CHECKING:
     from orbit_lsp.index.python import PyFacts
-    from orbit_lsp.index.resolve import FileEdges
+    from orbit_lsp.index.py_edges import FileEdges
 
 
 def canonical_path(path: str, aliases: dict[str, str]) -> str:

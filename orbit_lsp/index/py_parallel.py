@@ -27,7 +27,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from orbit_lsp.index.resolve import FileEdges, Resolver
+    from orbit_lsp.index.resolve import Resolver
+    from orbit_lsp.index.py_edges import FileEdges
 
 log = logging.getLogger("orbit_lsp.index")
 
