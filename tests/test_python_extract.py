@@ -11,6 +11,7 @@ import io
 import pickle
 
 from orbit_lsp.index import python as pyx
+from orbit_lsp.index.py_facts import UNKNOWN, CallSite, PyFacts, Scope
 
 SOURCE = b'''
 import os
@@ -62,7 +63,7 @@ EXPECTED_CALLS = {
 }
 
 
-def _scope(facts: pyx.PyFacts, qual: str) -> pyx.Scope:
+def _scope(facts: PyFacts, qual: str) -> Scope:
     return facts.scopes[facts.scope_of[qual]]
 
 
@@ -86,7 +87,7 @@ def test_callee_chains_are_not_reads_but_their_bases_are_visited():
     assert sorted(sites) == sorted([("c", ""), ("i", "read"), ("g", ""), ("y", "read")])
     call = next(c for c in _scope(facts, "f").calls if c.name == "c")
     assert call.ref == ("a", ("a", ("n", "a"), "b"), "c")
-    assert call.args == (("a", ("a", ("c", ("n", "g"), pyx.UNKNOWN), "h"), "i"),)
+    assert call.args == (("a", ("a", ("c", ("n", "g"), UNKNOWN), "h"), "i"),)
 
 
 def test_lambdas_in_conditions_and_operators_are_symbols():
@@ -121,4 +122,4 @@ def test_copyreg_reduction_gives_the_same_bytes_as_reduce():
     assert fast == _reduce_ex_bytes(facts)
     back = pickle.loads(fast)
     assert back == facts
-    assert type(back.scopes[facts.scope_of["body"]].calls[0]) is pyx.CallSite
+    assert type(back.scopes[facts.scope_of["body"]].calls[0]) is CallSite

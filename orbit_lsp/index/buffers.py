@@ -23,7 +23,7 @@ from typing import Iterator
 from orbit_lsp.graph import queries
 from orbit_lsp.graph.cache import ANSWERS
 from orbit_lsp.graph.imports import ImportGraph
-from orbit_lsp.index import python as pyx
+from orbit_lsp.index.py_facts import PyFacts
 from orbit_lsp.index.indexer import LazyFacts, WorkspaceIndexer, content_hash
 from orbit_lsp.index.languages import PARSED_LANGS, WorkspaceResolver, is_js, parse_file
 from orbit_lsp.index.py_edges import FileEdges, full_qual, package_info
@@ -60,7 +60,7 @@ def file_impact(ix: WorkspaceIndexer, rel: str, max_hops: int) -> queries.Answer
     return ANSWERS.get(ix.graph, ix.generation, queries.impact, rel, max_hops, True, import_graph(ix))
 
 
-def analyse_buffer(ix: WorkspaceIndexer, rel: str, data: bytes, h: str, edges: bool) -> tuple[pyx.PyFacts | None, FileEdges | None]:
+def analyse_buffer(ix: WorkspaceIndexer, rel: str, data: bytes, h: str, edges: bool) -> tuple[PyFacts | None, FileEdges | None]:
     """Facts of a buffer (parsed in memory, nothing written) and, when ``edges``, its imports and
     calls bound against the indexed workspace. (None, None) for a file that is not Python or
     does not parse. Call with the indexer's lock held when ``edges`` (reads its state)."""

@@ -18,7 +18,7 @@ from orbit_lsp.index.js_syntax import (  # noqa: F401 - grammar_for and string_v
     require_spec, specifiers, string_value, text, unwrap)
 from orbit_lsp.index.js_typed import TypedDeclarations
 from orbit_lsp.index.js_types import parameter_types, type_parameters, type_ref
-from orbit_lsp.index.python import CallSite, PySymbol
+from orbit_lsp.index.py_facts import CallSite, PySymbol
 
 _MAX_RETURNS = 8  # return values kept per function (a longer list is as good as unknown)
 _KEYED = frozenset({"Map", "WeakMap"})  # ``new Map<K, V>()`` is read as a value of that type

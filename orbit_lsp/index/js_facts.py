@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from orbit_lsp.index.python import CallSite, PySymbol, compact_pickle
+from orbit_lsp.index.py_facts import CallSite, PySymbol, compact_pickle
 
 UNKNOWN = ("?",)
 JS_EXTS = (".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts")

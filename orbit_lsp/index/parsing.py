@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable
 
 from orbit_lsp.index import python as pyx
+from orbit_lsp.index.py_facts import PyFacts
 from orbit_lsp.index.fingerprint import content_hash  # noqa: F401 (re-exported)
 from orbit_lsp.index.walk import read_text
 
@@ -94,11 +95,11 @@ def count_lines(data: bytes) -> int:
     return breaks + (0 if data.endswith((b"\n", b"\r")) else 1)
 
 
-def pickle_facts(facts: pyx.PyFacts) -> bytes:
+def pickle_facts(facts: PyFacts) -> bytes:
     return pickle.dumps(facts, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def parse_python(rel: str, data: bytes) -> tuple[pyx.PyFacts | None, str | None]:
+def parse_python(rel: str, data: bytes) -> tuple[PyFacts | None, str | None]:
     """Extract facts from one Python file: ``(facts, None)`` or ``(None, "line N: message")``."""
     try:
         try:

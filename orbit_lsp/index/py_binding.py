@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from orbit_lsp.index.py_edges import FileEdges, receiver_kind
 from orbit_lsp.index.py_values import EXT_ANY
-from orbit_lsp.index.python import UNKNOWN
+from orbit_lsp.index.py_facts import UNKNOWN
 
 # builtins and library functions that call a function they are given: name -> (positional index
 # or None, keyword) of that function, and the positional index of the iterable whose items it

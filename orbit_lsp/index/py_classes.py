@@ -16,7 +16,7 @@ from orbit_lsp.index.py_values import (
     _NoC3,
     _unit,
 )
-from orbit_lsp.index.python import UNKNOWN
+from orbit_lsp.index.py_facts import UNKNOWN
 
 if TYPE_CHECKING:
     from orbit_lsp.index.py_edges import FileEdges

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from orbit_lsp.index.py_values import BOTTOM, STORES, _ext, _nested
-from orbit_lsp.index.python import UNKNOWN
+from orbit_lsp.index.py_facts import UNKNOWN
 
 
 class Containers:

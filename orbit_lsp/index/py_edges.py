@@ -8,7 +8,7 @@ import sys
 from dataclasses import dataclass, field
 from functools import lru_cache
 
-from orbit_lsp.index.python import compact_pickle
+from orbit_lsp.index.py_facts import compact_pickle
 
 _JS_EXTS = (".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts")
 STDLIB = frozenset(sys.stdlib_module_names)

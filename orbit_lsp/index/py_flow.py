@@ -19,7 +19,7 @@ from orbit_lsp.index.py_values import (
     _workspace_part,
 )
 from orbit_lsp.index.py_parallel import resolve_files
-from orbit_lsp.index.python import UNKNOWN
+from orbit_lsp.index.py_facts import UNKNOWN
 
 if TYPE_CHECKING:
     from orbit_lsp.index.py_edges import FileEdges

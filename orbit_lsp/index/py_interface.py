@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from orbit_lsp.index.py_values import FIXTURES, HAS_FACTS, STARS, STORES, _unit
 
 if TYPE_CHECKING:
-    from orbit_lsp.index.python import PyFacts
+    from orbit_lsp.index.py_facts import PyFacts
 
 
 def interface_units(facts: PyFacts | None) -> dict[str, tuple[list, tuple]]:

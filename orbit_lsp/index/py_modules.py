@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 from orbit_lsp.index.py_values import BOTTOM, STARS
 
 if TYPE_CHECKING:
-    from orbit_lsp.index.python import PyFacts
+    from orbit_lsp.index.py_facts import PyFacts
     from orbit_lsp.index.py_edges import FileEdges
 
 

@@ -36,7 +36,7 @@ from orbit_lsp.index.py_fixtures import PytestFixtures
 from orbit_lsp.index.py_flow import ParameterFlow
 from orbit_lsp.index.py_modules import ModuleLookup
 from orbit_lsp.index.py_values import ALL_CLASSES, _MAX_DEPTH, BOTTOM, HAS_FACTS, _ext, _nested, _unit
-from orbit_lsp.index.python import LIBRARY_CONTAINER_CLASSES, UNKNOWN, PyFacts
+from orbit_lsp.index.py_facts import LIBRARY_CONTAINER_CLASSES, UNKNOWN, PyFacts
 
 _WEAK_REFERENCES = frozenset({"weakref.ref", "weakref.WeakMethod", "weakref.proxy"})
 _BUILTINS = frozenset(dir(builtins)) | {"__name__", "__file__", "__doc__", "__spec__", "__path__",

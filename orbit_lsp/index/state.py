@@ -12,17 +12,17 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from orbit_lsp.index import python as pyx
+from orbit_lsp.index.py_facts import PyFacts, compact_pickle
 from orbit_lsp.index.parsing import gc_paused, pickle_facts
 from orbit_lsp.index.py_edges import FileEdges
 from orbit_lsp.lru import LRU
 
-CACHE_VERSION = 21  # 21: FileEdges and CallEdge live in py_edges (their pickled module path); 20: Python facts and FileState carry the directories a file adds to sys.path; 19: Python scopes know the pytest fixture they define (Scope.fixture); 18: library containers made empty (`OrderedDict()`, `defaultdict(list)`) are container values (ref "lc"); 17: parameter-value entities name the parameter (PVAL, file, qual, name); 16: Python attribute reads are sites (property getters); 15: a Python container literal is identified by its scope and ordinal, not its line; 14: calls on what library code returns are counted as unbound (Python); 13: Python attributes set only in subclasses are read in the base (edges change); 12: TS grammar gaps mended (js_parse), FileEdges.type_only; 11: JS/TS facts carry types (js_types: results, fields, supers, type scopes); 10: value flow (parameters, containers, lambdas as symbols, FileEdges.flows); 6: JS/TS files have facts; 7: facts kept pickled (FileState.facts_blob); 8: lambda and comprehension scopes; 9: FileState.nonascii_lines, `from pkg import name` unbound in pkg is unresolved
+CACHE_VERSION = 22  # 22: the Python facts classes live in py_facts (their pickled module path); 21: FileEdges and CallEdge live in py_edges (their pickled module path); 20: Python facts and FileState carry the directories a file adds to sys.path; 19: Python scopes know the pytest fixture they define (Scope.fixture); 18: library containers made empty (`OrderedDict()`, `defaultdict(list)`) are container values (ref "lc"); 17: parameter-value entities name the parameter (PVAL, file, qual, name); 16: Python attribute reads are sites (property getters); 15: a Python container literal is identified by its scope and ordinal, not its line; 14: calls on what library code returns are counted as unbound (Python); 13: Python attributes set only in subclasses are read in the base (edges change); 12: TS grammar gaps mended (js_parse), FileEdges.type_only; 11: JS/TS facts carry types (js_types: results, fields, supers, type scopes); 10: value flow (parameters, containers, lambdas as symbols, FileEdges.flows); 6: JS/TS files have facts; 7: facts kept pickled (FileState.facts_blob); 8: lambda and comprehension scopes; 9: FileState.nonascii_lines, `from pkg import name` unbound in pkg is unresolved
 
 FACTS = LRU(256)  # pickled facts -> the decoded objects, most recently used (bytes cache their hash)
 
 
-def load_facts(blob: bytes) -> pyx.PyFacts:
+def load_facts(blob: bytes) -> PyFacts:
     """The facts pickled in ``blob``, decoded once while they stay among the recently used."""
     found, facts = FACTS.lookup(blob)
     if not found:
@@ -31,7 +31,7 @@ def load_facts(blob: bytes) -> pyx.PyFacts:
     return facts
 
 
-@pyx.compact_pickle
+@compact_pickle
 @dataclass(slots=True)
 class FileState:
     """What the indexer knows of one file. ``facts`` is the last good parse (None for
@@ -58,17 +58,17 @@ class FileState:
     #   here so the module table (``indexer._module_table``) is read without decoding facts
 
     @property
-    def facts(self) -> pyx.PyFacts | None:
+    def facts(self) -> PyFacts | None:
         return load_facts(self.facts_blob) if self.facts_blob is not None else None
 
     @facts.setter
-    def facts(self, value: pyx.PyFacts | None) -> None:
+    def facts(self, value: PyFacts | None) -> None:
         if value is None:
             self.facts_blob, self.symbols, self.sys_path = None, 0, ()
         else:
             self.set_facts_blob(pickle_facts(value), value)
 
-    def set_facts_blob(self, blob: bytes, facts: pyx.PyFacts | None = None, symbols: int | None = None,
+    def set_facts_blob(self, blob: bytes, facts: PyFacts | None = None, symbols: int | None = None,
                        sys_path: tuple = ()) -> None:
         """Facts by their pickle (``facts``: the same, decoded, when at hand; ``symbols``: their
         number of symbols, when known, and ``sys_path`` their ``sys_path``: the pickle is then
@@ -105,7 +105,7 @@ class LazyFacts:
         st = self._state().get(rel)
         return st.facts if st is not None and st.facts_blob is not None else default
 
-    def __getitem__(self, rel: str) -> pyx.PyFacts:
+    def __getitem__(self, rel: str) -> PyFacts:
         got = self.get(rel)
         if got is None:
             raise KeyError(rel)
