@@ -116,3 +116,23 @@ def srv(model_server):
     """The module's model server, its scripted replies and recorded requests cleared."""
     model_server.reset()
     return model_server
+
+
+@pytest.fixture
+def index_files(tmp_path, store):
+    """A factory: ``index_files({path: text}, name="ws", **settings)`` writes a small workspace
+    under ``tmp_path / name`` and indexes it (``small_workspaces.build``); its graph and cache
+    are deleted after the test."""
+    from small_workspaces import build
+
+    made = []
+
+    def _index(files: dict[str, str], name: str = "ws", **settings):
+        ix = build(tmp_path / name, store, files, **settings)
+        made.append(ix)
+        return ix
+
+    yield _index
+    for ix in made:
+        ix.graph.delete()
+        ix.cache_path.unlink(missing_ok=True)

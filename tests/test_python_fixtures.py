@@ -6,9 +6,6 @@ semantics; the graph is a real one in the session's embedded FalkorDB."""
 
 from __future__ import annotations
 
-import textwrap
-from pathlib import Path
-
 import pytest
 
 from orbit_lsp.graph.queries import export
@@ -124,27 +121,9 @@ def unbound(ix: WorkspaceIndexer, caller: str) -> list[str]:
     return sorted(rows[0][0] or []) if rows else []
 
 
-def write(root: Path, files: dict[str, str]) -> None:
-    for rel, text in files.items():
-        p = root / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(textwrap.dedent(text).lstrip("\n"))
-
-
 @pytest.fixture
-def index(tmp_path, store, settings):
-    made = []
-
-    def _index(files: dict[str, str], name: str = "ws") -> WorkspaceIndexer:
-        write(tmp_path / name, files)
-        ix = WorkspaceIndexer(tmp_path / name, store, settings)
-        ix.index_all()
-        made.append(ix)
-        return ix
-
-    yield _index
-    for ix in made:
-        ix.graph.delete()
+def index(index_files):
+    return index_files
 
 
 def test_parameters_of_tests_and_fixtures_hold_their_fixture(index):

@@ -13,7 +13,6 @@ the line give the graph of a rebuild."""
 from __future__ import annotations
 
 import textwrap
-from pathlib import Path
 
 import pytest
 
@@ -23,30 +22,9 @@ from orbit_lsp.index.py_syspath import pytest_pythonpath
 from test_incremental import VALUE_FLOW, assert_same, new_indexer, workspaces, write
 
 
-def build(tmp_path: Path, store, files: dict[str, str]) -> WorkspaceIndexer:
-    ws = tmp_path / "ws"
-    for rel, text in files.items():
-        p = ws / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(textwrap.dedent(text).lstrip("\n"))
-    ix = WorkspaceIndexer(ws, store)
-    ix.index_all()
-    return ix
-
-
 @pytest.fixture
-def index(tmp_path, store):
-    made = []
-
-    def _index(files: dict[str, str]) -> WorkspaceIndexer:
-        ix = build(tmp_path, store, files)
-        made.append(ix)
-        return ix
-
-    yield _index
-    for ix in made:
-        ix.graph.delete()
-        ix.cache_path.unlink(missing_ok=True)
+def index(index_files):
+    return index_files
 
 
 def calls(ix: WorkspaceIndexer) -> set[tuple[str, str, str]]:

@@ -13,36 +13,19 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import small_workspaces
 
 from orbit_lsp.index.indexer import WorkspaceIndexer
 
 
 def build(tmp_path: Path, store, files: dict[str, str]) -> WorkspaceIndexer:
-    """Index ``files`` with parameter values on (``Settings.value_flow``, opt-in)."""
-    from orbit_lsp.config import Settings
-
-    ws = tmp_path / "ws"
-    for rel, text in files.items():
-        p = ws / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(textwrap.dedent(text).lstrip("\n"))
-    ix = WorkspaceIndexer(ws, store, Settings(data_dir=store.settings.data_dir, falkordb_url=None, value_flow=True))
-    ix.index_all()
-    return ix
+    """Index ``files`` under ``tmp_path / "ws"`` with parameter values on (``Settings.value_flow``)."""
+    return small_workspaces.build(tmp_path / "ws", store, files, value_flow=True)
 
 
 @pytest.fixture
-def index(tmp_path, store):
-    made = []
-
-    def _index(files: dict[str, str]) -> WorkspaceIndexer:
-        ix = build(tmp_path, store, files)
-        made.append(ix)
-        return ix
-
-    yield _index
-    for ix in made:
-        ix.graph.delete()
+def index(index_files):
+    return lambda files: index_files(files, value_flow=True)
 
 
 def edges(ix: WorkspaceIndexer) -> dict[tuple[str, str], tuple[list[int], str]]:
@@ -725,8 +708,6 @@ def test_attributes_set_only_in_subclasses_are_read_in_the_base(index):
 
 def test_subclass_attributes_follow_an_edit_of_the_bases(tmp_path, store):
     """Incremental == rebuild when a subclass stops deriving from the base."""
-    from orbit_lsp.config import Settings
-
     ix = build(tmp_path, store, SUBCLASS_ATTRIBUTES)
     try:
         path = ix.root / "app.py"

@@ -22,8 +22,8 @@ from orbit_lsp.changes.diff import Change
 from orbit_lsp.changes.selection import TestIndex, commands, is_test_support
 from orbit_lsp.changes.symbols import symbol_changes
 from orbit_lsp.graph import queries
-from orbit_lsp.graph.implicit import PYTHON2
 from orbit_lsp.graph.connection import Graph
+from orbit_lsp.graph.implicit import PYTHON2
 from orbit_lsp.graph.imports import ImportGraph
 from orbit_lsp.index.py_edges import full_qual, module_name
 

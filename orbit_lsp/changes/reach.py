@@ -26,9 +26,9 @@ from orbit_lsp.changes.impact import (DEFAULT_TEST_DEPTH, REFERENCE_DEPTH, _fixt
 from orbit_lsp.changes.refs import referrers
 from orbit_lsp.changes.selection import TestIndex, is_test_support
 from orbit_lsp.graph import queries
-from orbit_lsp.graph.implicit import PYTHON2
 from orbit_lsp.graph.cache import ANSWERS
 from orbit_lsp.graph.connection import Graph
+from orbit_lsp.graph.implicit import PYTHON2
 from orbit_lsp.graph.imports import ImportGraph
 from orbit_lsp.index.walk import read_workspace_file
 from orbit_lsp.lru import LRU
