@@ -610,3 +610,23 @@ def test_a_base_read_from_an_attribute_only_subclasses_set_is_the_same_after_an_
         # again, now that this indexer's resolver has built the relation
         _edit_then_same(ix, make, store, "runner.py", runner + "\n\ndef extra2():\n    return 2\n",
                         "after a second edit, with the relation built")
+
+
+def test_a_dependency_an_edit_adds_is_followed_by_the_next_interface_change(store):
+    """Which files an interface change re-resolves comes from an index of what each file's
+    resolution consulted (``_consulters``), kept up to date edit by edit: ``use.py`` starts
+    calling ``lib.f`` in one edit, and the next edit renames ``f`` — ``use.py``'s call must
+    become unbound, as in a rebuild; the third edit brings ``f`` back. Prepared as the language
+    server prepares (the index is made then), and not prepared (made at the first change)."""
+    files = {"lib.py": "def f():\n    pass\n", "use.py": "def go():\n    pass\n", "other.py": "x = 1\n"}
+    for prepared in (True, False):
+        with workspaces() as make:
+            root, ix = _setup(make, store, files)
+            if prepared:
+                ix.prepare_edits()
+            _edit_then_same(ix, make, store, "use.py", "from lib import f\n\n\ndef go():\n    f()\n",
+                            "after use.py started calling lib.f")
+            _edit_then_same(ix, make, store, "lib.py", "def g():\n    pass\n", "after f was renamed")
+            _edit_then_same(ix, make, store, "lib.py", "def f():\n    pass\n", "after f came back")
+            rows = ix.graph.ro_query("MATCH (a:Symbol {qual: 'use.go'})-[:CALLS]->(b:Symbol) RETURN b.qual").rows
+            assert rows == [["lib.f"]]

@@ -19,6 +19,7 @@ from orbit_lsp.index.languages import changed_entities
 from orbit_lsp.index.parsing import content_hash, gc_paused
 from orbit_lsp.index.report import GENERATIONS, IndexReport
 from orbit_lsp.index.py_edges import full_qual, package_info
+from orbit_lsp.index.py_values import PVAL
 from orbit_lsp.index.state import FileState
 
 
@@ -28,6 +29,13 @@ def _import_edges(st) -> tuple:
     e = st.edges if st is not None else None
     return (e.imports, e.type_only) if e is not None else ({}, set())
 
+
+
+
+def _entity_file(ent: tuple) -> str:
+    """The file an entity belongs to (``(file, unit)``; a parameter's ``(PVAL, file, qual,
+    name)``; ``ALL_CLASSES`` is its own ``"*"``)."""
+    return ent[1] if ent[0] == PVAL else ent[0]
 
 class Incremental:
     """Re-indexing files of a ``WorkspaceIndexer`` one at a time."""
@@ -91,10 +99,16 @@ class Incremental:
                 c, m = changed_entities(rel, old, new)
                 iface_changed |= c
                 moved |= m
-        table = self._module_table()
+        # what changed of the module table, from the changed files alone (a workspace of 20,000
+        # files pays for none of the others): files added or gone, ``sys.path`` additions
+        gone = {r for r in removed if r in old_state and r not in self.state}
+        files_moved = bool(added or gone) or len(old_state) != len(self.state)
+        sys_moved = any((old_state[r].sys_path if r in old_state else ()) != (self.state[r].sys_path if r in self.state
+                                                                              else ()) for r in changed | gone)
+        table = self._module_table(None if files_moved or sys_moved else self._live)
         # the directories ``sys.path`` additions or pytest's ``pythonpath`` put on the path
         # changed: any absolute import may now resolve elsewhere (``py_modules``)
-        roots_moved = self.sys_paths(old_state) != self.sys_paths() or table[4] != self._written_pythonpath
+        roots_moved = sys_moved or table[4] != self._written_pythonpath
         if self._live is not None and self._live[0] == table:
             resolver = self._live[1]
             for rel in changed:
@@ -109,20 +123,22 @@ class Incremental:
                 resolver.set_facts(rel, self.state[rel].facts)
             resolver.invalidate(iface_changed | moved)
             iface_changed |= resolver.python.implied(iface_changed)  # the subclass relation
-        if set(old_state) != set(self.state) or roots_moved:
+        if files_moved or roots_moved:
             resolver.python.recompute_params()
         self._live = (table, resolver)
-        if set(old_state) != set(self.state) or roots_moved:
+        if files_moved or roots_moved:
             candidates = set(self.state)
         else:
             candidates = set(changed)
-            if iface_changed:
-                for rel, st in self.state.items():
-                    if st.edges is not None and not st.edges.deps.isdisjoint(iface_changed):
-                        candidates.add(rel)
+            if iface_changed:  # the files that consulted a changed entity, through the index
+                ic = frozenset(iface_changed)
+                index = self._consulters()
+                near = set().union(*(index.get(_entity_file(ent), ()) for ent in ic))
+                candidates.update(rel for rel in near if (st := self.state.get(rel)) is not None
+                                  and (e := st.edges) is not None and not e.deps.isdisjoint(ic))
         rebind: set[str] = set()
         redeps: set[str] = set()  # same edges, other files consulted: only the cache changes
-        with_facts = [r for r, st in self.state.items() if st.facts_blob is not None]
+        with_facts = self._with_facts(table, changed)
         resolved = resolver.resolve_many(
             [r for r in candidates if self.state[r].facts_blob is not None],
             lambda r: old_state[r].edges if r in old_state else None, with_facts, removed)
@@ -141,6 +157,7 @@ class Incremental:
             if st is old_state.get(rel):  # a new object: old_state keeps the old edges
                 st = self.state[rel] = dataclasses.replace(st, edges=new_edges)
             st.edges = new_edges
+        self._note_edges(rebind | redeps)
         for rel in sorted(pval_files & set(self.state)):
             if self.state[rel] is old_state.get(rel):
                 self.state[rel] = dataclasses.replace(self.state[rel])
@@ -194,6 +211,32 @@ class Incremental:
         rep.timings["write"] = time.perf_counter() - t
         self._touched |= rebind | changed | removed | redeps
 
+    def _consulters(self) -> dict[str, set[str]]:
+        """File -> the files whose edges consulted an entity of it (``FileEdges.deps``; an
+        entity's file is ``_entity_file``): which files an interface change may affect, without
+        a pass over every file. A superset: entries are added as edges change (``_note_edges``),
+        never taken away, and the exact test is the caller's. Made again when ``self.state`` is
+        another dict than the one it was made for (a walk, a full build)."""
+        if self._consult is None or self._consult[0] is not self.state:
+            index: dict[str, set[str]] = {}
+            for rel, st in self.state.items():
+                if st.edges is not None:
+                    for ent in st.edges.deps:
+                        index.setdefault(_entity_file(ent), set()).add(rel)
+            self._consult = (self.state, index)
+        return self._consult[1]
+
+    def _note_edges(self, rels) -> None:
+        """Add the entities the current edges of ``rels`` consulted to ``_consulters``."""
+        if self._consult is None or self._consult[0] is not self.state:
+            return  # made again from the state when next needed
+        index = self._consult[1]
+        for rel in rels:
+            st = self.state.get(rel)
+            if st is not None and st.edges is not None:
+                for ent in st.edges.deps:
+                    index.setdefault(_entity_file(ent), set()).add(rel)
+
     def prepare_edits(self) -> float:
         """Build now the resolver the next re-index would otherwise build first: seeded with the
         value flows, parameter values and subclass relation of the graph as it stands (see
@@ -207,7 +250,8 @@ class Incremental:
             table = self._module_table()
             resolver = self._resolver()
             resolver.seed(self.state.items())
-            resolver.prepare([r for r, st in self.state.items() if st.facts_blob is not None])
+            resolver.prepare(self._with_facts(table, set()))  # the list edits pass, kept with the table
+            self._consulters()
             self._live = (table, resolver)
             return time.perf_counter() - t
 

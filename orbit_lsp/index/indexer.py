@@ -103,6 +103,8 @@ class WorkspaceIndexer(GraphSync, FullBuild, Incremental):
         self.skipped: dict[str, str] = {}
         self._written_root_package = ""  # root_package the graph's qualified names were built with
         self._written_pythonpath: tuple[str, ...] = ()  # pytest ``pythonpath`` the graph's edges used
+        self._facts_files: tuple | None = None  # (module table, files with facts, as a set): ``_with_facts``
+        self._consult: tuple | None = None  # (the state dict, file -> files consulting it): ``_consulters``
         self._touched: set[str] = set()  # files whose state changed since the cache was saved
         self._touched_all = False
         self._cache_blobs: list[tuple[str, bytes]] | None = None  # a full build's pickled state
@@ -225,11 +227,32 @@ class WorkspaceIndexer(GraphSync, FullBuild, Incremental):
         """pytest's ``pythonpath`` directories, as the configuration file at the root says now."""
         return pytest_pythonpath(self.root)
 
-    def _module_table(self) -> tuple:
+    def _module_table(self, live: tuple | None = None) -> tuple:
         """What a ``Resolver`` is built on besides the facts: indexed paths, aliases, root
-        package, the directories files add to ``sys.path``, pytest's ``pythonpath``."""
-        return (frozenset(self.state), tuple(sorted(self.aliases.items())), self.root_package,
-                tuple(sorted(self.sys_paths().items())), self.pythonpath())
+        package, the directories files add to ``sys.path``, pytest's ``pythonpath``. ``live``:
+        the ``(table, resolver)`` of the last update, when the caller knows that no file was
+        added or removed and no ``sys.path`` addition changed since: its table is reused when
+        the aliases, the root package and ``pythonpath`` are the same too (no pass over every
+        file's state)."""
+        pythonpath = self.pythonpath()
+        aliases = tuple(sorted(self.aliases.items()))
+        if live is not None:
+            old = live[0]
+            if old[1] == aliases and old[2] == self.root_package and old[4] == pythonpath:
+                return old
+        return (frozenset(self.state), aliases, self.root_package, tuple(sorted(self.sys_paths().items())),
+                pythonpath)
+
+    def _with_facts(self, table: tuple, changed: set[str]) -> list[str]:
+        """The files that have facts, in state order: kept with the module table it was made for
+        and made again when the table changes or a changed file gained or lost its facts."""
+        cached = self._facts_files
+        if cached is not None and cached[0] is table and all(
+                (self.state[r].facts_blob is not None) == (r in cached[2]) for r in changed if r in self.state):
+            return cached[1]
+        files = [r for r, st in self.state.items() if st.facts_blob is not None]
+        self._facts_files = (table, files, frozenset(files))
+        return files
 
     # -- full / re-open -----------------------------------------------------------------------
     def needs_full_build(self) -> bool:

@@ -72,6 +72,7 @@ class WorkspaceResolver:
                                sys_paths={} if sys_paths is None and hasattr(py, "only") else sys_paths,
                                pythonpath=pythonpath)
         self.js = JsResolver(js, files, aliases, root)
+        self._last_python: tuple | None = None  # (everyone, its Python files): ``_python_of``
 
     def set_facts(self, rel: str, facts) -> None:
         (self.js if is_js(rel) else self.python).set_facts(rel, facts)
@@ -103,7 +104,7 @@ class WorkspaceResolver:
     def prepare(self, everyone) -> None:
         """Compute now what the first ``resolve_many`` over ``everyone`` (every file with facts)
         would compute before resolving anything: the Python subclass relation."""
-        self.python._ensure_subclasses([r for r in everyone if not is_js(r)])
+        self.python._ensure_subclasses(self._python_of(everyone))
 
     def resolve_many(self, rels, previous, everyone, removed=(), progress=None) -> dict[str, FileEdges]:
         """Resolve ``rels`` (any language) and, for Python, follow value flows to a fixpoint
@@ -126,5 +127,15 @@ class WorkspaceResolver:
             e = previous(rel)
             if e is not None and e.flows and not is_js(rel):
                 self.python.apply_flows(e.flows, None)
-        out.update(self.python.resolve_fixpoint(py, previous, [r for r in everyone if not is_js(r)], progress))
+        out.update(self.python.resolve_fixpoint(py, previous, self._python_of(everyone), progress))
         return out
+
+    def _python_of(self, everyone) -> list[str]:
+        """The Python files of ``everyone``; the last answer again for the same list object (the
+        indexer passes the same list while no file gains or loses facts: ``_with_facts``)."""
+        last = self._last_python
+        if last is not None and last[0] is everyone:
+            return last[1]
+        py = [r for r in everyone if not is_js(r)]
+        self._last_python = (everyone, py)
+        return py

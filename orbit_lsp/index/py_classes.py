@@ -32,7 +32,8 @@ class ClassModel:
         The indexer adds it to the entities that decide which files are resolved again."""
         entities = set(entities)
         redo = set(self._inherits_stale)
-        redo.update(r for r, (_, deps) in self._inherits.items() if not deps.isdisjoint(entities))
+        if entities:  # (a pass over every file's pairs: a body-only edit changes no entity)
+            redo.update(r for r, (_, deps) in self._inherits.items() if not deps.isdisjoint(entities))
         self._inherits_stale = set()
         moved = False
         with self._bases_memo():
@@ -87,7 +88,15 @@ class ClassModel:
         """The subclass relation over ``everyone`` (every file with facts), computing the pairs
         of the files that have none yet (evaluated before any other evaluation of a run, so no
         cycle runs through it)."""
-        todo = [r for r in everyone if r in self._inherits_stale or r not in self._inherits]
+        checked = self._checked_everyone
+        if checked is not None and checked[0] is everyone:
+            # the same files as last time, all of them computed then: only those made stale
+            # since (``set_facts``) are computed again (``implied`` re-adds what it pops)
+            order = checked[1]
+            todo = sorted((r for r in self._inherits_stale if r in order), key=order.__getitem__)
+        else:
+            todo = [r for r in everyone if r in self._inherits_stale or r not in self._inherits]
+            self._checked_everyone = (everyone, {r: i for i, r in enumerate(everyone)})
         if todo:
             with self._bases_memo():
                 for r in todo:

@@ -128,6 +128,7 @@ class Resolver(CallBinding, ParameterFlow, PytestFixtures, ClassModel, Container
         self._subclasses: dict[tuple, list] | None = None  # class -> its direct workspace subclasses
         self._inherits: dict[str, tuple] = {}  # file -> (its (class, base) pairs, entities consulted)
         self._inherits_stale: set[str] = set()  # files whose pairs must be computed again
+        self._checked_everyone: tuple | None = None  # (files with facts, their order): ``_ensure_subclasses``
 
     # -- keeping the resolver across edits -------------------------------------------------------
     def set_facts(self, rel: str, facts: PyFacts | None) -> None:
