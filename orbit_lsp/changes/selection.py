@@ -27,9 +27,9 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Callable
 
+from orbit_lsp.index.py_fixtures import is_conftest, is_python_test_file
 from orbit_lsp.lru import LRU
 
-PY_TEST_FILE = re.compile(r"(^|/)(test_[^/]*|[^/]*_test)\.py$")
 JS_TEST_FILE = re.compile(r"(^|/)([^/]+\.(test|spec)\.[cm]?[jt]sx?|__tests__/.+\.[cm]?[jt]sx?)$")
 CLASS_SETUP = frozenset({"setUp", "tearDown", "setUpClass", "tearDownClass", "setup_method", "teardown_method",
                          "setup_class", "teardown_class", "setup", "teardown", "asyncSetUp", "asyncTearDown"})
@@ -39,14 +39,6 @@ FILES_FORM_OVER = 40  # above this many test ids the command uses ``-k`` (or the
 K_FORM_MAX = 4000  # characters of a ``-k`` expression past which the command lists files only
 TYPED_SITES = LRU(8)  # ((path, digest) of every test file and conftest) -> TestIndex._typed_sites
 SCANS = LRU(4096)  # (path, content digest) -> PyTestFile: a server or a benchmark re-reads few test files
-
-
-def is_python_test_file(path: str) -> bool:
-    return bool(PY_TEST_FILE.search(path))
-
-
-def is_conftest(path: str) -> bool:
-    return path == "conftest.py" or path.endswith("/conftest.py")
 
 
 def is_js_test_file(path: str) -> bool:

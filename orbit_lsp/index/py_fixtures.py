@@ -5,15 +5,26 @@ fixture of that name gives (pytest passes it by name), so ``app.test_client()`` 
 from __future__ import annotations
 
 import posixpath
+import re
 
 from orbit_lsp.index.py_values import FIXTURES, _unit
 
+PY_TEST_FILE = re.compile(r"(^|/)(test_[^/]*|[^/]*_test)\.py$")  # pytest's default ``python_files``
+
+
+def is_python_test_file(path: str) -> bool:
+    """A file pytest collects by its default conventions: ``test_*.py`` or ``*_test.py``."""
+    return bool(PY_TEST_FILE.search(path))
+
+
+def is_conftest(path: str) -> bool:
+    return path == "conftest.py" or path.endswith("/conftest.py")
+
 
 def pytest_file(rel: str) -> bool:
-    """Whether pytest collects or loads ``rel`` by its default conventions: ``test_*.py``,
-    ``*_test.py`` and ``conftest.py`` (the files whose functions it calls with fixtures)."""
-    name = rel.rpartition("/")[2]
-    return name == "conftest.py" or (name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py")))
+    """Whether pytest collects or loads ``rel`` (a test file or a ``conftest.py``): the files
+    whose functions it calls with fixtures."""
+    return is_python_test_file(rel) or is_conftest(rel)
 
 
 class PytestFixtures:

@@ -51,9 +51,10 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
 from orbit_lsp.changes.reach import test_index, tests_for
-from orbit_lsp.changes.selection import commands as test_commands, is_python_test_file
+from orbit_lsp.changes.selection import commands as test_commands
 from orbit_lsp.index.buffers import lens_counts, lens_work, targets_at
 from orbit_lsp.index.cold import cold_sites
+from orbit_lsp.index.py_fixtures import is_python_test_file
 from orbit_lsp.index.indexer import WorkspaceIndexer
 from orbit_lsp.index.walk import read_workspace_file
 from orbit_lsp.server.app import OrbitServer, lsp_position
