@@ -1,7 +1,6 @@
 """A full build's bounded memory changes nothing in the graph.
 
-A full build keeps a bounded number of decoded facts (``full_build.BUILD_DECODED_FACTS`` files,
-``BUILD_DECODED_BYTES`` of their pickles, ``BUILD_SEEN_FACTS`` in the resolver's own map) and a
+A full build keeps a bounded number of decoded facts (``full_build.BUILD_DECODED_FACTS``) and a
 bounded resolver memo (``BUILD_MEMO_BUDGET``, ``resolve.Resolver._age_memo``): what it drops is
 decoded or evaluated again. Built with both bounds at 1 (the memo ages before every file, facts
 are decoded again at almost every use), the graph must equal the one built with them unbounded,
@@ -89,13 +88,9 @@ def test_bounded_full_build_equals_unbounded(tmp_path, store, monkeypatch, value
     shutil.copytree(tmp_path / "src", tmp_path / "bounded")
     monkeypatch.setattr(full_build, "BUILD_MEMO_BUDGET", None)
     monkeypatch.setattr(full_build, "BUILD_DECODED_FACTS", 4096)
-    monkeypatch.setattr(full_build, "BUILD_DECODED_BYTES", None)
-    monkeypatch.setattr(full_build, "BUILD_SEEN_FACTS", 4096)
     unbounded = _build(tmp_path / "src", store, value_flow)
     monkeypatch.setattr(full_build, "BUILD_MEMO_BUDGET", 1)
     monkeypatch.setattr(full_build, "BUILD_DECODED_FACTS", 1)
-    monkeypatch.setattr(full_build, "BUILD_DECODED_BYTES", 1)
-    monkeypatch.setattr(full_build, "BUILD_SEEN_FACTS", 1)
     bounded = _build(tmp_path / "bounded", store, value_flow)
     # the two graphs differ only by their root's path, which no node or edge holds
     assert bounded == unbounded

@@ -27,13 +27,6 @@ from orbit_lsp.index.state import FACTS
 # decoded its 2,896 files 5,584 times with 2,048, 7,188 with 1,024 (same time) and 44,627
 # with 256 (5x the resolve time)
 BUILD_DECODED_FACTS = 1024
-# ... and at most this many bytes of their pickles: ~290 MB decoded. 1,024 files average 18 MB
-# of pickles on the scale corpus, but 86 MB among google-cloud-aiplatform's generated tests
-# (2 MB pickles), which held ~600 MB more at once
-BUILD_DECODED_BYTES = 24 << 20
-# files whose decoded facts the resolver's own map (``Resolver._facts_seen``) keeps: below the
-# cache's count, so that bytes bound, not this map, decides what stays decoded
-BUILD_SEEN_FACTS = 128
 # memoised evaluations a full build keeps a generation (``resolve.Resolver.memo_budget``): the
 # memo grows by ~160 entries a file (~300 bytes each with its key) without a bound
 BUILD_MEMO_BUDGET = 250_000
@@ -117,19 +110,19 @@ class FullBuild:
             t_res = time.perf_counter()
             facts = None
             resolver = self._resolver()  # over LazyFacts
-            resolver.python.facts_seen_max = BUILD_SEEN_FACTS
+            resolver.python.facts_seen_max = BUILD_DECODED_FACTS
             pythonpath = resolver.python.pythonpath
             resolver.python.memo_budget = BUILD_MEMO_BUDGET
             resolver.python.workers = self.resolve_workers or default_workers(sum(not is_js(r) for r in have))
             report_progress(progress, 0, len(have), "", "resolve")
-            cap, weight_cap = FACTS.max_entries, FACTS.max_weight
-            FACTS.max_entries, FACTS.max_weight = max(cap, BUILD_DECODED_FACTS), BUILD_DECODED_BYTES
+            cap = FACTS.max_entries
+            FACTS.max_entries = max(cap, BUILD_DECODED_FACTS)
             try:
                 resolved = resolver.resolve_many(
                     have, lambda r: None, have,
                     progress=lambda i, n, rel: report_progress(progress, i, n, rel, "resolve"))
             finally:
-                FACTS.max_entries, FACTS.max_weight = cap, weight_cap
+                FACTS.max_entries = cap
                 FACTS.clear()
             for rel, st in self.state.items():
                 st.edges = resolved.get(rel)

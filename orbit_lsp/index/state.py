@@ -21,8 +21,7 @@ from orbit_lsp.lru import LRU
 CACHE_VERSION = 22  # 22: the Python facts classes live in py_facts (their pickled module path); 21: FileEdges and CallEdge live in py_edges (their pickled module path); 20: Python facts and FileState carry the directories a file adds to sys.path; 19: Python scopes know the pytest fixture they define (Scope.fixture); 18: library containers made empty (`OrderedDict()`, `defaultdict(list)`) are container values (ref "lc"); 17: parameter-value entities name the parameter (PVAL, file, qual, name); 16: Python attribute reads are sites (property getters); 15: a Python container literal is identified by its scope and ordinal, not its line; 14: calls on what library code returns are counted as unbound (Python); 13: Python attributes set only in subclasses are read in the base (edges change); 12: TS grammar gaps mended (js_parse), FileEdges.type_only; 11: JS/TS facts carry types (js_types: results, fields, supers, type scopes); 10: value flow (parameters, containers, lambdas as symbols, FileEdges.flows); 6: JS/TS files have facts; 7: facts kept pickled (FileState.facts_blob); 8: lambda and comprehension scopes; 9: FileState.nonascii_lines, `from pkg import name` unbound in pkg is unresolved
 
 STAGE_BATCH = 256  # states pickled and written at once by ``StateCache.stage``
-FACTS = LRU(256)  # pickled facts -> the decoded objects, most recently used (bytes cache their
-#   hash); weighed by the pickle's length (the decoded objects take ~12x as much)
+FACTS = LRU(256)  # pickled facts -> the decoded objects, most recently used (bytes cache their hash)
 
 
 def load_facts(blob: bytes) -> PyFacts:
@@ -30,7 +29,7 @@ def load_facts(blob: bytes) -> PyFacts:
     found, facts = FACTS.lookup(blob)
     if not found:
         facts = pickle.loads(blob)
-        FACTS.put(blob, facts, len(blob))
+        FACTS.put(blob, facts)
     return facts
 
 
@@ -77,7 +76,7 @@ class FileState:
         number of symbols, when known, and ``sys_path`` their ``sys_path``: the pickle is then
         not decoded)."""
         if facts is not None:
-            FACTS.put(blob, facts, len(blob))
+            FACTS.put(blob, facts)
         elif symbols is None:
             facts = load_facts(blob)
         self.facts_blob, self.symbols = blob, (len(facts.symbols) if facts is not None else symbols)
