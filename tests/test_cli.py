@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import shared_case
 from orbit_lsp.cli import main
 from orbit_lsp.graph.connection import code_graph_name
 
@@ -53,12 +54,7 @@ def assert_one_line_error(err: str) -> None:
 @pytest.fixture(scope="module")
 def ws001(tmp_path_factory, store):
     """Case 001's workspace, indexed once for the module (deleted afterwards)."""
-    cases = Path(__file__).resolve().parents[1].parent / "shared" / "cases"
-    if not cases.exists():
-        cases = Path(os.environ.get("ORBIT_CASES", cases))
-    src = next((d for d in cases.iterdir() if d.name.startswith(CASE_001 + "-")), None) if cases.exists() else None
-    if src is None:
-        pytest.skip(f"shared case {CASE_001} not found in {cases}")
+    src = shared_case(CASE_001)
     ws = tmp_path_factory.mktemp("cli") / "ws001"
     shutil.copytree(src / "workspace", ws, symlinks=True)
     with pytest.MonkeyPatch.context() as mp:
