@@ -171,6 +171,36 @@ def test_impact_unknown_file(capsys, ws001, tmp_path):
     assert rc == 2 and "is a directory" in err
 
 
+def test_impact_of_a_file_the_graph_lacks_says_why(capsys, tmp_path, store):
+    """A file on disk without a node in the graph: the error says what it is not (a source file
+    of a supported language) or why a source file can be missing, never "not a Python file"
+    for a TypeScript one."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / ".gitignore").write_text("gen.py\n")
+    (ws / "app.py").write_text("def f():\n    return 1\n")
+    (ws / "gen.py").write_text("def g():\n    return 2\n")
+    (ws / "notes.txt").write_text("not code\n")
+    try:
+        assert main(["index", str(ws)]) == 0
+        (ws / "later.ts").write_text("export const x = 1;\n")  # created after the index
+        rc, out, err = run(capsys, "impact", "notes.txt", "--workspace", str(ws))
+        assert rc == 1 and out == ""
+        assert_one_line_error(err)
+        assert "notes.txt is not in the graph" in err
+        assert "not a source file orbit indexes (Python, JavaScript, TypeScript)" in err
+        for rel in ("gen.py", "later.ts"):
+            rc, out, err = run(capsys, "impact", rel, "--workspace", str(ws))
+            assert rc == 1 and out == "", rel
+            assert_one_line_error(err)
+            assert f"{rel} is not in the graph" in err and "not a source file" not in err
+            assert "excluded (.gitignore, --exclude)" in err and "created since the last index" in err
+        doc = json.loads(run(capsys, "--json", "impact", "later.ts", "--workspace", str(ws))[1])
+        assert doc["kind"] == "runtime" and doc["exit_status"] == 1 and "run 'orbit-lsp index'" in doc["error"]
+    finally:
+        store.graph(code_graph_name(os.path.realpath(ws))).delete()
+
+
 def test_query_indexes_a_workspace_first(capsys, fresh_ws):
     rc, out, err = run(capsys, "impact", "app/jenkins/build_tree.py", "--workspace", str(fresh_ws))
     assert rc == 0, err
