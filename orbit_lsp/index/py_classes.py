@@ -75,6 +75,9 @@ class ClassModel:
              self._bases_only) = saved
 
     def _file_inherits(self, rel: str) -> tuple:
+        """``((((rel, class), (file, base)), ...) sorted, entities consulted)`` of one file.
+        The outline of each of its classes that has a workspace base is taken now, while its
+        facts are decoded: the walks down the hierarchy (``_subclass_definitions``) read it."""
         saved, self._deps = self._deps, set()
         try:
             pairs = set()
@@ -82,9 +85,12 @@ class ClassModel:
                 if c.bases:
                     for b in self._bases(rel, q) or ():
                         pairs.add(((rel, q), b))
-            return tuple(sorted(pairs)), frozenset(self._deps)
+            out = tuple(sorted(pairs)), frozenset(self._deps)
         finally:
             self._deps = saved
+        for (_, q), _ in out[0]:
+            self._class_outline(rel, q)
+        return out
 
     def _ensure_subclasses(self, everyone) -> None:
         """The subclass relation over ``everyone`` (every file with facts), computing the pairs
