@@ -209,6 +209,34 @@ def test_query_indexes_a_workspace_first(capsys, fresh_ws):
     assert "2 dependents, 2 hops" in out
 
 
+def test_query_on_a_new_branch_says_which_graph_it_indexes(capsys, tmp_path):
+    """A query on a branch that has no graph yet names the branch it indexes for and passes on
+    the index's notes (the graph started from the branch it was on last)."""
+    ws = tmp_path / "repo"
+    ws.mkdir()
+    (ws / "lib.py").write_text("def f():\n    return 1\n")
+    (ws / "app.py").write_text("from lib import f\n\n\ndef g():\n    return f()\n")
+
+    def git(*args):
+        subprocess.run(["git", "-c", "user.email=t@x", "-c", "user.name=t", *args], cwd=ws, check=True,
+                       capture_output=True)
+
+    git("init", "-q", "-b", "main")
+    git("add", "-A")
+    git("commit", "-q", "-m", "base")
+    try:
+        rc, _, err = run(capsys, "index", str(ws))
+        assert rc == 0, err
+        git("checkout", "-q", "-b", "feature")
+        rc, out, err = run(capsys, "callers", "f", "--workspace", str(ws))
+        assert rc == 0, err
+        assert f"{ws} (branch feature) is not indexed yet; indexing it first (2 files)" in err
+        assert "started from this folder's graph" in err and "(another branch, 2 files)" in err
+        assert "lib.f  (function, lib.py:1)" in out and "app.g" in out
+    finally:
+        assert main(["workspaces", "drop", str(ws)]) == 0  # both branches' graphs
+
+
 # -- callers / chain -------------------------------------------------------------------------------
 
 def test_callers_per_candidate(capsys, ws001):

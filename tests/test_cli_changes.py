@@ -124,3 +124,4 @@ def test_runtime_errors_are_one_line(capsys, repo, tmp_path):
     plain.mkdir()
     rc, _, err = run(capsys, "changes", "--workspace", str(plain))
     assert rc == 1 and "is not inside a git work tree" in err and "Traceback" not in err
+    assert "give the change as a unified diff: orbit-lsp changes --diff FILE (- for stdin)" in err

@@ -117,6 +117,17 @@ def interrupted_build(ctx: Ctx, graph_name: str) -> bool:
     return build_graph_name(graph_name) in graphs and graph_name not in graphs
 
 
+def _which_graph(ctx: Ctx, root: Path) -> str:
+    """``root`` as a note names its graph: with the git branch (``/repo (branch feature)``) or
+    the graph key it is keyed by, since each has its own graph."""
+    from orbit_lsp.graph import keys
+
+    gk = keys.workspace_key(Path(os.path.realpath(root)), ctx.settings.graph_key)
+    if gk.key is not None:
+        return f"{root} (graph key {gk.key})"
+    return f"{root} (branch {gk.branch})" if gk.branch is not None else str(root)
+
+
 def workspace_graph(ctx: Ctx, file_arg: str | None = None):
     """(root, graph) for a query; indexes the workspace first when it has no graph yet, with
     progress on stderr, saying so before the work starts (and when the last index of it did not
@@ -136,12 +147,14 @@ def workspace_graph(ctx: Ctx, file_arg: str | None = None):
                     ctx.note(f"indexing {root} ({total} files)")
         else:
             def start(total: int) -> None:
-                ctx.note(f"{root} is not indexed yet; indexing it first ({total} files)")
+                ctx.note(f"{_which_graph(ctx, root)} is not indexed yet; indexing it first ({total} files)")
         progress = ProgressBar(f"indexing {root.name or root}", on_start=start)
         try:
             _, rep = index_workspace(ctx, root, progress)
         finally:
             progress.finish()
+        for note in rep.notes:  # e.g. a new branch's graph started from another branch's
+            ctx.note(note)
         ctx.note(f"indexed {rep.files} files, {rep.symbols} symbols in {rep.seconds:.2f} s")
     else:
         registry(ctx).record(root, graph=graph.name, key=ctx.settings.graph_key)  # its last use
