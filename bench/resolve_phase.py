@@ -67,6 +67,25 @@ def load_states(ix: WorkspaceIndexer, cache: Path | None) -> None:
         cache.write_bytes(pickle.dumps((ix.state, ix.aliases, ix._python_files), protocol=pickle.HIGHEST_PROTOCOL))
 
 
+def deep_size(obj, seen: set | None = None) -> int:
+    """Bytes of ``obj`` and of every container, string and number it reaches that nothing
+    reached before (``seen``: ids already counted), by ``sys.getsizeof``."""
+    seen = set() if seen is None else seen
+    total, stack = 0, [obj]
+    while stack:
+        o = stack.pop()
+        if id(o) in seen:
+            continue
+        seen.add(id(o))
+        total += sys.getsizeof(o)
+        if isinstance(o, dict):
+            stack.extend(o.keys())
+            stack.extend(o.values())
+        elif isinstance(o, (tuple, list, set, frozenset)):
+            stack.extend(o)
+    return total
+
+
 def resolve_phase(ix: WorkspaceIndexer, profile: Path | None = None) -> tuple[dict, dict]:
     """``(edges by path, figures)`` of one full-build resolution of ``ix.state``."""
     have = [r for r in sorted(ix.state) if ix.state[r].facts_blob is not None]
@@ -100,7 +119,9 @@ def resolve_phase(ix: WorkspaceIndexer, profile: Path | None = None) -> tuple[di
     figures = {"files": len(have), "value_flow": py.value_flow, "resolve_wall_s": round(wall, 2),
                "resolve_cpu_s": round(r1.ru_utime + r1.ru_stime - r0.ru_utime - r0.ru_stime, 2),
                "decodes": FACTS.misses - misses, "flow_rounds": py.flow_stats["rounds"], "memo": len(py.memo) + len(py._old_memo),
-               "peak_rss_mib": round(r1.ru_maxrss / 1024)}
+               "peak_rss_mib": round(r1.ru_maxrss / 1024),
+               "caches_mib": {name: round(deep_size(getattr(py, name)) / 2**20, 1) for name in
+                              ("_class_outlines", "_subclass_defs", "_unsettled") if hasattr(py, name)}}
     return edges, figures
 
 

@@ -659,6 +659,12 @@ def test_an_attribute_only_a_subclass_sets_follows_an_edit_of_the_subclass(store
         _edit_then_same(ix, make, store, "sub.py", SUBCLASS_ATTR_FILES["sub.py"],
                         "after the subclass assigned the first class's instance again")
         assert from_run() == ["tools.A.work"]
+        _edit_then_same(ix, make, store, "sub.py", SUBCLASS_ATTR_FILES["sub.py"].replace("self.helper", "self.other"),
+                        "after the subclass stopped setting the attribute")
+        assert from_run() == []
+        _edit_then_same(ix, make, store, "sub.py", SUBCLASS_ATTR_FILES["sub.py"],
+                        "after the subclass set the attribute again")
+        assert from_run() == ["tools.A.work"]
         _edit_then_same(ix, make, store, "other.py",
                         "from base import Base\nfrom tools import B\n\n\nclass Other(Base):\n"
                         "    def __init__(self):\n        self.helper = B()\n",

@@ -5,6 +5,7 @@ subclasses set, read in a base)."""
 from __future__ import annotations
 
 import contextlib
+import sys
 from typing import TYPE_CHECKING
 
 from orbit_lsp.index.py_values import (
@@ -74,6 +75,9 @@ class ClassModel:
              self._bases_only) = saved
 
     def _file_inherits(self, rel: str) -> tuple:
+        """``((((rel, class), (file, base)), ...) sorted, entities consulted)`` of one file.
+        The outline of each of its classes that has a workspace base is taken now, while its
+        facts are decoded: the walks down the hierarchy (``_subclass_definitions``) read it."""
         saved, self._deps = self._deps, set()
         try:
             pairs = set()
@@ -81,9 +85,12 @@ class ClassModel:
                 if c.bases:
                     for b in self._bases(rel, q) or ():
                         pairs.add(((rel, q), b))
-            return tuple(sorted(pairs)), frozenset(self._deps)
+            out = tuple(sorted(pairs)), frozenset(self._deps)
         finally:
             self._deps = saved
+        for (_, q), _ in out[0]:
+            self._class_outline(rel, q)
+        return out
 
     def _ensure_subclasses(self, everyone) -> None:
         """The subclass relation over ``everyone`` (every file with facts), computing the pairs
@@ -162,17 +169,20 @@ class ClassModel:
                     if (r, q) in seen:
                         continue
                     seen.add((r, q))
-                    facts = self._facts(r)
-                    cls = facts.classes.get(q) if facts is not None else None
-                    if cls is None:
+                    outline = self._class_outline(r, q)
+                    if outline is None:
                         continue
                     self._deps.add((r, _unit(q)))
-                    body = facts.scopes[cls.body]
-                    if attr in body.names and not shadowed:
-                        found.append((r, cls.body, tuple(body.names[attr]), True))
-                    if attr in cls.attrs:
-                        found.append((r, None, tuple(cls.attrs[attr]), False))
-                    todo.append(((r, q), shadowed or attr in cls.attrs))
+                    body_si, body_names, attr_names = outline
+                    in_body = attr in body_names and not shadowed
+                    in_attrs = attr in attr_names
+                    if in_body or in_attrs:  # decoded only for a class that defines it
+                        facts = self._facts(r)
+                        if in_body:
+                            found.append((r, body_si, tuple(facts.scopes[body_si].names[attr]), True))
+                        if in_attrs:
+                            found.append((r, None, tuple(facts.classes[q].attrs[attr]), False))
+                    todo.append(((r, q), shadowed or in_attrs))
             units = frozenset(self._deps)
         finally:
             self._deps = saved
@@ -180,6 +190,31 @@ class ClassModel:
         units = units_of.setdefault(units, units)
         hit = by_attr[key] = (units, tuple(found))
         return hit
+
+    def _class_outline(self, r: str, q: str) -> tuple | None:
+        """``(body scope index, names its body binds, attributes its methods set on self)`` of
+        class ``q`` of file ``r`` (names as tuples of interned strings: a few hundred bytes a
+        class), or None when the file has no facts (consulted: ``(r, HAS_FACTS)``) or no such
+        class. Kept per file until its facts are replaced (``set_facts``): a walk down a
+        hierarchy of thousands of classes (every model of transformers) reads them without
+        decoding every subclass's file again."""
+        outlines = self._class_outlines.get(r)
+        if outlines is None:
+            facts = self._facts(r)
+            if facts is None:
+                return None
+            outlines = self._class_outlines[r] = {}
+        elif q in outlines:
+            return outlines[q]
+        facts = self._facts(r)
+        cls = facts.classes.get(q) if facts is not None else None
+        if cls is None:
+            outline = None
+        else:
+            outline = (cls.body, tuple(map(sys.intern, facts.scopes[cls.body].names)),
+                       tuple(map(sys.intern, cls.attrs)))
+        outlines[q] = outline
+        return outline
 
     def _bases(self, r: str, q: str) -> list[tuple[str, str]] | None:
         """The workspace classes among the bases of class ``q`` of file ``r``, in order (None:

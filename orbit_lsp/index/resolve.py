@@ -135,6 +135,7 @@ class Resolver(CallBinding, ParameterFlow, PytestFixtures, ClassModel, Container
         # (the relation they were found in, (file, class, attribute) -> where subclasses define
         # it, interned entity sets): ``ClassModel._subclass_definitions``
         self._subclass_defs: tuple = (None, {}, {})
+        self._class_outlines: dict[str, dict] = {}  # file -> class -> ``ClassModel._class_outline``
         self._inherits: dict[str, tuple] = {}  # file -> (its (class, base) pairs, entities consulted)
         self._inherits_stale: set[str] = set()  # files whose pairs must be computed again
         self._checked_everyone: tuple | None = None  # (files with facts, their order): ``_ensure_subclasses``
@@ -153,6 +154,7 @@ class Resolver(CallBinding, ParameterFlow, PytestFixtures, ClassModel, Container
         self._fixtures.pop(rel, None)
         self._facts_seen.pop(rel, None)
         self._subclass_defs = (None, {}, {})
+        self._class_outlines.pop(rel, None)
         self._unsettled = {}
         self._inherits_stale.add(rel)
 
@@ -203,7 +205,8 @@ class Resolver(CallBinding, ParameterFlow, PytestFixtures, ClassModel, Container
             if ALL_CLASSES in hit[1]:
                 pinned[key] = hit
         self.memo, self._old_memo, self._memo_pinned = pinned, old, len(pinned)
-        self._unsettled = {}  # (bounded with the memo)
+        self._unsettled = {}  # (bounded with the memo, as the walks of subclass hierarchies)
+        self._subclass_defs = (None, {}, {})
         interned: dict = {}
         for memo in (pinned, old):
             for key, hit in memo.items():
