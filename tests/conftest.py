@@ -15,9 +15,63 @@ from orbit_lsp.config import Settings
 from orbit_lsp.graph import embedded
 from orbit_lsp.graph.connection import GraphStore
 
-CASES = Path(__file__).resolve().parents[1].parent / "shared" / "cases"
-if not CASES.exists():  # CI lays shared/ beside the clone
-    CASES = Path(os.environ.get("ORBIT_CASES", CASES))
+# The shared failure cases: ``$ORBIT_CASES`` when set, else ``shared/cases`` in the folder beside the
+# project root (``../shared/cases``, where CI lays them). Tests that need a case get it through
+# ``shared_case()`` / the ``case_dir`` fixture, or declare it with ``@pytest.mark.shared_cases(...)``
+# (checked before any fixture runs): without the cases they are skipped, saying what is missing
+# and where it was looked for, never errors.
+CASES_BESIDE = Path(__file__).resolve().parents[1].parent / "shared" / "cases"
+CASES = Path(os.environ["ORBIT_CASES"]) if os.environ.get("ORBIT_CASES") else CASES_BESIDE
+
+
+def find_shared_case(name: str) -> Path | None:
+    """The folder of a shared case given its full name (``"005-py-aliased-imports"``) or its
+    number prefix (``"005"``); None when it (or the cases folder) is missing."""
+    if (CASES / name).is_dir():
+        return CASES / name
+    if not CASES.is_dir():
+        return None
+    return next((d for d in sorted(CASES.iterdir()) if d.is_dir() and d.name.startswith(name + "-")), None)
+
+
+def missing_shared_cases_reason(names) -> str | None:
+    """Why tests needing shared cases ``names`` cannot run (what is missing, where it was looked
+    for, how to provide it), or None when all of them are there."""
+    missing = [n for n in names if find_shared_case(n) is None]
+    if not missing:
+        return None
+    where = "$ORBIT_CASES" if os.environ.get("ORBIT_CASES") else "../shared/cases beside the project root"
+    if not CASES.is_dir():
+        return (f"needs shared case(s) {', '.join(missing)}: the shared cases folder {CASES} ({where}) "
+                f"does not exist; clone beside shared/ or set ORBIT_CASES to a shared/cases folder")
+    return f"needs shared case(s) {', '.join(missing)}: not found in {CASES} ({where})"
+
+
+def shared_case(name: str) -> Path:
+    """The folder of a shared case (full name or number prefix); skips the calling test or
+    fixture, saying what is missing and where it was looked for, when it is not there."""
+    reason = missing_shared_cases_reason([name])
+    if reason:
+        pytest.skip(reason)
+    return find_shared_case(name)
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "shared_cases(*names, fixture=None): the test needs these shared cases (only when it "
+        "uses `fixture`, if given); skipped before its fixtures start when one is missing")
+
+
+def pytest_runtest_setup(item):
+    """Skip tests marked ``shared_cases`` whose cases are missing before any of their fixtures
+    run, so that module-scoped language servers needing them are never started."""
+    for mark in item.iter_markers("shared_cases"):
+        fixture = mark.kwargs.get("fixture")
+        if fixture and fixture not in item.fixturenames:
+            continue
+        reason = missing_shared_cases_reason(mark.args)
+        if reason:
+            pytest.skip(reason)
 
 
 # A private data dir for the session's embedded FalkorDB (short path: unix socket limit). Set at
@@ -79,12 +133,7 @@ def graph(store):
 @pytest.fixture
 def case_dir():
     """Path of a shared case by its number prefix: ``case_dir("001")``."""
-    def _get(prefix: str) -> Path:
-        for d in CASES.iterdir():
-            if d.name.startswith(prefix + "-"):
-                return d
-        pytest.skip(f"shared case {prefix} not found in {CASES}")
-    return _get
+    return shared_case
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from agent_harness import action, answer
-from conftest import CASES
+from conftest import shared_case
 from orbit_lsp.cli import main
 from orbit_lsp.graph.connection import code_graph_name
 
@@ -24,7 +24,7 @@ KEY = "sk-cli-SECRET-9876543210"
 @pytest.fixture
 def ws(tmp_path, store):
     root = tmp_path / "ws005"
-    shutil.copytree(CASES / "005-py-aliased-imports" / "workspace", root)
+    shutil.copytree(shared_case("005-py-aliased-imports") / "workspace", root)
     yield root
     store.graph(code_graph_name(os.path.realpath(root))).delete()
 

@@ -17,7 +17,7 @@ import time
 import pytest
 
 from agent_harness import action, answer, completion, content
-from conftest import CASES
+from conftest import shared_case
 from orbit_lsp.agent.history import History
 from orbit_lsp.agent.model import Cancelled
 from orbit_lsp.agent.service import Asker
@@ -219,13 +219,13 @@ def test_unpaired_surrogates_from_the_model_do_not_break_the_question(make_asker
 
 # -- model-written Cypher (cases 026, 028) -------------------------------------------------------------
 def _fingerprint(graph) -> list:
-    text = (CASES / "026-cypher-write-attempts" / "fingerprint.cypher").read_text()
+    text = (shared_case("026-cypher-write-attempts") / "fingerprint.cypher").read_text()
     stmts = [s.strip() for s in "\n".join(ln for ln in text.splitlines() if not ln.startswith("//")).split(";")]
     return [graph.ro_query(s).rows for s in stmts if s]
 
 
 def test_case_026_write_attempts_refused_graph_unchanged(make_asker, graph, store, srv, tmp_path):
-    d = CASES / "026-cypher-write-attempts"
+    d = shared_case("026-cypher-write-attempts")
     setup = "\n".join(ln for ln in (d / "setup.cypher").read_text().splitlines() if not ln.startswith("//"))
     graph.query(setup.strip().rstrip(";"))
     before, keys_before = _fingerprint(graph), sorted(store.list_graphs())
@@ -255,7 +255,7 @@ def test_case_026_write_attempts_refused_graph_unchanged(make_asker, graph, stor
 
 
 def test_case_028_runaway_queries_capped_and_flagged(make_asker, graph, srv, tmp_path):
-    d = CASES / "028-cypher-million-rows"
+    d = shared_case("028-cypher-million-rows")
     setup = "\n".join(ln for ln in (d / "setup.cypher").read_text().splitlines() if not ln.startswith("//"))
     graph.query(setup.strip().rstrip(";"))
     spec = json.loads((d / "queries.json").read_text())

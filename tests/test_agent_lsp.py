@@ -13,17 +13,18 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from agent_harness import action, answer, content
-from conftest import CASES
+from conftest import shared_case
 from lsp_harness import PROFILES, SERVER, as_dict, copy_case, start_session, uri
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = [pytest.mark.asyncio(loop_scope="module"),
+              pytest.mark.shared_cases("005-py-aliased-imports", fixture="client")]
 
 CONSENT: dict = {"reply": "Allow once", "asked": []}
 
 
 @pytest.fixture(scope="module")
 def ws005(tmp_path_factory):
-    return copy_case(CASES / "005-py-aliased-imports", tmp_path_factory.mktemp("ask") / "ws005")
+    return copy_case(shared_case("005-py-aliased-imports"), tmp_path_factory.mktemp("ask") / "ws005")
 
 
 @pytest_lsp.fixture(scope="module", config=SERVER, params=PROFILES)

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from agent_harness import answer, completion, content, cut_off, rate_limited, reasoning_only, server_error
-from conftest import CASES
+from conftest import shared_case
 from orbit_lsp.agent.model import ModelClient, ModelError, RateLimited, extract_action, retry_after_seconds
 from orbit_lsp.config import Settings
 
@@ -26,7 +26,7 @@ def client(srv, fallbacks=("fallback",), clock=time.monotonic, **kw) -> ModelCli
 
 
 def scenario(sid: str) -> dict:
-    data = json.loads((CASES / "030-http-429-retry-after" / "scenarios.json").read_text())
+    data = json.loads((shared_case("030-http-429-retry-after") / "scenarios.json").read_text())
     return next(s for s in data["scenarios"] if s["id"].startswith(sid))
 
 

@@ -4,17 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import CASES
+from conftest import shared_case
 from orbit_lsp.agent.redact import MARK, redact
 
 
 def test_case_025_files_lose_every_secret_and_keep_their_structure():
-    for f in (CASES / "025-secret-string-in-source" / "workspace").rglob("*.*"):
+    for f in (shared_case("025-secret-string-in-source") / "workspace").rglob("*.*"):
         text, n = redact(f.read_text())
         assert n >= 1 and "ORBITFAKE" not in text, f
         for prefix in ("sk-proj-ORBIT", "AKIAORBI", "ghp_ORBI", "glpat-OR", "sk_live_ORBIT", "rk_live_ORBIT"):
             assert prefix not in text
-    text, _ = redact((CASES / "025-secret-string-in-source" / "workspace" / "settings.py").read_text())
+    text, _ = redact((shared_case("025-secret-string-in-source") / "workspace" / "settings.py").read_text())
     assert "def connect(token=" in text and 'OPENAI_API_KEY = "[REDACTED]"' in text
     assert "-----BEGIN" not in text and "hunter2" not in text
 

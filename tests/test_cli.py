@@ -11,10 +11,12 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from conftest import shared_case
 from orbit_lsp.cli import main
 from orbit_lsp.graph.connection import code_graph_name
 
@@ -53,12 +55,7 @@ def assert_one_line_error(err: str) -> None:
 @pytest.fixture(scope="module")
 def ws001(tmp_path_factory, store):
     """Case 001's workspace, indexed once for the module (deleted afterwards)."""
-    cases = Path(__file__).resolve().parents[1].parent / "shared" / "cases"
-    if not cases.exists():
-        cases = Path(os.environ.get("ORBIT_CASES", cases))
-    src = next((d for d in cases.iterdir() if d.name.startswith(CASE_001 + "-")), None) if cases.exists() else None
-    if src is None:
-        pytest.skip(f"shared case {CASE_001} not found in {cases}")
+    src = shared_case(CASE_001)
     ws = tmp_path_factory.mktemp("cli") / "ws001"
     shutil.copytree(src / "workspace", ws, symlinks=True)
     with pytest.MonkeyPatch.context() as mp:
@@ -175,11 +172,69 @@ def test_impact_unknown_file(capsys, ws001, tmp_path):
     assert rc == 2 and "is a directory" in err
 
 
+def test_impact_of_a_file_the_graph_lacks_says_why(capsys, tmp_path, store):
+    """A file on disk without a node in the graph: the error says what it is not (a source file
+    of a supported language) or why a source file can be missing, never "not a Python file"
+    for a TypeScript one."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / ".gitignore").write_text("gen.py\n")
+    (ws / "app.py").write_text("def f():\n    return 1\n")
+    (ws / "gen.py").write_text("def g():\n    return 2\n")
+    (ws / "notes.txt").write_text("not code\n")
+    try:
+        assert main(["index", str(ws)]) == 0
+        (ws / "later.ts").write_text("export const x = 1;\n")  # created after the index
+        rc, out, err = run(capsys, "impact", "notes.txt", "--workspace", str(ws))
+        assert rc == 1 and out == ""
+        assert_one_line_error(err)
+        assert "notes.txt is not in the graph" in err
+        assert "not a source file orbit indexes (Python, JavaScript, TypeScript)" in err
+        for rel in ("gen.py", "later.ts"):
+            rc, out, err = run(capsys, "impact", rel, "--workspace", str(ws))
+            assert rc == 1 and out == "", rel
+            assert_one_line_error(err)
+            assert f"{rel} is not in the graph" in err and "not a source file" not in err
+            assert "excluded (.gitignore, --exclude)" in err and "created since the last index" in err
+        doc = json.loads(run(capsys, "--json", "impact", "later.ts", "--workspace", str(ws))[1])
+        assert doc["kind"] == "runtime" and doc["exit_status"] == 1 and "run 'orbit-lsp index'" in doc["error"]
+    finally:
+        store.graph(code_graph_name(os.path.realpath(ws))).delete()
+
+
 def test_query_indexes_a_workspace_first(capsys, fresh_ws):
     rc, out, err = run(capsys, "impact", "app/jenkins/build_tree.py", "--workspace", str(fresh_ws))
     assert rc == 0, err
     assert "not indexed yet; indexing it first (7 files)" in err
     assert "2 dependents, 2 hops" in out
+
+
+def test_query_on_a_new_branch_says_which_graph_it_indexes(capsys, tmp_path):
+    """A query on a branch that has no graph yet names the branch it indexes for and passes on
+    the index's notes (the graph started from the branch it was on last)."""
+    ws = tmp_path / "repo"
+    ws.mkdir()
+    (ws / "lib.py").write_text("def f():\n    return 1\n")
+    (ws / "app.py").write_text("from lib import f\n\n\ndef g():\n    return f()\n")
+
+    def git(*args):
+        subprocess.run(["git", "-c", "user.email=t@x", "-c", "user.name=t", *args], cwd=ws, check=True,
+                       capture_output=True)
+
+    git("init", "-q", "-b", "main")
+    git("add", "-A")
+    git("commit", "-q", "-m", "base")
+    try:
+        rc, _, err = run(capsys, "index", str(ws))
+        assert rc == 0, err
+        git("checkout", "-q", "-b", "feature")
+        rc, out, err = run(capsys, "callers", "f", "--workspace", str(ws))
+        assert rc == 0, err
+        assert f"{ws} (branch feature) is not indexed yet; indexing it first (2 files)" in err
+        assert "started from this folder's graph" in err and "(another branch, 2 files)" in err
+        assert "lib.f  (function, lib.py:1)" in out and "app.g" in out
+    finally:
+        assert main(["workspaces", "drop", str(ws)]) == 0  # both branches' graphs
 
 
 # -- callers / chain -------------------------------------------------------------------------------
@@ -369,6 +424,55 @@ def test_bad_arguments_exit_2_with_one_line(capsys, argv):
     assert_one_line_error(err)
 
 
+def _read_pty_until(fd: int, marker: bytes, timeout: float) -> bytes:
+    import select
+
+    out, deadline = b"", time.monotonic() + timeout
+    while marker not in out and time.monotonic() < deadline:
+        if select.select([fd], [], [], 0.2)[0]:
+            try:
+                out += os.read(fd, 4096)
+            except OSError:  # the other side closed
+                break
+    return out
+
+
+@pytest.mark.parametrize("argv, told", [([], True), (["--stdio"], False)])
+def test_server_on_a_terminal_says_what_it_waits_for(data_dir, argv, told):
+    """``orbit-lsp`` typed without a command on a terminal is the language server: it says so on
+    stderr (and how to leave, and where the commands are) instead of looking hung; ``--stdio``,
+    what editors pass, stays silent. Ctrl-D (end of input) ends it with status 0."""
+    import pty
+    import signal
+
+    env = {k: v for k, v in os.environ.items() if k != "ORBIT_FALKORDB_URL"}
+    env["ORBIT_DATA_DIR"] = str(data_dir)
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: stdin, stdout and stderr are the terminal
+        os.execve(sys.executable, [sys.executable, "-m", "orbit_lsp", *argv], env)
+    try:
+        out = _read_pty_until(fd, b"Ctrl-D ends it", 20 if told else 3).decode(errors="replace")
+        if told:
+            assert "no command given, so this is the language server, waiting for LSP messages on stdin" in out
+            assert "'orbit-lsp --help' lists the commands" in out
+        else:
+            assert out == ""
+        os.write(fd, b"\x04")  # Ctrl-D: end of input
+        deadline = time.monotonic() + 20
+        while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert done[0] == pid, "the server did not end at end of input"
+        assert os.waitstatus_to_exitcode(done[1]) == 0
+    finally:
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0] == 0:  # still running: an assertion above failed
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+        except ChildProcessError:  # reaped already
+            pass
+        os.close(fd)
+
+
 def test_help_exits_0(capsys):
     rc, out, _ = run(capsys, "--help")
     assert rc == 0 and "impact" in out and "callers" in out
@@ -413,6 +517,27 @@ def test_recently_indexed_workspace_below_cwd_is_used(capsys, tmp_path, monkeypa
         assert "app.tools.diag.run" in out
     finally:
         store.graph(code_graph_name(ws)).delete()
+
+
+def test_several_workspaces_below_cwd_the_note_names_the_others(capsys, tmp_path, monkeypatch, store):
+    """With two indexed workspaces below the current directory the query reads the one indexed
+    last and its note names the other one and how to choose it."""
+    parent = tmp_path / "proj"
+    first, last = parent / "first", parent / "last"
+    for ws, body in ((first, "return 1"), (last, "return 2")):
+        ws.mkdir(parents=True)
+        (ws / "lib.py").write_text(f"def f():\n    {body}\n")
+    monkeypatch.chdir(parent)
+    try:
+        assert run(capsys, "index", "first")[0] == 0 and run(capsys, "index", "last")[0] == 0
+        rc, out, err = run(capsys, "callers", "f")
+        assert rc == 0, err
+        assert (f"workspace {os.path.realpath(last)} (the most recently indexed here; also indexed: "
+                f"{os.path.realpath(first)}; --workspace PATH chooses)") in err
+        assert "lib.f  (function, lib.py:1)" in out
+    finally:
+        for ws in (first, last):
+            store.graph(code_graph_name(os.path.realpath(ws))).delete()
 
 
 def test_parse_errors_in_summary_not_as_log_noise(capsys, tmp_path, store):

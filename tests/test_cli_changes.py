@@ -40,6 +40,11 @@ def test_text(capsys, repo):
     assert "Change: working tree vs HEAD — 1 file, 1 changed symbol" in out
     assert "  modified  app.core.helper (function)  app/core.py:4" in out
     assert "Blast radius: 8 callers within 4 hops (2 at 1, 3 at 2, 2 at 3, 1 at 4)" in out
+    # a dependent file names the changed file it depends on; at 2 hops it imports a file that
+    # imports it (tests/test_service.py imports app.service), so "imports" would be wrong
+    assert "Dependent files: 6 within 4 hops" in out
+    assert "  1  app/service.py  (depends on app/core.py)" in out
+    assert "  2  tests/test_service.py  (depends on app/core.py)" in out
     assert "Tests: 4 selected of 10" in out
     assert ("Run: pytest tests/test_core.py::test_compute tests/test_core.py::test_helper "
             "tests/test_engine.py::test_run tests/test_service.py::test_serve") in out
@@ -119,3 +124,4 @@ def test_runtime_errors_are_one_line(capsys, repo, tmp_path):
     plain.mkdir()
     rc, _, err = run(capsys, "changes", "--workspace", str(plain))
     assert rc == 1 and "is not inside a git work tree" in err and "Traceback" not in err
+    assert "give the change as a unified diff: orbit-lsp changes --diff FILE (- for stdin)" in err

@@ -630,3 +630,43 @@ def test_a_dependency_an_edit_adds_is_followed_by_the_next_interface_change(stor
             _edit_then_same(ix, make, store, "lib.py", "def f():\n    pass\n", "after f came back")
             rows = ix.graph.ro_query("MATCH (a:Symbol {qual: 'use.go'})-[:CALLS]->(b:Symbol) RETURN b.qual").rows
             assert rows == [["lib.f"]]
+
+
+SUBCLASS_ATTR_FILES = {
+    "base.py": "class Base:\n    def run(self):\n        self.helper.work()\n",
+    "tools.py": "class A:\n    def work(self):\n        pass\n\n\nclass B:\n    def work(self):\n        pass\n",
+    "sub.py": "from base import Base\nfrom tools import A, B\n\n\nclass Sub(Base):\n"
+              "    def __init__(self):\n        self.helper = A()\n",
+}
+
+
+def test_an_attribute_only_a_subclass_sets_follows_an_edit_of_the_subclass(store):
+    """``self.helper.work()`` in Base, where only the subclass Sub sets ``helper``: the call
+    binds to what Sub assigns, and after Sub's file changes what it assigns (or another
+    subclass appears), to the new value, as a rebuild binds it (the resolver keeps where
+    subclasses define an attribute while their facts stand)."""
+    with workspaces() as make:
+        _, ix = _setup(make, store, SUBCLASS_ATTR_FILES)
+
+        def from_run() -> list[str]:
+            return [c[1] for c in _calls_into(ix.graph, "tools.py") if c[0] == "base.Base.run"]
+
+        assert from_run() == ["tools.A.work"]
+        _edit_then_same(ix, make, store, "sub.py", SUBCLASS_ATTR_FILES["sub.py"].replace("A()", "B()"),
+                        "after the subclass assigned another class's instance")
+        assert from_run() == ["tools.B.work"]
+        # again, with the resolver the last edit built and kept
+        _edit_then_same(ix, make, store, "sub.py", SUBCLASS_ATTR_FILES["sub.py"],
+                        "after the subclass assigned the first class's instance again")
+        assert from_run() == ["tools.A.work"]
+        _edit_then_same(ix, make, store, "sub.py", SUBCLASS_ATTR_FILES["sub.py"].replace("self.helper", "self.other"),
+                        "after the subclass stopped setting the attribute")
+        assert from_run() == []
+        _edit_then_same(ix, make, store, "sub.py", SUBCLASS_ATTR_FILES["sub.py"],
+                        "after the subclass set the attribute again")
+        assert from_run() == ["tools.A.work"]
+        _edit_then_same(ix, make, store, "other.py",
+                        "from base import Base\nfrom tools import B\n\n\nclass Other(Base):\n"
+                        "    def __init__(self):\n        self.helper = B()\n",
+                        "after a second subclass appeared")
+        assert from_run() == ["tools.A.work", "tools.B.work"]

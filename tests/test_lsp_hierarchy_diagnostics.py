@@ -16,10 +16,12 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient, client_capabilities
 
-from conftest import CASES
+from conftest import CASES, shared_case
 from lsp_harness import PROFILES, SERVER, as_dict, uri, wait_indexed
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = [pytest.mark.asyncio(loop_scope="module"),
+              pytest.mark.shared_cases("006-py-self-method-instantiation", "007-py-decorators",
+                                       "020-syntax-error-mid-edit", fixture="client")]
 
 EMOJI = '''def f():
     return 1
@@ -43,7 +45,7 @@ def make_workspaces(base: Path) -> dict[str, Path]:
     for name, case in (("w006", "006-py-self-method-instantiation"), ("w007", "007-py-decorators"),
                        ("w020", "020-syntax-error-mid-edit")):
         roots[name] = base / name
-        shutil.copytree(CASES / case / "workspace", roots[name])
+        shutil.copytree(shared_case(case) / "workspace", roots[name])
     roots["emoji"] = base / "emoji"
     roots["emoji"].mkdir()
     (roots["emoji"] / "mod.py").write_text(EMOJI, encoding="utf-8")

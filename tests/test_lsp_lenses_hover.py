@@ -19,14 +19,13 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient, client_capabilities
 
-from conftest import CASES
+from conftest import shared_case
 from lsp_harness import PROFILES, SERVER, as_dict, uri, wait_indexed
-
-pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 NAMES = {"001": "001-py-relative-import", "003": "003-py-import-submodule-forms", "005": "005-py-aliased-imports",
          "006": "006-py-self-method-instantiation", "007": "007-py-decorators", "017": "017-utf16-emoji-positions",
          "032": "032-codelens-after-external-change"}
+pytestmark = [pytest.mark.asyncio(loop_scope="module"), pytest.mark.shared_cases(*NAMES.values(), fixture="client")]
 T = 10  # seconds: every wait is bounded
 
 
@@ -34,7 +33,7 @@ def copy_cases(base) -> dict:
     out = {}
     for key, name in NAMES.items():
         out[key] = base / f"ws{key}"
-        shutil.copytree(CASES / name / "workspace", out[key], symlinks=True)
+        shutil.copytree(shared_case(name) / "workspace", out[key], symlinks=True)
     unb = out["unbound"] = base / "wsunbound"  # a call that cannot be bound: counted and located
     unb.mkdir()
     (unb / "shapes.py").write_text("class Circle:\n    def area(self):\n        return 1\n\n\ndef direct():\n"
@@ -331,7 +330,7 @@ async def test_case017_positions(client, roots):
         assert enc in (None, "utf-16")  # MUST 1
     else:
         assert enc in ("utf-8", "utf-16")  # SHOULD: whatever it announces, it uses consistently
-    msgs = json.loads((CASES / NAMES["017"] / "messages.json").read_text(encoding="utf-8"))["messages"]
+    msgs = json.loads((shared_case(NAMES["017"]) / "messages.json").read_text(encoding="utf-8"))["messages"]
     texts = {m["params"]["textDocument"]["uri"].rsplit("/", 1)[1]: m["params"]["textDocument"]["text"]
              for m in msgs if m.get("method") == "textDocument/didOpen"}
     for name, text in texts.items():
@@ -388,7 +387,7 @@ async def test_case032_lenses_after_external_change(client, roots):
     ws = roots["032"]
     lib = ws / "lib.py"
     v1 = lib.read_text(encoding="utf-8")
-    v2 = (CASES / NAMES["032"] / "edits/lib.v2.py").read_text(encoding="utf-8")
+    v2 = (shared_case(NAMES["032"]) / "edits/lib.v2.py").read_text(encoding="utf-8")
     open_doc(client, lib, v1)
     got = await lenses(client, lib)  # request 2 (v1)
     assert titles(got) == {(0, 0): "1 dependent, 1 hop", (0, 4): "1 caller", (4, 4): "0 callers", (8, 4): "1 caller"}
@@ -441,7 +440,7 @@ async def test_lens_data_during_reindex_comes_from_the_buffer(store, tmp_path):
     from orbit_lsp.index.buffers import lens_counts, lens_work
 
     ws = tmp_path / "ws032"
-    shutil.copytree(CASES / NAMES["032"] / "workspace", ws)
+    shutil.copytree(shared_case(NAMES["032"]) / "workspace", ws)
     ix = WorkspaceIndexer(ws, store)
     ix.index_all()
     try:
@@ -485,7 +484,7 @@ async def test_unresolved_counts_same_with_and_without_an_index(store, tmp_path)
     from orbit_lsp.index.indexer import WorkspaceIndexer
 
     ws = tmp_path / "ws006"
-    shutil.copytree(CASES / NAMES["006"] / "workspace", ws)
+    shutil.copytree(shared_case(NAMES["006"]) / "workspace", ws)
     # a call of ``render`` on a value nobody passes: unbound, counted where it is (case 006's
     # own ``item.render()`` is bound through the parameter's values)
     (ws / "extra.py").write_text("def paint(thing):\n    return thing.render()\n")

@@ -28,12 +28,14 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient, client_capabilities
 
-from conftest import CASES
+from conftest import shared_case
 from lsp_harness import (PROFILES, SERVER, ExternalFalkorDB, copy_case, request, server_config,
                          start_session, uri, wait_indexed)
 from orbit_lsp.graph.connection import code_graph_name
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+# the `client` fixture's workspaces include shared cases 022 and 019 (the offline tests need none)
+pytestmark = [pytest.mark.asyncio(loop_scope="module"),
+              pytest.mark.shared_cases("022-atomic-save-rename", "019-symlink-loops", fixture="client")]
 
 CHAIN = {"c0.py": "def base():\n    return 0\n", "c1.py": "import c0\n", "c2.py": "import c1\n",
          "c3.py": "import c2\n", "c4.py": "import c3\n"}
@@ -54,12 +56,12 @@ def build_workspaces(base: Path) -> SimpleNamespace:
     ws = SimpleNamespace(
         chain=write_tree(base / "chain", CHAIN),
         edit=write_tree(base / "edit", {"lib.py": LIB_V1, "app.py": APP}),
-        w022=copy_case(CASES / "022-atomic-save-rename", base / "ws022"),
+        w022=copy_case(shared_case("022-atomic-save-rename"), base / "ws022"),
         spaces=write_tree(base / "my dir", {"a b.py": "def f():\n    return 1\n"}),
         outer=write_tree(base / "outer", {"outer.py": "import os\n", "inner/inn.py": "def x():\n    return 1\n"}),
         w019=base / "ws019",
     )
-    subprocess.run(["sh", str(CASES / "019-symlink-loops" / "make_workspace.sh"), str(ws.w019)],
+    subprocess.run(["sh", str(shared_case("019-symlink-loops") / "make_workspace.sh"), str(ws.w019)],
                    check=True, capture_output=True)
     ws.initial = [ws.chain, ws.edit, ws.w022, ws.spaces, ws.outer, ws.w019]
     return ws
@@ -310,7 +312,7 @@ async def test_external_directory_changes_and_gitignore(client: LanguageClient, 
 
 async def test_case_022_atomic_saves_by_rename(client: LanguageClient, store):
     ws = client.ws.w022
-    script = CASES / "022-atomic-save-rename" / "save_like_editors.py"
+    script = shared_case("022-atomic-save-rename") / "save_like_editors.py"
     samples: list[tuple[int, list]] = []
     stop = asyncio.Event()
 
@@ -502,6 +504,9 @@ async def test_reopen_is_incremental(client: LanguageClient):
         seq = await until(lambda: [s for s in progress_of(second, ws.name) if isinstance(s[-1], types.WorkDoneProgressEnd)],
                           5.0, "the end of the second server's progress")
         assert seq[0][-1].message.endswith("; 0 parsed (unchanged)"), seq[0][-1].message
+        # phases with nothing to do are not reported as "parsing 0/0 files"
+        messages = [r.message for r in seq[0][1:-1] if isinstance(r, types.WorkDoneProgressReport)]
+        assert not any(" 0/0 " in (m or "") for m in messages), messages
     finally:
         await asyncio.wait_for(second.shutdown_session(), 10)
         await second.stop()

@@ -20,7 +20,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from agent_harness import action, content
-from conftest import CASES
+from conftest import find_shared_case, missing_shared_cases_reason
 from lsp_harness import PROFILES, SERVER, as_dict, start_session, uri
 from orbit_lsp.agent.history import History
 from orbit_lsp.server.propose import ASK_TITLE, PROPOSE_CHANGE, PROPOSE_TITLE
@@ -29,7 +29,7 @@ from test_lsp_code_actions import actions_at, as_editor, line_of, proposals, wai
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 
 WORKSPACE = Path(__file__).parent / "editor_workspace"
-CASE025 = next((d / "workspace" for d in CASES.glob("025-*")), None)  # None without ../shared/cases
+CASE025 = find_shared_case("025")  # None without ../shared/cases
 MODEL = "propose-model"
 
 
@@ -39,7 +39,7 @@ async def client(lsp_client: LanguageClient, tmp_path_factory, model_server, req
     lsp_client.root = root = tmp_path_factory.mktemp("propose") / "ws"
     shutil.copytree(WORKSPACE, root)
     if CASE025 is not None:
-        shutil.copytree(CASE025, root / "secrets025")
+        shutil.copytree(CASE025 / "workspace", root / "secrets025")
     await start_session(lsp_client, root, request.param, init_options={
         "agent": {"baseUrl": model_server.url, "apiKey": "sk-propose-KEY-0000", "model": MODEL}})
     yield
@@ -236,7 +236,7 @@ SECRET_PIECES = ["ORBITFAKE", "sk-proj-ORBIT", "AKIAORBI", "xoxb-000", "ghp_ORBI
 
 async def test_secrets_never_reach_the_model_and_are_restored(ed, client, model_server):
     if CASE025 is None:
-        pytest.skip(f"shared case 025 not found in {CASES}")
+        pytest.skip(missing_shared_cases_reason(["025"]))
     path = client.root / "secrets025" / "settings.py"
     original = path.read_text()
     u = ed.open(path)

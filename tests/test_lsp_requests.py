@@ -6,15 +6,16 @@ import pytest
 import pytest_lsp
 from pytest_lsp import LanguageClient
 
-from conftest import CASES
+from conftest import shared_case
 from lsp_harness import PROFILES, SERVER, as_dict, copy_case, start_session, uri
 
-pytestmark = pytest.mark.asyncio(loop_scope="module")
+pytestmark = [pytest.mark.asyncio(loop_scope="module"),
+              pytest.mark.shared_cases("005-py-aliased-imports", fixture="client")]
 
 
 @pytest.fixture(scope="module")
 def ws005(tmp_path_factory):
-    return copy_case(CASES / "005-py-aliased-imports", tmp_path_factory.mktemp("lsp") / "ws005")
+    return copy_case(shared_case("005-py-aliased-imports"), tmp_path_factory.mktemp("lsp") / "ws005")
 
 
 @pytest_lsp.fixture(scope="module", config=SERVER, params=PROFILES)

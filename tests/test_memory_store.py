@@ -111,6 +111,22 @@ def test_score_weights_rare_concepts_and_boosts_the_active_project(mem, tmp_path
     assert [m.id for m in mem.list(project=a)] == [mine.id]
 
 
+def test_recalled_memories_say_which_project_they_are_about(mem, tmp_path):
+    """A recalled memory carries its projects (and concepts) as ``list`` gives them, whether the
+    question is asked in that project, in another one or in none: answers print "about <root>"
+    from them, never "no project in particular" for a memory saved in a workspace."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir(), b.mkdir()
+    m = mem.remember("get_auth_from_url swallows every parsing error", project=a)
+    about_a = [{"id": project_id(a), "root": str(a.resolve())}]
+    assert m.projects == about_a and mem.get(m.id).projects == about_a
+    for project in (a, b, None):
+        rec = mem.recall("why does get_auth_from_url hide parsing errors?", project=project)
+        assert [r.id for r in rec.memories] == [m.id], project
+        assert rec.memories[0].projects == about_a, project
+        assert rec.memories[0].concepts == m.concepts, project
+
+
 def test_a_part_of_an_identifier_does_not_recall_alone(mem):
     """Issue 18 item 7: a question about `wsgi_app` recalled "We deploy flask apps with gunicorn"
     through the word "app"."""

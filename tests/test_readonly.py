@@ -4,14 +4,13 @@ embedded FalkorDB: shared cases 026 (write attempts) and 028 (million-row result
 from __future__ import annotations
 
 import json
-import os
 import threading
 import time
-from pathlib import Path
 
 import pytest
 import redis
 
+from conftest import shared_case
 from orbit_lsp.graph.errors import QueryRejected, QueryTimeout
 from orbit_lsp.graph.readonly import (
     MAX_NESTING,
@@ -383,12 +382,7 @@ def test_case_026_write_attempts(store, graph, case_dir):
 @pytest.fixture(scope="module")
 def million(store):
     """Case 028 loaded once for this module (read-only tests only)."""
-    cases = Path(__file__).resolve().parents[1].parent / "shared" / "cases"
-    if not cases.exists():
-        cases = Path(os.environ.get("ORBIT_CASES", cases))
-    case = next((d for d in cases.iterdir() if d.name.startswith("028-")), None) if cases.exists() else None
-    if case is None:
-        pytest.skip("shared case 028 not found")
+    case = shared_case("028")
     g = store.graph("orbit_test_readonly_028")
     g.delete()
     _load(g, case / "setup.cypher")

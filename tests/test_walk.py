@@ -11,20 +11,14 @@ from pathlib import Path
 
 import pytest
 
+from conftest import shared_case
 from orbit_lsp.index.walk import (
     LANGS, SourceFile, WalkResult, WorkspaceFilter, classify_file, is_dotenv, read_text,
     walk_workspace,
 )
 
-CASES = Path(__file__).resolve().parents[1].parent / "shared" / "cases"
-if not CASES.exists():
-    CASES = Path(os.environ.get("ORBIT_CASES", CASES))
-
-
 def build_case(name: str, dest: Path) -> Path:
-    script = CASES / name / "make_workspace.sh"
-    if not script.exists():
-        pytest.skip(f"shared case {name} not available")
+    script = shared_case(name) / "make_workspace.sh"
     subprocess.run(["sh", str(script), str(dest)], check=True, capture_output=True)
     return dest
 

@@ -33,6 +33,10 @@ class ChangeError(Exception):
     """The change cannot be computed (not a git repository, unknown ref, unreadable diff)."""
 
 
+class NotAGitWorkTree(ChangeError):
+    """The workspace is not inside a git work tree: its change can only be given as a diff."""
+
+
 @dataclass
 class Hunk:
     """One hunk: ``old``/``new`` = (start, length) as in its header (1-based), ``removed``/
@@ -204,7 +208,7 @@ def from_git(root: Path | str, mode: str = "worktree", base: str | None = None) 
     base of ``base`` and HEAD). Raises ``ChangeError``."""
     root = Path(root)
     if git(root, "rev-parse", "--is-inside-work-tree", check=False).strip() != "true":
-        raise ChangeError(f"{root} is not inside a git work tree")
+        raise NotAGitWorkTree(f"{root} is not inside a git work tree")
     has_head = bool(git(root, "rev-parse", "--verify", "--quiet", "HEAD", check=False).strip())
     empty_tree = git(root, "hash-object", "-t", "tree", "/dev/null").strip()
     notes: list[str] = []

@@ -63,7 +63,7 @@ def text(result: dict, cap: int = LIST_CAP, cypher: bool = True) -> str:
         out.append(f"  … and {more} more")
     out.append(f"Dependent files: {t['dependents']} within {opts['depth']} hops")
     rows, more = _capped(result["dependents"], cap)
-    out += [f"  {d['hops']}  {d['path']}  (imports {d['of']})" for d in rows] + ([f"  … and {more} more"] if more else [])
+    out += [f"  {d['hops']}  {d['path']}  (depends on {d['of']})" for d in rows] + ([f"  … and {more} more"] if more else [])
     out.append(f"May be affected (unbound calls using a changed name, not counted above): {t['may_be_affected']}")
     rows, more = _capped(result["may_be_affected"], cap)
     out += [f"  {r['depth']}  {r['qual']}  {_where(r)}  (name {r['reaches']})" for r in rows]

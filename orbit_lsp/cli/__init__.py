@@ -69,8 +69,21 @@ def _run_server(args: argparse.Namespace) -> int:
         print(f"{PROG}: the language server is not available in this installation ({exc})",
               file=sys.stderr)
         return 2
+    if not args.stdio and _stdin_is_a_terminal():
+        # someone typed `orbit-lsp` without a command: say what is waiting (editors start the
+        # server with pipes, never a terminal, so they never see this; stderr, never stdout)
+        print(f"{PROG}: no command given, so this is the language server, waiting for LSP messages "
+              f"on stdin (editors start it this way); Ctrl-D ends it. '{PROG} --help' lists the "
+              f"commands (index, callers, impact, changes, ...).", file=sys.stderr, flush=True)
     rc = run_stdio()
     return rc if isinstance(rc, int) else 0
+
+
+def _stdin_is_a_terminal() -> bool:
+    try:
+        return sys.stdin is not None and sys.stdin.isatty()
+    except (ValueError, OSError):  # closed or detached stdin
+        return False
 
 
 @contextlib.contextmanager

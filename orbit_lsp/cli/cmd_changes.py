@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 
 from orbit_lsp.cli.context import Ctx
-from orbit_lsp.cli.errors import CliError, UsageError
+from orbit_lsp.cli.errors import PROG, CliError, UsageError
 from orbit_lsp.cli.output import emit_json
 from orbit_lsp.cli.parser import Parents, positive_int
 from orbit_lsp.cli.workspace import index_workspace, resolve_workspace
@@ -87,6 +87,9 @@ def cmd_changes(ctx: Ctx) -> int:
             change = diff.from_text(root, text)
         else:
             change = diff.from_git(root, "staged" if args.staged else "base" if args.base else "worktree", args.base)
+    except diff.NotAGitWorkTree as exc:
+        raise CliError(f"{exc}; give the change as a unified diff: {PROG} changes --diff FILE "
+                       f"(- for stdin)") from None
     except diff.ChangeError as exc:
         raise CliError(str(exc)) from None
     ix, _rep = index_workspace(ctx, root)

@@ -64,6 +64,20 @@ def add_parsers(subs, parents: Parents) -> None:
     p.add_argument("output", metavar="PATH", help="output file, or - for stdout")
 
 
+def why_not_in_graph(rel: str, root) -> str:
+    """The one-line error for a FILE that exists in workspace ``root`` but has no node in its
+    graph: what it is not (a source file of a supported language), or the reasons it can be
+    missing (left out by the walk, or new since the last index)."""
+    from orbit_lsp.index.walk import LANGS
+
+    if LANGS.get(os.path.splitext(rel)[1].lower()) is None:
+        return (f"{rel} is not in the graph of {root}: not a source file orbit indexes "
+                f"(Python, JavaScript, TypeScript)")
+    return (f"{rel} is not in the graph of {root}: excluded (.gitignore, --exclude), skipped by the "
+            f"index (binary, minified, over-size, in a virtualenv or node_modules), or created since "
+            f"the last index (run 'orbit-lsp index')")
+
+
 def cmd_impact(ctx: Ctx) -> int:
     from orbit_lsp.graph import queries
 
@@ -76,7 +90,7 @@ def cmd_impact(ctx: Ctx) -> int:
     if not ans.found:
         if not (root / rel).exists():
             raise UsageError(f"no such file in {root}: {ctx.args.file}")
-        raise CliError(f"{rel} is not in the graph of {root} (not a Python file, excluded or skipped)")
+        raise CliError(why_not_in_graph(rel, root))
     stale = _freshness(ans, graph, root, [rel] + [r["path"] for r in ans.rows])
     if ctx.json:
         emit_json("impact", {"file": rel, "max_hops": hops, **_answer(ans), "stale_files": stale}, ans.cypher,

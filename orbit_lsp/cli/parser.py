@@ -70,7 +70,8 @@ def build_parser(only: set[str] | None = None) -> argparse.ArgumentParser:
     def add_globals(p: argparse.ArgumentParser, sub: bool) -> None:
         d = (lambda v: argparse.SUPPRESS) if sub else (lambda v: v)  # noqa: E731
         p.add_argument("--falkordb-url", metavar="URL", default=d(None),
-                       help="external FalkorDB (redis:// or rediss://); default: $ORBIT_FALKORDB_URL, "
+                       help="external FalkorDB (a redis://, rediss://, falkor://, falkors:// or unix:// URL); "
+                            "default: $ORBIT_FALKORDB_URL, "
                             "else the embedded server")
         p.add_argument("--data-dir", metavar="DIR", default=d(None),
                        help="data dir of the embedded server and caches (default: $ORBIT_DATA_DIR "

@@ -75,6 +75,7 @@ def resolve_workspace(ctx: Ctx, file_arg: str | None = None) -> Path:
         return max(cands, key=lambda d: (recent.get(str(d), 0.0), len(d.parts)), default=None)
 
     chosen: Path | None = None
+    others: list[Path] = []  # the other workspaces that could have answered
     if file_arg:
         p = Path(file_arg).expanduser()
         cand = p if p.is_absolute() else cwd / p
@@ -88,8 +89,14 @@ def resolve_workspace(ctx: Ctx, file_arg: str | None = None) -> Path:
                 chosen = cwd
     if chosen is None:
         below = [Path(r) for r in recent if is_within(Path(r), cwd) and code_graph_name(r) in graphs]
-        chosen = pick(indexed_ancestors(cwd) + below) or cwd
-    if chosen != cwd:
+        cands = list(dict.fromkeys(indexed_ancestors(cwd) + below))
+        chosen = pick(cands) or cwd
+        others = [d for d in cands if d != chosen]
+    if others:
+        shown = ", ".join(str(d) for d in others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
+        ctx.note(f"workspace {chosen} (the most recently indexed here; also indexed: {shown}; "
+                 f"--workspace PATH chooses)")
+    elif chosen != cwd:
         ctx.note(f"workspace {chosen}")
     return chosen
 
@@ -117,6 +124,17 @@ def interrupted_build(ctx: Ctx, graph_name: str) -> bool:
     return build_graph_name(graph_name) in graphs and graph_name not in graphs
 
 
+def _which_graph(ctx: Ctx, root: Path) -> str:
+    """``root`` as a note names its graph: with the git branch (``/repo (branch feature)``) or
+    the graph key it is keyed by, since each has its own graph."""
+    from orbit_lsp.graph import keys
+
+    gk = keys.workspace_key(Path(os.path.realpath(root)), ctx.settings.graph_key)
+    if gk.key is not None:
+        return f"{root} (graph key {gk.key})"
+    return f"{root} (branch {gk.branch})" if gk.branch is not None else str(root)
+
+
 def workspace_graph(ctx: Ctx, file_arg: str | None = None):
     """(root, graph) for a query; indexes the workspace first when it has no graph yet, with
     progress on stderr, saying so before the work starts (and when the last index of it did not
@@ -136,12 +154,14 @@ def workspace_graph(ctx: Ctx, file_arg: str | None = None):
                     ctx.note(f"indexing {root} ({total} files)")
         else:
             def start(total: int) -> None:
-                ctx.note(f"{root} is not indexed yet; indexing it first ({total} files)")
+                ctx.note(f"{_which_graph(ctx, root)} is not indexed yet; indexing it first ({total} files)")
         progress = ProgressBar(f"indexing {root.name or root}", on_start=start)
         try:
             _, rep = index_workspace(ctx, root, progress)
         finally:
             progress.finish()
+        for note in rep.notes:  # e.g. a new branch's graph started from another branch's
+            ctx.note(note)
         ctx.note(f"indexed {rep.files} files, {rep.symbols} symbols in {rep.seconds:.2f} s")
     else:
         registry(ctx).record(root, graph=graph.name, key=ctx.settings.graph_key)  # its last use

@@ -5,6 +5,7 @@ subclasses set, read in a base)."""
 from __future__ import annotations
 
 import contextlib
+import sys
 from typing import TYPE_CHECKING
 
 from orbit_lsp.index.py_values import (
@@ -64,15 +65,19 @@ class ClassModel:
         the relation is what is being built). A base such as ``class E(self.enum_type)`` is then
         the same whether the relation existed when it was evaluated (an edit) or not (a full
         build), and no value evaluated without the relation stays memoised for later use."""
-        saved = self.memo, self._old_memo, self._interned, self._sets_with, self._bases_only
-        self.memo, self._old_memo, self._interned, self._sets_with = {}, {}, {}, {}
+        saved = self.memo, self._old_memo, self._interned, self._sets_with, self._unsettled, self._bases_only
+        self.memo, self._old_memo, self._interned, self._sets_with, self._unsettled = {}, {}, {}, None, {}
         self._bases_only = True
         try:
             yield
         finally:
-            self.memo, self._old_memo, self._interned, self._sets_with, self._bases_only = saved
+            (self.memo, self._old_memo, self._interned, self._sets_with, self._unsettled,
+             self._bases_only) = saved
 
     def _file_inherits(self, rel: str) -> tuple:
+        """``((((rel, class), (file, base)), ...) sorted, entities consulted)`` of one file.
+        The outline of each of its classes that has a workspace base is taken now, while its
+        facts are decoded: the walks down the hierarchy (``_subclass_definitions``) read it."""
         saved, self._deps = self._deps, set()
         try:
             pairs = set()
@@ -80,9 +85,12 @@ class ClassModel:
                 if c.bases:
                     for b in self._bases(rel, q) or ():
                         pairs.add(((rel, q), b))
-            return tuple(sorted(pairs)), frozenset(self._deps)
+            out = tuple(sorted(pairs)), frozenset(self._deps)
         finally:
             self._deps = saved
+        for (_, q), _ in out[0]:
+            self._class_outline(rel, q)
+        return out
 
     def _ensure_subclasses(self, everyone) -> None:
         """The subclass relation over ``everyone`` (every file with facts), computing the pairs
@@ -99,7 +107,9 @@ class ClassModel:
             self._checked_everyone = (everyone, {r: i for i, r in enumerate(everyone)})
         if todo:
             with self._bases_memo():
-                for r in todo:
+                # last to first: a run resolves its files first to last next, and finds the
+                # facts this pass decoded last still among the recently decoded (``state.FACTS``)
+                for r in reversed(todo):
                     self._inherits_stale.discard(r)
                     if r in self.facts:
                         self._inherits[r] = self._file_inherits(r)
@@ -109,6 +119,7 @@ class ClassModel:
                 for sub, base in self._inherits[r][0]:
                     subs.setdefault(base, []).append(sub)
             self._subclasses = subs
+            self._unsettled = {}  # evaluated without the relation
 
     def subclass_attr(self, rel: str, qual: str, attr: str):
         """An attribute read on an instance of class ``qual`` that neither it nor its bases
@@ -122,25 +133,88 @@ class ClassModel:
         self._deps.add(ALL_CLASSES)
         if self._subclasses is None:
             return None
-        vals, seen, todo = [], {(rel, qual)}, [((rel, qual), False)]
-        while todo:
-            cls_key, shadowed = todo.pop()
-            for r, q in self._subclasses.get(cls_key, ()):
-                if (r, q) in seen:
-                    continue
-                seen.add((r, q))
-                facts = self._facts(r)
-                cls = facts.classes.get(q) if facts is not None else None
-                if cls is None:
-                    continue
-                self._deps.add((r, _unit(q)))
-                body = facts.scopes[cls.body]
-                if attr in body.names and not shadowed:
-                    vals.append(self._through_instance(self.combine([self.ev(r, cls.body, x) for x in body.names[attr]])))
-                if attr in cls.attrs:
-                    vals.append(self.combine([self.ev(r, msi, x) for msi, x in cls.attrs[attr]]))
-                todo.append(((r, q), shadowed or attr in cls.attrs))
+        units, found = self._subclass_definitions(rel, qual, attr)
+        self._deps |= units
+        vals = []
+        for r, si, refs, in_body in found:
+            if in_body:
+                vals.append(self._through_instance(self.combine([self.ev(r, si, x) for x in refs])))
+            else:
+                vals.append(self.combine([self.ev(r, msi, x) for msi, x in refs]))
         return self.combine(vals) if vals else None
+
+    def _subclass_definitions(self, rel: str, qual: str, attr: str) -> tuple[frozenset, tuple]:
+        """Where the workspace subclasses of class ``qual`` of ``rel`` define ``attr``, in the
+        order ``subclass_attr`` combines them: ``(entities consulted, ((file, scope index, refs,
+        in_body), ...))``, ``in_body`` for a class-body binding (its scope is the body), else
+        ``self.x = …`` assignments (``refs`` of ``(method scope, ref)``). What it depends on
+        (the subclass relation, the facts of the subclasses' files) does not change while the
+        relation stands and no file's facts are replaced (``set_facts``), so it is kept per
+        ``(rel, qual, attr)`` until then: the walk down a large hierarchy (every model of a
+        Django project) is made once, not at every read of an attribute through ``self``."""
+        if self._subclass_defs[0] is not self._subclasses:
+            self._subclass_defs = (self._subclasses, {}, {})
+        _, by_attr, units_of = self._subclass_defs
+        key = (rel, qual, attr)
+        hit = by_attr.get(key)
+        if hit is not None:
+            return hit
+        saved, self._deps = self._deps, set()  # what the walk consults (``_facts``: HAS_FACTS)
+        try:
+            found = []
+            seen, todo = {(rel, qual)}, [((rel, qual), False)]
+            while todo:
+                cls_key, shadowed = todo.pop()
+                for r, q in self._subclasses.get(cls_key, ()):
+                    if (r, q) in seen:
+                        continue
+                    seen.add((r, q))
+                    outline = self._class_outline(r, q)
+                    if outline is None:
+                        continue
+                    self._deps.add((r, _unit(q)))
+                    body_si, body_names, attr_names = outline
+                    in_body = attr in body_names and not shadowed
+                    in_attrs = attr in attr_names
+                    if in_body or in_attrs:  # decoded only for a class that defines it
+                        facts = self._facts(r)
+                        if in_body:
+                            found.append((r, body_si, tuple(facts.scopes[body_si].names[attr]), True))
+                        if in_attrs:
+                            found.append((r, None, tuple(facts.classes[q].attrs[attr]), False))
+                    todo.append(((r, q), shadowed or in_attrs))
+            units = frozenset(self._deps)
+        finally:
+            self._deps = saved
+        # the walk visits the same classes for every attribute: one set of entities per class
+        units = units_of.setdefault(units, units)
+        hit = by_attr[key] = (units, tuple(found))
+        return hit
+
+    def _class_outline(self, r: str, q: str) -> tuple | None:
+        """``(body scope index, names its body binds, attributes its methods set on self)`` of
+        class ``q`` of file ``r`` (names as tuples of interned strings: a few hundred bytes a
+        class), or None when the file has no facts (consulted: ``(r, HAS_FACTS)``) or no such
+        class. Kept per file until its facts are replaced (``set_facts``): a walk down a
+        hierarchy of thousands of classes (every model of transformers) reads them without
+        decoding every subclass's file again."""
+        outlines = self._class_outlines.get(r)
+        if outlines is None:
+            facts = self._facts(r)
+            if facts is None:
+                return None
+            outlines = self._class_outlines[r] = {}
+        elif q in outlines:
+            return outlines[q]
+        facts = self._facts(r)
+        cls = facts.classes.get(q) if facts is not None else None
+        if cls is None:
+            outline = None
+        else:
+            outline = (cls.body, tuple(map(sys.intern, facts.scopes[cls.body].names)),
+                       tuple(map(sys.intern, cls.attrs)))
+        outlines[q] = outline
+        return outline
 
     def _bases(self, r: str, q: str) -> list[tuple[str, str]] | None:
         """The workspace classes among the bases of class ``q`` of file ``r``, in order (None:

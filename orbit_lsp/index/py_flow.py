@@ -68,6 +68,7 @@ class ParameterFlow:
         return [(k, (self.pval[k], self.pdeps.get(k, frozenset())) if k in self.pval else None) for k in keys]
 
     def _set_pval(self, key: tuple, val: dict | None, deps: frozenset) -> None:
+        self._unsettled = {}  # (evaluations that did not settle may have read the value)
         if deps and self.pdeps.get(key) == deps:  # the same entities consulted: indexed already
             if val is None:
                 self.pval.pop(key, None)

@@ -94,7 +94,13 @@ class Resolver(CallBinding, ParameterFlow, PytestFixtures, ClassModel, Container
         self._old_memo: dict = {}
         self._memo_pinned = 0
         self._interned: dict[frozenset, tuple[frozenset, list]] = {}  # deps set -> (itself, memo keys)
-        self._sets_with: dict[tuple, list[frozenset]] = {}  # entity -> interned deps sets naming it
+        # (key, stack depth) -> (value, entities, depth used, cuts) of the evaluations that did
+        # not settle (``_scc``): emptied whenever what they read may change (facts, a memoised
+        # value forgotten, a parameter value, the subclass relation) and with each memo generation
+        self._unsettled: dict[tuple, tuple] = {}
+        # entity -> interned deps sets naming it; None until the first ``invalidate`` needs it
+        # (a full build never invalidates: indexing every deps set cost it up to a sixth of its time)
+        self._sets_with: dict[tuple, list[frozenset]] | None = None
         self._kinds: dict[str, dict[str, str]] = {}  # file -> symbol qual -> kind (first symbol)
         self._units: dict[str, list] = {}  # file -> entity (file, unit) of each scope (None for the module)
         self._deps: set[tuple] = set()
@@ -126,6 +132,10 @@ class Resolver(CallBinding, ParameterFlow, PytestFixtures, ClassModel, Container
         self._fixtures: dict[str, dict] = {}  # file -> {fixture name: [function scope index]}
         self._facts_seen: dict = {}  # file -> its facts as last read (``_facts``)
         self._subclasses: dict[tuple, list] | None = None  # class -> its direct workspace subclasses
+        # (the relation they were found in, (file, class, attribute) -> where subclasses define
+        # it, interned entity sets): ``ClassModel._subclass_definitions``
+        self._subclass_defs: tuple = (None, {}, {})
+        self._class_outlines: dict[str, dict] = {}  # file -> class -> ``ClassModel._class_outline``
         self._inherits: dict[str, tuple] = {}  # file -> (its (class, base) pairs, entities consulted)
         self._inherits_stale: set[str] = set()  # files whose pairs must be computed again
         self._checked_everyone: tuple | None = None  # (files with facts, their order): ``_ensure_subclasses``
@@ -143,6 +153,9 @@ class Resolver(CallBinding, ParameterFlow, PytestFixtures, ClassModel, Container
         self._stores.pop(rel, None)
         self._fixtures.pop(rel, None)
         self._facts_seen.pop(rel, None)
+        self._subclass_defs = (None, {}, {})
+        self._class_outlines.pop(rel, None)
+        self._unsettled = {}
         self._inherits_stale.add(rel)
 
     def invalidate(self, entities) -> int:
@@ -152,7 +165,10 @@ class Resolver(CallBinding, ParameterFlow, PytestFixtures, ClassModel, Container
         re-resolving a file after an edit elsewhere re-evaluates only what the edit can affect."""
         n = 0
         entities = list(entities)
+        self._unsettled = {}
         self.invalidate_params(entities)
+        if self._sets_with is None:
+            self._sets_with = self._index_deps_sets(self._interned)
         for f in entities:
             for fs in self._sets_with.pop(f, ()):
                 ent = self._interned.pop(fs, None)
@@ -180,7 +196,7 @@ class Resolver(CallBinding, ParameterFlow, PytestFixtures, ClassModel, Container
         wait in ``_old_memo`` and move back when used. A memoised value is what evaluating it
         again gives, except one that consulted the subclass relation (``ALL_CLASSES``) while a
         run was still building it (``_ensure_subclasses``): those stay, so a bounded memo binds
-        exactly as an unbounded one. The invalidation index is rebuilt over what is kept. Only
+        exactly as an unbounded one. The invalidation index (once built) is rebuilt over what is kept. Only
         between files (no evaluation in progress)."""
         pinned, old = {}, {}
         for key, hit in self.memo.items():
@@ -189,28 +205,40 @@ class Resolver(CallBinding, ParameterFlow, PytestFixtures, ClassModel, Container
             if ALL_CLASSES in hit[1]:
                 pinned[key] = hit
         self.memo, self._old_memo, self._memo_pinned = pinned, old, len(pinned)
+        self._unsettled = {}  # (bounded with the memo, as the walks of subclass hierarchies)
+        self._subclass_defs = (None, {}, {})
         interned: dict = {}
-        sets_with: dict = {}
         for memo in (pinned, old):
             for key, hit in memo.items():
                 fs = hit[1]
                 ent = interned.get(fs)
                 if ent is None:
                     ent = interned[fs] = (fs, [])
-                    for f in fs:
-                        sets_with.setdefault(f, []).append(fs)
                 elif ent[0] is not fs:  # one object per deps set, as ``invalidate`` expects
                     memo[key] = (hit[0], ent[0], hit[2])
                 ent[1].append(key)
-        self._interned, self._sets_with = interned, sets_with
+        self._interned = interned
+        if self._sets_with is not None:
+            self._sets_with = self._index_deps_sets(interned)
+
+    @staticmethod
+    def _index_deps_sets(interned: dict) -> dict[tuple, list[frozenset]]:
+        """Entity -> the interned deps sets (keys of ``interned``) that name it, in the order
+        they were interned: what ``invalidate`` looks memoised values up by."""
+        sets_with: dict[tuple, list[frozenset]] = {}
+        for fs in interned:
+            for f in fs:
+                sets_with.setdefault(f, []).append(fs)
+        return sets_with
 
     def _remember(self, key: tuple, val, deps: set[tuple], used: int) -> None:
         fs = frozenset(deps)
         ent = self._interned.get(fs)
         if ent is None:  # deps sets are few and shared: intern them (memory), index them by file
             ent = self._interned[fs] = (fs, [])
-            for f in fs:
-                self._sets_with.setdefault(f, []).append(fs)
+            if self._sets_with is not None:
+                for f in fs:
+                    self._sets_with.setdefault(f, []).append(fs)
         ent[1].append(key)
         self.memo[key] = (val, ent[0], used)
 
@@ -305,6 +333,14 @@ class Resolver(CallBinding, ParameterFlow, PytestFixtures, ClassModel, Container
             self._cut += 1
             return None
         my = len(self._stack)
+        again = self._unsettled.get((key, my)) if not self._active else None
+        if again is not None:  # evaluated here before and did not settle: the same again
+            val, deps, used, cut = again
+            self._deps |= deps
+            self._cut += cut
+            if used > self._sub:
+                self._sub = used
+            return val
         self._stack.append(key)
         self._on_stack[key] = my
         saved_deps, saved_cut, saved_sub, saved_low = self._deps, self._cut, self._sub, self._low
@@ -355,6 +391,8 @@ class Resolver(CallBinding, ParameterFlow, PytestFixtures, ClassModel, Container
             self._back.discard(m)
         if not cut:
             self._remember(key, val, deps, used)
+        elif not self._active:  # (a star-import lookup in progress cuts what it reaches)
+            self._unsettled[(key, my)] = (val, frozenset(deps), used, cut)
         return val
 
     @staticmethod

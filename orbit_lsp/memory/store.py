@@ -132,8 +132,12 @@ class Recall:
     cypher: list[dict]
 
 
+# The pattern comprehensions' variables have names no query around _FIELDS uses: FalkorDB (4.16)
+# mixes up comprehensions of one RETURN that share a variable name (RECALL's "here" test on
+# (p:Project {id: $project}) left every memory's project list empty).
 _FIELDS = ("m.id, m.text, m.confirmed, m.created, m.source, properties(m), "
-           "[(m)-[:MENTIONS]->(k:Concept) | k.name], [(m)-[:ABOUT]->(p:Project) | [p.id, p.root]]")
+           "[(m)-[:MENTIONS]->(m_concept:Concept) | m_concept.name], "
+           "[(m)-[:ABOUT]->(m_project:Project) | [m_project.id, m_project.root]]")
 
 CREATE = (
     "MERGE (s:Sequence {name: 'memory'}) ON CREATE SET s.last = 0 "
@@ -160,7 +164,8 @@ RECALL = (
     "UNWIND $concepts AS c\n"
     "MATCH (k:Concept {name: c})<-[:MENTIONS]-(m:Memory {confirmed: true})\n"
     "WITH m, collect(k.name) AS matched\n"
-    "RETURN size([(m)-[:ABOUT]->(p:Project {id: $project}) | p]) > 0 AS here, matched, " + _FIELDS
+    "RETURN size([(m)-[:ABOUT]->(here_project:Project {id: $project}) | here_project]) > 0 AS here, "
+    "matched, " + _FIELDS
     + "\nORDER BY size(matched) DESC, m.created DESC, m.id DESC LIMIT $candidates")
 
 USES = ("MATCH (t:Turn)-[:RECALLED]->(m:Memory) WHERE m.id IN $ids "

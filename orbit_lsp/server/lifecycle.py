@@ -364,6 +364,8 @@ class Feature:
             # percentage is the whole index's share done, the message says the time left
             now = time.monotonic()
             clock.update(done, total, phase)
+            if total == 0:  # a phase with nothing to do (a re-open that parses no file): no "0/0 files"
+                return
             if (progress or first) and (now - last[0] >= 0.1 or done >= total or phase != last[1]):
                 last[0], last[1] = now, phase
                 word, unit = progress_words(phase)
