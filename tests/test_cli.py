@@ -519,6 +519,27 @@ def test_recently_indexed_workspace_below_cwd_is_used(capsys, tmp_path, monkeypa
         store.graph(code_graph_name(ws)).delete()
 
 
+def test_several_workspaces_below_cwd_the_note_names_the_others(capsys, tmp_path, monkeypatch, store):
+    """With two indexed workspaces below the current directory the query reads the one indexed
+    last and its note names the other one and how to choose it."""
+    parent = tmp_path / "proj"
+    first, last = parent / "first", parent / "last"
+    for ws, body in ((first, "return 1"), (last, "return 2")):
+        ws.mkdir(parents=True)
+        (ws / "lib.py").write_text(f"def f():\n    {body}\n")
+    monkeypatch.chdir(parent)
+    try:
+        assert run(capsys, "index", "first")[0] == 0 and run(capsys, "index", "last")[0] == 0
+        rc, out, err = run(capsys, "callers", "f")
+        assert rc == 0, err
+        assert (f"workspace {os.path.realpath(last)} (the most recently indexed here; also indexed: "
+                f"{os.path.realpath(first)}; --workspace PATH chooses)") in err
+        assert "lib.f  (function, lib.py:1)" in out
+    finally:
+        for ws in (first, last):
+            store.graph(code_graph_name(os.path.realpath(ws))).delete()
+
+
 def test_parse_errors_in_summary_not_as_log_noise(capsys, tmp_path, store):
     ws = tmp_path / "broken"
     ws.mkdir()

@@ -75,6 +75,7 @@ def resolve_workspace(ctx: Ctx, file_arg: str | None = None) -> Path:
         return max(cands, key=lambda d: (recent.get(str(d), 0.0), len(d.parts)), default=None)
 
     chosen: Path | None = None
+    others: list[Path] = []  # the other workspaces that could have answered
     if file_arg:
         p = Path(file_arg).expanduser()
         cand = p if p.is_absolute() else cwd / p
@@ -88,8 +89,14 @@ def resolve_workspace(ctx: Ctx, file_arg: str | None = None) -> Path:
                 chosen = cwd
     if chosen is None:
         below = [Path(r) for r in recent if is_within(Path(r), cwd) and code_graph_name(r) in graphs]
-        chosen = pick(indexed_ancestors(cwd) + below) or cwd
-    if chosen != cwd:
+        cands = list(dict.fromkeys(indexed_ancestors(cwd) + below))
+        chosen = pick(cands) or cwd
+        others = [d for d in cands if d != chosen]
+    if others:
+        shown = ", ".join(str(d) for d in others[:3]) + (f" and {len(others) - 3} more" if len(others) > 3 else "")
+        ctx.note(f"workspace {chosen} (the most recently indexed here; also indexed: {shown}; "
+                 f"--workspace PATH chooses)")
+    elif chosen != cwd:
         ctx.note(f"workspace {chosen}")
     return chosen
 
