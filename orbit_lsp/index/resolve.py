@@ -196,14 +196,16 @@ class Resolver(CallBinding, ParameterFlow, PytestFixtures, ClassModel, Container
         wait in ``_old_memo`` and move back when used. A memoised value is what evaluating it
         again gives, except one that consulted the subclass relation (``ALL_CLASSES``) while a
         run was still building it (``_ensure_subclasses``): those stay, so a bounded memo binds
-        exactly as an unbounded one. The invalidation index (once built) is rebuilt over what is kept. Only
-        between files (no evaluation in progress)."""
-        pinned, old = {}, {}
-        for key, hit in self.memo.items():
-            (pinned if ALL_CLASSES in hit[1] else old)[key] = hit
-        for key, hit in self._old_memo.items():
-            if ALL_CLASSES in hit[1]:
-                pinned[key] = hit
+        exactly as an unbounded one. The invalidation index (once built) is rebuilt over what
+        is kept. Only between files (no evaluation in progress).
+
+        ``_old_memo`` holds only entries that are not pinned (the ``old`` of the last aging), so
+        only the memo is sorted; by deps set, which many entries share."""
+        current = self.memo
+        pinned_sets = {fs for fs in {hit[1] for hit in current.values()} if ALL_CLASSES in fs}
+        pinned = {key: hit for key, hit in current.items() if hit[1] in pinned_sets}
+        old = {key: hit for key, hit in current.items() if hit[1] not in pinned_sets}
+        del current
         self.memo, self._old_memo, self._memo_pinned = pinned, old, len(pinned)
         self._unsettled = {}  # (bounded with the memo, as the walks of subclass hierarchies)
         self._subclass_defs = (None, {}, {})
