@@ -23,13 +23,14 @@ from orbit_lsp.index.state import FACTS
 
 # decoded facts a full build keeps at once, in ``state.FACTS`` and in the resolver's own
 # ``Resolver.facts_seen_max`` (each up to this many): decoded facts are ~12x their pickle (~190
-# KB a file on the stdlib). Below the working set of a resolution, decoding thrashes: Django
-# decoded its 2,896 files 5,584 times with 2,048, 7,188 with 1,024 (same time) and 44,627
-# with 256 (5x the resolve time)
-BUILD_DECODED_FACTS = 1024
+# KB a file on the stdlib). Below the working set of a resolution, decoding thrashes. On the
+# 22,506-file scale corpus (in-process builds, one after the other, 2026-12-02): with 1,024 and
+# a memo budget of 125,000, 46,477 decodes, resolve 136 s, peak RSS 1,878 MiB; 512 and 60,000:
+# 52,443, 124 s, 1,743 MiB; 256 and 30,000: 60,533, 161 s, 1,675 MiB
+BUILD_DECODED_FACTS = 512
 # memoised evaluations a full build keeps a generation (``resolve.Resolver.memo_budget``): the
-# memo grows by ~160 entries a file (~300 bytes each with its key) without a bound
-BUILD_MEMO_BUDGET = 250_000
+# memo grows by ~160 entries a file (~300 bytes each with its key) without a bound (see above)
+BUILD_MEMO_BUDGET = 60_000
 UNRESOLVED_FIELDS = ("unresolved_calls", "unresolved_names", "unresolved_sites")
 WRITES_IN_FLIGHT = 8  # batches of edge rows (``writer.BATCH`` each) built ahead of the writer
 BUILD_GRAPH_PREFIX = "orbit_build_"  # scratch graph of a full build: orbit_build_<code graph name>
