@@ -78,6 +78,12 @@ def test_json_and_workspace_before_the_command(capsys, small_ws, store):
     # and after the command, as before
     rc, out2, _ = run(capsys, "callers", "helper", "--json", "--workspace", str(small_ws))
     assert rc == 0 and json.loads(out2)["result"] == doc["result"]
+    # index takes it after its name too, as every other command
+    rc, out3, err = run(capsys, "index", "--json", "--workspace", str(small_ws))
+    assert rc == 0, err
+    assert json.loads(out3)["workspace"] == str(small_ws)
+    rc, _, err = run(capsys, "index", str(small_ws / "sub"), "--workspace", str(small_ws))
+    assert rc == 2 and "two workspaces given" in err
 
 
 def test_workspace_before_a_command_that_takes_none_is_refused(capsys, small_ws):

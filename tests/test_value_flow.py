@@ -869,7 +869,7 @@ def test_an_edge_lists_its_call_sites_in_source_order():
         e.add_call("main", "lib.py", "g", "import", Site(line=line, col=col, end_col=col + 3))
     e.sort_sites()
     edge = e.calls[("main", "lib.py", "g")]
-    assert (edge.lines, edge.cols, edge.end_cols) == ([3, 5, 9, 9], [8, 0, 1, 4], [11, 3, 4, 7])
+    assert (edge.lines, edge.cols, edge.end_cols) == ((3, 5, 9, 9), (8, 0, 1, 4), (11, 3, 4, 7))
 
 
 PROPERTY_READS = {

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import argparse
+
 import os
 from pathlib import Path
 
@@ -26,12 +28,14 @@ def add_parsers(subs, parents: Parents) -> None:
     p.add_argument("--rebuild", action="store_true",
                    help="build the graph again from scratch, ignoring the cache (readers keep the "
                         "old graph until the new one is complete)")
+    p.add_argument("--workspace", metavar="PATH", default=argparse.SUPPRESS,
+                   help="the workspace root, as PATH (as every other command takes it)")
     add_exclude(p)
     p.set_defaults(takes_workspace=True)  # 'orbit-lsp --workspace DIR index' indexes DIR
 
 
 def _index_path(path: str | None, workspace: str | None) -> str:
-    """PATH, or ``--workspace`` given before the command name; both only when they agree."""
+    """PATH, or ``--workspace`` (before or after the command name); both only when they agree."""
     if workspace is None:
         return path or "."
     if path is not None and os.path.realpath(os.path.expanduser(path)) != \

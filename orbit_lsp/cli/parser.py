@@ -90,7 +90,8 @@ def build_parser(only: set[str] | None = None) -> argparse.ArgumentParser:
 
     def add_workspace(p: argparse.ArgumentParser, sub: bool) -> None:
         p.add_argument("--workspace", metavar="PATH", default=argparse.SUPPRESS if sub else None,
-                       help="workspace root whose graph is queried (default: see 'orbit-lsp --help')")
+                       help="workspace root whose graph is queried (default: see 'orbit-lsp --help')" if sub
+                       else "workspace root whose graph is queried (default: see below)")
         p.set_defaults(takes_workspace=sub)
         if sub:  # the commands that read a workspace graph index it first when it has none
             add_exclude(p)

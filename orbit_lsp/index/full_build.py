@@ -23,14 +23,29 @@ from orbit_lsp.index.state import FACTS
 
 # decoded facts a full build keeps at once, in ``state.FACTS`` and in the resolver's own
 # ``Resolver.facts_seen_max`` (each up to this many): decoded facts are ~12x their pickle (~190
-# KB a file on the stdlib). Below the working set of a resolution, decoding thrashes: Django
-# decoded its 2,896 files 5,584 times with 2,048, 7,188 with 1,024 (same time) and 44,627
-# with 256 (5x the resolve time)
-BUILD_DECODED_FACTS = 1024
+# KB a file on the stdlib). Below the working set of a resolution, decoding thrashes. On the
+# 22,506-file scale corpus (in-process builds, one after the other, 2026-12-02): with 1,024 and
+# a memo budget of 125,000, 46,477 decodes, resolve 136 s, peak RSS 1,878 MiB; 512 and 60,000:
+# 52,443, 124 s, 1,743 MiB; 256 and 30,000: 60,533, 161 s, 1,675 MiB
+BUILD_DECODED_FACTS = 512
 # memoised evaluations a full build keeps a generation (``resolve.Resolver.memo_budget``): the
-# memo grows by ~160 entries a file (~300 bytes each with its key) without a bound
-BUILD_MEMO_BUDGET = 250_000
+# memo grows by ~160 entries a file (~300 bytes each with its key) without a bound (see above)
+BUILD_MEMO_BUDGET = 60_000
+UNRESOLVED_FIELDS = ("unresolved_calls", "unresolved_names", "unresolved_sites")
+WRITES_IN_FLIGHT = 8  # batches of edge rows (``writer.BATCH`` each) built ahead of the writer
 BUILD_GRAPH_PREFIX = "orbit_build_"  # scratch graph of a full build: orbit_build_<code graph name>
+
+
+def return_free_memory() -> None:
+    """Give the C heap's free pages back to the system (glibc's ``malloc_trim``; elsewhere
+    nothing): what a full build freed (the resolver's memo, decoded facts, rows) otherwise
+    stays in the process's resident memory for as long as the language server runs."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 def build_graph_name(graph_name: str) -> str:
@@ -55,8 +70,10 @@ class FullBuild:
         The writes run in a background thread, in order, and overlap this thread's work: File
         and Symbol nodes (which need no resolution) are written while the files are resolved,
         so FalkorDB works on another core meanwhile; the edges, by the node ids those writes
-        returned, while the per-file state is pickled for the cache. Timings: ``resolve`` and
-        ``cache`` are this thread's; ``write`` is the time spent waiting for writes beyond them."""
+        returned, at most ``WRITES_IN_FLIGHT`` batches ahead of the writer, while a third thread
+        stages the per-file states in the cache a batch at a time (``StateCache.stage``).
+        Timings: ``resolve`` is this thread's; ``cache`` the staging thread's (it overlaps the
+        edge rows); ``write`` is the rest of the build's wall time."""
         import concurrent.futures as cf
 
         t = time.perf_counter()
@@ -133,10 +150,24 @@ class FullBuild:
             del resolver
             self._live = None
             file_ids, sym_ids = node_job.result()
-            self._write_edges_by_id(w, rels, file_ids, sym_ids, lambda fn, *a: jobs.append(bg.submit(fn, *a)))
-            t_cache = time.perf_counter()
-            blobs = self._pickle_states(self.state)
-            rep.timings["cache"] = time.perf_counter() - t_cache
+            # the cache's states are pickled in a thread of their own while this one builds the
+            # edge rows and the writer thread waits on FalkorDB (committed by _persist, once
+            # every write succeeded)
+            stager = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="orbit-cache-stage")
+            try:
+                staged = stager.submit(self._timed_stage)
+
+                def submit(fn, *args) -> None:
+                    # at most WRITES_IN_FLIGHT batches of rows wait for the writer: every edge's
+                    # row at once was ~250 MB on 700,000 calls
+                    if len(jobs) > WRITES_IN_FLIGHT:
+                        jobs[-WRITES_IN_FLIGHT - 1].result()
+                    jobs.append(bg.submit(fn, *args))
+
+                self._write_edges_by_id(w, rels, file_ids, sym_ids, submit)
+                rep.timings["cache"] = staged.result()
+            finally:
+                stager.shutdown(wait=True)
             done_before = sum(j.done() for j in jobs)  # one writer thread: a prefix of the jobs
             report_progress(progress, done_before, len(jobs), "", "write")
             for i, job in enumerate(jobs, 1):
@@ -148,9 +179,10 @@ class FullBuild:
                 raise FalkorDBOffline(self.store.where, "the server restarted while orbit was writing the "
                                       "graph; the next index brings it up to date")
             self._swap_in(target)
-            self._cache_blobs = blobs  # saved by _persist, only once every write succeeded
+            self._cache_staged = True
         finally:
             bg.shutdown(wait=True, cancel_futures=True)
+        return_free_memory()
         rep.written_files = len(rels)
         rep.mode = "full"
         self.imports_generation = next(GENERATIONS)
@@ -159,6 +191,12 @@ class FullBuild:
         self._written_pythonpath = pythonpath
         rep.timings["write"] = (time.perf_counter() - t - rep.timings["resolve"] - rep.timings["flow"]
                                 - rep.timings["cache"])
+
+    def _timed_stage(self) -> float:
+        """Stage every file's state in the cache (``StateCache.stage``); the seconds it took."""
+        t = time.perf_counter()
+        self._cache.stage(self.state)
+        return time.perf_counter() - t
 
     def _swap_in(self, built) -> None:
         """Replace the workspace's graph by the fully written ``built`` graph and set a new
@@ -176,21 +214,38 @@ class FullBuild:
         ``submit`` one batch at a time, so the server writes one while the next is built."""
         from orbit_lsp.graph.writer import BATCH
 
-        file_unres, sym_unres, imports, pkgs, inherits = [], [], [], [], []
+        sym_unres: list[list] = []
         calls: list[list] = []
         for rel in rels:
-            st = self.state[rel]
-            e = st.edges
+            e = self.state[rel].edges
             if e is None:
                 continue
-            fid = file_ids.get(rel)
-            if e.unresolved_imports and fid is not None:
-                file_unres.append([fid, list(e.unresolved_imports)])
             for qual, names in e.unresolved.items():
                 sid = sym_ids.get((rel, qual))
                 if sid is not None and names:
                     sym_unres.append([sid, len(names), sorted(set(names)),
                                       unresolved_sites(names, e.unresolved_lines.get(qual))])
+            for (src, dst_file, dst), c in sorted(e.calls.items()):
+                a, b = sym_ids.get((rel, src)), sym_ids.get((dst_file, dst))
+                if a is not None and b is not None:
+                    calls.append([a, b, c.lines[0], c.lines, c.cols, c.end_cols, c.resolved])
+            if len(calls) >= BATCH:
+                submit(w.create_calls_by_id, calls)
+                calls = []
+            if len(sym_unres) >= BATCH:
+                submit(w.update_symbols_by_id, sym_unres, UNRESOLVED_FIELDS)
+                sym_unres = []
+        submit(w.create_calls_by_id, calls)
+        submit(w.update_symbols_by_id, sym_unres, UNRESOLVED_FIELDS)
+        # the file-level rows are few (one a file, or one an import): built at once
+        file_unres, imports, pkgs, inherits = [], [], [], []
+        for rel in rels:
+            e = self.state[rel].edges
+            if e is None:
+                continue
+            fid = file_ids.get(rel)
+            if e.unresolved_imports and fid is not None:
+                file_unres.append([fid, list(e.unresolved_imports)])
             if fid is not None:
                 for dst, line in sorted(e.imports.items()):
                     did = file_ids.get(dst)
@@ -199,20 +254,11 @@ class FullBuild:
             for name, line in sorted(e.packages.items()):
                 n, stdlib, dist = package_info(name)
                 pkgs.append([rel, n, stdlib, dist, line])
-            for (src, dst_file, dst), c in sorted(e.calls.items()):
-                a, b = sym_ids.get((rel, src)), sym_ids.get((dst_file, dst))
-                if a is not None and b is not None:
-                    calls.append([a, b, c.lines[0], c.lines, c.cols, c.end_cols, c.resolved])
-                    if len(calls) >= BATCH:
-                        submit(w.create_calls_by_id, calls)
-                        calls = []
             for src, dst_file, dst in sorted(e.inherits):
                 a, b = sym_ids.get((rel, src)), sym_ids.get((dst_file, dst))
                 if a is not None and b is not None:
                     inherits.append([a, b])
-        submit(w.create_calls_by_id, calls)
         submit(w.update_files_by_id, file_unres, ("unresolved_imports",))
-        submit(w.update_symbols_by_id, sym_unres, ("unresolved_calls", "unresolved_names", "unresolved_sites"))
         submit(w.create_imports_by_id, imports)
         submit(w.create_package_uses, pkgs, file_ids)
         submit(w.create_inherits_by_id, inherits)

@@ -107,7 +107,7 @@ class WorkspaceIndexer(GraphSync, FullBuild, Incremental):
         self._consult: tuple | None = None  # (the state dict, file -> files consulting it): ``_consulters``
         self._touched: set[str] = set()  # files whose state changed since the cache was saved
         self._touched_all = False
-        self._cache_blobs: list[tuple[str, bytes]] | None = None  # a full build's pickled state
+        self._cache_staged = False  # a full build staged every state in the cache (StateCache.stage)
         # the resolver of the last build or update, with its memo, and the module table it was
         # built on: re-indexing a file reuses it (see ``_update``)
         self._live: tuple[tuple, WorkspaceResolver] | None = None
@@ -303,7 +303,7 @@ class WorkspaceIndexer(GraphSync, FullBuild, Incremental):
             self.state = {}
             self._live = None
             self._cache_token = None
-            self._cache_blobs = None
+            self._cache_staged = False
             self._touched, self._touched_all, self._meta_dirty = set(), False, False
             self._written_root_package = ""
             self._written_pythonpath = ()

@@ -130,7 +130,7 @@ class CallBinding:
         sites into workspace functions (``FileEdges.flows``). The values its call sites read
         are memoised, so resolving a file again after a change elsewhere re-evaluates only
         what the change can affect."""
-        if self.memo_budget is not None and len(self.memo) > self._memo_pinned + self.memo_budget:
+        if self.memo_budget is not None and len(self.memo) > self.memo_budget:
             self._age_memo()
         facts = self.facts[rel]
         if self._subclasses is None:  # resolved on its own (an unsaved buffer): every file seeded

@@ -35,7 +35,7 @@ from orbit_lsp.index.py_containers import Containers
 from orbit_lsp.index.py_fixtures import PytestFixtures
 from orbit_lsp.index.py_flow import ParameterFlow
 from orbit_lsp.index.py_modules import ModuleLookup
-from orbit_lsp.index.py_values import ALL_CLASSES, _MAX_DEPTH, BOTTOM, HAS_FACTS, _ext, _nested, _unit
+from orbit_lsp.index.py_values import _MAX_DEPTH, BOTTOM, HAS_FACTS, _ext, _nested, _unit
 from orbit_lsp.index.py_facts import LIBRARY_CONTAINER_CLASSES, UNKNOWN, PyFacts
 
 _WEAK_REFERENCES = frozenset({"weakref.ref", "weakref.WeakMethod", "weakref.proxy"})
@@ -92,7 +92,6 @@ class Resolver(CallBinding, ParameterFlow, PytestFixtures, ClassModel, Container
         # a bounded memo (a full build sets ``memo_budget``: entries a generation): see ``_age_memo``
         self.memo_budget: int | None = None
         self._old_memo: dict = {}
-        self._memo_pinned = 0
         self._interned: dict[frozenset, tuple[frozenset, list]] = {}  # deps set -> (itself, memo keys)
         # (key, stack depth) -> (value, entities, depth used, cuts) of the evaluations that did
         # not settle (``_scc``): emptied whenever what they read may change (facts, a memoised
@@ -194,31 +193,24 @@ class Resolver(CallBinding, ParameterFlow, PytestFixtures, ClassModel, Container
         """Start a new generation of the memo (``memo_budget`` set, more entries than that
         since the last aging): entries not used since the last aging are dropped, the others
         wait in ``_old_memo`` and move back when used. A memoised value is what evaluating it
-        again gives, except one that consulted the subclass relation (``ALL_CLASSES``) while a
-        run was still building it (``_ensure_subclasses``): those stay, so a bounded memo binds
-        exactly as an unbounded one. The invalidation index (once built) is rebuilt over what
-        is kept. Only between files (no evaluation in progress).
-
-        ``_old_memo`` holds only entries that are not pinned (the ``old`` of the last aging), so
-        only the memo is sorted; by deps set, which many entries share."""
-        current = self.memo
-        pinned_sets = {fs for fs in {hit[1] for hit in current.values()} if ALL_CLASSES in fs}
-        pinned = {key: hit for key, hit in current.items() if hit[1] in pinned_sets}
-        old = {key: hit for key, hit in current.items() if hit[1] not in pinned_sets}
-        del current
-        self.memo, self._old_memo, self._memo_pinned = pinned, old, len(pinned)
+        again gives: class bases, which are evaluated without the subclass relation, are
+        memoised apart and thrown away (``ClassModel._bases_memo``), so nothing needs to stay
+        for good and a bounded memo binds exactly as an unbounded one. The invalidation index
+        (once built) is rebuilt over what is kept. Only between files (no evaluation in
+        progress)."""
+        old = self.memo
+        self.memo, self._old_memo = {}, old
         self._unsettled = {}  # (bounded with the memo, as the walks of subclass hierarchies)
         self._subclass_defs = (None, {}, {})
         interned: dict = {}
-        for memo in (pinned, old):
-            for key, hit in memo.items():
-                fs = hit[1]
-                ent = interned.get(fs)
-                if ent is None:
-                    ent = interned[fs] = (fs, [])
-                elif ent[0] is not fs:  # one object per deps set, as ``invalidate`` expects
-                    memo[key] = (hit[0], ent[0], hit[2])
-                ent[1].append(key)
+        for key, hit in old.items():
+            fs = hit[1]
+            ent = interned.get(fs)
+            if ent is None:
+                ent = interned[fs] = (fs, [])
+            elif ent[0] is not fs:  # one object per deps set, as ``invalidate`` expects
+                old[key] = (hit[0], ent[0], hit[2])
+            ent[1].append(key)
         self._interned = interned
         if self._sets_with is not None:
             self._sets_with = self._index_deps_sets(interned)

@@ -6,9 +6,10 @@ file contents).
 
 from __future__ import annotations
 
+import os
 import pickle
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -17,8 +18,9 @@ from orbit_lsp.index.parsing import gc_paused, pickle_facts
 from orbit_lsp.index.py_edges import FileEdges
 from orbit_lsp.lru import LRU
 
-CACHE_VERSION = 22  # 22: the Python facts classes live in py_facts (their pickled module path); 21: FileEdges and CallEdge live in py_edges (their pickled module path); 20: Python facts and FileState carry the directories a file adds to sys.path; 19: Python scopes know the pytest fixture they define (Scope.fixture); 18: library containers made empty (`OrderedDict()`, `defaultdict(list)`) are container values (ref "lc"); 17: parameter-value entities name the parameter (PVAL, file, qual, name); 16: Python attribute reads are sites (property getters); 15: a Python container literal is identified by its scope and ordinal, not its line; 14: calls on what library code returns are counted as unbound (Python); 13: Python attributes set only in subclasses are read in the base (edges change); 12: TS grammar gaps mended (js_parse), FileEdges.type_only; 11: JS/TS facts carry types (js_types: results, fields, supers, type scopes); 10: value flow (parameters, containers, lambdas as symbols, FileEdges.flows); 6: JS/TS files have facts; 7: facts kept pickled (FileState.facts_blob); 8: lambda and comprehension scopes; 9: FileState.nonascii_lines, `from pkg import name` unbound in pkg is unresolved
+CACHE_VERSION = 23  # 23: CallEdge sites are tuples (FileEdges.sort_sites); 22: the Python facts classes live in py_facts (their pickled module path); 21: FileEdges and CallEdge live in py_edges (their pickled module path); 20: Python facts and FileState carry the directories a file adds to sys.path; 19: Python scopes know the pytest fixture they define (Scope.fixture); 18: library containers made empty (`OrderedDict()`, `defaultdict(list)`) are container values (ref "lc"); 17: parameter-value entities name the parameter (PVAL, file, qual, name); 16: Python attribute reads are sites (property getters); 15: a Python container literal is identified by its scope and ordinal, not its line; 14: calls on what library code returns are counted as unbound (Python); 13: Python attributes set only in subclasses are read in the base (edges change); 12: TS grammar gaps mended (js_parse), FileEdges.type_only; 11: JS/TS facts carry types (js_types: results, fields, supers, type scopes); 10: value flow (parameters, containers, lambdas as symbols, FileEdges.flows); 6: JS/TS files have facts; 7: facts kept pickled (FileState.facts_blob); 8: lambda and comprehension scopes; 9: FileState.nonascii_lines, `from pkg import name` unbound in pkg is unresolved
 
+STAGE_BATCH = 256  # states pickled and written at once by ``StateCache.stage``
 FACTS = LRU(256)  # pickled facts -> the decoded objects, most recently used (bytes cache their hash)
 
 
@@ -126,6 +128,20 @@ class LazyFacts:
         return default
 
 
+def _stage_table(pid: int) -> str:
+    return f"files_next_{pid}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # another user's process
+    return True
+
+
 class StateCache:
     """The ``FileState`` of every file of one graph between runs, in the SQLite file ``path``
     (one pickled state per file, plus meta: cache version, workspace root, root package).
@@ -179,8 +195,63 @@ class StateCache:
         return meta if self._matches(meta) and rows else None
 
     @staticmethod
-    def pickle_states(states: dict[str, FileState]) -> list[tuple[str, bytes]]:
-        return [(r, pickle.dumps(st, protocol=pickle.HIGHEST_PROTOCOL)) for r, st in states.items()]
+    def pickle_states(states: dict[str, FileState]) -> Iterator[tuple[str, bytes]]:
+        """``(rel, pickled state)`` of each of ``states``, pickled as they are consumed (SQLite's
+        ``executemany`` takes them one at a time)."""
+        return ((r, pickle.dumps(st, protocol=pickle.HIGHEST_PROTOCOL)) for r, st in states.items())
+
+    def stage(self, states: dict[str, FileState]) -> None:
+        """Pickle every state of ``states`` into a staging table of this process
+        (``files_next_<pid>``), ``STAGE_BATCH`` states at a time: a full build's memory then holds
+        one batch of pickles, not every file's (about 360 MB on 22,000 files). Readers keep
+        seeing the previous states until ``commit_stage``. A stage never committed is dropped by
+        this process's next one, or by any process's once its process is gone."""
+        table = _stage_table(os.getpid())
+        with gc_paused():
+            db = self.connect()
+            try:
+                with db:
+                    for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
+                                              "AND name LIKE 'files_next_%'").fetchall():
+                        pid = name.rpartition("_")[2]
+                        if name == table or not (pid.isdigit() and _alive(int(pid))):
+                            db.execute(f'DROP TABLE "{name}"')  # ours, or a stage its process left
+                    db.execute(f'CREATE TABLE "{table}" (rel TEXT PRIMARY KEY, state BLOB)')
+                batch: list[tuple[str, bytes]] = []
+                for r, st in states.items():
+                    batch.append((r, pickle.dumps(st, protocol=pickle.HIGHEST_PROTOCOL)))
+                    if len(batch) >= STAGE_BATCH:
+                        with db:
+                            db.executemany(f'INSERT INTO "{table}" VALUES (?, ?)', batch)
+                        batch.clear()
+                with db:
+                    db.executemany(f'INSERT INTO "{table}" VALUES (?, ?)', batch)
+            finally:
+                db.close()
+
+    def commit_stage(self, meta: dict[str, str]) -> bool:
+        """Make the staged states (``stage``) the cache's, with ``meta`` (version and root are
+        added), in one transaction. False, and nothing changed, when no stage is there."""
+        table = _stage_table(os.getpid())
+        db = self.connect()
+        try:
+            db.isolation_level = None  # explicit transaction: DDL included
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                if db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (table,)).fetchone() is None:
+                    db.execute("ROLLBACK")
+                    return False
+                db.execute("DROP TABLE files")
+                db.execute(f'ALTER TABLE "{table}" RENAME TO files')
+                db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)",
+                               [("version", self.version), ("root", str(self.root)), *meta.items()])
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            return True
+        finally:
+            db.close()
 
     def save(self, states: dict[str, FileState], meta: dict[str, str], rels: set[str] | None = None,
              blobs: list[tuple[str, bytes]] | None = None) -> None:

@@ -161,23 +161,28 @@ class GraphSync:
             self._written_pythonpath = _read_dirs(meta.get("pythonpath"))
         return states
 
-    _pickle_states = staticmethod(StateCache.pickle_states)
+    def _cache_meta(self) -> dict[str, str]:
+        return {"root_package": self._written_root_package,
+                "pythonpath": json.dumps(list(self._written_pythonpath)),
+                "graph_token": self._token or ""}
 
-    def save_cache(self, rels: set[str] | None = None, blobs: list[tuple[str, bytes]] | None = None) -> None:
+    def save_cache(self, rels: set[str] | None = None) -> None:
         """Persist per-file state for the next run's incremental open: every file, or only
-        ``rels`` (rows of files no longer indexed are deleted). ``blobs``: every file's state,
-        already pickled (by a full build, while its writes were in flight)."""
+        ``rels`` (rows of files no longer indexed are deleted)."""
         with self.lock:
-            self._cache.save(self.state, {"root_package": self._written_root_package,
-                                          "pythonpath": json.dumps(list(self._written_pythonpath)),
-                                          "graph_token": self._token or ""}, rels, blobs)
+            self._cache.save(self.state, self._cache_meta(), rels)
             self._meta_dirty = False
 
     def _persist(self) -> None:
-        """Save what changed since the last save (everything after a full build)."""
-        blobs, self._cache_blobs = self._cache_blobs, None
+        """Save what changed since the last save (everything after a full build: the states
+        it staged while its writes were in flight, ``StateCache.stage``)."""
+        staged, self._cache_staged = self._cache_staged, False
         if self._touched_all:
-            self.save_cache(blobs=blobs)
+            with self.lock:
+                if staged and self._cache.commit_stage(self._cache_meta()):
+                    self._meta_dirty = False
+                else:
+                    self.save_cache()
         elif self._touched or self._meta_dirty:
             self.save_cache(self._touched)
         self._touched_all = False

@@ -1,0 +1,90 @@
+"""The per-file state cache a full build leaves (``state.StateCache``): staged a batch at a time
+while the build's writes are in flight, made the cache only once the new graph is swapped in.
+
+A real embedded FalkorDB and the real SQLite cache file. The workspaces are those of
+``test_integrity`` (``m<i>.py``, each defining ``f<i>``, ``g<i>`` and ``C<i>.run``).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import sqlite3
+import subprocess
+import sys
+
+import pytest
+
+from orbit_lsp.index import full_build, state
+from orbit_lsp.index.indexer import WorkspaceIndexer
+from tests.test_integrity import make_workspace, module_text
+
+
+def tables(ix: WorkspaceIndexer) -> set[str]:
+    with sqlite3.connect(ix.cache_path) as db:
+        return {n for (n,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+def cached_hashes(ix: WorkspaceIndexer) -> dict[str, str]:
+    with sqlite3.connect(ix.cache_path) as db:
+        return {rel: pickle.loads(blob).hash for rel, blob in db.execute("SELECT rel, state FROM files")}
+
+
+def test_a_full_build_leaves_every_state_and_no_stage(tmp_path, store, monkeypatch):
+    monkeypatch.setattr(state, "STAGE_BATCH", 7)  # several batches for 30 files
+    ws = make_workspace(tmp_path / "ws", 30)
+    ix = WorkspaceIndexer(ws, store)
+    try:
+        assert ix.index_all().mode == "full"
+        assert tables(ix) == {"meta", "files"}
+        assert cached_hashes(ix) == {rel: st.hash for rel, st in ix.state.items()} and len(ix.state) == 30
+        again = WorkspaceIndexer(ws, store)
+        assert again.index_all().mode == "unchanged"  # the cache and the graph agree
+    finally:
+        ix.graph.delete()
+
+
+def test_a_build_that_fails_before_its_swap_keeps_the_previous_cache(tmp_path, store, monkeypatch):
+    ws = make_workspace(tmp_path / "ws", 12)
+    ix = WorkspaceIndexer(ws, store)
+    try:
+        ix.index_all()
+        before = cached_hashes(ix)
+        (ws / "m3.py").write_text(module_text(3, 12, "\n\ndef h3():\n    return f3()\n"))
+
+        def fail(self, built):
+            raise RuntimeError("the swap failed")
+
+        monkeypatch.setattr(full_build.FullBuild, "_swap_in", fail)
+        with pytest.raises(RuntimeError):
+            ix.index_all(rebuild=True)
+        assert cached_hashes(ix) == before  # the staged states of the failed build are not the cache
+        assert f"files_next_{os.getpid()}" in tables(ix)
+        monkeypatch.undo()
+        rep = WorkspaceIndexer(ws, store).index_all()  # the old graph and the old cache still agree
+        assert rep.mode == "incremental" and rep.written_files == 1
+        ix2 = WorkspaceIndexer(ws, store)
+        assert ix2.index_all(rebuild=True).mode == "full"
+        assert tables(ix2) == {"meta", "files"}  # this process's stage: committed, the old one gone
+        assert cached_hashes(ix2)["m3.py"] != before["m3.py"]
+    finally:
+        ix.graph.delete()
+
+
+def test_a_stage_left_by_a_gone_process_is_dropped_and_a_live_ones_kept(tmp_path, store):
+    ws = make_workspace(tmp_path / "ws", 5)
+    ix = WorkspaceIndexer(ws, store)
+    try:
+        ix.index_all()
+        gone = subprocess.Popen([sys.executable, "-c", "pass"])
+        gone.wait()
+        live = os.getppid()
+        with sqlite3.connect(ix.cache_path) as db:
+            for pid in (gone.pid, live):
+                db.execute(f'CREATE TABLE "files_next_{pid}" (rel TEXT PRIMARY KEY, state BLOB)')
+                db.execute(f'INSERT INTO "files_next_{pid}" VALUES (?, ?)', ("x.py", b"junk"))
+        assert ix.index_all(rebuild=True).mode == "full"
+        assert tables(ix) == {"meta", "files", f"files_next_{live}"}
+        assert set(cached_hashes(ix)) == {f"m{i}.py" for i in range(5)}  # never another process's stage
+    finally:
+        ix.graph.delete()
