@@ -381,6 +381,15 @@ def test_a_shared_state_that_is_not_plain_data_is_refused(tmp_path):
         overlay.check_state_blob(pickle.dumps(Evil()))
     with pytest.raises(pickle.UnpicklingError):
         overlay.check_state_blob(pickle.dumps({"a": 1}))  # data, but not a FileState
+    # facts inside a FileState are checked too, compressed as the indexer keeps them
+    import zlib
+
+    from orbit_lsp.index.state import FileState
+
+    evil_facts = zlib.compress(pickle.dumps(Evil()))
+    for blob in (evil_facts, pickle.dumps(Evil()), zlib.compress(b"\0" * (65 << 20))):
+        with pytest.raises(pickle.UnpicklingError):
+            overlay.check_state_blob(pickle.dumps(FileState("m.py", "python", "h", 1, facts_blob=blob)))
 
 
 # -- a branch switch while the language server runs --------------------------------------------

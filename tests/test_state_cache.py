@@ -88,3 +88,19 @@ def test_a_stage_left_by_a_gone_process_is_dropped_and_a_live_ones_kept(tmp_path
         assert set(cached_hashes(ix)) == {f"m{i}.py" for i in range(5)}  # never another process's stage
     finally:
         ix.graph.delete()
+
+
+def test_facts_are_kept_compressed_and_a_bad_blob_is_refused():
+    import zlib
+
+    from orbit_lsp.index.parsing import facts_pickle, parse_python, pickle_facts, unpickle_facts
+
+    facts, err = parse_python("m.py", b"class C:\n    def run(self):\n        return helper()\n" * 40)
+    assert err is None
+    blob = pickle_facts(facts)
+    plain = pickle.dumps(facts, protocol=pickle.HIGHEST_PROTOCOL)
+    assert len(blob) * 2 < len(plain) and blob == pickle_facts(facts)  # smaller, and deterministic
+    assert unpickle_facts(blob) == facts
+    for bad in (plain, blob[:-4], zlib.compress(b"\0" * (65 << 20))):  # not zlib, truncated, a bomb
+        with pytest.raises(pickle.UnpicklingError):
+            facts_pickle(bad)

@@ -7,7 +7,6 @@ into a scratch graph (``build_graph_name``) renamed over the workspace's graph w
 
 from __future__ import annotations
 
-import pickle
 import time
 from collections.abc import Callable
 
@@ -17,6 +16,7 @@ from orbit_lsp.graph.schema import ensure_indexes
 from orbit_lsp.graph.writer import BATCH as SYMBOL_BATCH, GraphWriter
 from orbit_lsp.index.report import GENERATIONS, IndexReport, Progress, report_progress, unresolved_sites
 from orbit_lsp.index.languages import is_js
+from orbit_lsp.index.parsing import unpickle_facts
 from orbit_lsp.index.py_parallel import default_workers
 from orbit_lsp.index.py_edges import full_qual, package_info
 from orbit_lsp.index.state import FACTS
@@ -107,7 +107,7 @@ class FullBuild:
                     rows.clear()
 
                 for r, blob in blobs_of:
-                    facts = pickle.loads(blob)  # one file at a time, not cached
+                    facts = unpickle_facts(blob)  # one file at a time, not cached
                     for sy in facts.symbols:
                         keys.append((r, sy.qual))
                         rows.append([r, full_qual(r, sy.qual, rp), sy.name, sy.kind, sy.line, sy.end_line, sy.col, 0,

@@ -15,11 +15,11 @@ from pathlib import Path
 
 from orbit_lsp.graph.embedded import pid_alive
 from orbit_lsp.index.py_facts import PyFacts, compact_pickle
-from orbit_lsp.index.parsing import gc_paused, pickle_facts
+from orbit_lsp.index.parsing import gc_paused, pickle_facts, unpickle_facts
 from orbit_lsp.index.py_edges import FileEdges
 from orbit_lsp.lru import LRU
 
-CACHE_VERSION = 23  # 23: CallEdge sites are tuples (FileEdges.sort_sites); 22: the Python facts classes live in py_facts (their pickled module path); 21: FileEdges and CallEdge live in py_edges (their pickled module path); 20: Python facts and FileState carry the directories a file adds to sys.path; 19: Python scopes know the pytest fixture they define (Scope.fixture); 18: library containers made empty (`OrderedDict()`, `defaultdict(list)`) are container values (ref "lc"); 17: parameter-value entities name the parameter (PVAL, file, qual, name); 16: Python attribute reads are sites (property getters); 15: a Python container literal is identified by its scope and ordinal, not its line; 14: calls on what library code returns are counted as unbound (Python); 13: Python attributes set only in subclasses are read in the base (edges change); 12: TS grammar gaps mended (js_parse), FileEdges.type_only; 11: JS/TS facts carry types (js_types: results, fields, supers, type scopes); 10: value flow (parameters, containers, lambdas as symbols, FileEdges.flows); 6: JS/TS files have facts; 7: facts kept pickled (FileState.facts_blob); 8: lambda and comprehension scopes; 9: FileState.nonascii_lines, `from pkg import name` unbound in pkg is unresolved
+CACHE_VERSION = 24  # 24: facts pickles are zlib-compressed (parsing.pickle_facts); 23: CallEdge sites are tuples (FileEdges.sort_sites); 22: the Python facts classes live in py_facts (their pickled module path); 21: FileEdges and CallEdge live in py_edges (their pickled module path); 20: Python facts and FileState carry the directories a file adds to sys.path; 19: Python scopes know the pytest fixture they define (Scope.fixture); 18: library containers made empty (`OrderedDict()`, `defaultdict(list)`) are container values (ref "lc"); 17: parameter-value entities name the parameter (PVAL, file, qual, name); 16: Python attribute reads are sites (property getters); 15: a Python container literal is identified by its scope and ordinal, not its line; 14: calls on what library code returns are counted as unbound (Python); 13: Python attributes set only in subclasses are read in the base (edges change); 12: TS grammar gaps mended (js_parse), FileEdges.type_only; 11: JS/TS facts carry types (js_types: results, fields, supers, type scopes); 10: value flow (parameters, containers, lambdas as symbols, FileEdges.flows); 6: JS/TS files have facts; 7: facts kept pickled (FileState.facts_blob); 8: lambda and comprehension scopes; 9: FileState.nonascii_lines, `from pkg import name` unbound in pkg is unresolved
 
 STAGE_BATCH = 256  # states pickled and written at once by ``StateCache.stage``
 FACTS = LRU(256)  # pickled facts -> the decoded objects, most recently used (bytes cache their hash)
@@ -29,7 +29,7 @@ def load_facts(blob: bytes) -> PyFacts:
     """The facts pickled in ``blob``, decoded once while they stay among the recently used."""
     found, facts = FACTS.lookup(blob)
     if not found:
-        facts = pickle.loads(blob)
+        facts = unpickle_facts(blob)
         FACTS.put(blob, facts)
     return facts
 
@@ -38,8 +38,8 @@ def load_facts(blob: bytes) -> PyFacts:
 @dataclass(slots=True)
 class FileState:
     """What the indexer knows of one file. ``facts`` is the last good parse (None for
-    non-Python files or a file that never parsed), kept pickled (``facts_blob``: about a
-    seventh of the memory of the objects) and decoded on use through the ``FACTS`` cache;
+    non-Python files or a file that never parsed), kept pickled and compressed (``facts_blob``,
+    ``parsing.pickle_facts``: about a fiftieth of the memory of the objects) and decoded on use through the ``FACTS`` cache;
     ``symbols`` is how many symbols it has. ``edges`` is the file's last resolution."""
 
     rel: str
