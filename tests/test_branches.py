@@ -8,6 +8,8 @@ parsed again (``IndexReport.parsed_paths``) and what each graph holds, never tim
 
 from __future__ import annotations
 
+import zlib
+
 import asyncio
 import json
 import os
@@ -390,6 +392,17 @@ def test_a_shared_state_that_is_not_plain_data_is_refused(tmp_path):
     for blob in (evil_facts, pickle.dumps(Evil()), zlib.compress(b"\0" * (65 << 20))):
         with pytest.raises(pickle.UnpicklingError):
             overlay.check_state_blob(pickle.dumps(FileState("m.py", "python", "h", 1, facts_blob=blob)))
+
+
+def test_a_published_row_is_inflated_within_a_limit():
+    """A published row that would inflate past ``MAX_STATE_ROW`` (a zlib bomb from a shared
+    server) is refused as data that is not zlib is, before it takes the memory."""
+    row = zlib.compress(b"a FileState pickle" * 1000)
+    assert overlay._inflate_row(row) == b"a FileState pickle" * 1000
+    bomb = zlib.compress(b"\0" * (overlay.MAX_STATE_ROW + 1), 9)  # ~65 KB
+    for bad in (bomb, row[:-5], b"not zlib"):
+        with pytest.raises(zlib.error):
+            overlay._inflate_row(bad)
 
 
 # -- a branch switch while the language server runs --------------------------------------------

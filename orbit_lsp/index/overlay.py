@@ -129,6 +129,19 @@ def published_meta(store: "GraphStore", graph_name: str) -> dict | None:
     return meta if isinstance(meta, dict) else None
 
 
+MAX_STATE_ROW = 64 << 20  # bytes one published state row may inflate to (a FileState pickle)
+
+
+def _inflate_row(data: bytes) -> bytes:
+    """One published row inflated; ``zlib.error`` (as for data that is not zlib) when it would
+    inflate past ``MAX_STATE_ROW`` bytes: a shared server others write to may hold a bomb."""
+    inflate = zlib.decompressobj()
+    out = inflate.decompress(data, MAX_STATE_ROW)
+    if inflate.unconsumed_tail or not inflate.eof:
+        raise zlib.error("a published state row is truncated or inflates past its limit")
+    return out
+
+
 def _published(store: "GraphStore", graph_name: str) -> tuple[dict | None, list[tuple[str, bytes]]]:
     """``(meta, [(rel, pickled state)])`` of ``graph_name``'s published state, read in one
     ``HGETALL`` (one snapshot: a publish replaces the hash in one ``RENAME``)."""
@@ -142,7 +155,7 @@ def _published(store: "GraphStore", graph_name: str) -> tuple[dict | None, list[
             except ValueError:
                 return None, []
         else:
-            rows.append((field, zlib.decompress(base64.b64decode(value))))
+            rows.append((field, _inflate_row(base64.b64decode(value))))
     return (meta if isinstance(meta, dict) else None), rows
 
 
