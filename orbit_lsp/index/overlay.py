@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING
 
 from orbit_lsp.graph import keys, writelock
 from orbit_lsp.graph.errors import QueryRejected
-from orbit_lsp.index.parsing import facts_pickle
+from orbit_lsp.index.parsing import facts_pickle, inflate_within
 
 if TYPE_CHECKING:
     from orbit_lsp.graph.connection import GraphStore
@@ -135,11 +135,7 @@ MAX_STATE_ROW = 64 << 20  # bytes one published state row may inflate to (a File
 def _inflate_row(data: bytes) -> bytes:
     """One published row inflated; ``zlib.error`` (as for data that is not zlib) when it would
     inflate past ``MAX_STATE_ROW`` bytes: a shared server others write to may hold a bomb."""
-    inflate = zlib.decompressobj()
-    out = inflate.decompress(data, MAX_STATE_ROW)
-    if inflate.unconsumed_tail or not inflate.eof:
-        raise zlib.error("a published state row is truncated or inflates past its limit")
-    return out
+    return inflate_within(data, MAX_STATE_ROW)
 
 
 def _published(store: "GraphStore", graph_name: str) -> tuple[dict | None, list[tuple[str, bytes]]]:

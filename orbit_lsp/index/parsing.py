@@ -111,14 +111,20 @@ def facts_pickle(blob: bytes) -> bytes:
     """The pickle inside a ``pickle_facts`` blob. Raises ``pickle.UnpicklingError`` for a blob
     that is not zlib data or inflates past ``MAX_FACTS_PICKLE`` bytes (a shared state from
     elsewhere, see ``overlay.check_state_blob``)."""
-    inflate = zlib.decompressobj()
     try:
-        data = inflate.decompress(blob, MAX_FACTS_PICKLE)
+        return inflate_within(blob, MAX_FACTS_PICKLE)
     except zlib.error as exc:
-        raise pickle.UnpicklingError(f"facts blob is not zlib data: {exc}") from None
+        raise pickle.UnpicklingError(f"facts blob: {exc}") from None
+
+
+def inflate_within(data: bytes, limit: int) -> bytes:
+    """zlib ``data`` inflated, at most ``limit`` bytes. Raises ``zlib.error`` for data that is
+    not zlib, is truncated, or would inflate past ``limit`` (a bomb from a shared server)."""
+    inflate = zlib.decompressobj()
+    out = inflate.decompress(data, limit)
     if inflate.unconsumed_tail or not inflate.eof:
-        raise pickle.UnpicklingError("facts blob is truncated or inflates past its limit")
-    return data
+        raise zlib.error("truncated, or inflates past its limit")
+    return out
 
 
 def unpickle_facts(blob: bytes) -> PyFacts:
