@@ -259,6 +259,59 @@ def test_annotations_bind_where_the_value_is_unknown(index):
         assert unbound(ix, f"app.{caller}") == [], caller
 
 
+DECLARED = {"store.py": '''
+    import json
+
+
+    class Store:
+        def connect(self):
+            pass
+
+
+    class CachedStore(Store):
+        def connect(self):
+            pass
+
+
+    class Cache:
+        def connect(self):
+            pass
+
+
+    def ping(store: Store):
+        store.connect()
+
+
+    class Sync:
+        def __init__(self, store: Store):
+            self.store = store
+
+        def write(self):
+            self.store.connect()
+
+
+    def callers(raw, unknown):
+        ping(json.loads(raw))
+        ping(unknown)
+        ping(CachedStore())
+        Sync(json.loads(raw))
+        Sync(unknown)
+'''}
+
+
+def test_a_declared_parameter_type_wins_over_unknown_values_passed_in(index):
+    """``store: Store`` is what pyright binds ``store.connect()`` to, whatever the callers pass:
+    an unknown or external argument must be a ``Store`` too, so the site is bound and not also
+    listed as an unbound use of ``connect`` (which ``callers Cache.connect`` would show as "may
+    call it"). A workspace value that flows in stays: ``CachedStore()`` runs its override."""
+    ix = index(DECLARED)
+    assert out_of(ix, "store.ping") == {"store.Store.connect": "param", "store.CachedStore.connect": "param"}
+    assert out_of(ix, "store.Sync.write") == {"store.Store.connect": "instance"}
+    assert unbound(ix, "store.ping") == []
+    assert unbound(ix, "store.Sync.write") == []
+    assert "store.Cache.connect" not in {b for (_, b) in edges(ix)}
+
+
 # -- 4. implicit calls -----------------------------------------------------------------------------
 IMPLICIT = {
     "requests/sessions.py": '''

@@ -386,8 +386,9 @@ class ParameterFlow:
         facts = self._facts(rel)
         sc = facts.scopes[si]
         vals = []
-        if ann != UNKNOWN:
-            vals.append(self.ev(rel, si, ann))
+        declared = self.ev(rel, si, ann) if ann != UNKNOWN else None
+        if declared is not None:
+            vals.append(declared)
         if default != UNKNOWN:
             vals.append(self.ev(rel, sc.parent, default))
         fixture = self.fixture_value(rel, si, name)
@@ -399,4 +400,21 @@ class ParameterFlow:
         got = self.pval.get((rel, fqual))
         if got is not None and name in got:
             vals.append(got[name])  # TOO_MANY is a value: unknown for binding, passed on as such
-        return self.combine(vals) if vals else None
+        if not vals:
+            return None
+        value = self.combine(vals)
+        if declared is not None and declared[0] == "inst":
+            return _declared_precedence(value)
+        return value
+
+
+def _declared_precedence(value):
+    """The value of a parameter annotated with a workspace class (``store: GraphStore``), as
+    pyright's binder takes it: the declared type wins over what is not known of the values passed
+    in. Whatever reaches the parameter is of that type, so an unknown part, an external value
+    (a library's duck, a mock) or ``TOO_MANY`` adds nothing to the declared instance; the
+    workspace values that flow in stay (a subclass's instance binds its override)."""
+    if value[0] != "union":
+        return value
+    kept = tuple(m for m in value[1] if m != TOO_MANY and m[0] not in ("ext", "builtin"))
+    return kept[0] if len(kept) == 1 else ("union", kept, False)
