@@ -14,7 +14,7 @@ change, root_package, options)`` (``options.coverage`` a ``CoverageMap``) answer
   collapse to their function, as the static selection does); when S ran in a ``|setup`` or
   ``|teardown`` context, the statically selected tests sharing the broader-scoped fixtures
   (module, class, package, session) or setup functions of that test (coverage credits their
-  setup to the first test that requests them only; ``fixture_scope``);
+  setup to the first test that requests them only; ``_Scopes.shared``);
 - every other changed symbol keeps its static selection, with the reason: S ran outside any
   test (module-level code calls it at import), its file is not measured by the map, the map is
   stale for its file, S was added, renamed or removed, S is a module-level or class-body
@@ -49,6 +49,14 @@ BROAD_SCOPES = frozenset({"module", "class", "package", "session"})
 CLASS_WIDE_SETUP = frozenset({"setUpClass", "tearDownClass", "setup_class", "teardown_class"})
 MODULE_WIDE_SETUP = frozenset({"setup_module", "teardown_module", "setUpModule", "tearDownModule", "setup",
                                "teardown"})
+
+
+# pytest's own fixtures (and pytest-mock's): they run no workspace code at a broader scope
+PYTEST_FIXTURES = frozenset({
+    "request", "tmp_path", "tmpdir", "tmp_path_factory", "tmpdir_factory", "monkeypatch", "capsys", "capfd",
+    "capsysbinary", "capfdbinary", "caplog", "recwarn", "pytestconfig", "record_property", "record_xml_attribute",
+    "record_testsuite_property", "doctest_namespace", "cache", "testdir", "pytester", "subtests", "mocker",
+    "class_mocker", "module_mocker", "package_mocker", "session_mocker", "event_loop"})
 
 
 class CoverageMapError(ValueError):
@@ -259,30 +267,35 @@ class _Scopes:
 
     def shared(self, test_id: str, static: dict[str, dict]) -> tuple[set[str], str]:
         """(ids of the statically selected tests sharing a broad-scoped fixture or setup
-        function with ``test_id``, how they were found)."""
+        function with ``test_id``, how they were found). The fixtures are those the test
+        requests (directly, through other fixtures, or autouse) that the workspace defines;
+        names it does not define are pytest's own fixtures (``PYTEST_FIXTURES``), parametrize
+        arguments, or a plugin's fixtures: for a plugin's, whose scope cannot be told, every
+        statically selected test of the test's file is taken."""
         file = test_id.partition("::")[0]
         item = next((i for i in self.index.scan(file).items if i.id == test_id), None) \
             if file in self.index.py_tests else None
+        every_of_file = {t for t in static if static[t]["file"] == file}
         if item is None:
-            return {t for t in static if static[t]["file"] == file}, \
-                f"fixture scope unknown: every statically selected test of {file}"
+            return every_of_file, f"fixture scope unknown: every statically selected test of {file}"
         tf = self.index.scan(file)
         found: list[str] = []
         out: set[str] = set()
-        # fixtures the test requests, directly or through other fixtures, and autouse ones
-        todo = [(n, file, item.cls) for n in sorted(item.uses)]
-        seen: set[tuple[str, str]] = set()
-        autouse = [fx for f in [file] + [c for c in self.index.conftests if _under(file, c)]
-                   for fx in self.index.scan(f).fixtures if fx.autouse
-                   and (fx.cls is None or (item.cls or "").startswith(fx.cls))]
-        fixtures = []
-        for fx in autouse:
-            seen.add((fx.file, fx.qual))
-            fixtures.append(fx)
-        while todo:
+        unknown: set[str] = set()
+        params = _parametrized(self.index.read(file), item.qual)
+        fixtures = [fx for f in [file] + [c for c in self.index.conftests if _under(file, c)]
+                    for fx in self.index.scan(f).fixtures if fx.autouse
+                    and (fx.cls is None or item.cls == fx.cls or (item.cls or "").startswith(fx.cls + "."))]
+        seen = {(fx.file, fx.qual) for fx in fixtures}
+        todo = [(n, file, item.cls) for n in sorted(item.uses - params)]
+        while todo:  # fixtures the test requests, directly or through other fixtures
             name, where, cls = todo.pop()
             fx = self.index.fixture_for(name, where, cls)
-            if fx is None or (fx.file, fx.qual) in seen:
+            if fx is None:
+                if name not in PYTEST_FIXTURES:
+                    unknown.add(name)
+                continue
+            if (fx.file, fx.qual) in seen:
                 continue
             seen.add((fx.file, fx.qual))
             fixtures.append(fx)
@@ -302,10 +315,34 @@ class _Scopes:
             if setup in MODULE_WIDE_SETUP and self._ran_in(file, setup, test_id):
                 found.append(setup)
                 out |= {i.id for i in tf.items if i.id in static}
-        if not found:
-            return {t for t in static if static[t]["file"] == file}, \
-                f"fixture scope unknown: every statically selected test of {file}"
-        return out, "sharing " + ", ".join(found)
+        if unknown:
+            found.append(f"fixtures defined outside the workspace ({', '.join(sorted(unknown))}), scope unknown: "
+                         f"every statically selected test of {file}")
+            out |= every_of_file
+        return out, "sharing " + ", ".join(found) if found else ""
+
+
+def _parametrized(source: bytes | None, qual: str) -> set[str]:
+    """The argument names of the ``parametrize`` marks of test ``qual`` (and its classes)."""
+    try:
+        node: ast.AST = ast.parse(source or b"")
+    except (SyntaxError, ValueError, RecursionError):
+        return set()
+    out: set[str] = set()
+    for name in qual.split("."):
+        node = next((n for n in ast.iter_child_nodes(node) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,
+                                                                                 ast.ClassDef)) and n.name == name), None)
+        if node is None:
+            break
+        for dec in node.decorator_list:
+            if isinstance(dec, ast.Call) and isinstance(dec.func, ast.Attribute) and dec.func.attr == "parametrize" \
+                    and dec.args:
+                first = dec.args[0]
+                if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                    out |= {a.strip() for a in first.value.split(",")}
+                elif isinstance(first, (ast.List, ast.Tuple)):
+                    out |= {e.value for e in first.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
+    return out
 
 
 def _under(path: str, conftest: str) -> bool:
@@ -445,7 +482,7 @@ def analyse(graph, change, root_package: str = "", options=None) -> dict:
                                  "coverage": "enters"}
             if phases & {"setup", "teardown"}:
                 shared, why = scopes.shared(tid, every_static)
-                for other in sorted(shared):
+                for other in sorted(shared - {tid}):
                     if other not in selected:
                         selected[other] = dict(every_static[other], coverage="fixture scope",
                                                reason=f"{every_static[other]['reason']}; {why} with {tid}, "
