@@ -130,28 +130,38 @@ def published_meta(store: "GraphStore", graph_name: str) -> dict | None:
 
 
 MAX_STATE_ROW = 64 << 20  # bytes one published state row may inflate to (a FileState pickle)
+MAX_STATE_RATIO = 16  # a published state inflates to at most this many times the bytes it came in
+#   (plus one row): real states inflate ~1.5x (their facts are compressed already), at most ~5x a row
 
 
-def _inflate_row(data: bytes) -> bytes:
+def _inflate_row(data: bytes, limit: int = MAX_STATE_ROW) -> bytes:
     """One published row inflated; ``zlib.error`` (as for data that is not zlib) when it would
-    inflate past ``MAX_STATE_ROW`` bytes: a shared server others write to may hold a bomb."""
-    return inflate_within(data, MAX_STATE_ROW)
+    inflate past ``limit`` bytes (at most ``MAX_STATE_ROW``): a shared server others write to
+    may hold a bomb."""
+    return inflate_within(data, min(limit, MAX_STATE_ROW))
 
 
 def _published(store: "GraphStore", graph_name: str) -> tuple[dict | None, list[tuple[str, bytes]]]:
     """``(meta, [(rel, pickled state)])`` of ``graph_name``'s published state, read in one
-    ``HGETALL`` (one snapshot: a publish replaces the hash in one ``RENAME``)."""
+    ``HGETALL`` (one snapshot: a publish replaces the hash in one ``RENAME``). ``(None, [])``
+    (not usable) when its meta is not JSON, or a row is not base64 of zlib data or would take
+    the whole past ``MAX_STATE_RATIO`` times the bytes received: memory stays proportional to
+    what the server sent, whoever wrote it."""
     reply = store.execute("HGETALL", state_key(graph_name))
     items = list(reply.items()) if isinstance(reply, dict) else list(zip(reply[0::2], reply[1::2]))
+    budget = MAX_STATE_ROW + MAX_STATE_RATIO * sum(len(v) for f, v in items if f != META_FIELD)
     meta, rows = None, []
-    for field, value in items:
-        if field == META_FIELD:
-            try:
+    try:
+        for field, value in items:
+            if field == META_FIELD:
                 meta = json.loads(value)
-            except ValueError:
-                return None, []
-        else:
-            rows.append((field, _inflate_row(base64.b64decode(value))))
+            else:
+                row = _inflate_row(base64.b64decode(value, validate=True), budget)
+                budget -= len(row)
+                rows.append((field, row))
+    except (ValueError, zlib.error) as exc:  # binascii.Error is a ValueError
+        log.warning("the published state of %s was refused: %s", graph_name, exc)
+        return None, []
     return (meta if isinstance(meta, dict) else None), rows
 
 
