@@ -350,7 +350,7 @@ def test_ci_index_then_editor_overlay(tmp_path, external_url, capsys):
         # another CI run on a fresh runner (no cache): re-opened from the published state
         out = run(tmp_path / "ci-data-2", "index", str(ci), "--graph-key", "main")
         assert (out["result"]["mode"], out["result"]["parsed_paths"]) == ("unchanged", [])
-        assert any("published with graph" in n for n in out["result"]["notes"])
+        assert any("re-opened from the state published for graph key 'main' (graph " in n for n in out["result"]["notes"])
 
         # a state that no longer matches its graph (written after publishing) is not used
         ext.graph(shared).query("CREATE (:File {path: 'stray.py', hash: 'x'})")
