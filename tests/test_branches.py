@@ -350,7 +350,7 @@ def test_ci_index_then_editor_overlay(tmp_path, external_url, capsys):
         # another CI run on a fresh runner (no cache): re-opened from the published state
         out = run(tmp_path / "ci-data-2", "index", str(ci), "--graph-key", "main")
         assert (out["result"]["mode"], out["result"]["parsed_paths"]) == ("unchanged", [])
-        assert any("published with graph" in n for n in out["result"]["notes"])
+        assert any("re-opened from the state published for graph key 'main' (graph " in n for n in out["result"]["notes"])
 
         # a state that no longer matches its graph (written after publishing) is not used
         ext.graph(shared).query("CREATE (:File {path: 'stray.py', hash: 'x'})")
@@ -403,6 +403,36 @@ def test_a_published_row_is_inflated_within_a_limit():
     for bad in (bomb, row[:-5], b"not zlib"):
         with pytest.raises(zlib.error):
             overlay._inflate_row(bad)
+
+
+def test_a_published_state_that_would_inflate_past_its_bound_is_refused_whole(store):
+    """A published state is read whole or not at all: rows that are not base64 of zlib data, or
+    that together would inflate past ``MAX_STATE_RATIO`` times the bytes the server sent (each
+    under ``MAX_STATE_ROW``: many small bombs), make it "not usable" (``(None, [])``: the
+    workspace is indexed from its files) instead of raising from the open or taking the memory."""
+    import base64
+
+    name = f"orbit_code_published_bound_{os.getpid()}"
+    key = overlay.state_key(name)
+
+    def b64(data: bytes) -> str:
+        return base64.b64encode(data).decode("ascii")
+
+    try:
+        store.execute("HSET", key, overlay.META_FIELD, json.dumps({"version": 1}),
+                      "a.py", b64(zlib.compress(b"a FileState pickle" * 100, 1)))
+        assert overlay._published(store, name) == ({"version": 1}, [("a.py", b"a FileState pickle" * 100)])
+        bomb = zlib.compress(b"\0" * (32 << 20), 9)  # ~32 KB sent, 32 MiB inflated: each row is under the limit
+        assert len(bomb) * overlay.MAX_STATE_RATIO * 3 < 16 << 20
+        store.execute("HSET", key, *[x for i in range(3) for x in (f"bomb{i}.py", b64(bomb))])
+        assert overlay._published(store, name) == (None, [])
+        store.execute("HDEL", key, "bomb0.py", "bomb1.py", "bomb2.py")
+        assert overlay._published(store, name)[0] == {"version": 1}
+        for bad in ("not base64!", b64(b"not zlib")):
+            store.execute("HSET", key, "bad.py", bad)
+            assert overlay._published(store, name) == (None, [])
+    finally:
+        store.execute("DEL", key)
 
 
 # -- a branch switch while the language server runs --------------------------------------------

@@ -231,7 +231,7 @@ def test_query_on_a_new_branch_says_which_graph_it_indexes(capsys, tmp_path):
         rc, out, err = run(capsys, "callers", "f", "--workspace", str(ws))
         assert rc == 0, err
         assert f"{ws} (branch feature) is not indexed yet; indexing it first (2 files)" in err
-        assert "started from this folder's graph" in err and "(another branch, 2 files)" in err
+        assert "started from this folder's graph of branch 'main' (orbit_code_" in err and ", 2 files)" in err
         assert "lib.f  (function, lib.py:1)" in out and "app.g" in out
     finally:
         assert main(["workspaces", "drop", str(ws)]) == 0  # both branches' graphs

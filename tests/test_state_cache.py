@@ -17,7 +17,7 @@ import pytest
 
 from orbit_lsp.index import full_build, state
 from orbit_lsp.index.indexer import WorkspaceIndexer
-from tests.test_integrity import make_workspace, module_text
+from test_integrity import make_workspace, module_text
 
 
 def tables(ix: WorkspaceIndexer) -> set[str]:

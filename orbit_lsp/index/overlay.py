@@ -54,6 +54,7 @@ from orbit_lsp.index.parsing import facts_pickle, inflate_within
 
 if TYPE_CHECKING:
     from orbit_lsp.graph.connection import GraphStore
+    from orbit_lsp.index.workspaces import WorkspaceRecord
     from orbit_lsp.index.indexer import IndexReport, WorkspaceIndexer
 
 log = logging.getLogger("orbit_lsp.index")
@@ -130,28 +131,38 @@ def published_meta(store: "GraphStore", graph_name: str) -> dict | None:
 
 
 MAX_STATE_ROW = 64 << 20  # bytes one published state row may inflate to (a FileState pickle)
+MAX_STATE_RATIO = 16  # a published state inflates to at most this many times the bytes it came in
+#   (plus one row): real states inflate ~1.5x (their facts are compressed already), at most ~5x a row
 
 
-def _inflate_row(data: bytes) -> bytes:
+def _inflate_row(data: bytes, limit: int = MAX_STATE_ROW) -> bytes:
     """One published row inflated; ``zlib.error`` (as for data that is not zlib) when it would
-    inflate past ``MAX_STATE_ROW`` bytes: a shared server others write to may hold a bomb."""
-    return inflate_within(data, MAX_STATE_ROW)
+    inflate past ``limit`` bytes (at most ``MAX_STATE_ROW``): a shared server others write to
+    may hold a bomb."""
+    return inflate_within(data, min(limit, MAX_STATE_ROW))
 
 
 def _published(store: "GraphStore", graph_name: str) -> tuple[dict | None, list[tuple[str, bytes]]]:
     """``(meta, [(rel, pickled state)])`` of ``graph_name``'s published state, read in one
-    ``HGETALL`` (one snapshot: a publish replaces the hash in one ``RENAME``)."""
+    ``HGETALL`` (one snapshot: a publish replaces the hash in one ``RENAME``). ``(None, [])``
+    (not usable) when its meta is not JSON, or a row is not base64 of zlib data or would take
+    the whole past ``MAX_STATE_RATIO`` times the bytes received: memory stays proportional to
+    what the server sent, whoever wrote it."""
     reply = store.execute("HGETALL", state_key(graph_name))
     items = list(reply.items()) if isinstance(reply, dict) else list(zip(reply[0::2], reply[1::2]))
+    budget = MAX_STATE_ROW + MAX_STATE_RATIO * sum(len(v) for f, v in items if f != META_FIELD)
     meta, rows = None, []
-    for field, value in items:
-        if field == META_FIELD:
-            try:
+    try:
+        for field, value in items:
+            if field == META_FIELD:
                 meta = json.loads(value)
-            except ValueError:
-                return None, []
-        else:
-            rows.append((field, _inflate_row(base64.b64decode(value))))
+            else:
+                row = _inflate_row(base64.b64decode(value, validate=True), budget)
+                budget -= len(row)
+                rows.append((field, row))
+    except (ValueError, zlib.error) as exc:  # binascii.Error is a ValueError
+        log.warning("the published state of %s was refused: %s", graph_name, exc)
+        return None, []
     return (meta if isinstance(meta, dict) else None), rows
 
 
@@ -308,7 +319,9 @@ def _seed(ix: "WorkspaceIndexer") -> str | None:
             log.warning("the published state of %s was refused: %s", name, exc)
             return None
         ix._cache.save({}, {"root_package": meta.get("root_package", ""), "graph_token": marker}, None, rows)
-        return (f"re-opened from the state published with graph {name} by {meta.get('host')} "
+        what = (f" for graph key '{meta['key']}'" if meta.get("key") else
+                f" for branch '{meta['branch']}'" if meta.get("branch") else "")
+        return (f"re-opened from the state published{what} (graph {name}) by {meta.get('host')} "
                 f"({len(rows)} files); only files that differ are re-indexed")
     # first a shared graph of this very branch (or the configured base), then this folder's graph
     # of the branch it was on last, then the shared graph of the remote's default branch
@@ -319,33 +332,35 @@ def _seed(ix: "WorkspaceIndexer") -> str | None:
         bases.append(shared.pop(0))
     sibling = _sibling(ix, graphs)
     if sibling is not None:
-        bases.append((None, sibling))
+        bases.append((None, sibling.graph))
     bases += shared
     for key, base in bases:
         if base == name or base not in graphs:
             continue
-        note = _copy_from(ix, key, base, version) if key is not None else _copy_sibling(ix, base, version)
+        note = (_copy_from(ix, key, base, version) if key is not None else
+                _copy_sibling(ix, base, version, sibling.branch if sibling is not None else None))
         if note:
             return note
     return None
 
 
-def _sibling(ix: "WorkspaceIndexer", graphs: set[str]) -> str | None:
-    """The graph of another branch of the same folder that this machine used last (the
-    registry, ``index.workspaces``), when it still exists: a new branch starts from it."""
+def _sibling(ix: "WorkspaceIndexer", graphs: set[str]) -> "WorkspaceRecord | None":
+    """The registry's record (``index.workspaces``) of the graph of another branch of the same
+    folder that this machine used last, when that graph still exists: a new branch starts from
+    it."""
     from orbit_lsp.index.workspaces import WorkspaceRegistry
 
     if ix.settings.graph_key:
         return None
     for rec in WorkspaceRegistry(ix.settings.data_dir).by_root().get(str(ix.root), []):
         if rec.graph != ix.graph.name and rec.graph in graphs and not rec.graph.startswith(keys.SHARED_GRAPH_PREFIX):
-            return rec.graph
+            return rec
     return None
 
 
-def _copy_sibling(ix: "WorkspaceIndexer", base: str, version: str) -> str | None:
-    """Start ``ix``'s graph as a copy of ``base``, another branch's graph of the same folder,
-    with that graph's local cache (when it matches the graph)."""
+def _copy_sibling(ix: "WorkspaceIndexer", base: str, version: str, branch: str | None = None) -> str | None:
+    """Start ``ix``'s graph as a copy of ``base``, the graph of another branch (``branch``, when
+    known) of the same folder, with that graph's local cache (when it matches the graph)."""
     import sqlite3
 
     from orbit_lsp.index.indexer import build_graph_name
@@ -376,7 +391,8 @@ def _copy_sibling(ix: "WorkspaceIndexer", base: str, version: str) -> str | None
     token = writelock.new_token()
     ix._cache.save({}, {"root_package": meta.get("root_package", ""), "graph_token": token}, None, rows)
     store.atomically(("RENAME", scratch, name), ("SET", writelock.marker_key(name), token))
-    return (f"started from this folder's graph {base} (another branch, {len(rows)} files); only files "
+    which = f"of branch '{branch}'" if branch else "of another branch"
+    return (f"started from this folder's graph {which} ({base}, {len(rows)} files); only files "
             f"that differ are re-indexed")
 
 
