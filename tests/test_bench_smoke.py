@@ -259,6 +259,42 @@ def test_bench_changes_on_tiny_project(tmp_path, settings, store):
     assert recall_ent == f"{selected_entering / entering_all:.1%}"
 
 
+def test_bench_changes_coverage_map_on_tiny_project(tmp_path, settings, store):
+    """``changes --coverage-map``: the selection narrowed by the coverage map of the unchanged
+    suite, beside the static one. A raise at entry fails exactly the tests that enter the
+    function (``TINY_ENTERING``: nothing in the tiny project catches it or runs it at import),
+    which are the tests the map says enter it: the narrowed selection is the failing tests."""
+    import textwrap
+
+    from changes_repo import BASE
+
+    src = tmp_path / "tinyproj"
+    for rel, text in BASE.items():
+        p = src / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(textwrap.dedent(text).lstrip("\n"))
+    cache, results = tmp_path / "bench-cache", tmp_path / "RESULTS.md"
+    try:
+        assert bench.main(["changes", "--corpus", str(src), "--n", "3", "--python", sys.executable, "--no-floor",
+                           "--coverage-map", str(tmp_path / "maps"), "--cache-dir", str(cache),
+                           "--results", str(results), "--suite-timeout", "120"], settings=settings) == 0
+    finally:
+        store.graph(bench.code_graph_name(cache / "changes" / "tinyproj")).delete()
+    assert (tmp_path / "maps" / "tinyproj.coverage").exists()
+    text = results.read_text()
+    rows = {r[1]: r for r in (line.split("|")[1:-1] for line in text.splitlines()
+                              if line.startswith("| tinyproj | static |") or line.startswith("| tinyproj | coverage map |"))}
+    rows = {k.strip(): [c.strip() for c in v] for k, v in rows.items()}
+    assert set(rows) == {"static", "coverage map"}
+    assert rows["coverage map"][2:4] == ["100.0%", "0"]
+    edits = [[c.strip() for c in line.split("|")[1:-1]] for line in text.splitlines()
+             if line.startswith("| app/") and line.count("|") == 8]
+    assert len(edits) == 3
+    for edited, failing, _static, narrowed, hit, share, modes in edits:
+        assert int(failing) == int(narrowed) == int(hit) == len(TINY_ENTERING[edited]), edited
+        assert share == f"{len(TINY_ENTERING[edited]) / 10:.1%}" and modes == "narrowed: tests enter it"
+
+
 TINY_FIRST_HOPS = {  # bound calls of each function: compute and test_helper call helper, …
     "app/core.py:helper": "call 2", "app/core.py:compute": "call 3", "app/core.py:old_name": "call 1",
     "app/util.py:wrap": "call 1", "app/service.py:serve": "call 1", "app/service.py:uses_old": "call 1",
