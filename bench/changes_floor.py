@@ -23,11 +23,12 @@ the first test that requested it only; code run in a child process is not measur
 
 from __future__ import annotations
 
-import ast
 import subprocess
 import tempfile
 import time
 from pathlib import Path
+
+from orbit_lsp.changes.coverage_map import body_lines  # noqa: F401  (the floor's and the map's one definition)
 
 # installed in each project's test venv (bench/changes.py make_venv); pytest-cov 5 still runs
 # on the pytest 7 that flask 3.0.3's tests need
@@ -104,32 +105,6 @@ def read_contexts(data_file: Path, root: Path) -> dict:
             outside[rel] = sorted(out)
     return {"tests": list(tests), "sets": [list(s) for s in sets], "lines": lines, "outside": outside,
             "version": FORMAT}
-
-
-def body_lines(source: bytes, qual: str, line: int | None = None) -> set[int]:
-    """Line numbers of the body of function ``qual`` (``Class.method``, ``outer.inner``: the
-    nesting of classes and functions in the module) in ``source``: its first statement to its
-    last line, without the bodies of functions nested in it (their ``def`` and decorator lines
-    stay: the enclosing function runs them). Of several definitions of one name (``typing.overload``
-    stubs, redefinitions), the one spanning ``line`` when given, else the last (the one that runs).
-    Empty when ``qual`` is not found."""
-    node: ast.AST = ast.parse(source)
-    for name in qual.split("."):
-        found = [n for n in ast.iter_child_nodes(node)
-                 if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and n.name == name]
-        if line is not None:
-            found = [n for n in found if n.lineno <= line <= n.end_lineno] or found
-        if not found:
-            return set()
-        node = found[-1]
-    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-        return set()
-    out = set(range(node.body[0].lineno, node.end_lineno + 1))
-    for n in ast.walk(node):
-        if n is not node and isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            # a body on the def's own line (``def g(): return 1``) is the enclosing function's line too
-            out -= set(range(max(n.body[0].lineno, n.lineno + 1), n.end_lineno + 1))
-    return out
 
 
 def entering(covered: dict, rel: str, lines: set[int]) -> set[str]:

@@ -14,6 +14,7 @@ import ast
 import re
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from orbit_lsp.changes.broken import Broken, removed_names
 from orbit_lsp.changes.broken import find as find_broken
@@ -35,11 +36,17 @@ DEFAULT_TEST_DEPTH = 12
 class Options:
     """``depth``: hops of the blast radius shown (callers, dependents); ``test_depth``: hops a
     test may be from a changed symbol (tests reach code through fixtures and helpers, so
-    further); ``tests``: whether to select tests at all."""
+    further); ``tests``: whether to select tests at all; ``coverage``: a
+    ``coverage_map.CoverageMap`` of the base version that narrows the test selection (see
+    ``coverage_map.analyse``); ``symbols``: when given, only these changed symbols ((file,
+    qual)) are followed (removed symbols, files added, removed or renamed and names taken away
+    always count; the coverage narrowing uses it for the symbols it keeps static)."""
 
     depth: int = DEFAULT_DEPTH
     test_depth: int = DEFAULT_TEST_DEPTH
     tests: bool = True
+    coverage: Any = None
+    symbols: frozenset | None = None
 
 
 CALLERS_CYPHER = ("UNWIND $frontier AS t MATCH (c:Symbol)-[e:CALLS]->(s:Symbol {qual: t[1]}) WHERE s.file = t[0] "
@@ -157,11 +164,19 @@ def analyse(graph: Graph, change: Change, root_package: str = "", options: Optio
     through unbound call sites using a changed name), "tests": {"selected": [...],
     "may_be_affected": [...], "removed": [test id], "commands": {...}, "total": int | None},
     "totals": {...}, "notes": [...], "cypher": [{"query", "params"}], "seconds": float}.
-    Symbol rows carry 1-based lines and workspace-relative paths."""
+    Symbol rows carry 1-based lines and workspace-relative paths. With ``options.coverage``
+    the tests are narrowed by that coverage map and "tests" has a "coverage" entry
+    (``coverage_map.analyse``)."""
     opts = options or Options()
+    if opts.coverage is not None:
+        from orbit_lsp.changes import coverage_map
+
+        return coverage_map.analyse(graph, change, root_package, opts)
     t0 = time.perf_counter()
     ans = queries.Answer()
     sc, new_versions = symbol_changes(change, root_package)
+    if opts.symbols is not None:
+        sc.symbols = [s for s in sc.symbols if s["status"] == "removed" or (s["file"], s["qual"]) in opts.symbols]
     notes = list(change.notes) + sc.notes
     live = [s for s in sc.symbols if s["status"] != "removed"]
     targets = [{"file": s["file"], "qual": s["qual"]} for s in live if s["kind"] != "module"]

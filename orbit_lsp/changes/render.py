@@ -35,6 +35,25 @@ def _capped(rows: list, cap: int) -> tuple[list, int]:
     return rows[:cap], max(0, len(rows) - cap)
 
 
+def coverage_lines(result: dict) -> list[str]:
+    """The narrowing by a coverage map (``coverage_map.analyse``): a summary line, then one
+    line per changed symbol (narrowed or kept static, and why); [] without a map."""
+    c = result.get("tests", {}).get("coverage")
+    if not c:
+        return []
+    n = sum(1 for s in c["symbols"] if s["mode"] == "narrowed")
+    out = [f"Coverage map {c['path']} (recorded {c['mtime_iso']}): {_plural(c['narrowed'], 'test')} selected "
+           f"(static: {c['static']}); {n} of {_plural(len(c['symbols']), 'changed symbol')} narrowed"
+           + (f"; may be affected: {c['narrowed_may']} (static: {c['static_may']})" if c["static_may"] else "")]
+    for s in c["symbols"]:
+        out.append(f"  {s['mode']:<8}  {s['qual']}  ({s['reason']})")
+    for key, what in (("not_in_map", "not in the map"), ("stale", "map stale for their file"),
+                      ("fixture_scope", "sharing a fixture scope")):
+        if c["kept"][key]:
+            out.append(f"  kept, {what}: {len(c['kept'][key])}")
+    return out
+
+
 def text(result: dict, cap: int = LIST_CAP, cypher: bool = True) -> str:
     """The result for a terminal."""
     t = result["totals"]
@@ -73,6 +92,7 @@ def text(result: dict, cap: int = LIST_CAP, cypher: bool = True) -> str:
         out.append("")
         total = f" of {tests['total']}" if tests.get("total") is not None else ""
         out.append(f"Tests: {t['tests']} selected{total}")
+        out += coverage_lines(result)
         rows, more = _capped(tests["selected"], cap)
         out += [f"  {x['id']}  ({x['reason']})" for x in rows] + ([f"  … and {more} more"] if more else [])
         cmd = tests["commands"]
@@ -174,6 +194,9 @@ def markdown(result: dict, cap: int = LIST_CAP, diagram_cap: int = DIAGRAM_CAP) 
         out += ["", "</details>", ""]
     tests = result["tests"]
     if opts["tests"]:
+        cov = coverage_lines(result)
+        if cov:
+            out += [cov[0], ""] + [f"- {x.strip()}" for x in cov[1:]] + ([""] if cov[1:] else [])
         if tests["selected"]:
             out += [f"<details><summary>Tests to run: {len(tests['selected'])}</summary>", ""]
             rows, more = _capped(tests["selected"], cap)

@@ -512,6 +512,14 @@ class TestIndex:
             self._users_of[key] = (items, others)
         return self._users_of[key]
 
+    def fixture_users(self, file: str, qual: str) -> set[str]:
+        """Ids of the tests requesting the fixture at ``qual`` of ``file``, directly or through
+        other fixtures (within its scope; every test of its scope when autouse); empty when
+        that is not a fixture."""
+        out: set[str] = set()
+        self._fixtures({(file, qual): (0, None, "")}, lambda tid, *_: out.add(tid))
+        return out
+
     def _fixtures(self, reached: dict[tuple[str, str], tuple[int, str | None, str]], pick) -> None:
         """Spread reached fixtures to the fixtures and tests that request them (by name, within
         the fixture's scope), until nothing new is reached."""

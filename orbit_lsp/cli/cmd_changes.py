@@ -1,6 +1,13 @@
 """``changes``: the impact of a change (working tree, staged, against a base ref, or a diff):
 changed symbols, their callers, dependent files, what may be affected through unbound calls, and
-the tests to run (issue 16). The work is ``orbit_lsp.changes``; this module only translates.
+the tests to run (issue 16), narrowed by a coverage map with ``--coverage PATH``
+(``orbit_lsp.changes.coverage_map``; the JSON result's ``tests.coverage`` then says what was
+narrowed: {"path", "mtime", "mtime_iso", "static", "narrowed", "static_may", "narrowed_may",
+"symbols": [{"qual", "file", "status", "kind", "mode": narrowed|static, "reason", "entering"}],
+"kept": {"not_in_map", "stale", "fixture_scope"}, "seconds"}; each selected test has
+"coverage": enters|static|not in map|stale|fixture scope). A missing, unreadable or
+context-less map is a usage error (2). The work is ``orbit_lsp.changes``; this module only
+translates.
 
 Exit status: 0, 1 (error), 2 (usage), 3 when a ``--fail-on`` threshold is exceeded (the report
 is printed first)."""
@@ -56,6 +63,10 @@ def add_parsers(subs, parents: Parents) -> None:
     p.add_argument("--tests", action="store_true", help="select the tests that reach the change")
     p.add_argument("--test-depth", type=positive_int, default=12, metavar="N",
                    help="hops a selected test may be from a changed symbol (default 12)")
+    p.add_argument("--coverage", metavar="PATH",
+                   help="a coverage.py data file of the base version recorded with a context per test "
+                        "(pytest --cov=PKG --cov-context=test): narrows the tests to those that ran the "
+                        "changed functions, static elsewhere (implies --tests)")
     p.add_argument("--format", choices=("text", "json", "markdown"), default=None,
                    help="output form (default text; --json is --format json); markdown is made for a "
                         "pull-request comment")
@@ -74,6 +85,14 @@ def cmd_changes(ctx: Ctx) -> int:
     if args.base is not None and (not args.base.strip() or args.base.startswith("-")):
         raise UsageError(f"--base {args.base!r}: not a git ref")
     root = resolve_workspace(ctx)
+    cmap = None
+    if args.coverage is not None:
+        from orbit_lsp.changes.coverage_map import CoverageMap, CoverageMapError
+
+        try:
+            cmap = CoverageMap(args.coverage, root)
+        except CoverageMapError as exc:
+            raise UsageError(f"--coverage: {exc}") from None
     try:
         if args.diff is not None:
             if args.diff == "-":
@@ -94,8 +113,8 @@ def cmd_changes(ctx: Ctx) -> int:
         raise CliError(str(exc)) from None
     ix, _rep = index_workspace(ctx, root)
     # a threshold on tests needs the tests: --fail-on tests=N implies --tests (else it never fires)
-    tests = args.tests or any(k in ("tests", "tests-may") for k, _ in args.fail_on)
-    opts = impact.Options(depth=args.depth, test_depth=args.test_depth, tests=tests)
+    tests = args.tests or cmap is not None or any(k in ("tests", "tests-may") for k, _ in args.fail_on)
+    opts = impact.Options(depth=args.depth, test_depth=args.test_depth, tests=tests, coverage=cmap)
     result = impact.analyse(ix.graph, change, ix.root_package, opts)
     if fmt == "json":
         cypher = result.pop("cypher")

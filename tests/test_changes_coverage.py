@@ -1,0 +1,328 @@
+"""``changes --tests --coverage``: the static test selection narrowed by a coverage map of the
+base version (orbit_lsp/changes/coverage_map.py).
+
+One small git repository per module (``BASE``), its suite run once for real under pytest-cov
+with a context per test (``pytest --cov=app --cov-context=test``, in a subprocess of this
+interpreter) to make the map; each test changes the working tree (and sometimes commits a new
+base after the map), asserts the selection, and the repository is reset to its base after it.
+
+What the suite executes in ``BASE`` (Python's semantics, so what the map records):
+
+- ``check(x)`` calls ``error(x)`` only for x < 0: test_pos, test_zero and test_neg all reach
+  ``error`` statically (CALLS), only test_neg enters it;
+- ``config.load()`` runs at import (``SETTINGS = load()``, the empty context) and in test_reload;
+- ``cache.warm()`` runs in the module-scoped fixture ``warmed``: its setup is credited by coverage
+  to the first test requesting it (test_a) only, though test_b and test_c use the same value;
+- ``hooks.on_item`` is called only through ``getattr`` on a module found by ``importlib`` and
+  handed to ``map``: no CALLS or IMPORTS edge leads from test_dispatch to it.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import subprocess
+import sys
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import pytest
+
+from changes_repo import Repo
+from orbit_lsp.changes import diff, impact
+from orbit_lsp.changes.coverage_map import CoverageMap, CoverageMapError
+from orbit_lsp.cli import main
+from orbit_lsp.index.indexer import WorkspaceIndexer
+
+BASE = {
+    ".gitignore": "__pycache__/\n",
+    "app/__init__.py": "",
+    "app/core.py": '''
+        def check(x):
+            if x < 0:
+                return error(x)
+            return x
+
+
+        def error(x):
+            raise ValueError(f"negative: {x}")
+        ''',
+    "app/config.py": '''
+        def load():
+            return {"debug": False}
+
+
+        SETTINGS = load()
+        ''',
+    "app/cache.py": '''
+        def warm():
+            return {"ready": True}
+        ''',
+    "app/hooks.py": '''
+        def on_item(x):
+            return x * 2
+        ''',
+    "tests/__init__.py": "",
+    "tests/test_core.py": '''
+        import pytest
+
+        from app.core import check
+
+
+        def test_pos():
+            assert check(1) == 1
+
+
+        @pytest.mark.parametrize("x", [0, 2])
+        def test_zero(x):
+            assert check(x) == x
+
+
+        def test_neg():
+            with pytest.raises(ValueError):
+                check(-1)
+        ''',
+    "tests/test_config.py": '''
+        from app import config
+
+
+        def test_debug():
+            assert config.SETTINGS["debug"] is False
+
+
+        def test_reload():
+            assert config.load() == {"debug": False}
+        ''',
+    "tests/test_cache.py": '''
+        import pytest
+
+        from app.cache import warm
+
+
+        @pytest.fixture(scope="module")
+        def warmed():
+            return warm()
+
+
+        def test_a(warmed):
+            assert warmed["ready"]
+
+
+        def test_b(warmed):
+            assert warmed
+
+
+        def test_c(warmed):
+            assert "ready" in warmed
+
+
+        def test_other():
+            assert True
+        ''',
+    "tests/test_hooks.py": '''
+        import importlib
+
+
+        def test_dispatch():
+            mod = importlib.import_module("app." + "hooks")
+            handler = getattr(mod, "on_" + "item")
+            assert list(map(handler, [1, 2])) == [2, 4]
+        ''',
+}
+
+
+def record(root: Path, data_file: Path, contexts: bool = True) -> None:
+    """Run the suite of ``root`` under pytest-cov (this interpreter), the data in ``data_file``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_CORE_", "COVERAGE_"))}
+    env.update(COVERAGE_FILE=str(data_file), PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "pytest_cov.plugin",
+           "--cov=app", "--cov-report="] + (["--cov-context=test"] if contexts else []) + ["tests"]
+    res = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert data_file.exists()
+
+
+@pytest.fixture(scope="module")
+def ws(tmp_path_factory, store, settings):
+    top = tmp_path_factory.mktemp("covmap")
+    repo = Repo(top / "ws")
+    for rel, text in BASE.items():
+        repo.write(rel, text)
+    base = repo.commit("base")
+    record(repo.root, top / "map.coverage")
+    ix = WorkspaceIndexer(repo.root, store, settings)
+    impact.refresh(ix)
+    yield repo, base, top / "map.coverage", ix
+    ix.graph.delete()
+
+
+@pytest.fixture
+def repo(ws):
+    repo, base, _, _ = ws
+    yield repo
+    repo.git("reset", "-q", "--hard", base)
+    repo.git("clean", "-qfd")
+
+
+@pytest.fixture
+def cmap(ws):
+    repo, _, path, _ = ws
+    return CoverageMap(path, repo.root)
+
+
+def analyse(ws, cmap=None) -> dict:
+    repo, _, _, ix = ws
+    impact.refresh(ix)
+    change = diff.from_git(repo.root, "worktree")
+    return impact.analyse(ix.graph, change, ix.root_package, impact.Options(coverage=cmap))
+
+
+def ids(result, key="selected") -> list[str]:
+    return [t["id"] for t in result["tests"][key]]
+
+
+def symbol_modes(result) -> dict[str, tuple[str, str]]:
+    return {s["qual"]: (s["mode"], s["reason"]) for s in result["tests"]["coverage"]["symbols"]}
+
+
+CORE = ["tests/test_core.py::test_neg", "tests/test_core.py::test_pos", "tests/test_core.py::test_zero"]
+
+
+def test_entered_by_one_of_three(ws, repo, cmap):
+    repo.edit("app/core.py", 'f"negative: {x}"', 'f"negative value: {x}"')
+    static = analyse(ws)
+    assert ids(static) == CORE
+    r = analyse(ws, cmap)
+    assert ids(r) == ["tests/test_core.py::test_neg"]
+    cov = r["tests"]["coverage"]
+    assert (cov["static"], cov["narrowed"]) == (3, 1)
+    assert cov["path"] == str(ws[2]) and cov["mtime"] == os.stat(ws[2]).st_mtime
+    assert symbol_modes(r) == {"app.core.error": ("narrowed", "1 test enters it")}
+    t = r["tests"]["selected"][0]
+    assert t["coverage"] == "enters" and t["reason"] == "enters app.core.error (run; coverage map)"
+    assert r["totals"]["tests"] == 1
+    assert r["tests"]["commands"]["pytest"] == "pytest tests/test_core.py::test_neg"
+
+
+def test_called_at_import_stays_static(ws, repo, cmap):
+    repo.edit("app/config.py", '"debug": False', '"debug": False, "level": 1')
+    r = analyse(ws, cmap)
+    assert ids(r) == ["tests/test_config.py::test_debug", "tests/test_config.py::test_reload"]
+    assert symbol_modes(r) == {
+        "app.config.load": ("static", "runs outside any test (module-level code calls it at import)")}
+    assert {t["coverage"] for t in r["tests"]["selected"]} == {"static"}
+
+
+def test_narrowed_and_static_symbols_together(ws, repo, cmap):
+    repo.edit("app/core.py", 'f"negative: {x}"', 'f"negative value: {x}"')
+    repo.edit("app/config.py", '"debug": False', '"debug": False, "level": 1')
+    r = analyse(ws, cmap)
+    assert ids(r) == ["tests/test_config.py::test_debug", "tests/test_config.py::test_reload",
+                      "tests/test_core.py::test_neg"]
+    assert [(s["qual"], s["mode"]) for s in r["tests"]["coverage"]["symbols"]] == [
+        ("app.config.load", "static"), ("app.core.error", "narrowed")]
+
+
+def test_stale_map_stays_static(ws, repo, cmap):
+    # a new base after the map: two comment lines on top shift every line the map recorded
+    p = repo.root / "app/core.py"
+    p.write_text("# core\n# checks\n" + p.read_text())
+    repo.commit("comments")
+    repo.edit("app/core.py", 'f"negative: {x}"', 'f"negative value: {x}"')
+    r = analyse(ws, cmap)
+    assert ids(r) == CORE
+    assert symbol_modes(r) == {"app.core.error": ("static", "coverage map is stale for app/core.py")}
+
+
+def test_test_added_after_the_map_is_kept(ws, repo, cmap):
+    repo.write("tests/test_more.py", '''
+        import pytest
+
+        from app.core import check
+
+
+        def test_neg_again():
+            with pytest.raises(ValueError):
+                check(-2)
+        ''')
+    repo.commit("a test after the map")
+    repo.edit("app/core.py", 'f"negative: {x}"', 'f"negative value: {x}"')
+    r = analyse(ws, cmap)
+    assert ids(r) == ["tests/test_core.py::test_neg", "tests/test_more.py::test_neg_again"]
+    kept = next(t for t in r["tests"]["selected"] if t["id"].endswith("test_neg_again"))
+    assert kept["coverage"] == "not in map"
+    assert kept["reason"].endswith("; not in the coverage map (added or skipped since it was recorded)")
+    assert r["tests"]["coverage"]["kept"]["not_in_map"] == ["tests/test_more.py::test_neg_again"]
+
+
+def test_module_scoped_fixture_setup(ws, repo, cmap):
+    # coverage credits the setup of the module-scoped ``warmed`` to test_a only
+    assert cmap.entering("app/cache.py", {2})[0] == {"tests/test_cache.py::test_a": {"setup"}}
+    repo.edit("app/cache.py", '{"ready": True}', '{"ready": True, "n": 1}')
+    r = analyse(ws, cmap)
+    assert ids(r) == ["tests/test_cache.py::test_a", "tests/test_cache.py::test_b", "tests/test_cache.py::test_c"]
+    how = {t["id"]: t["coverage"] for t in r["tests"]["selected"]}
+    assert how == {"tests/test_cache.py::test_a": "enters", "tests/test_cache.py::test_b": "fixture scope",
+                   "tests/test_cache.py::test_c": "fixture scope"}
+    b = next(t for t in r["tests"]["selected"] if t["id"].endswith("test_b"))
+    assert "sharing fixture 'warmed' (module scope) with tests/test_cache.py::test_a" in b["reason"]
+
+
+def test_callback_the_graph_cannot_see(ws, repo, cmap):
+    repo.edit("app/hooks.py", "return x * 2", "return 2 * x")
+    assert ids(analyse(ws)) == []  # no path in the graph
+    r = analyse(ws, cmap)
+    assert ids(r) == ["tests/test_hooks.py::test_dispatch"]
+    t = r["tests"]["selected"][0]
+    assert t["depth"] is None and t["reason"] == "enters app.hooks.on_item (run; coverage map); not reached statically"
+
+
+def test_bad_maps(ws, tmp_path):
+    repo = ws[0]
+    with pytest.raises(CoverageMapError, match="no such file"):
+        CoverageMap(tmp_path / "none.coverage", repo.root)
+    (tmp_path / "junk").write_text("not a database")
+    with pytest.raises(CoverageMapError, match="not a coverage.py data file"):
+        CoverageMap(tmp_path / "junk", repo.root)
+    record(repo.root, tmp_path / "plain.coverage", contexts=False)
+    with pytest.raises(CoverageMapError, match="recorded without per-test contexts; run pytest with "
+                                               "--cov-context=test"):
+        CoverageMap(tmp_path / "plain.coverage", repo.root)
+
+
+@pytest.fixture
+def cli_env(monkeypatch, data_dir):
+    monkeypatch.delenv("ORBIT_FALKORDB_URL", raising=False)
+    monkeypatch.setenv("ORBIT_DATA_DIR", str(data_dir))
+
+
+def cli(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        rc = main(list(argv))
+    return rc, out.getvalue(), err.getvalue()
+
+
+def test_cli(ws, repo, cli_env, tmp_path):
+    repo.edit("app/core.py", 'f"negative: {x}"', 'f"negative value: {x}"')
+    path = str(ws[2])
+    rc, out, err = cli("changes", "--tests", "--coverage", path, "--workspace", str(repo.root))
+    assert rc == 0, err
+    assert "Tests: 1 selected of 10\n" in out
+    assert (f"Coverage map {path} (recorded " in out and
+            "): 1 test selected (static: 3); 1 of 1 changed symbol narrowed\n"
+            "  narrowed  app.core.error  (1 test enters it)\n" in out)
+    assert "Run: pytest tests/test_core.py::test_neg\n" in out
+    rc, out, err = cli("changes", "--coverage", path, "--workspace", str(repo.root), "--json")
+    assert rc == 0, err
+    cov = json.loads(out)["result"]["tests"]["coverage"]
+    assert (cov["static"], cov["narrowed"], cov["symbols"][0]["mode"]) == (3, 1, "narrowed")
+    rc, out, err = cli("changes", "--coverage", path, "--workspace", str(repo.root), "--format", "markdown")
+    assert rc == 0, err
+    assert f"Coverage map {path} (recorded " in out and "- narrowed  app.core.error  (1 test enters it)" in out
+    rc, out, err = cli("changes", "--tests", "--coverage", str(tmp_path / "none"), "--workspace", str(repo.root))
+    assert rc == 2 and out == ""
+    assert err.strip().endswith(f"--coverage: coverage map {tmp_path / 'none'}: no such file (record one with: "
+                                f"pytest --cov=PKG --cov-context=test)")
+    assert "Traceback" not in err
