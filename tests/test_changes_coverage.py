@@ -24,7 +24,6 @@ import io
 import json
 import os
 from contextlib import redirect_stderr, redirect_stdout
-from pathlib import Path
 
 import pytest
 
