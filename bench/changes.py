@@ -32,6 +32,13 @@ For each project (an sdist from PyPI, or ``--corpus`` a directory with a test su
    count collected items of the test functions in the set (parametrized cases of a selected,
    entering or failing function all count), the unit of the selected share. The coverage run is
    kept in ``--suite-cache`` too (key ``coverage``).
+6. with ``--coverage-map DIR``: that coverage run's data file is kept as ``DIR/<project>.coverage``
+   (the run is made again when the file is not there) and per edit the selection is also
+   narrowed with it, through the call ``orbit-lsp changes --tests --coverage`` makes
+   (``impact.analyse`` with ``Options(coverage=CoverageMap)``); per project both modes side by
+   side: recall, every miss of the narrowed mode listed and classified, selected and
+   may-be-affected shares, and the time of the narrowed analysis (graph brought up to date, git
+   diff, static and narrowing passes).
 """
 
 from __future__ import annotations
@@ -94,6 +101,9 @@ def add_parser(sub, common) -> None:
                    help="index with ORBIT_VALUE_FLOW (parameters hold what call sites pass them; off by default)")
     p.add_argument("--no-floor", dest="floor", action="store_false",
                    help="skip the reach floor (the suite run once under coverage, bench/changes_floor.py)")
+    p.add_argument("--coverage-map", type=Path, default=None, metavar="DIR",
+                   help="keep the coverage run's data file in DIR and also measure the selection narrowed by it "
+                        "(orbit-lsp changes --tests --coverage)")
     p.add_argument("--jobs", type=int, default=1,
                    help="suites run at once, each in its own work copy (suites that mostly wait on sockets "
                         "and timers finish sooner); the `changes` analyses are timed one at a time")
@@ -325,11 +335,15 @@ def _one(name: str, src: Path, args, settings, store, cache: Path, report: Repor
     rng = random.Random(args.seed)
     chosen = rng.sample(cands, min(args.n, len(cands)))
     covered, enters, at_import = None, {}, {}
-    if getattr(args, "floor", True):
+    map_dir = getattr(args, "coverage_map", None)
+    map_file = map_dir.expanduser().resolve() / f"{name}.coverage" if map_dir is not None else None
+    if map_file is not None and python != args.python:
+        ensure_coverage(python)
+    if getattr(args, "floor", True) or map_file is not None:
         covered = suites.get("coverage")
-        if covered is None or covered.get("version") != FORMAT:
-            log(f"{name}: the suite once under coverage, a context per test (reach floor)")
-            got_cov, cov_s = run_covered(python, root, target, 3 * args.suite_timeout, source_env(root))
+        if covered is None or covered.get("version") != FORMAT or (map_file is not None and not map_file.exists()):
+            log(f"{name}: the suite once under coverage, a context per test (reach floor, coverage map)")
+            got_cov, cov_s = run_covered(python, root, target, 3 * args.suite_timeout, source_env(root), keep=map_file)
             covered = suites.put("coverage", {**got_cov, "seconds": cov_s})
         log(f"{name}: coverage of {len(covered['tests'])} tests ({covered['seconds']:.1f} s)")
         for rel, qual, line, _indent in chosen:
@@ -353,6 +367,7 @@ def _one(name: str, src: Path, args, settings, store, cache: Path, report: Repor
         free.put(ix)
     timing = threading.Lock()  # one analysis at a time: its time is not shared with another
     done_lock = threading.Lock()
+    narrow = _Narrowed(map_file, root, roots, name) if map_file is not None else None
 
     def one_edit(k: int, rel: str, qual: str, line: int, indent: int) -> None:
         ix = free.get()
@@ -366,6 +381,7 @@ def _one(name: str, src: Path, args, settings, store, cache: Path, report: Repor
                     impact.refresh(ix)
                     result = impact.analyse(ix.graph, diff.from_git(wroot, "worktree"), ix.root_package)
                     took = time.perf_counter() - t
+                    narrowed = narrow.analyse(ix) if narrow is not None else None
                 key = f"edit {rel}:{qual}:{line}"
                 got = suites.get(key)
                 failing, secs, finished = ((set(got[0]), got[1], got[2]) if got else
@@ -391,6 +407,9 @@ def _one(name: str, src: Path, args, settings, store, cache: Path, report: Repor
                                         ("collection error", "") if m.endswith("::<collection>") else
                                         traced.get(m, ("not diagnosed", f"over {DIAGNOSE_MAX} misses in one edit")))
                         rows.append([name, f"{rel}:{qual}", m, kind, detail])
+                if narrowed is not None:
+                    narrow.record(python, wroot, target, args.suite_timeout, rel, qual, failing, narrowed,
+                                  {r[2]: r[3] for r in rows}, per_fn, len(items))
                 with done_lock:
                     times.append(took)
                     suite_s.append(secs)
@@ -452,20 +471,138 @@ def _one(name: str, src: Path, args, settings, store, cache: Path, report: Repor
     report.tables.append(Table(f"{name}: per edit", ["edited", "failing tests", "selected", "failing and selected",
                                                      "selected share", "failing, only in may be affected"],
                                sorted(per_edit)))
-    if covered is not None:
+    if covered is not None and getattr(args, "floor", True):
         _floor_tables(name, report, floor, floor_rows, covered, len(chosen))
+    if narrow is not None:
+        narrow.tables(report, [recall, failing_total - hit, shares, may_shares, times], failing_total)
     quiet = timing_pass(ix, chosen)
+    quiet_rows = [[len(quiet), (pct(quiet, 50) or 0) * 1000, (pct(quiet, 95) or 0) * 1000, max(quiet, default=0) * 1000]]
+    if narrow is not None:
+        narrow.quiet = timing_pass(ix, chosen, impact.Options(coverage=narrow.maps[ix.root]))
+        q = narrow.quiet
+        quiet_rows = [["static", *quiet_rows[0]],
+                      ["--coverage", len(q), (pct(q, 50) or 0) * 1000, (pct(q, 95) or 0) * 1000, max(q, default=0) * 1000]]
     report.tables.append(Table(f"{name}: `changes` alone (each edit again, no suite running, graph warm)",
-                               ["edits", "p50 ms", "p95 ms", "max ms"],
-                               [[len(quiet), (pct(quiet, 50) or 0) * 1000, (pct(quiet, 95) or 0) * 1000,
-                                 max(quiet, default=0) * 1000]]))
+                               (["mode"] if narrow is not None else []) + ["edits", "p50 ms", "p95 ms", "max ms"],
+                               quiet_rows))
     lens = _lens_timing(ix, name, report)
     report.data[name] = {"lens": lens, "quiet_times": quiet, "recall": recall, "failing": failing_total, "hit": hit, "shares": shares,
                          "may_shares": may_shares, "times": times, "misses": misses, "edits": chosen,
                          "items": len(items), "baseline_failing": sorted(baseline), "graph": ix.graph.name,
+                         "narrowed": narrow.data() if narrow is not None else None,
                          "floor": {**floor, "per_edit": floor_rows,
                                    "entering": {f"{r}:{q}": sorted(v) for (r, q), v in enters.items()}}
                          if covered is not None else None}
+
+
+class _Narrowed:
+    """The selection narrowed by the coverage map (``--coverage-map``), measured beside the
+    static one: per edit ``analyse`` (timed; the caller holds the timing lock) then ``record``
+    (after the suite ran), per project ``tables``."""
+
+    def __init__(self, map_file: Path, root: Path, roots: list[Path], name: str):
+        from orbit_lsp.changes.coverage_map import CoverageMap
+
+        self.name, self.map_file = name, map_file
+        # the map measured ``root``; the other work copies are the same files elsewhere
+        self.maps = {r: CoverageMap(map_file, r, recorded_root=root) for r in roots}
+        self.lock = threading.Lock()
+        self.times: list[float] = []
+        self.shares: list[float] = []
+        self.may_shares: list[float] = []
+        self.failing = self.hit = 0
+        self.misses: list[list] = []
+        self.per_edit: list[list] = []
+        self.modes: dict[str, int] = {}
+        self.quiet: list[float] = []
+
+    def analyse(self, ix) -> dict:
+        from orbit_lsp.changes import diff, impact
+
+        t = time.perf_counter()
+        impact.refresh(ix)
+        res = impact.analyse(ix.graph, diff.from_git(ix.root, "worktree"), ix.root_package,
+                             impact.Options(coverage=self.maps[ix.root]))
+        res["bench_seconds"] = time.perf_counter() - t
+        return res
+
+    def record(self, python: str, wroot: Path, target: str, timeout: float, rel: str, qual: str, failing: set[str],
+               res: dict, static_class: dict[str, str], per_fn: dict[str, int], n_items: int) -> None:
+        """One edit: ``failing`` test functions, ``res`` the narrowed answer, ``static_class``
+        the class of each test the static selection missed. Misses the static selection did not
+        have are run again alone (the edit in place) to tell a test failing by itself from one
+        failing through state an earlier test left."""
+        sel = {t["id"] for t in res["tests"]["selected"]}
+        may = {t["id"] for t in res["tests"]["may_be_affected"]}
+        cov = res["tests"]["coverage"]
+        missed = sorted(failing - sel)
+        new = [m for m in missed if m not in static_class and m not in may and not m.endswith("::<collection>")]
+        alone: set[str] = set()
+        if new:
+            try:
+                out = subprocess.run([python, "-m", "pytest", "-q", "-rfE", "--tb=no", "-p", "no:cacheprovider", *new],
+                                     cwd=wroot, capture_output=True, text=True, timeout=timeout,
+                                     env=source_env(wroot)).stdout
+            except subprocess.TimeoutExpired:
+                out = ""
+            alone = {function_id(m.group(2)) for ln in out.splitlines() if (m := SUMMARY.match(ln.strip()))}
+        modes = [f"{s['mode']}: {_reason_kind(s['reason'])}" for s in cov["symbols"]]
+        rows = []
+        for m in missed:
+            kind = ("may be affected (listed apart)" if m in may else
+                    f"missed statically too: {static_class[m]}" if m in static_class else
+                    "collection error" if m.endswith("::<collection>") else
+                    "map: does not enter it; fails alone (not through an earlier test)" if m in alone else
+                    "map: does not enter it; fails only after other tests (state, shared fixture)")
+            rows.append([self.name, f"{rel}:{qual}", m, kind, "; ".join(modes)])
+        with self.lock:
+            self.times.append(res["bench_seconds"])
+            self.shares.append(sum(n for f, n in per_fn.items() if f in sel) / max(1, n_items))
+            self.may_shares.append(sum(n for f, n in per_fn.items() if f in may) / max(1, n_items))
+            self.failing += len(failing)
+            self.hit += len(failing) - len(missed)
+            self.misses.extend(rows)
+            for x in modes:
+                self.modes[x] = self.modes.get(x, 0) + 1
+            self.per_edit.append([f"{rel}:{qual}", len(failing), cov["static"], len(sel), len(failing) - len(missed),
+                                  f"{self.shares[-1]:.1%}", "; ".join(modes)])
+
+    def tables(self, report: Report, static: list, failing_total: int) -> None:
+        recall, static_misses, shares, may_shares, times = static
+
+        def row(mode, rec, miss, sh, msh, ts):
+            return [self.name, mode, f"{rec:.1%}" if rec is not None else "–", miss,
+                    f"{statistics.mean(sh):.1%}" if sh else "–", f"{statistics.mean(msh):.1%}" if msh else "–",
+                    (pct(ts, 50) or 0) * 1000, (pct(ts, 95) or 0) * 1000]
+        rec = self.hit / self.failing if self.failing else None
+        report.tables.append(Table(
+            f"{self.name}: static and narrowed by the coverage map ({self.map_file.name}) side by side",
+            ["project", "mode", "recall", "misses", "selected share (mean)", "may-be share (mean)",
+             "analysis p50 ms", "analysis p95 ms"],
+            [row("static", recall, static_misses, shares, may_shares, times),
+             row("coverage map", rec, self.failing - self.hit, self.shares, self.may_shares, self.times)]))
+        if self.misses:
+            self.misses.sort(key=lambda r: (r[1], r[2]))
+            report.tables.append(Table(f"{self.name}: every failing test the narrowed selection misses",
+                                       ["project", "edited", "failing test", "class", "changed symbols"], self.misses))
+        report.tables.append(Table(f"{self.name}: changed symbols, narrowed or kept static (why)", ["mode", "edits"],
+                                   sorted(([k, v] for k, v in self.modes.items()), key=lambda kv: -kv[1])))
+        report.tables.append(Table(f"{self.name}: narrowed per edit",
+                                   ["edited", "failing tests", "static selected", "narrowed selected",
+                                    "failing and selected", "narrowed share", "changed symbols"], sorted(self.per_edit)))
+
+    def data(self) -> dict:
+        return {"quiet_times": self.quiet, "times": self.times, "shares": self.shares, "may_shares": self.may_shares, "failing": self.failing,
+                "hit": self.hit, "misses": self.misses, "modes": self.modes}
+
+
+def _reason_kind(reason: str) -> str:
+    """A reason without its counts and paths (``3 tests enter it`` -> ``tests enter it``)."""
+    if "is not measured" in reason:
+        return "file not measured by the map"
+    if reason.startswith("coverage map is stale"):
+        return "map stale for the file"
+    return re.sub(r"^\d+ tests? enters? it$", "tests enter it", reason)
 
 
 def first_hops(result: dict) -> str:
@@ -668,10 +805,10 @@ def _lens_timing(ix, name: str, report: Report) -> dict:
     return {"first_s": first, "per_file_s": per_file, "per_lens_s": per_lens, "counts": counts}
 
 
-def timing_pass(ix, chosen: list[tuple[str, str, int, int]]) -> list[float]:
-    """Seconds of ``changes`` (graph brought up to date, git diff, analysis with tests) for each
-    edit again, one at a time and with no test suite running beside it; the edits are undone
-    and the graph brought back after each."""
+def timing_pass(ix, chosen: list[tuple[str, str, int, int]], options=None) -> list[float]:
+    """Seconds of ``changes`` (graph brought up to date, git diff, analysis with tests; with
+    ``options``, e.g. a coverage map) for each edit again, one at a time and with no test suite
+    running beside it; the edits are undone and the graph brought back after each."""
     from orbit_lsp.changes import diff, impact
 
     out = []
@@ -680,7 +817,7 @@ def timing_pass(ix, chosen: list[tuple[str, str, int, int]]) -> list[float]:
         try:
             t = time.perf_counter()
             impact.refresh(ix)
-            impact.analyse(ix.graph, diff.from_git(ix.root, "worktree"), ix.root_package)
+            impact.analyse(ix.graph, diff.from_git(ix.root, "worktree"), ix.root_package, options)
             out.append(time.perf_counter() - t)
         finally:
             (ix.root / rel).write_bytes(original)

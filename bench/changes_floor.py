@@ -23,6 +23,7 @@ the first test that requested it only; code run in a child process is not measur
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import tempfile
 import time
@@ -41,13 +42,15 @@ class CoverageUnavailable(RuntimeError):
     """The interpreter that runs the suite has no coverage/pytest-cov."""
 
 
-def run_covered(python: str, root: Path, target: str, timeout: float, env: dict) -> tuple[dict, float]:
+def run_covered(python: str, root: Path, target: str, timeout: float, env: dict,
+                keep: Path | None = None) -> tuple[dict, float]:
     """Run the suite of ``root`` (unchanged) once under coverage with a context per test; returns
     (``{"tests": [node id, …], "sets": [[test index, …], …], "lines": {rel path: {line: set
     index}, "outside": {rel path: [line, …]}, "version": FORMAT}``, seconds); ``outside``: lines
     run outside any test (the empty context: import, collection). Only files under ``root`` are measured; the test-context sets are
     shared between lines (lines of one block run in the same tests), which keeps the result small
-    enough for the JSON suite cache. Raises CoverageUnavailable when ``python`` lacks pytest-cov,
+    enough for the JSON suite cache. ``keep``: where to copy the coverage data file (the
+    coverage map of ``orbit-lsp changes --coverage``). Raises CoverageUnavailable when ``python`` lacks pytest-cov,
     RuntimeError when the run records no data."""
     probe = subprocess.run([python, "-c", "import coverage, pytest_cov"], capture_output=True, text=True)
     if probe.returncode:
@@ -68,6 +71,9 @@ def run_covered(python: str, root: Path, target: str, timeout: float, env: dict)
         took = time.perf_counter() - t
         if not data_file.exists():
             raise RuntimeError(f"coverage recorded nothing for {root} (pytest under coverage failed to start?)")
+        if keep is not None:
+            keep.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(data_file, keep)
         return read_contexts(data_file, root), took
 
 

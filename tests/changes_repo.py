@@ -15,7 +15,9 @@ Call graph of the base commit (bound calls only)::
 
 from __future__ import annotations
 
+import os
 import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -183,3 +185,16 @@ def make_repo(root: Path) -> Repo:
         repo.write(rel, text)
     repo.commit("base")
     return repo
+
+
+def record_coverage(root: Path, data_file: Path, contexts: bool = True) -> None:
+    """Run the suite of ``root`` (``tests/``) for real under pytest-cov measuring ``app``, with
+    this interpreter and a context per test (``--cov-context=test``) unless ``contexts`` is
+    false; the coverage data in ``data_file``. Failing tests are fine (exit status 1)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_CORE_", "COVERAGE_"))}
+    env.update(COVERAGE_FILE=str(data_file), PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "pytest_cov.plugin",
+           "--cov=app", "--cov-report="] + (["--cov-context=test"] if contexts else []) + ["tests"]
+    res = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=120)
+    assert res.returncode in (0, 1), res.stdout + res.stderr
+    assert data_file.exists()

@@ -199,18 +199,23 @@ def test_bench_mcp_on_tiny_corpus(tiny, settings):
     assert "tool error" not in text  # every call on the corpus was answered
 
 
-def test_bench_changes_on_tiny_project(tmp_path, settings, store):
-    """``changes``: breaking edits of a tiny project with a pytest suite, run with this
-    interpreter (no venv); every failing test is compared with the selection."""
+def tiny_project(src: Path) -> Path:
+    """The base version of tests/changes_repo.py's project, written at ``src`` (no git)."""
     import textwrap
 
     from changes_repo import BASE
 
-    src = tmp_path / "tinyproj"
     for rel, text in BASE.items():
         p = src / rel
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(textwrap.dedent(text).lstrip("\n"))
+    return src
+
+
+def test_bench_changes_on_tiny_project(tmp_path, settings, store):
+    """``changes``: breaking edits of a tiny project with a pytest suite, run with this
+    interpreter (no venv); every failing test is compared with the selection."""
+    src = tiny_project(tmp_path / "tinyproj")
     cache, results = tmp_path / "bench-cache", tmp_path / "RESULTS.md"
     try:
         assert bench.main(["changes", "--corpus", str(src), "--n", "3", "--jobs", "2", "--python", sys.executable,
@@ -230,7 +235,7 @@ def test_bench_changes_on_tiny_project(tmp_path, settings, store):
     listed = [line for line in text.splitlines() if line.startswith("| tinyproj | app/")]
     assert len(listed) == misses
     assert all(line.rstrip(" |").rsplit("|", 1)[1].strip() for line in listed)
-    assert (src / "app/core.py").read_text() == textwrap.dedent(BASE["app/core.py"]).lstrip("\n")
+    assert (src / "app/core.py").read_text() == (tiny_project(tmp_path / "pristine") / "app/core.py").read_text()
 
     # the reach floor: the tests that enter each edited function, by the tiny project's call graph
     # (changes_repo's docstring); a raise at entry fails every one of them (nothing catches it)
@@ -257,6 +262,34 @@ def test_bench_changes_on_tiny_project(tmp_path, settings, store):
     assert floor_mean == failing_mean == f"{sum(floor_shares) / 3:.1%}"
     assert int(ent_sum) == entering_all and failing_not_ent_sum == "0" and outside_sum == "0"
     assert recall_ent == f"{selected_entering / entering_all:.1%}"
+
+
+def test_bench_changes_coverage_map_on_tiny_project(tmp_path, settings, store):
+    """``changes --coverage-map``: the selection narrowed by the coverage map of the unchanged
+    suite, beside the static one. A raise at entry fails exactly the tests that enter the
+    function (``TINY_ENTERING``: nothing in the tiny project catches it or runs it at import),
+    which are the tests the map says enter it: the narrowed selection is the failing tests."""
+    src = tiny_project(tmp_path / "tinyproj")
+    cache, results = tmp_path / "bench-cache", tmp_path / "RESULTS.md"
+    try:
+        assert bench.main(["changes", "--corpus", str(src), "--n", "3", "--python", sys.executable, "--no-floor",
+                           "--coverage-map", str(tmp_path / "maps"), "--cache-dir", str(cache),
+                           "--results", str(results), "--suite-timeout", "120"], settings=settings) == 0
+    finally:
+        store.graph(bench.code_graph_name(cache / "changes" / "tinyproj")).delete()
+    assert (tmp_path / "maps" / "tinyproj.coverage").exists()
+    text = results.read_text()
+    rows = {r[1]: r for r in (line.split("|")[1:-1] for line in text.splitlines()
+                              if line.startswith("| tinyproj | static |") or line.startswith("| tinyproj | coverage map |"))}
+    rows = {k.strip(): [c.strip() for c in v] for k, v in rows.items()}
+    assert set(rows) == {"static", "coverage map"}
+    assert rows["coverage map"][2:4] == ["100.0%", "0"]
+    edits = [[c.strip() for c in line.split("|")[1:-1]] for line in text.splitlines()
+             if line.startswith("| app/") and line.count("|") == 8]
+    assert len(edits) == 3
+    for edited, failing, _static, narrowed, hit, share, modes in edits:
+        assert int(failing) == int(narrowed) == int(hit) == len(TINY_ENTERING[edited]), edited
+        assert share == f"{len(TINY_ENTERING[edited]) / 10:.1%}" and modes == "narrowed: tests enter it"
 
 
 TINY_FIRST_HOPS = {  # bound calls of each function: compute and test_helper call helper, …
@@ -303,18 +336,10 @@ def test_reach_floor_of_the_tiny_project(tmp_path):
     import): every candidate function is entered by exactly the tests its call graph says, by
     node id; ``def`` lines and module-level calls (run at import, outside any test) are credited
     to no test, and the functions they run are flagged."""
-    import textwrap
-
-    from changes_repo import BASE
-
     from bench.changes import candidates, function_id, source_env
     from bench.changes_floor import body_lines, entering, run_covered, run_outside
 
-    src = tmp_path / "tinyproj"
-    for rel, text in BASE.items():
-        p = src / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(textwrap.dedent(text).lstrip("\n"))
+    src = tiny_project(tmp_path / "tinyproj")
     (src / "app/boot.py").write_text("def at_import():\n    return 1\n\n\ndef both():\n    return 2\n\n\n"
                                      "A = at_import()\nB = both()\n")
     (src / "tests/test_boot.py").write_text("from app.boot import both\n\n\ndef test_both():\n"

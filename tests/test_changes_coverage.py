@@ -22,14 +22,12 @@ from __future__ import annotations
 import io
 import json
 import os
-import subprocess
-import sys
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
 
-from changes_repo import Repo
+from changes_repo import Repo, record_coverage as record
 from orbit_lsp.changes import diff, impact
 from orbit_lsp.changes.coverage_map import CoverageMap, CoverageMapError
 from orbit_lsp.cli import main
@@ -130,17 +128,6 @@ BASE = {
             assert list(map(handler, [1, 2])) == [2, 4]
         ''',
 }
-
-
-def record(root: Path, data_file: Path, contexts: bool = True) -> None:
-    """Run the suite of ``root`` under pytest-cov (this interpreter), the data in ``data_file``."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_CORE_", "COVERAGE_"))}
-    env.update(COVERAGE_FILE=str(data_file), PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "pytest_cov.plugin",
-           "--cov=app", "--cov-report="] + (["--cov-context=test"] if contexts else []) + ["tests"]
-    res = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=120)
-    assert res.returncode == 0, res.stdout + res.stderr
-    assert data_file.exists()
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,7 @@ import pytest_lsp
 from lsprotocol import types
 from pytest_lsp import LanguageClient
 
-from changes_repo import make_repo
+from changes_repo import make_repo, record_coverage
 from lsp_harness import SERVER, as_dict, start_session, uri
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
@@ -90,3 +90,26 @@ async def test_unknown_ref_is_a_clear_error(client: LanguageClient):
     with pytest.raises(Exception) as ei:
         await client.protocol.send_request_async("orbit/changes", {"base": "no-such-branch"})
     assert "unknown ref 'no-such-branch'" in str(ei.value)
+
+
+async def test_coverage_map_narrows(client: LanguageClient, repo):
+    # the map is recorded on the working tree: its one edit (helper's ``x + 1`` -> ``x + 2``)
+    # keeps every line where it is in the base, so the map describes the base's lines too;
+    # helper's body runs in test_helper, test_compute, test_run, test_serve and test_dynamic
+    # (``e.run`` on a parametrize argument, unbound: the static selection misses it, the map does not)
+    record_coverage(repo.root, repo.root.parent / "lsp.coverage")
+    res = await changes(client, {"coverage": "../lsp.coverage"})
+    assert [t["id"] for t in res["tests"]["selected"]] == [
+        "tests/test_core.py::test_compute", "tests/test_core.py::test_helper", "tests/test_engine.py::test_dynamic",
+        "tests/test_engine.py::test_run", "tests/test_service.py::test_serve"]
+    cov = res["tests"]["coverage"]
+    assert cov["path"] == str(repo.root.parent / "lsp.coverage")
+    assert (cov["static"], cov["narrowed"], cov["static_may"], cov["narrowed_may"]) == (4, 5, 0, 0)
+    assert [(s["qual"], s["mode"]) for s in cov["symbols"]] == [("app.core.helper", "narrowed")]
+    dynamic = res["tests"]["selected"][2]
+    assert dynamic["depth"] is None and dynamic["uri"] == uri(repo.root / "tests/test_engine.py")
+    for bad, message in (({"coverage": 3}, "params.coverage must be the path"),
+                         ({"coverage": "no-such.coverage"}, "no such file")):
+        with pytest.raises(Exception) as ei:
+            await client.protocol.send_request_async("orbit/changes", bad)
+        assert message in str(ei.value)

@@ -306,6 +306,17 @@ async def test_change_impact_of_the_working_tree(mcp, ws):
     assert "true or false" in await mcp.error("change_impact", {"staged": "yes"})
 
 
+async def test_change_impact_coverage_map_inputs(mcp, ws):
+    assert "coverage must be a file inside the workspace" in await mcp.error("change_impact",
+                                                                             {"coverage": "/etc/passwd"})
+    assert "no such file" in await mcp.error("change_impact", {"coverage": "no-such.coverage"})
+    (ws / "junk.coverage").write_text("not coverage data")
+    try:
+        assert "not a coverage.py data file" in await mcp.error("change_impact", {"coverage": "junk.coverage"})
+    finally:
+        (ws / "junk.coverage").unlink()
+
+
 # -- files -----------------------------------------------------------------------------------------
 async def test_read_file_only_what_the_graph_returned_redacted(mcp, ws):
     (ws / "fresh.py").write_text(f'KEY = "{SECRET}"\n\n\ndef fresh():\n    return KEY\n')

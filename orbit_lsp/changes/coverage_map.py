@@ -88,9 +88,7 @@ class CoverageMap:
     ``CoverageMapError``. Lines are read per file when first asked (thread-safe)."""
 
     def __init__(self, path: str | os.PathLike, root: str | os.PathLike, recorded_root: str | os.PathLike | None = None):
-        p = Path(path).expanduser()
-        if not p.is_absolute():
-            p = Path(os.path.abspath(p))
+        p = Path(os.path.abspath(Path(path).expanduser()))
         self.path = str(p)
         if not p.exists():
             raise CoverageMapError(f"coverage map {p}: no such file (record one with: "

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from orbit_lsp.agent.tools import SCHEMA, Toolbox, ToolError, redacted, workspace_rel
@@ -421,19 +422,31 @@ class Tools:
         if base is not None and base.startswith("-"):
             raise ToolError(f"change_impact: base {base!r} is not a git ref")
         mode = "base" if base else "staged" if a.get("staged") else "worktree"
+        cmap = None
+        if a.get("coverage") is not None:
+            from orbit_lsp.changes.coverage_map import CoverageMap, CoverageMapError
+
+            rel = workspace_rel(Path(self.root), a["coverage"])
+            if rel is None or rel == ".." or rel.startswith("../"):
+                raise ToolError("change_impact: coverage must be a file inside the workspace")
+            try:
+                cmap = CoverageMap(Path(self.root) / rel, self.root)
+            except CoverageMapError as exc:
+                raise ToolError(f"change_impact: {exc}") from None
         try:
             change = diff.from_git(self.root, mode, base)
         except diff.ChangeError as exc:
             raise ToolError(f"change_impact: {exc}") from None
         res = impact.analyse(self.graph, change, self.root_package(),
-                             impact.Options(depth=a["depth"], tests=a["tests"]))
+                             impact.Options(depth=a["depth"], tests=a["tests"] or cmap is not None, coverage=cmap))
         lim = a["limit"]
         t = res["totals"]
         tests = res["tests"]
         result = {"change": res["change"], "totals": t,
                   **{k: res[k][:lim] for k in ("files", "symbols", "callers", "dependents", "may_be_affected")},
                   "tests": {"selected": tests["selected"][:lim], "may_be_affected": tests["may_be_affected"][:lim],
-                            "commands": tests["commands"]}}
+                            "commands": tests["commands"],
+                            **({"coverage": tests["coverage"]} if "coverage" in tests else {})}}
         lines = render.text(res, cap=lim, cypher=False).rstrip("\n").split("\n")
         return Answer(result, t["callers"], min(lim, t["callers"]), lines, res["cypher"], list(res["notes"]))
 
@@ -575,6 +588,7 @@ SPECS: dict[str, dict] = {
                        "symbols, their callers and dependent files with hops, what may be affected via unbound "
                        "calls, tests to run.",
         "input": _input({}, {"base": _str("git ref"), "staged": {"type": "boolean"},
+                             "coverage": _str("narrow tests: .coverage of pytest --cov-context=test"),
                              "tests": {"type": "boolean", "default": True}, "depth": _int(None, 1, 4, 4),
                              "limit": _LIMIT}),
         "output": _output("change, totals, files, symbols, callers, dependents, may_be_affected, tests"),

@@ -4,7 +4,10 @@ Params (all optional; taken raw and validated here): ``{"textDocument"?: {"uri"}
 folder URI, "base"?: git ref (compare with the merge base of it and HEAD), "staged"?: bool
 (the index vs HEAD; unsaved buffers are then left out), "depth"?: 1..10, "testDepth"?: 1..20,
 "tests"?: bool, "unsaved"?: bool (default true: open documents whose text differs from the
-disk are the new version of their files)}. The workspace is the folder of ``textDocument``,
+disk are the new version of their files), "coverage"?: path of a coverage.py data file of the
+base version recorded with a context per test, relative to the workspace root or absolute: the
+tests are narrowed by it (``orbit_lsp.changes.coverage_map``; the result's ``tests.coverage``
+says how; a missing, unreadable or context-less file is InvalidParams)}. The workspace is the folder of ``textDocument``,
 else ``workspace``, else the only folder served.
 
 Result: what ``orbit-lsp changes --format json`` gives as its result (see
@@ -49,6 +52,7 @@ def _bool(p: dict, key: str, default: bool) -> bool:
 class Feature:
     def __init__(self, server: OrbitServer):
         self.server = server
+        self._maps: dict = {}  # (path, mtime_ns, root) -> CoverageMap: the editor asks again and again
 
     def register(self) -> None:
         self.server.on("orbit/changes", self.changes)
@@ -108,11 +112,16 @@ class Feature:
         opts = impact.Options(depth=_int(p, "depth", impact.DEFAULT_DEPTH, MAX_DEPTH),
                               test_depth=_int(p, "testDepth", impact.DEFAULT_TEST_DEPTH, MAX_TEST_DEPTH),
                               tests=_bool(p, "tests", True))
+        cov = p.get("coverage")
+        if cov is not None and (not isinstance(cov, str) or not cov.strip() or "\0" in cov):
+            raise JsonRpcInvalidParams("params.coverage must be the path of a coverage data file")
         unsaved = _bool(p, "unsaved", True) and not staged
         ix = self._workspace(p)
+        loop = asyncio.get_running_loop()
+        if cov is not None:
+            opts.coverage = await loop.run_in_executor(self.server.query_pool, self._coverage_map, ix.root, cov)
         buffers = self._buffers(ix) if unsaved else {}
         mode = "staged" if staged else "base" if base is not None else "worktree"
-        loop = asyncio.get_running_loop()
         try:
             change = await loop.run_in_executor(self.server.query_pool, diff.from_git, ix.root, mode, base)
         except diff.ChangeError as exc:
@@ -120,6 +129,31 @@ class Feature:
         change = diff.with_buffers(change, buffers)
         result = await self.server.query(impact.analyse, ix.graph, change, ix.root_package, opts)
         return self._with_uris(ix, result, sorted(buffers))
+
+    def _coverage_map(self, root, path: str):
+        """The ``CoverageMap`` at ``path`` (relative to ``root`` or absolute), kept while the
+        file is unchanged; InvalidParams when it cannot be used."""
+        from pathlib import Path
+
+        from orbit_lsp.changes.coverage_map import CoverageMap, CoverageMapError
+
+        full = Path(path).expanduser()
+        full = full if full.is_absolute() else root / full
+        try:
+            key = (str(full), full.stat().st_mtime_ns, str(root))
+        except OSError:
+            key = None
+        got = self._maps.get(key) if key else None
+        if got is None:
+            try:
+                got = CoverageMap(full, root)
+            except CoverageMapError as exc:
+                raise JsonRpcInvalidParams(f"params.coverage: {exc}") from None
+            if key is not None:
+                if len(self._maps) >= 4:
+                    self._maps.pop(next(iter(self._maps)))
+                self._maps[key] = got
+        return got
 
     def _with_uris(self, ix, result: dict, unsaved: list[str]) -> dict:
         uri = self.server.rel_uri
