@@ -12,7 +12,8 @@ What the suite executes in ``BASE`` (Python's semantics, so what the map records
   ``error`` statically (CALLS), only test_neg enters it;
 - ``config.load()`` runs at import (``SETTINGS = load()``, the empty context) and in test_reload;
 - ``cache.warm()`` runs in the module-scoped fixture ``warmed``: its setup is credited by coverage
-  to the first test requesting it (test_a) only, though test_b and test_c use the same value;
+  to the first test requesting it (test_a) only, though test_b and test_c use the same value
+  (they are in the map: they run ``cache.size``);
 - ``hooks.on_item`` is called only through ``getattr`` on a module found by ``importlib`` and
   handed to ``map``: no CALLS or IMPORTS edge leads from test_dispatch to it.
 """
@@ -23,7 +24,6 @@ import io
 import json
 import os
 from contextlib import redirect_stderr, redirect_stdout
-from pathlib import Path
 
 import pytest
 
@@ -56,6 +56,10 @@ BASE = {
     "app/cache.py": '''
         def warm():
             return {"ready": True}
+
+
+        def size(d):
+            return len(d)
         ''',
     "app/hooks.py": '''
         def on_item(x):
@@ -95,7 +99,7 @@ BASE = {
     "tests/test_cache.py": '''
         import pytest
 
-        from app.cache import warm
+        from app.cache import size, warm
 
 
         @pytest.fixture(scope="module")
@@ -108,11 +112,11 @@ BASE = {
 
 
         def test_b(warmed):
-            assert warmed
+            assert size(warmed) == 1
 
 
         def test_c(warmed):
-            assert "ready" in warmed
+            assert size(warmed) > 0
 
 
         def test_other():
@@ -244,8 +248,10 @@ def test_test_added_after_the_map_is_kept(ws, repo, cmap):
 
 
 def test_module_scoped_fixture_setup(ws, repo, cmap):
-    # coverage credits the setup of the module-scoped ``warmed`` to test_a only
+    # coverage credits the setup of the module-scoped ``warmed`` to test_a only; test_b and
+    # test_c are in the map (they run ``size``), so only the fixture's scope keeps them
     assert cmap.entering("app/cache.py", {2})[0] == {"tests/test_cache.py::test_a": {"setup"}}
+    assert {"tests/test_cache.py::test_b", "tests/test_cache.py::test_c"} <= cmap.tests
     repo.edit("app/cache.py", '{"ready": True}', '{"ready": True, "n": 1}')
     r = analyse(ws, cmap)
     assert ids(r) == ["tests/test_cache.py::test_a", "tests/test_cache.py::test_b", "tests/test_cache.py::test_c"]
@@ -254,6 +260,9 @@ def test_module_scoped_fixture_setup(ws, repo, cmap):
                    "tests/test_cache.py::test_c": "fixture scope"}
     b = next(t for t in r["tests"]["selected"] if t["id"].endswith("test_b"))
     assert "sharing fixture 'warmed' (module scope) with tests/test_cache.py::test_a" in b["reason"]
+    assert r["tests"]["coverage"]["kept"] == {"not_in_map": [], "stale": [],
+                                              "fixture_scope": ["tests/test_cache.py::test_b",
+                                                                "tests/test_cache.py::test_c"]}
 
 
 def test_callback_the_graph_cannot_see(ws, repo, cmap):

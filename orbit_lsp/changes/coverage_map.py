@@ -34,6 +34,7 @@ the totals narrowed and ``tests["coverage"]`` describing what was done (see ``an
 from __future__ import annotations
 
 import ast
+import hashlib
 import os
 import sqlite3
 import threading
@@ -131,6 +132,7 @@ class CoverageMap:
                 continue
             self.files[rel] = f
         self._by_line: dict[str, dict[int, list[str]]] = {}
+        self._stale: dict[tuple, bool] = {}
 
     def measures(self, rel: str) -> bool:
         return rel in self.files
@@ -151,17 +153,16 @@ class CoverageMap:
         """Whether the map does not describe ``source`` (the version of ``rel`` compared): a
         line it says ran is past the end of ``source`` or holds no code there (blank, comment
         only): coverage.py records only lines of statements. A file that does not tokenize is
-        stale too."""
-        ran = [ln for ln in self.contexts(rel) if ln > 0]
-        if not ran:
-            return False
-        if source is None:
-            return True
-        toks = python_tokens(source)
-        if toks is None:
-            return True
-        code = code_lines(toks)
-        return any(ln not in code for ln in ran)
+        stale too. Kept per content."""
+        key = (rel, hashlib.blake2b(source, digest_size=16).digest() if source is not None else None)
+        got = self._stale.get(key)
+        if got is None:
+            ran = [ln for ln in self.contexts(rel) if ln > 0]
+            toks = python_tokens(source) if ran and source is not None else None
+            code = code_lines(toks) if toks is not None else set()
+            got = bool(ran) and (toks is None or any(ln not in code for ln in ran))
+            self._stale[key] = got
+        return got
 
     def entering(self, rel: str, lines: set[int]) -> tuple[dict[str, set[str]], bool]:
         """({test function id: phases in which it executed one of ``lines``}, whether one of
