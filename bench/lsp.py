@@ -28,6 +28,7 @@ Measures, on a server serving the corpus (a copy, see ``bench.run.prepare_corpus
 from __future__ import annotations
 
 import asyncio
+import collections
 import gc
 import os
 import sys
@@ -126,9 +127,19 @@ CAPS = types.ClientCapabilities(
 )
 
 
+async def _drain(stream: asyncio.StreamReader, tail: collections.deque) -> None:
+    """Read ``stream`` to its end, keeping its last lines in ``tail``."""
+    while line := await stream.readline():
+        tail.append(line.decode("utf-8", "replace").rstrip())
+
+
 async def _start(root: Path, env: dict) -> tuple[_Client, float]:
     client = _Client()
     await client.start_io(sys.executable, "-m", "orbit_lsp", env=env)
+    # pygls pipes the server's stderr and never reads it: drained here, or a server logging
+    # 64 KB (tracebacks of failing requests) blocks in its logger and the benchmark hangs
+    client.stderr_tail = collections.deque(maxlen=200)
+    client.stderr_task = asyncio.create_task(_drain(client._server.stderr, client.stderr_tail))
     t0 = time.perf_counter()
     await client.initialize_async(types.InitializeParams(
         capabilities=CAPS, root_uri=from_fs_path(str(root)),

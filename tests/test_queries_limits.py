@@ -167,3 +167,42 @@ def test_symbol_impact_past_sort_all_max_lists_real_callers_at_their_depth(ix, m
     got = [(r["file"], r["line"], r["qual"]) for r in ans.rows]
     assert got == sorted(got)
     assert any("8 callers within 4 hops; showing 3 of them" in n for n in ans.notes)
+
+
+UNCALLED = {"m.py": '''
+class A:
+    def called(self):
+        pass
+
+    def lonely(self):
+        pass
+
+    def recursive(self, other):
+        other.recursive(None)
+
+    def named_elsewhere(self):
+        pass
+
+    def use(self):
+        self.called()
+
+
+def f(x):
+    x.named_elsewhere()
+'''}
+
+
+@pytest.mark.parametrize("indexed", [True, False])
+def test_uncalled_methods_have_no_caller_and_no_unbound_site_elsewhere_using_their_name(index_files, indexed,
+                                                                                         monkeypatch):
+    """What "nothing in the workspace calls it" means for the test selection's class stand-in:
+    no CALLS edge in, and no unbound call site *of another symbol* using the name (``other.recursive``
+    inside ``recursive`` itself does not count; ``x.named_elsewhere()`` in ``f`` does). The same
+    answer with and without the index on ``Symbol.unresolved_names`` (graphs of older versions)."""
+    ix = index_files(UNCALLED)
+    monkeypatch.setattr(Q, "unresolved_indexed", lambda graph, ans=None: indexed)
+    methods = [("m.py", f"m.A.{n}") for n in ("called", "lonely", "recursive", "named_elsewhere", "use")]
+    ans = Q.Answer()
+    assert sorted(Q.uncalled_methods(ix.graph, methods, ans)) == [("m.py", "m.A.lonely"), ("m.py", "m.A.recursive"),
+                                                                   ("m.py", "m.A.use")]
+    assert ans.cypher and Q.uncalled_methods(ix.graph, [], ans) == []

@@ -693,11 +693,7 @@ def _through_implicit_calls(graph: Graph, ans: queries.Answer, change: Change, l
             elif not is_test_support(file) and (file, qual) not in checked_uncalled and name not in PYTHON2:
                 uncalled.setdefault((file, qual), (parent, depth, reaches))
         if uncalled:  # methods nothing in the workspace calls: called on instances by other code
-            rows = ans.run(graph, "UNWIND $m AS m MATCH (s:Symbol {qual: m[1]}) WHERE s.file = m[0] "
-                                  "OPTIONAL MATCH (c:Symbol)-[:CALLS]->(s) WITH s, count(c) AS n WHERE n = 0 "
-                                  "OPTIONAL MATCH (u:Symbol) WHERE s.name IN u.unresolved_names AND u <> s "
-                                  "WITH s, count(u) AS m WHERE m = 0 RETURN s.file, s.qual", {"m": sorted([f, q] for f, q in uncalled)})
-            rows = [tuple(r) for r in rows]
+            rows = queries.uncalled_methods(graph, list(uncalled), ans)
             # methods overriding a method of a standard-library base class (``CookieJar``,
             # ``MutableMapping``, ``JSONEncoder``): the library's own code may call them on
             # instances (``Mapping.__eq__`` calls ``items``), whoever else calls them

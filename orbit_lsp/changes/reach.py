@@ -80,11 +80,7 @@ def tests_reaching(graph: Graph, targets: list[dict], index: TestIndex, root_pac
         others = [k for k in methods if k not in set(implicit) and not is_test_support(k[0])
                   and info[k]["name"] not in PYTHON2]
         if others:  # methods nothing in the workspace calls: called on instances by other code
-            rows = ans.run(graph, "UNWIND $m AS m MATCH (s:Symbol {qual: m[1]}) WHERE s.file = m[0] "
-                                  "OPTIONAL MATCH (c:Symbol)-[:CALLS]->(s) WITH s, count(c) AS n WHERE n = 0 "
-                                  "OPTIONAL MATCH (u:Symbol) WHERE s.name IN u.unresolved_names AND u <> s "
-                                  "WITH s, count(u) AS m WHERE m = 0 RETURN s.file, s.qual", {"m": [list(k) for k in others]})
-            implicit += [(f, q) for f, q in rows]
+            implicit += queries.uncalled_methods(graph, others, ans)
             # methods of a class deriving from a library class: the library calls them on instances
             library = library_classes(graph, ans, read, {(k[0], k[1].rpartition(".")[0]) for k in others}, lib_cache,
                                       root_package)

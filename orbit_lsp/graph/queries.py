@@ -930,6 +930,30 @@ def _unresolved_query(indexed: bool, source: str) -> str:
             "UNWIND c.unresolved_names AS n WITH n, names WHERE n IN names RETURN n, count(*)")
 
 
+def uncalled_methods(graph: Graph, methods: list[tuple[str, str]], ans: Answer) -> list[tuple[str, str]]:
+    """Of ``methods`` ``[(file, qual)]``, those nothing in the workspace calls: no ``CALLS`` edge
+    into them and no unbound call site of another symbol using their name (code outside the
+    workspace calls them on instances). In the order found. Two queries: the methods without a
+    caller, then one lookup per name of theirs (``_unresolved_query``); a pattern matching every
+    symbol's unbound names against each method took 4 s for 60 methods on a 500,000-symbol graph."""
+    if not methods:
+        return []
+    rows = ans.run(graph, "UNWIND $m AS m MATCH (s:Symbol {qual: m[1]}) WHERE s.file = m[0] "
+                          "OPTIONAL MATCH (c:Symbol)-[:CALLS]->(s) WITH s, count(c) AS n WHERE n = 0 "
+                          "RETURN s.file, s.qual, s.name", {"m": sorted([f, q] for f, q in methods)})
+    if not rows:
+        return []
+    names = sorted({r[2] for r in rows if r[2]})
+    indexed = unresolved_indexed(graph, ans)
+    used = {n: c for n, c in ans.run(graph, _unresolved_query(indexed, "UNWIND $names AS n"), {"names": names})}
+    once = [n for n in names if used.get(n) == 1]  # the one user may be the method itself (``u <> s``)
+    sole: dict[str, tuple[str, str]] = {}
+    if once:
+        sole = {n: (f, q) for n, f, q in ans.run(graph, "UNWIND $names AS n MATCH (c:Symbol) WHERE n IN c.unresolved_names "
+                                                        "RETURN n, c.file, c.qual", {"names": once})}
+    return [(f, q) for f, q, n in rows if not used.get(n) or (used[n] == 1 and sole.get(n) == (f, q))]
+
+
 MAX_UNBOUND_SITES = 10  # unbound call sites listed by an answer (the total is always given)
 
 
