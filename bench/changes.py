@@ -553,7 +553,7 @@ class _Narrowed:
                     f"missed statically too: {static_class[m]}" if m in static_class else
                     "collection error" if m.endswith("::<collection>") else
                     "map: does not enter it; fails alone (not through an earlier test)" if m in alone else
-                    "map: does not enter it; fails only after other tests (state, shared fixture)")
+                    "map: does not enter it; passes alone: fails only after an earlier test failed (state left behind)")
             rows.append([self.name, f"{rel}:{qual}", m, kind, "; ".join(modes)])
         with self.lock:
             self.times.append(res["bench_seconds"])

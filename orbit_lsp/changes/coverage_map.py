@@ -249,20 +249,37 @@ class _Scopes:
     def __init__(self, index: TestIndex, cmap: CoverageMap):
         self.index, self.cmap = index, cmap
         self._scopes: dict[str, dict[str, str]] = {}
+        self._trees: dict[str, ast.AST | None] = {}
+        self._entering: dict[tuple[str, str], dict[str, set[str]]] = {}  # (file, qual) -> tests: phases
+        self._users: dict[tuple[str, str], set[str]] = {}
 
     def scope(self, fx) -> str:
         if fx.file not in self._scopes:
             self._scopes[fx.file] = _fixture_scopes(self.index.read(fx.file))
         return self._scopes[fx.file].get(fx.qual, "function")
 
+    def tree(self, file: str) -> ast.AST | None:
+        if file not in self._trees:
+            try:
+                self._trees[file] = ast.parse(self.index.read(file) or b"")
+            except (SyntaxError, ValueError, RecursionError):
+                self._trees[file] = None
+        return self._trees[file]
+
     def _ran_in(self, file: str, qual: str, test: str) -> bool:
         """Whether a line of ``qual``'s body ran in a setup or teardown context of ``test``
         (True when the map does not measure ``file``: it cannot tell)."""
         if not self.cmap.measures(file):
             return True
-        lines = body_lines(self.index.read(file) or b"", qual)
-        tests, _ = self.cmap.entering(file, lines)
-        return bool(tests.get(test, set()) & {"setup", "teardown"})
+        if (file, qual) not in self._entering:
+            lines = body_lines(self.index.read(file) or b"", qual)
+            self._entering[(file, qual)] = self.cmap.entering(file, lines)[0]
+        return bool(self._entering[(file, qual)].get(test, set()) & {"setup", "teardown"})
+
+    def users(self, file: str, qual: str) -> set[str]:
+        if (file, qual) not in self._users:
+            self._users[(file, qual)] = self.index.fixture_users(file, qual)
+        return self._users[(file, qual)]
 
     def shared(self, test_id: str, static: dict[str, dict]) -> tuple[set[str], str]:
         """(ids of the statically selected tests sharing a broad-scoped fixture or setup
@@ -281,7 +298,7 @@ class _Scopes:
         found: list[str] = []
         out: set[str] = set()
         unknown: set[str] = set()
-        params = _parametrized(self.index.read(file), item.qual)
+        params = _parametrized(self.tree(file), item.qual)
         fixtures = [fx for f in [file] + [c for c in self.index.conftests if _under(file, c)]
                     for fx in self.index.scan(f).fixtures if fx.autouse
                     and (fx.cls is None or item.cls == fx.cls or (item.cls or "").startswith(fx.cls + "."))]
@@ -303,7 +320,7 @@ class _Scopes:
             if self.scope(fx) == "function" or not self._ran_in(fx.file, fx.qual, test_id):
                 continue
             found.append(f"fixture '{fx.name}' ({self.scope(fx)} scope)")
-            out |= {t for t in self.index.fixture_users(fx.file, fx.qual) if t in static}
+            out |= {t for t in self.users(fx.file, fx.qual) if t in static}
         for setup, cls in tf.class_setup:
             name = setup.rpartition(".")[2]
             if name in CLASS_WIDE_SETUP and item.cls is not None and (item.cls == cls or item.cls.startswith(cls + ".")) \
@@ -321,13 +338,13 @@ class _Scopes:
         return out, "sharing " + ", ".join(found) if found else ""
 
 
-def _parametrized(source: bytes | None, qual: str) -> set[str]:
-    """The argument names of the ``parametrize`` marks of test ``qual`` (and its classes)."""
-    try:
-        node: ast.AST = ast.parse(source or b"")
-    except (SyntaxError, ValueError, RecursionError):
-        return set()
+def _parametrized(tree: ast.AST | None, qual: str) -> set[str]:
+    """The argument names of the ``parametrize`` marks of test ``qual`` (and its classes) in the
+    module ``tree``."""
+    node = tree
     out: set[str] = set()
+    if node is None:
+        return out
     for name in qual.split("."):
         node = next((n for n in ast.iter_child_nodes(node) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,
                                                                                  ast.ClassDef)) and n.name == name), None)
