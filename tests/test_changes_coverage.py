@@ -15,7 +15,10 @@ What the suite executes in ``BASE`` (Python's semantics, so what the map records
   to the first test requesting it (test_a) only, though test_b and test_c use the same value
   (they are in the map: they run ``cache.size``);
 - ``hooks.on_item`` is called only through ``getattr`` on a module found by ``importlib`` and
-  handed to ``map``: no CALLS or IMPORTS edge leads from test_dispatch to it.
+  handed to ``map``: no CALLS or IMPORTS edge leads from test_dispatch to it; test_module_handler
+  and test_own_handler call ``h.on_item`` on a parametrize argument (an unbound call: "may be
+  affected" statically): the first gets the module (it enters ``on_item``), the second a
+  ``Doubler`` of its own (it does not; it is in the map: it runs ``cache.size``).
 """
 
 from __future__ import annotations
@@ -125,11 +128,31 @@ BASE = {
     "tests/test_hooks.py": '''
         import importlib
 
+        import pytest
+
+        from app import hooks
+        from app.cache import size
+
 
         def test_dispatch():
             mod = importlib.import_module("app." + "hooks")
             handler = getattr(mod, "on_" + "item")
             assert list(map(handler, [1, 2])) == [2, 4]
+
+
+        class Doubler:
+            def on_item(self, x):
+                return x + x
+
+
+        @pytest.mark.parametrize("h", [hooks])
+        def test_module_handler(h):
+            assert h.on_item(3) == 6
+
+
+        @pytest.mark.parametrize("h", [Doubler()])
+        def test_own_handler(h):
+            assert h.on_item(2) == size([1, 2, 3, 4])
         ''',
 }
 
@@ -265,13 +288,20 @@ def test_module_scoped_fixture_setup(ws, repo, cmap):
                                                                 "tests/test_cache.py::test_c"]}
 
 
-def test_callback_the_graph_cannot_see(ws, repo, cmap):
+def test_callback_the_graph_cannot_see_and_unbound_calls(ws, repo, cmap):
     repo.edit("app/hooks.py", "return x * 2", "return 2 * x")
-    assert ids(analyse(ws)) == []  # no path in the graph
+    static = analyse(ws)
+    assert ids(static) == []  # no path in the graph
+    assert ids(static, "may_be_affected") == ["tests/test_hooks.py::test_module_handler",
+                                              "tests/test_hooks.py::test_own_handler"]
     r = analyse(ws, cmap)
-    assert ids(r) == ["tests/test_hooks.py::test_dispatch"]
+    assert ids(r) == ["tests/test_hooks.py::test_dispatch", "tests/test_hooks.py::test_module_handler"]
+    assert ids(r, "may_be_affected") == []
+    cov = r["tests"]["coverage"]
+    assert (cov["static"], cov["narrowed"], cov["static_may"], cov["narrowed_may"]) == (0, 2, 2, 0)
     t = r["tests"]["selected"][0]
     assert t["depth"] is None and t["reason"] == "enters app.hooks.on_item (run; coverage map); not reached statically"
+    assert r["tests"]["selected"][1]["coverage"] == "enters"
 
 
 def test_bad_maps(ws, tmp_path):
@@ -305,7 +335,7 @@ def test_cli(ws, repo, cli_env, tmp_path):
     path = str(ws[2])
     rc, out, err = cli("changes", "--tests", "--coverage", path, "--workspace", str(repo.root))
     assert rc == 0, err
-    assert "Tests: 1 selected of 10\n" in out
+    assert "Tests: 1 selected of 12\n" in out
     assert (f"Coverage map {path} (recorded " in out and
             "): 1 test selected (static: 3); 1 of 1 changed symbol narrowed\n"
             "  narrowed  app.core.error  (1 test enters it)\n" in out)
