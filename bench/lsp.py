@@ -91,6 +91,7 @@ class _Client(LanguageClient):
     def __init__(self):
         super().__init__("orbit-bench", "1", protocol_cls=_PlainResultProtocol)
         self.refreshes = 0
+        self.failures: list[str] = []  # requests the server answered with an error (``_resolve``)
 
         self.refreshed = asyncio.Event()
 
@@ -159,7 +160,13 @@ async def _resolve(client: _Client, lenses: list, first: int = 0) -> list:
     SCREEN_LINES - 1`` (all of them when ``first`` is None), sent at once as an editor does."""
     if first is not None:
         lenses = [x for x in lenses if first <= x["range"]["start"]["line"] < first + SCREEN_LINES]
-    return await asyncio.gather(*(client.protocol.send_request_async("codeLens/resolve", x) for x in lenses))
+    got = await asyncio.gather(*(client.protocol.send_request_async("codeLens/resolve", x) for x in lenses),
+                               return_exceptions=True)
+    # a resolve the server answers with an error (e.g. "no answer within 7 s") is recorded and
+    # reported, not fatal: the other measures of the run still stand
+    client.failures += [f"codeLens/resolve of line {x['range']['start']['line'] + 1}: {str(g)[:160]}"
+                        for x, g in zip(lenses, got) if isinstance(g, Exception)]
+    return [g for g in got if not isinstance(g, Exception)]
 
 
 INDEXING = "indexing…"  # the title of a lens whose counts are not final (the folder's first index runs)
@@ -406,6 +413,7 @@ async def _measure(corpus: Path, settings, n: int, saves: int, live: list) -> di
     gc.enable()
     out["rss_mib"], out["rss_peak_mib"] = _proc_mib(pid) if pid else (None, None)
     out["lens_refreshes"] = client.refreshes
+    out["failures"] = client.failures
     live.remove(client)
     await _stop(client)
 
@@ -510,4 +518,7 @@ def run_lsp(corpus: Path, label: str, settings, command: str, n: int = 20, saves
         if slow:
             rep.notes.append(f"slowest {kind}: " + ", ".join(f"{t} {ms(v):.1f} ms" for v, t in slow))
     rep.notes.append(f"workspace/codeLens/refresh requests received: {data['lens_refreshes']}")
+    if data.get("failures"):
+        rep.notes.append(f"requests answered with an error: {len(data['failures'])} (not in the latencies); "
+                         + "; ".join(sorted(set(data["failures"]))[:5]))
     return rep

@@ -814,7 +814,7 @@ def _tests(graph: Graph, ans: queries.Answer, change: Change, sc, root_package: 
                 return got[0], got[1], f"{cqual}.{method}"
         return None
 
-    selected = index.select(reached, whole, method_hit if hits else None)
+    selected = index.select(reached, whole, method_hit if hits else None, {q.rpartition(".")[2] for _, q in hits})
     chosen = {t["id"] for t in selected}
     may_reached = reached_of([r for r in may_rows if r["depth"] <= opts.test_depth], [])
     may = [dict(t, reason="may call " + t["reaches"] + " (unbound call)") for t in index.select(may_reached, {})

@@ -181,7 +181,8 @@ def tests_reaching(graph: Graph, targets: list[dict], index: TestIndex, root_pac
                     return d, target, f"{cqual}.{method}"
             return None
 
-        out[start] = index.select(reached, {}, method_hit)
+        out[start] = index.select(reached, {}, method_hit,
+                                  {k[1].rpartition(".")[2] for k in dist if info.get(k, {}).get("kind") == "method"})
     return out
 
 

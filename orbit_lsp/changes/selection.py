@@ -37,8 +37,9 @@ MODULE_SETUP = frozenset({"setup_module", "teardown_module", "setUpModule", "tea
                           "teardown_function", "setup", "teardown"})
 FILES_FORM_OVER = 40  # above this many test ids the command uses ``-k`` (or the files) instead
 K_FORM_MAX = 4000  # characters of a ``-k`` expression past which the command lists files only
-TYPED_SITES = LRU(8)  # ((path, digest) of every test file and conftest) -> TestIndex._typed_sites
-SCANS = LRU(4096)  # (path, content digest) -> PyTestFile: a server or a benchmark re-reads few test files
+SCANS = LRU(65536)  # (path, content digest) -> PyTestFile: a server or a benchmark re-reads test files
+CALLED = LRU(65536)  # (path, content digest) -> names called as attributes (``TestIndex.called_names``)
+ATTR_CALL = re.compile(rb"\.\s*([A-Za-z_][A-Za-z0-9_]*)\s*\(")
 
 
 def is_js_test_file(path: str) -> bool:
@@ -309,11 +310,11 @@ class TestIndex:
         self.conftests = [f for f in self.files if is_conftest(f)]
         self.js_tests = [f for f in self.files if is_js_test_file(f)]
         self._scanned: dict[str, PyTestFile] = {}
-        self._sites: dict | None = None
+        self._called: dict[str, frozenset[str]] = {}
+        self._file_sites: dict[str, list[tuple[object, str, str, Fixture]]] = {}
         self._users_of: dict[tuple[str, str], tuple | None] = {}
         self._lines: dict[str, dict[str, int]] = {}
         self._quals: dict[str, dict] = {}
-        self._digests: dict[str, bytes] = {}  # path -> digest of the content scanned
 
     def scan(self, path: str) -> PyTestFile:
         got = self._scanned.get(path)
@@ -323,7 +324,6 @@ class TestIndex:
                 got = PyTestFile(path)
             else:  # the same bytes scanned by an earlier answer of this process are not parsed again
                 key = (path, hashlib.blake2b(data, digest_size=16).digest())
-                self._digests[path] = key[1]
                 found, got = SCANS.lookup(key)
                 if not found:
                     got = scan_python(path, data)
@@ -335,16 +335,38 @@ class TestIndex:
         """Every pytest item plus every JS/TS test file (reads every test file)."""
         return sum(len(self.scan(f).items) for f in self.py_tests) + len(self.js_tests)
 
+    def called_names(self, path: str) -> frozenset[str]:
+        """The names test file ``path`` calls as attributes (``x.name(``), by a pattern over its
+        bytes: a superset of the methods its scan finds called on fixture parameters, found
+        without parsing it (``_typed_sites`` parses only the files that call a method asked
+        about: a workspace with thousands of test files is not parsed whole for one lens)."""
+        got = self._called.get(path)
+        if got is None:
+            data = self.read(path)
+            if data is None:
+                got = frozenset()
+            else:
+                key = (path, hashlib.blake2b(data, digest_size=16).digest())
+                found, got = CALLED.lookup(key)
+                if not found:
+                    got = frozenset(m.decode("ascii") for m in ATTR_CALL.findall(data))
+                    CALLED.put(key, got)
+            self._called[path] = got
+        return got
+
     def select(self, reached: dict[tuple[str, str], tuple[int, str | None, str]],
                whole_files: dict[str, tuple[int, str | None, str]],
-               method_hit: Callable[[Fixture, str], tuple[int, str, str] | None] | None = None) -> list[dict]:
+               method_hit: Callable[[Fixture, str], tuple[int, str, str] | None] | None = None,
+               method_names: set[str] | frozenset[str] | None = None) -> list[dict]:
         """Tests reached. ``reached``: (file, in-file qual) -> (depth, changed qual it leads
         to, how) for every symbol of a test file or conftest reached by CALLS (a changed symbol
         at depth 0); ``whole_files``: test file or conftest -> (hops, changed file, how) for
         files that import a changed file (every test of them, or under a conftest's
         directory); ``method_hit(fixture, method)``: (depth, changed qual, method qual) when
         the method of that name of the class the fixture returns reaches the change (the
-        graph cannot bind ``engine.run()`` on a parameter: pytest passes the fixture's value)."""
+        graph cannot bind ``engine.run()`` on a parameter: pytest passes the fixture's value);
+        ``method_names``: the names ``method_hit`` can answer for (None: any; a superset is
+        fine), so that only the test files calling one of them are parsed for it."""
         best: dict[str, dict] = {}
 
         def pick(item_id: str, file: str, runner: str, depth: int, reaches: str | None, reason: str) -> None:
@@ -386,7 +408,7 @@ class TestIndex:
                             for item in items:
                                 pick(item.id, file, "pytest", d, reaches, f"{how}; {setup}")
         if method_hit is not None:
-            self._typed_calls(method_hit, pick, fixtures)
+            self._typed_calls(method_hit, pick, fixtures, method_names)
         self._fixtures(fixtures, pick)
         for file, (hops, reaches, how) in whole_files.items():
             if is_js_test_file(file):
@@ -422,34 +444,41 @@ class TestIndex:
             self._quals[file] = got
         return got
 
-    def _typed_sites(self) -> dict[tuple[str, str, str], tuple[Fixture, list[tuple[object, str, str]]]]:
+    def _typed_sites(self, names: set[str] | frozenset[str] | None = None
+                     ) -> dict[tuple[str, str, str], tuple[Fixture, list[tuple[object, str, str]]]]:
         """(fixture file, fixture qual, method) -> (fixture, [(test or fixture, its file,
-        parameter)]) for every method called on a fixture parameter whose fixture returns a
-        known class; read once per index (a lens resolves many symbols against it)."""
-        if self._sites is None:
-            key = tuple((f, self._digests.get(f)) for f in self.py_tests + self.conftests if self.scan(f) is not None)
-            found, sites = TYPED_SITES.lookup(key)
-            if found:
-                self._sites = sites
-                return sites
-            sites = {}
-            for f in self.py_tests + self.conftests:
-                tf = self.scan(f)
-                for holder in [*tf.items, *tf.fixtures]:
-                    for param, methods in sorted(holder.attr_calls.items()):
-                        fx = self.fixture_for(param, f, holder.cls)
-                        if fx is None or fx.returns is None:
-                            continue
-                        for m in sorted(methods):
-                            sites.setdefault((fx.file, fx.qual, m), (fx, []))[1].append((holder, f, param))
-            self._sites = sites
-            TYPED_SITES.put(key, sites)
-        return self._sites
+        parameter)]) for every method (of ``names``; None: any) called on a fixture parameter
+        whose fixture returns a known class. A file's sites are found once per index; with
+        ``names`` only the files whose bytes call one of them (``called_names``) are read."""
+        sites: dict = {}
+        for f in self.py_tests + self.conftests:
+            if names is not None and not (self.called_names(f) & names):
+                continue
+            for holder, param, m, fx in self._sites_of(f):
+                if names is None or m in names:
+                    sites.setdefault((fx.file, fx.qual, m), (fx, []))[1].append((holder, f, param))
+        return sites
 
-    def _typed_calls(self, method_hit, pick, fixtures: dict) -> None:
+    def _sites_of(self, f: str) -> list[tuple[object, str, str, Fixture]]:
+        """(test or fixture, parameter, method, fixture) of the methods file ``f`` calls on
+        fixture parameters whose fixture returns a known class, in source order."""
+        got = self._file_sites.get(f)
+        if got is None:
+            got = []
+            tf = self.scan(f)
+            for holder in [*tf.items, *tf.fixtures]:
+                for param, methods in sorted(holder.attr_calls.items()):
+                    fx = self.fixture_for(param, f, holder.cls)
+                    if fx is None or fx.returns is None:
+                        continue
+                    got += [(holder, param, m, fx) for m in sorted(methods)]
+            self._file_sites[f] = got
+        return got
+
+    def _typed_calls(self, method_hit, pick, fixtures: dict, names=None) -> None:
         """Tests and fixtures calling a method on a fixture parameter whose class's method of
         that name reaches the change: one hop more than that method."""
-        for (_, _, m), (fx, holders) in self._typed_sites().items():
+        for (_, _, m), (fx, holders) in self._typed_sites(names).items():
             hit = method_hit(fx, m)
             if hit is None:
                 continue
