@@ -26,6 +26,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
@@ -352,3 +353,23 @@ def test_cli(ws, repo, cli_env, tmp_path):
     assert err.strip().endswith(f"--coverage: coverage map {tmp_path / 'none'}: no such file (record one with: "
                                 f"pytest --cov=PKG --cov-context=test)")
     assert "Traceback" not in err
+
+
+def test_a_map_recorded_in_another_checkout_is_mapped_by_its_paths(ws, repo, tmp_path):
+    """A map recorded by CI in its own checkout (other absolute paths, same files) narrows as
+    one recorded here: the recorded root is found from the paths whose rest names a workspace
+    file, and said in the result."""
+    elsewhere = tmp_path / "runner" / "work" / "app"
+    shutil.copytree(repo.root, elsewhere, ignore=shutil.ignore_patterns(".git"))
+    record(elsewhere, tmp_path / "ci.coverage")
+    cmap = CoverageMap(tmp_path / "ci.coverage", repo.root)
+    assert cmap.recorded_root == str(elsewhere.resolve()) and cmap.measures("app/core.py")
+    repo.edit("app/core.py", 'f"negative: {x}"', 'f"negative value: {x}"')
+    r = analyse(ws, cmap)
+    assert ids(r) == ["tests/test_core.py::test_neg"]
+    assert r["tests"]["coverage"]["recorded_root"] == str(elsewhere.resolve())
+    # a map of files that are not this workspace's is not mapped at all
+    (tmp_path / "unrelated" / "lib").mkdir(parents=True)
+    (tmp_path / "unrelated" / "lib" / "core.py").write_text("x = 1\n")
+    other = CoverageMap(tmp_path / "ci.coverage", tmp_path / "unrelated")
+    assert other.recorded_root is None and other.files == {}

@@ -124,15 +124,28 @@ class CoverageMap:
                                    f"(e.g. {sorted(named)[0]!r}); run pytest with --cov-context=test")
         self.tests = {split_context(c)[0] for c in named}
         base = Path(recorded_root if recorded_root is not None else root).resolve()
-        self.files: dict[str, str] = {}
-        for f in measured:
-            try:
-                rel = Path(f).resolve().relative_to(base).as_posix()
-            except (ValueError, OSError):
-                continue
-            self.files[rel] = f
+        self.files: dict[str, str] = self._relative(measured, base)
+        self.recorded_root: str | None = str(recorded_root) if recorded_root is not None else None
+        if not self.files and recorded_root is None and measured:
+            # recorded in another checkout (a CI runner's): its root found from the files' paths
+            found = _recorded_root(measured, Path(root).resolve())
+            if found is not None:
+                self.recorded_root = found
+                self.files = self._relative(measured, Path(found))
         self._by_line: dict[str, dict[int, list[str]]] = {}
         self._stale: dict[tuple, bool] = {}
+
+    @staticmethod
+    def _relative(measured, base: Path) -> dict[str, str]:
+        """Workspace-relative path -> the path as recorded, of the measured files under ``base``."""
+        out: dict[str, str] = {}
+        for f in measured:
+            try:
+                rel = (Path(f) if not Path(f).exists() else Path(f).resolve()).relative_to(base).as_posix()
+            except (ValueError, OSError):
+                continue
+            out[rel] = f
+        return out
 
     def measures(self, rel: str) -> bool:
         return rel in self.files
@@ -182,7 +195,28 @@ class CoverageMap:
     def describe(self) -> dict:
         return {"path": self.path, "mtime": self.mtime,
                 "mtime_iso": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.mtime)),
-                "tests": len(self.tests), "files": len(self.files)}
+                "tests": len(self.tests), "files": len(self.files), "recorded_root": self.recorded_root}
+
+
+def _recorded_root(measured, root: Path, sample: int = 200) -> str | None:
+    """The directory a map was recorded in when it is not ``root`` (another checkout of the same
+    files: CI's ``/home/runner/work/app/app``): the prefix of the recorded paths whose rest,
+    the longest that names a file under ``root``, is found for most files (at least half of a
+    sample of ``sample``). None when no prefix is. Staleness is still checked per file
+    (``CoverageMap.stale``), so a map of other contents is not trusted either."""
+    counts: dict[str, int] = {}
+    files = sorted(measured)[:sample]
+    for f in files:
+        parts = Path(f).parts
+        for k in range(1, len(parts)):
+            if root.joinpath(*parts[k:]).is_file():
+                prefix = str(Path(*parts[:k]))
+                counts[prefix] = counts.get(prefix, 0) + 1
+                break
+    if not counts:
+        return None
+    best, n = max(counts.items(), key=lambda kv: (kv[1], len(kv[0])))
+    return best if 2 * n >= len(files) else None
 
 
 def body_lines(source: bytes, qual: str, line: int | None = None) -> set[int]:
@@ -424,7 +458,9 @@ def analyse(graph, change, root_package: str = "", options=None) -> dict:
     """``impact.analyse`` with the test selection narrowed by ``options.coverage`` (a
     ``CoverageMap``; without one, or without ``options.tests``, the static answer as is).
 
-    ``result["tests"]["coverage"]``: {"path", "mtime" (epoch seconds), "mtime_iso", "static":
+    ``result["tests"]["coverage"]``: {"path", "mtime" (epoch seconds), "mtime_iso", "recorded_root"
+    (the checkout the map was recorded in when it is not this workspace, found from its paths;
+    else None), "static":
     tests selected statically, "narrowed": tests selected now, "static_may", "narrowed_may"
     (likewise for "may be affected"), "symbols": [{"qual", "file", "status", "kind", "mode":
     "narrowed"|"static", "reason", "entering": number of tests entering it (narrowed ones)}],

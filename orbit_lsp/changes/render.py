@@ -42,7 +42,8 @@ def coverage_lines(result: dict) -> list[str]:
     if not c:
         return []
     n = sum(1 for s in c["symbols"] if s["mode"] == "narrowed")
-    out = [f"Coverage map {c['path']} (recorded {c['mtime_iso']}): {_plural(c['narrowed'], 'test')} selected "
+    where = f" in {c['recorded_root']}" if c.get("recorded_root") else ""
+    out = [f"Coverage map {c['path']} (recorded {c['mtime_iso']}{where}): {_plural(c['narrowed'], 'test')} selected "
            f"(static: {c['static']}); {n} of {_plural(len(c['symbols']), 'changed symbol')} narrowed"
            + (f"; may be affected: {c['narrowed_may']} (static: {c['static_may']})" if c["static_may"] else "")]
     for s in c["symbols"]:
