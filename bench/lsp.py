@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from pygls.lsp.client import LanguageClient
 from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.json_rpc import JsonRPCResponseMessage
@@ -342,13 +343,18 @@ async def _measure(corpus: Path, settings, n: int, saves: int, live: list) -> di
         await _resolve(client, lenses, None)
         every_s = lens_s + time.perf_counter() - t
         t = time.perf_counter()
-        await client.protocol.send_request_async("orbit/impact", {"textDocument": {"uri": uri}})
-        impact_s = time.perf_counter() - t
+        try:
+            await client.protocol.send_request_async("orbit/impact", {"textDocument": {"uri": uri}})
+            impact_s = time.perf_counter() - t
+        except JsonRpcException as exc:  # recorded and reported, not fatal (as in ``_resolve``)
+            client.failures.append(f"orbit/impact of {rel}: {str(exc)[:160]}")
+            impact_s = None
         _close(client, uri)
         if timed:
             for kind, value in (("codeLens", lens_s), (SHOWN, shown_s), (EVERY, every_s), ("orbit/impact", impact_s)):
-                lat[kind].append(value)
-                what[kind].append(rel)
+                if value is not None:
+                    lat[kind].append(value)
+                    what[kind].append(rel)
     for i, (file, line, col, _k) in enumerate(warm_call + called):
         timed = i >= len(warm_call)
         path = corpus / file
