@@ -152,8 +152,14 @@ async def _start(root: Path, env: dict) -> tuple[_Client, float]:
 
 
 async def _lenses(client: _Client, uri: str):
-    return await client.text_document_code_lens_async(
-        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+    """The file's code lenses; [] (the failure recorded, as in ``_resolve``) when the server
+    answers with an error."""
+    try:
+        return await client.text_document_code_lens_async(
+            types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+    except JsonRpcException as exc:
+        client.failures.append(f"codeLens of {uri.rpartition('/')[2]}: {str(exc)[:160]}")
+        return []
 
 
 async def _resolve(client: _Client, lenses: list, first: int = 0) -> list:
