@@ -368,24 +368,32 @@ async def _measure(corpus: Path, settings, n: int, saves: int, live: list) -> di
         pos = pos_of(path, line, col)
         doc = types.TextDocumentIdentifier(uri=uri)
         _open(client, path, uri)
+        hover_s = hier_s = None  # None: answered with an error (recorded and reported, as in ``_resolve``)
         t = time.perf_counter()
-        await client.text_document_hover_async(types.HoverParams(text_document=doc, position=pos))
-        hover_s = time.perf_counter() - t
+        try:
+            await client.text_document_hover_async(types.HoverParams(text_document=doc, position=pos))
+            hover_s = time.perf_counter() - t
+        except JsonRpcException as exc:
+            client.failures.append(f"hover at {file}:{line}: {str(exc)[:160]}")
         t = time.perf_counter()
-        items = await client.text_document_prepare_call_hierarchy_async(
-            types.CallHierarchyPrepareParams(text_document=doc, position=pos))
-        hier_s = time.perf_counter() - t
-        if items:  # the item as the server sent it (plain JSON, data included)
-            params = client.protocol._converter.structure({"item": items[0]}, types.CallHierarchyIncomingCallsParams)
-            t = time.perf_counter()
-            await client.call_hierarchy_incoming_calls_async(params)
-            hier_s += time.perf_counter() - t
+        try:
+            items = await client.text_document_prepare_call_hierarchy_async(
+                types.CallHierarchyPrepareParams(text_document=doc, position=pos))
+            hier_s = time.perf_counter() - t
+            if items:  # the item as the server sent it (plain JSON, data included)
+                params = client.protocol._converter.structure({"item": items[0]}, types.CallHierarchyIncomingCallsParams)
+                t = time.perf_counter()
+                await client.call_hierarchy_incoming_calls_async(params)
+                hier_s += time.perf_counter() - t
+        except JsonRpcException as exc:
+            client.failures.append(f"call hierarchy at {file}:{line}: {str(exc)[:160]}")
+            hier_s = None
         _close(client, uri)
         if timed:
-            lat["hover"].append(hover_s)
-            lat["callHierarchy (prepare+incoming)"].append(hier_s)
-            for kind in ("hover", "callHierarchy (prepare+incoming)"):
-                what[kind].append(f"{file}:{line}")
+            for kind, value in (("hover", hover_s), ("callHierarchy (prepare+incoming)", hier_s)):
+                if value is not None:
+                    lat[kind].append(value)
+                    what[kind].append(f"{file}:{line}")
     out["latency"] = lat
     out["latency_targets"] = what
 
