@@ -44,6 +44,7 @@ from pathlib import Path
 
 from orbit_lsp.changes.selection import TestIndex, commands, is_test_support
 from orbit_lsp.changes.symbols import code_lines, python_tokens, read_version
+from orbit_lsp.lru import LRU
 
 PHASES = ("setup", "run", "teardown")
 BROAD_SCOPES = frozenset({"module", "class", "package", "session"})
@@ -217,6 +218,29 @@ def _recorded_root(measured, root: Path, sample: int = 200) -> str | None:
         return None
     best, n = max(counts.items(), key=lambda kv: (kv[1], len(kv[0])))
     return best if 2 * n >= len(files) else None
+
+
+_OPENED = LRU(4)  # (path, mtime_ns, size, root) -> CoverageMap: a server or an agent asks again and again
+
+
+def open_map(path: str | os.PathLike, root: str | os.PathLike) -> "CoverageMap":
+    """The ``CoverageMap`` at ``path`` (relative to ``root`` or absolute) for workspace ``root``,
+    read once while the file is unchanged (same mtime and size). Raises ``CoverageMapError``."""
+    full = Path(path).expanduser()
+    full = full if full.is_absolute() else Path(root) / full
+    try:
+        st = full.stat()
+        key = (str(full), st.st_mtime_ns, st.st_size, str(root))
+    except OSError:
+        key = None
+    if key is not None:
+        found, got = _OPENED.lookup(key)
+        if found:
+            return got
+    got = CoverageMap(full, root)
+    if key is not None:
+        _OPENED.put(key, got)
+    return got
 
 
 def body_lines(source: bytes, qual: str, line: int | None = None) -> set[int]:

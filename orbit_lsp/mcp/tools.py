@@ -424,13 +424,13 @@ class Tools:
         mode = "base" if base else "staged" if a.get("staged") else "worktree"
         cmap = None
         if a.get("coverage") is not None:
-            from orbit_lsp.changes.coverage_map import CoverageMap, CoverageMapError
+            from orbit_lsp.changes.coverage_map import CoverageMapError, open_map
 
             rel = workspace_rel(Path(self.root), a["coverage"])
             if rel is None or rel == ".." or rel.startswith("../"):
                 raise ToolError("change_impact: coverage must be a file inside the workspace")
             try:
-                cmap = CoverageMap(Path(self.root) / rel, self.root)
+                cmap = open_map(Path(self.root) / rel, self.root)
             except CoverageMapError as exc:
                 raise ToolError(f"change_impact: {exc}") from None
         try:

@@ -52,7 +52,6 @@ def _bool(p: dict, key: str, default: bool) -> bool:
 class Feature:
     def __init__(self, server: OrbitServer):
         self.server = server
-        self._maps: dict = {}  # (path, mtime_ns, root) -> CoverageMap: the editor asks again and again
 
     def register(self) -> None:
         self.server.on("orbit/changes", self.changes)
@@ -130,30 +129,15 @@ class Feature:
         result = await self.server.query(impact.analyse, ix.graph, change, ix.root_package, opts)
         return self._with_uris(ix, result, sorted(buffers))
 
-    def _coverage_map(self, root, path: str):
-        """The ``CoverageMap`` at ``path`` (relative to ``root`` or absolute), kept while the
-        file is unchanged; InvalidParams when it cannot be used."""
-        from pathlib import Path
+    @staticmethod
+    def _coverage_map(root, path: str):
+        """``coverage_map.open_map``; InvalidParams when the map cannot be used."""
+        from orbit_lsp.changes.coverage_map import CoverageMapError, open_map
 
-        from orbit_lsp.changes.coverage_map import CoverageMap, CoverageMapError
-
-        full = Path(path).expanduser()
-        full = full if full.is_absolute() else root / full
         try:
-            key = (str(full), full.stat().st_mtime_ns, str(root))
-        except OSError:
-            key = None
-        got = self._maps.get(key) if key else None
-        if got is None:
-            try:
-                got = CoverageMap(full, root)
-            except CoverageMapError as exc:
-                raise JsonRpcInvalidParams(f"params.coverage: {exc}") from None
-            if key is not None:
-                if len(self._maps) >= 4:
-                    self._maps.pop(next(iter(self._maps)))
-                self._maps[key] = got
-        return got
+            return open_map(path, root)
+        except CoverageMapError as exc:
+            raise JsonRpcInvalidParams(f"params.coverage: {exc}") from None
 
     def _with_uris(self, ix, result: dict, unsaved: list[str]) -> dict:
         uri = self.server.rel_uri
