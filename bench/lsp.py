@@ -93,6 +93,7 @@ class _Client(LanguageClient):
         super().__init__("orbit-bench", "1", protocol_cls=_PlainResultProtocol)
         self.refreshes = 0
         self.failures: list[str] = []  # requests the server answered with an error (``_resolve``)
+        self.tests_titles = collections.Counter()  # tests lenses resolved: "counting…", "unknown", "count"
 
         self.refreshed = asyncio.Event()
 
@@ -173,9 +174,16 @@ async def _resolve(client: _Client, lenses: list, first: int = 0) -> list:
     # reported, not fatal: the other measures of the run still stand
     client.failures += [f"codeLens/resolve of line {x['range']['start']['line'] + 1}: {str(g)[:160]}"
                         for x, g in zip(lenses, got) if isinstance(g, Exception)]
-    return [g for g in got if not isinstance(g, Exception)]
+    done = [g for g in got if not isinstance(g, Exception)]
+    for g in done:
+        if g["data"]["target"].get("type") == "tests":
+            title = g["command"]["title"]
+            client.tests_titles["counting…" if title == COUNTING else "unknown" if title.startswith("tests unknown")
+                                else "count"] += 1
+    return done
 
 
+COUNTING = "tests: counting…"  # a tests lens whose selection was not known in time (``server.lenses``)
 INDEXING = "indexing…"  # the title of a lens whose counts are not final (the folder's first index runs)
 
 
@@ -436,6 +444,7 @@ async def _measure(corpus: Path, settings, n: int, saves: int, live: list) -> di
     out["rss_mib"], out["rss_peak_mib"] = _proc_mib(pid) if pid else (None, None)
     out["lens_refreshes"] = client.refreshes
     out["failures"] = client.failures
+    out["tests_titles"] = dict(client.tests_titles)
     live.remove(client)
     await _stop(client)
 
@@ -540,6 +549,11 @@ def run_lsp(corpus: Path, label: str, settings, command: str, n: int = 20, saves
         if slow:
             rep.notes.append(f"slowest {kind}: " + ", ".join(f"{t} {ms(v):.1f} ms" for v, t in slow))
     rep.notes.append(f"workspace/codeLens/refresh requests received: {data['lens_refreshes']}")
+    if data.get("tests_titles"):
+        t = data["tests_titles"]
+        rep.notes.append(f"tests lenses resolved: {sum(t.values())}; with a count {t.get('count', 0)}, "
+                         f"\"counting…\" {t.get('counting…', 0)} (the selection not known within the "
+                         f"lens's wait; the editor is asked to refresh), \"tests unknown\" {t.get('unknown', 0)}")
     if data.get("failures"):
         rep.notes.append(f"requests answered with an error: {len(data['failures'])} (not in the latencies); "
                          + "; ".join(sorted(set(data["failures"]))[:5]))

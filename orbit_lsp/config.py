@@ -45,6 +45,9 @@ class Settings(BaseModel):
     - ``max_hops``: depth of impact traversals.
     - ``max_callers``: most callers one call-hierarchy level or ``orbit/impact`` answer lists (the
       total is always counted and said; lenses and hovers count every caller).
+    - ``tests_lens_wait_ms``: how long a "N tests reach this" lens waits for its selection
+      before it says "tests: counting…" (the editor is asked to refresh its lenses once the
+      count is known); 0: never waits.
     - ``exclude``: extra gitignore-style patterns excluded from indexing.
     - ``skip_build_output``: JS/TS build output is not indexed (default true; ``index.walk.
       BuildOutput``): declaration files and compiled JavaScript beside their TypeScript source,
@@ -95,6 +98,7 @@ class Settings(BaseModel):
     max_file_bytes: int = Field(default=2_000_000, ge=1)
     max_hops: int = Field(default=4, ge=1, le=10)
     max_callers: int = Field(default=100, ge=1, le=100_000)
+    tests_lens_wait_ms: int = Field(default=1000, ge=0, le=60_000)
     exclude: list[str] = Field(default_factory=list)
     skip_build_output: bool = True
     build_output_dirs: list[str] = Field(default_factory=lambda: ["dist", "build", "out"])

@@ -494,3 +494,38 @@ def test_tests_lens_agrees_on_values_and_constructors(suite):
         "pkg.groups.Box.__bool__": ["tests/test_groups.py::test_truth"],
         "pkg.groups.Box.__nonzero__": [],
         "pkg.groups.Sized.__len__": ["tests/test_groups.py::test_sized"]}
+
+
+def test_only_files_that_may_call_on_a_fixture_are_parsed_for_it():
+    """``TestIndex._typed_sites`` parses a test file for methods called on fixture parameters only
+    when its bytes allow one: it defines fixtures, or calls a method directly on the name of a
+    fixture returning a class from a conftest above it. The answer is the same as parsing all."""
+    from orbit_lsp.changes.selection import TestIndex
+
+    files = {
+        "tests/conftest.py": "import pytest\nfrom app import Engine\n\n@pytest.fixture\ndef engine():\n"
+                             "    return Engine()\n\n@pytest.fixture\ndef number():\n    return 3\n",
+        "tests/test_typed.py": "def test_run(engine):\n    assert engine.run(1)\n",
+        "tests/test_plain.py": "def test_run(e):\n    assert e.run(1)\n\ndef test_number(number):\n"
+                               "    assert number.bit_length() == 2\n",
+        "tests/test_own.py": "import pytest\n\n@pytest.fixture\ndef e():\n    return Engine()\n\n"
+                             "def test_run(e):\n    assert e.run(2)\n",
+        "other/test_far.py": "def test_run(engine):\n    assert engine.run(1)\n",  # no conftest above
+    }
+    reads: list[str] = []
+
+    def read(rel: str) -> bytes | None:
+        reads.append(rel)
+        return files[rel].encode() if rel in files else None
+
+    index = TestIndex(list(files), read)
+    assert {f: index._may_call_on_fixture(f) for f in files if f != "tests/conftest.py"} == {
+        "tests/test_typed.py": True, "tests/test_plain.py": False, "tests/test_own.py": True,
+        "other/test_far.py": False}
+    sites = index._typed_sites({"run"})
+    assert sorted((k, [(h.id, f, p) for h, f, p in v[1]]) for k, v in sites.items()) == [
+        (("tests/conftest.py", "engine", "run"), [("tests/test_typed.py::test_run", "tests/test_typed.py", "engine")]),
+        (("tests/test_own.py", "e", "run"), [("tests/test_own.py::test_run", "tests/test_own.py", "e")])]
+    full = TestIndex(list(files), read)
+    full._may_call_on_fixture = lambda f: True  # every file parsed: the same sites
+    assert full._typed_sites({"run"}).keys() == sites.keys()

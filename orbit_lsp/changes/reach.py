@@ -128,8 +128,11 @@ def tests_reaching(graph: Graph, targets: list[dict], index: TestIndex, root_pac
                     importers = ImportGraph.load(graph).importers
                 found = referrers(graph, ans, read, importers, syms, root_package, max_reads=lens_reads)
                 lens_reads -= LENS_READS // (REFERENCE_DEPTH + 1)
+                by_qual: dict[str, Key] = {}
+                for k in frontier:  # the first of the frontier with that qual
+                    by_qual.setdefault(k[1], k)
                 for r in found:
-                    of = next(k for k in frontier if k[1] == r["of"])
+                    of = by_qual[r["of"]]
                     rows.append((of[0], of[1], r["file"], r["qual"], r["name"], r["kind"], r["line"]))
         nxt = []
         for sfile, squal, cfile, cqual, cname, ckind, cline in rows:
@@ -220,6 +223,18 @@ def test_index(ix) -> TestIndex | None:
             index = TestIndex(list(files), read)
         _INDEXES.put(key, index)
     return index
+
+
+def cached_tests(ix, file: str, quals: list[str]) -> dict[str, list[dict] | None]:
+    """What ``tests_for`` has already computed for these quals at ``ix``'s graph generation
+    (quals not computed yet are left out); reads no graph and no file."""
+    gen = (ix.graph.name, ix.generation)
+    out: dict[str, list[dict] | None] = {}
+    for q in quals:
+        found, tests = _REACH.lookup((*gen, file, q))
+        if found:
+            out[q] = tests
+    return out
 
 
 def tests_for(ix, file: str, quals: list[str], ans: queries.Answer | None = None) -> dict[str, list[dict] | None]:

@@ -38,8 +38,33 @@ MODULE_SETUP = frozenset({"setup_module", "teardown_module", "setUpModule", "tea
 FILES_FORM_OVER = 40  # above this many test ids the command uses ``-k`` (or the files) instead
 K_FORM_MAX = 4000  # characters of a ``-k`` expression past which the command lists files only
 SCANS = LRU(65536)  # (path, content digest) -> PyTestFile: a server or a benchmark re-reads test files
-CALLED = LRU(65536)  # (path, content digest) -> names called as attributes (``TestIndex.called_names``)
+CALLED = LRU(65536)  # (path, content digest) -> FileMarks (``TestIndex.marks``)
 ATTR_CALL = re.compile(rb"\.\s*([A-Za-z_][A-Za-z0-9_]*)\s*\(")
+# ``name.method(``: the form ``_attr_calls`` reads on a parameter
+RECEIVER_CALL = re.compile(rb"(?<![\w.])([A-Za-z_][A-Za-z0-9_]*)\s*\.\s*[A-Za-z_][A-Za-z0-9_]*\s*\(")
+BY_NAME = (b"getfixturevalue", b"getfuncargvalue")  # ``_requested_by_name``
+
+
+@dataclass(frozen=True)
+class FileMarks:
+    """What a file's bytes say without parsing it: ``methods`` the names called as attributes
+    (``x.name(``), ``receivers`` the names a method is called on directly (``name.m(``), and
+    whether the text mentions ``fixture`` at all (a file defining none does not)."""
+
+    methods: frozenset[str]
+    receivers: frozenset[str]
+    fixtures: bool
+
+    @classmethod
+    def of(cls, data: bytes) -> "FileMarks":
+        import sys
+
+        def names(found: list[bytes]) -> frozenset[str]:
+            return frozenset(sys.intern(m.decode("ascii")) for m in set(found))
+        return cls(names(ATTR_CALL.findall(data)), names(RECEIVER_CALL.findall(data)), b"fixture" in data)
+
+
+NO_MARKS = FileMarks(frozenset(), frozenset(), False)
 
 
 def is_js_test_file(path: str) -> bool:
@@ -205,6 +230,8 @@ def scan_python(path: str, data: bytes) -> PyTestFile:
         return out
     is_test_module = is_python_test_file(path)
     lines = data.decode("utf-8", "replace").splitlines()
+    # fetched by name only where the text says so (a walk of every function is most of a scan)
+    by_name = _requested_by_name if any(b in data for b in BY_NAME) else (lambda fn: set())
     local_classes: dict[str, ast.ClassDef] = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
 
     def is_testcase(cls: ast.ClassDef, depth: int = 0) -> bool:
@@ -220,7 +247,7 @@ def scan_python(path: str, data: bytes) -> PyTestFile:
     def function(fn, qual: str, cls: str | None, id_prefix: str, inherited: set[str], in_test_class: bool) -> None:
         fx = _fixture_info(fn)
         params = _params(fn)
-        uses = frozenset(params | _usefixtures(fn.decorator_list) | inherited | _requested_by_name(fn))
+        uses = frozenset(params | _usefixtures(fn.decorator_list) | inherited | by_name(fn))
         if fx is not None:
             out.fixtures.append(Fixture(fx[0], path, qual, cls, uses, fx[1], _returned_class(fn),
                                         _attr_calls(fn, params, lines)))
@@ -270,7 +297,7 @@ def scan_python(path: str, data: bytes) -> PyTestFile:
                     params = _params(n)
                     out.items.append(TestItem(f"{id_prefix}::{n.name}", path, f"{bqual}.{n.name}", qual, n.lineno,
                                               frozenset(params | _usefixtures(n.decorator_list) | uses
-                                                        | _requested_by_name(n)), _attr_calls(n, params, lines)))
+                                                        | by_name(n)), _attr_calls(n, params, lines)))
                 elif n.name in CLASS_SETUP:
                     out.class_setup.append((f"{bqual}.{n.name}", qual))
 
@@ -315,6 +342,7 @@ class TestIndex:
         self._users_of: dict[tuple[str, str], tuple | None] = {}
         self._lines: dict[str, dict[str, int]] = {}
         self._quals: dict[str, dict] = {}
+        self._returning: dict[str, frozenset[str]] = {}
 
     def scan(self, path: str) -> PyTestFile:
         got = self._scanned.get(path)
@@ -340,18 +368,45 @@ class TestIndex:
         bytes: a superset of the methods its scan finds called on fixture parameters, found
         without parsing it (``_typed_sites`` parses only the files that call a method asked
         about: a workspace with thousands of test files is not parsed whole for one lens)."""
+        return self.marks(path).methods
+
+    def marks(self, path: str) -> FileMarks:
+        """``FileMarks`` of file ``path`` (read once per index; cached by content)."""
         got = self._called.get(path)
         if got is None:
             data = self.read(path)
             if data is None:
-                got = frozenset()
+                got = NO_MARKS
             else:
                 key = (path, hashlib.blake2b(data, digest_size=16).digest())
                 found, got = CALLED.lookup(key)
                 if not found:
-                    got = frozenset(m.decode("ascii") for m in ATTR_CALL.findall(data))
+                    got = FileMarks.of(data)
                     CALLED.put(key, got)
             self._called[path] = got
+        return got
+
+    def _may_call_on_fixture(self, path: str) -> bool:
+        """Whether a test or fixture of ``path`` may call a method on a fixture parameter whose
+        fixture returns a known class (``_sites_of`` not empty), by the file's bytes: it
+        defines fixtures itself, or calls a method directly on the name of such a fixture of a
+        ``conftest.py`` above it. False for most test files of most workspaces, which then
+        need not be parsed for it."""
+        marks = self.marks(path)
+        if marks.fixtures:
+            return True
+        return bool(marks.receivers & self._conftest_returning(path.rpartition("/")[0]))
+
+    def _conftest_returning(self, directory: str) -> frozenset[str]:
+        """Names of the module-level fixtures returning a known class of the ``conftest.py``
+        files visible from ``directory`` (cached per directory)."""
+        got = self._returning.get(directory)
+        if got is None:
+            names: set[str] = set()
+            for conf in self.conftests:
+                if _under(directory + "/", conf.rpartition("/")[0]):
+                    names |= {fx.name for fx in self.scan(conf).fixtures if fx.cls is None and fx.returns is not None}
+            got = self._returning[directory] = frozenset(names)
         return got
 
     def select(self, reached: dict[tuple[str, str], tuple[int, str | None, str]],
@@ -453,6 +508,8 @@ class TestIndex:
         sites: dict = {}
         for f in self.py_tests + self.conftests:
             if names is not None and not (self.called_names(f) & names):
+                continue
+            if not self._may_call_on_fixture(f):
                 continue
             for holder, param, m, fx in self._sites_of(f):
                 if names is None or m in names:

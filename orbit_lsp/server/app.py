@@ -18,7 +18,7 @@ import logging
 import os
 import sys
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, TypeVar
 
@@ -37,6 +37,7 @@ from orbit_lsp.graph.errors import FalkorDBOffline, GraphError
 from orbit_lsp.index.indexer import WorkspaceIndexer
 from orbit_lsp.index.walk import workspace_file_refusal
 from orbit_lsp.index.workspaces import WorkspaceSet
+from orbit_lsp.server.background import BackgroundExecutor
 from orbit_lsp.server.heap import IdleCollector
 from orbit_lsp.server.protocol import OrbitProtocol
 from orbit_lsp.server.transport import serve_stdio
@@ -50,6 +51,7 @@ OFFLINE_RETRY_S = 2.0   # how often an offline server is probed
 PROBE_TIMEOUT_S = 5.0   # a probe that takes longer counts as failed
 PING_TIMEOUT_S = 2.0    # a request that timed out: FalkorDB answering PING within this is not offline
 ANSWER_MARGIN_S = 2.0   # added to the query timeout: longest wait for a graph read
+SLOW_WORK_S = 600.0     # longest wait for long graph work (``slow_query``), queued time included
 
 
 class OrbitServer(LanguageServer):
@@ -66,6 +68,10 @@ class OrbitServer(LanguageServer):
         self.workspaces = WorkspaceSet(self.store, self.settings)
         self.index_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="orbit-index")
         self.query_pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="orbit-query")
+        # long graph work no request waits on for long (the tests lenses' selections, which read
+        # thousands of test files in a large workspace): one thread, so that it never holds the
+        # query pool, where hovers, lenses' counts and call hierarchies are answered
+        self.slow_pool = BackgroundExecutor("orbit-slow")
         self._probe_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="orbit-probe")
         # reads of workspace files a client names (never on the event loop, never waiting
         # behind graph queries)
@@ -309,13 +315,21 @@ class OrbitServer(LanguageServer):
         "FalkorDB offline" when the store is unreachable, or does not answer within
         ``answer_timeout()`` and then not to a PING either (a read that takes that long while
         FalkorDB answers PING fails alone, saying it is too slow), and for other graph errors."""
+        return await self._run_read(self.query_pool, self.answer_timeout(), fn, *args, **kwargs)
+
+    async def slow_query(self, fn: Callable[..., T], *args, **kwargs) -> T:
+        """``query`` for long work (many graph reads and file reads), run in ``slow_pool`` (one
+        thread, never the query pool) and allowed ``SLOW_WORK_S`` seconds, time queued
+        included."""
+        return await self._run_read(self.slow_pool, SLOW_WORK_S, fn, *args, **kwargs)
+
+    async def _run_read(self, pool: Executor, wait: float, fn: Callable[..., T], *args, **kwargs) -> T:
         if self.offline is not None:
             raise JsonRpcException(str(self.offline), code=REQUEST_FAILED)
         loop = asyncio.get_running_loop()
-        wait = self.answer_timeout()
         try:
             return await asyncio.wait_for(
-                loop.run_in_executor(self.query_pool, functools.partial(fn, *args, **kwargs)), wait)
+                loop.run_in_executor(pool, functools.partial(fn, *args, **kwargs)), wait)
         except asyncio.TimeoutError:
             if await self._answers_ping():
                 # FalkorDB is there: the work is slow (many queries), not the server gone; going

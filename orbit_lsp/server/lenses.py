@@ -28,7 +28,12 @@ so that a lens never mixes two versions of a file that is being re-indexed.
 Tests lens (issue 16): on each function and method (test functions of test modules excepted) of
 a workspace that has tests, "N tests reach this" ("no test reaches this"): the tests ``orbit-lsp
 changes`` would select if that symbol alone changed (``changes.reach``; computed in resolve, for
-the lenses of a file resolved together, cached per graph generation). Its command
+the lenses of a file resolved together, cached per graph generation). The selections run in the
+server's slow pool (one thread), never in the query pool that answers hovers and counts: in a
+workspace with thousands of test files the selection of a much-used function reads many of them.
+A lens whose selection is not known within the ``tests_lens_wait_ms`` setting says "tests: counting…", and
+the client is asked to refresh its lenses (``workspace/codeLens/refresh``) once it is; a failed
+selection says "tests unknown: <error>" for ``FAILURE_KEPT_S`` before it is tried again. Its command
 ``orbit.showTests`` with arguments ``[uri, {"line", "character"}, qual]`` answers
 ``{"target": qual, "tests": [test dict + "uri"], "locations": [Location of each test],
 "commands": selection.commands(tests)}`` (a references-style
@@ -43,21 +48,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
-from orbit_lsp.changes.reach import test_index, tests_for
+from orbit_lsp.changes.reach import cached_tests, test_index, tests_for
 from orbit_lsp.changes.selection import commands as test_commands
 from orbit_lsp.index.buffers import lens_counts, lens_work, targets_at
 from orbit_lsp.index.cold import cold_sites
 from orbit_lsp.index.py_fixtures import is_python_test_file
 from orbit_lsp.index.indexer import WorkspaceIndexer
 from orbit_lsp.index.walk import read_workspace_file
-from orbit_lsp.server.app import OrbitServer, lsp_position
+from orbit_lsp.server.app import REQUEST_FAILED, OrbitServer, lsp_position
 from orbit_lsp.server.lines import Lines
 
 log = logging.getLogger(__name__)
@@ -67,6 +73,9 @@ SHOW_TESTS = "orbit.showTests"
 SHOW_INDEXING = "orbit.indexing"
 INDEXING_TITLE = "indexing…"
 TEST_LENS_KINDS = ("function", "method")
+COUNTING_TITLE = "tests: counting…"
+FAILURE_KEPT_S = 60.0  # a failed selection is answered with its error this long before it is tried again
+REFRESH_DELAY_S = 0.2  # selections ending within this of each other share one lens refresh
 
 
 # -- what the client sees ---------------------------------------------------------------------------
@@ -193,6 +202,10 @@ class Feature:
         self.server = server
         self._batches: dict[tuple, list] = {}  # (indexer id, file) -> [(qual, name, future)] to read
         self._test_batches: dict[tuple, list] = {}  # (indexer id, file) -> [(qual, future)]
+        self._test_work: dict[tuple, asyncio.Future] = {}  # (graph, generation, file, qual) -> running
+        self._refresh_due: asyncio.TimerHandle | None = None
+        # (graph, generation, file, qual) -> (monotonic time, error) of a selection that failed
+        self._test_failed: dict[tuple, tuple[float, JsonRpcException]] = {}
         self._reading: set[asyncio.Task] = set()
 
     def register(self) -> None:
@@ -304,27 +317,67 @@ class Feature:
                 "folders": [{"root": str(ix.root), "progress": ls.first_index.get(ix.root) or ""} for ix in busy]}
 
     async def _resolve_tests(self, lens: types.CodeLens, data: dict, owner, uri: str, qual: str, name: str) -> dict:
-        tests = None
+        ls = self.server
+        title = f"tests unknown: {name} is not in the graph now"
         if owner is not None and owner[0].last_index_time is not None:
-            tests = await self._tests(owner[0], owner[1], qual)
-        title = tests_title(tests) if tests is not None else f"tests unknown: {name} is not in the graph now"
+            ix, rel = owner
+            work = self._tests(ix, rel, qual)
+            try:
+                # the selection of a much-used function can read thousands of test files: past
+                # this wait the lens says so, and the editor is asked to refresh once it is known
+                tests = await asyncio.wait_for(asyncio.shield(work), ls.settings.tests_lens_wait_ms / 1000)
+            except asyncio.TimeoutError:
+                work.add_done_callback(self._refresh_when_known)
+                title = COUNTING_TITLE
+            except JsonRpcException as exc:
+                title = f"tests unknown: {exc.message}"
+            else:
+                if tests is not None:
+                    title = tests_title(tests)
         r = lens.range
         start = {"line": r.start.line, "character": r.start.character}
         return {"range": {"start": start, "end": {"line": r.end.line, "character": r.end.character}},
                 "command": {"title": title, "command": SHOW_TESTS, "arguments": [uri, start, qual]}, "data": data}
 
-    async def _tests(self, ix: WorkspaceIndexer, rel: str, qual: str) -> list[dict] | None:
-        """The tests reaching one symbol, computed with those of the other tests lenses of the
-        same file asked for meanwhile (batched like ``_counts``)."""
+    def _tests(self, ix: WorkspaceIndexer, rel: str, qual: str) -> asyncio.Future:
+        """A future of the tests reaching one symbol (None: not in the graph now), computed in
+        the server's slow pool with those of the other tests lenses of the same file asked for
+        meanwhile (batched like ``_counts``); one computation per symbol and graph generation
+        however many lenses and commands wait for it. Its exception is a JSON-RPC error."""
         loop = asyncio.get_running_loop()
-        key = (id(ix), rel)
-        batch = self._test_batches.get(key)
+        key = (ix.graph.name, ix.generation, rel, qual)
+        work = self._test_work.get(key)
+        if work is not None:
+            return work
+        work = loop.create_future()
+        known = cached_tests(ix, rel, [qual])
+        failed = self._test_failed.get(key)
+        if qual in known:
+            work.set_result(known[qual])
+            return work
+        if failed is not None and time.monotonic() - failed[0] < FAILURE_KEPT_S:
+            work.set_exception(failed[1])  # not tried again at once: a refresh would loop
+            return work
+        self._test_work[key] = work
+        work.add_done_callback(lambda _, key=key: self._test_work.pop(key, None))
+        batch_key = (id(ix), rel)
+        batch = self._test_batches.get(batch_key)
         if batch is None:
-            batch = self._test_batches[key] = []
-            loop.call_soon(self._start_test_batch, key, ix, rel)
-        answer = loop.create_future()
-        batch.append((qual, answer))
-        return await answer
+            batch = self._test_batches[batch_key] = []
+            loop.call_soon(self._start_test_batch, batch_key, ix, rel)
+        batch.append((qual, work))
+        return work
+
+    def _refresh_when_known(self, work: asyncio.Future) -> None:
+        """Ask the client for its lenses again (once for the selections that end together) so
+        that "counting…" becomes the count."""
+        if work.cancelled() or self._refresh_due is not None:
+            return
+        self._refresh_due = asyncio.get_running_loop().call_later(REFRESH_DELAY_S, self._refresh)
+
+    def _refresh(self) -> None:
+        self._refresh_due = None
+        self.server.refresh_lenses()
 
     def _start_test_batch(self, key: tuple, ix: WorkspaceIndexer, rel: str) -> None:
         task = asyncio.ensure_future(self._read_test_batch(key, ix, rel))
@@ -334,11 +387,17 @@ class Feature:
     async def _read_test_batch(self, key: tuple, ix: WorkspaceIndexer, rel: str) -> None:
         batch = self._test_batches.pop(key)
         try:
-            found = await self.server.query(tests_for, ix, rel, [q for q, _ in batch])
+            found = await self.server.slow_query(tests_for, ix, rel, [q for q, _ in batch])
         except Exception as exc:  # noqa: BLE001 - every lens of the batch gets the error
-            for _, answer in batch:
+            failure = exc if isinstance(exc, JsonRpcException) else JsonRpcException(f"{type(exc).__name__}: {exc}",
+                                                                                          code=REQUEST_FAILED)
+            failed_at = time.monotonic()
+            self._test_failed = {k: v for k, v in self._test_failed.items() if failed_at - v[0] < FAILURE_KEPT_S}
+            for q, answer in batch:
+                self._test_failed[(ix.graph.name, ix.generation, rel, q)] = (failed_at, failure)
                 if not answer.done():
-                    answer.set_exception(exc)
+                    answer.set_exception(failure)
+                    answer.exception()  # retrieved: a lens no longer waiting need not see it
             return
         for q, answer in batch:
             if not answer.done():
@@ -422,7 +481,7 @@ class Feature:
         if owner is None or owner[0].last_index_time is None:
             raise JsonRpcInvalidParams(f"{SHOW_TESTS}: {uri} is not in an indexed workspace folder")
         ix, rel = owner
-        tests = await self._tests(ix, rel, qual)
+        tests = await self._tests(ix, rel, qual)  # however long it takes: the user asked for it
         if tests is None:
             msg = f"orbit: {qual} is not in the graph now"
             tests = []

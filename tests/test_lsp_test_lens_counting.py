@@ -1,0 +1,87 @@
+"""A tests lens whose selection is not known in time says "tests: counting…", the server asks the
+client to refresh its lenses once it is, and the lens then carries the count (``testsLensWaitMs``
+0: the lens never waits, so every first resolve is "counting…" whatever the machine's speed).
+The repository and its call graph are ``changes_repo``'s."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+import pytest_lsp
+from lsprotocol import types
+from pytest_lsp import LanguageClient
+
+from changes_repo import make_repo
+from lsp_harness import SERVER, as_dict, start_session, uri
+
+pytestmark = pytest.mark.asyncio(loop_scope="module")
+T = 30
+COUNTING = "tests: counting…"
+
+
+@pytest.fixture(scope="module")
+def repo(tmp_path_factory):
+    return make_repo(tmp_path_factory.mktemp("counting") / "ws")
+
+
+@pytest_lsp.fixture(scope="module", config=SERVER)
+async def client(lsp_client: LanguageClient, repo):
+    lsp_client.refreshes = []
+
+    @lsp_client.feature(types.CLIENT_REGISTER_CAPABILITY)
+    def on_register(params=None):  # VS Code registers for didChangeConfiguration
+        return None
+
+    @lsp_client.feature(types.WORKSPACE_CODE_LENS_REFRESH)
+    def on_refresh(params=None):
+        lsp_client.refreshes.append(time.monotonic())
+        return None
+
+    await start_session(lsp_client, repo.root, "visual-studio-code", init_options={"testsLensWaitMs": 0})
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def tests_lenses(client, path) -> dict[str, types.CodeLens]:
+    got = await asyncio.wait_for(client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri(path)))), T)
+    mine = [x for x in got if x.data["target"]["type"] == "tests"]
+    done = await asyncio.wait_for(asyncio.gather(*(client.code_lens_resolve_async(x) for x in mine)), T)
+    return {x.data["target"]["qual"]: x for x in done}
+
+
+tests_lenses.__test__ = False  # a helper, not a test
+
+
+async def wait_refresh(client, after: int) -> None:
+    deadline = time.monotonic() + T
+    while len(client.refreshes) <= after:
+        assert time.monotonic() < deadline, "no workspace/codeLens/refresh"
+        await asyncio.sleep(0.05)
+
+
+async def test_counting_then_refreshed_with_the_count(client: LanguageClient, repo):
+    await asyncio.sleep(0.5)  # the refresh that follows the first index has arrived
+    before = len(client.refreshes)
+    first = await tests_lenses(client, repo.root / "app/core.py")
+    assert {q: x.command.title for q, x in first.items()} == {
+        "app.core.helper": COUNTING, "app.core.compute": COUNTING, "app.core.old_name": COUNTING,
+        "app.core.Engine.run": COUNTING}
+    # the lens already runs the command, which waits for the selection
+    assert first["app.core.helper"].command.command == "orbit.showTests"
+    await wait_refresh(client, before)
+    again = await tests_lenses(client, repo.root / "app/core.py")
+    assert {q: x.command.title for q, x in again.items()} == {
+        "app.core.helper": "4 tests reach this", "app.core.compute": "3 tests reach this",
+        "app.core.old_name": "1 test reaches this", "app.core.Engine.run": "1 test reaches this"}
+
+
+async def test_the_command_waits_for_the_selection(client: LanguageClient, repo):
+    """Asked before any lens of the file, the command answers the whole selection."""
+    lens = (await tests_lenses(client, repo.root / "app/service.py"))["app.service.serve"]
+    assert lens.command.title == COUNTING
+    res = as_dict(await asyncio.wait_for(client.workspace_execute_command_async(types.ExecuteCommandParams(
+        command=lens.command.command, arguments=lens.command.arguments)), T))
+    assert [t["id"] for t in res["tests"]] == ["tests/test_service.py::test_serve"]
