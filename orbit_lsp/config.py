@@ -98,7 +98,7 @@ class Settings(BaseModel):
     max_file_bytes: int = Field(default=2_000_000, ge=1)
     max_hops: int = Field(default=4, ge=1, le=10)
     max_callers: int = Field(default=100, ge=1, le=100_000)
-    tests_lens_wait_ms: int = Field(default=500, ge=0, le=60_000)
+    tests_lens_wait_ms: int = Field(default=200, ge=0, le=60_000)
     exclude: list[str] = Field(default_factory=list)
     skip_build_output: bool = True
     build_output_dirs: list[str] = Field(default_factory=lambda: ["dist", "build", "out"])

@@ -42,7 +42,8 @@ class LRU:
             self._entries[key] = value
             self._weights[key] = weight
             self.weight += weight
-            while len(self._entries) > self.max_entries or (self.max_weight is not None and self.weight > self.max_weight):
+            heavy = self.max_weight is not None
+            while len(self._entries) > self.max_entries or (heavy and self.weight > self.max_weight):
                 old, _ = self._entries.popitem(last=False)
                 self.weight -= self._weights.pop(old)
 

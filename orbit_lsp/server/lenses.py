@@ -340,10 +340,10 @@ class Feature:
                 "command": {"title": title, "command": SHOW_TESTS, "arguments": [uri, start, qual]}, "data": data}
 
     def _test_count(self, ix: WorkspaceIndexer, rel: str, qual: str) -> asyncio.Future:
-        """A future of the number of tests reaching one symbol (None: not in the graph now), computed in
-        the server's slow pool with those of the other tests lenses of the same file asked for
-        meanwhile (batched like ``_counts``); one computation per symbol and graph generation
-        however many lenses and commands wait for it. Its exception is a JSON-RPC error."""
+        """A future of the number of tests reaching one symbol (None: not in the graph now),
+        computed in the server's slow pool with those of the other tests lenses of the same
+        file asked for meanwhile (batched like ``_counts``); one computation per symbol and
+        graph generation however many lenses wait for it. Its exception is a JSON-RPC error."""
         loop = asyncio.get_running_loop()
         key = (ix.graph.name, ix.generation, rel, qual)
         work = self._test_work.get(key)
