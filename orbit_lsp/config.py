@@ -98,7 +98,7 @@ class Settings(BaseModel):
     max_file_bytes: int = Field(default=2_000_000, ge=1)
     max_hops: int = Field(default=4, ge=1, le=10)
     max_callers: int = Field(default=100, ge=1, le=100_000)
-    tests_lens_wait_ms: int = Field(default=1000, ge=0, le=60_000)
+    tests_lens_wait_ms: int = Field(default=200, ge=0, le=60_000)
     exclude: list[str] = Field(default_factory=list)
     skip_build_output: bool = True
     build_output_dirs: list[str] = Field(default_factory=lambda: ["dist", "build", "out"])
@@ -202,6 +202,7 @@ class Settings(BaseModel):
 ENV_VARS = {
     "ORBIT_FALKORDB_URL": "falkordb_url",
     "ORBIT_QUERY_TIMEOUT_MS": "query_timeout_ms",
+    "ORBIT_TESTS_LENS_WAIT_MS": "tests_lens_wait_ms",
     "ORBIT_ROW_CAP": "row_cap",
     "ORBIT_MAX_FILE_BYTES": "max_file_bytes",
     "ORBIT_VALUE_FLOW": "value_flow",

@@ -86,6 +86,9 @@ _SESSION_HELPER_DIR = _SESSION_DATA_DIR / "helpers"
 os.environ["ORBIT_HELPER_DIR"] = str(_SESSION_HELPER_DIR)
 os.environ["ORBIT_HELPER_IDLE_S"] = "60"
 os.environ.pop("ORBIT_NO_HELPER", None)
+# A tests lens waits for its selection (as long as 60 s) in the language servers of the tests, so
+# that its title is the count on a loaded machine too; test_lsp_test_lens_counting sets 0.
+os.environ["ORBIT_TESTS_LENS_WAIT_MS"] = "60000"
 
 
 def stop_query_helpers(folder: Path) -> None:

@@ -1,6 +1,6 @@
 """``server.background.BackgroundExecutor``: the language server's slow pool (tests lenses'
-selections) runs work in order in one daemon thread, and a server that exits does not wait
-for the work still running."""
+selections) runs work one at a time in one daemon thread, the newest first, and a server that
+exits does not wait for the work still running."""
 
 from __future__ import annotations
 
@@ -8,15 +8,14 @@ import asyncio
 import subprocess
 import sys
 import threading
-import time
 
 import pytest
 
 from orbit_lsp.server.background import BackgroundExecutor
 
 
-def test_work_runs_in_order_in_one_thread_and_errors_reach_the_caller():
-    pool = BackgroundExecutor("orbit-test")
+def test_work_runs_in_one_thread_and_errors_reach_the_caller():
+    pool = BackgroundExecutor("orbit-test", newest_first=False)
     seen: list[tuple[int, str]] = []
 
     def job(i: int) -> int:
@@ -39,12 +38,29 @@ def test_work_runs_in_order_in_one_thread_and_errors_reach_the_caller():
         pool.submit(job, 1)
 
 
+def test_the_newest_work_waiting_runs_first():
+    pool = BackgroundExecutor("orbit-test")
+    gate = threading.Event()
+    order: list[str] = []
+    started = threading.Event()
+    first = pool.submit(lambda: started.set() or gate.wait(10))  # holds the thread meanwhile
+    assert started.wait(10)
+    later = [pool.submit(order.append, name) for name in ("a", "b", "c")]
+    gate.set()
+    assert first.result(timeout=10) is True
+    for f in later:
+        f.result(timeout=10)
+    assert order == ["c", "b", "a"]
+    pool.shutdown()
+
+
 def test_shutdown_cancels_work_not_started():
     pool = BackgroundExecutor("orbit-test")
     gate = threading.Event()
-    running = pool.submit(gate.wait, 10)
+    started = threading.Event()
+    running = pool.submit(lambda: started.set() or gate.wait(10))
+    assert started.wait(10)
     queued = pool.submit(lambda: "never")
-    time.sleep(0.1)
     pool.shutdown(wait=False)
     assert queued.cancelled()
     gate.set()

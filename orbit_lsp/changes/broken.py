@@ -128,7 +128,7 @@ def top_level_names(tree: ast.Module) -> tuple[set[str], bool]:
     return names, opaque
 
 
-TREES = LRU(256)  # content digest -> ast.Module | None: the change's files are parsed once
+TREES = LRU(64)  # content digest -> ast.Module | None: the change's files are parsed once (a large module's tree is megabytes)
 
 
 def parse_cached(data: bytes | None) -> ast.Module | None:

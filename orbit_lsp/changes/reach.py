@@ -18,7 +18,7 @@ graph reads raise (``FalkorDBOffline``, ``QueryTimeout``).
 from __future__ import annotations
 
 from collections import deque
-from typing import Callable
+from typing import Any, Callable
 
 from orbit_lsp.changes.impact import (DEFAULT_TEST_DEPTH, REFERENCE_DEPTH, _fixture_classes,
                                       _is_special, class_families, decorated_as_property, in_file_qual,
@@ -56,13 +56,17 @@ class _Lines:
 def tests_reaching(graph: Graph, targets: list[dict], index: TestIndex, root_package: str = "",
                    read: Callable[[str], bytes | None] | None = None, test_depth: int = DEFAULT_TEST_DEPTH,
                    ans: queries.Answer | None = None,
-                   importers: dict[str, tuple[str, ...]] | None = None) -> dict[Key, list[dict]]:
+                   importers: dict[str, tuple[str, ...]] | None = None,
+                   keep: Callable[[Key, list[dict]], Any] | None = None) -> dict[Key, Any]:
     """For each target (dicts with "file", "qual" (graph qual), "name", "kind", "line"), the
     tests that reach it: ``{(file, qual): [test dict as in Selection.tests]}`` (sorted by id; a
-    target no test reaches maps to []). ``index`` holds the workspace's test files; ``read``
-    gives a file's bytes (the property check; default ``index.read``); ``ans`` collects the
-    Cypher run; ``importers``: ``ImportGraph.importers`` of the graph when known (else read
-    when a function is looked up as a value)."""
+    target no test reaches maps to []), or what ``keep(key, tests)`` makes of them, called as
+    each target's tests are known (a much-used function of a large workspace is reached by
+    thousands of tests: a caller that needs only their number need not hold every list at
+    once). ``index`` holds the workspace's test files; ``read`` gives a file's bytes (the
+    property check; default ``index.read``); ``ans`` collects the Cypher run; ``importers``:
+    ``ImportGraph.importers`` of the graph when known (else read when a function is looked up
+    as a value)."""
     ans = ans if ans is not None else queries.Answer()
     read = read or index.read
     lines = _Lines(read)
@@ -184,14 +188,23 @@ def tests_reaching(graph: Graph, targets: list[dict], index: TestIndex, root_pac
                     return d, target, f"{cqual}.{method}"
             return None
 
-        out[start] = index.select(reached, {}, method_hit,
-                                  {k[1].rpartition(".")[2] for k in dist if info.get(k, {}).get("kind") == "method"})
+        selected = index.select(reached, {}, method_hit,
+                                {k[1].rpartition(".")[2] for k in dist if info.get(k, {}).get("kind") == "method"})
+        out[start] = keep(start, selected) if keep is not None else selected
     return out
 
 
 # -- per workspace, per graph generation (the language server's lenses) ----------------------------
 _INDEXES = LRU(16)  # (graph name, generation) -> TestIndex | None
-_REACH = LRU(8192)  # (graph name, generation, file, qual) -> [test dict]
+_COUNTS = LRU(65536)  # (graph name, generation, file, qual) -> number of tests reaching it | None
+LISTS_KEPT = 100_000  # tests kept in lists over all symbols (a test dict is ~0.5 KB)
+_LISTS = LRU(8192, max_weight=LISTS_KEPT)  # same key -> [test dict] | None (weight: its length)
+
+
+def forget_answers() -> None:
+    """Drop the numbers and lists of tests computed so far (benchmarks time them afresh)."""
+    _COUNTS.clear()
+    _LISTS.clear()
 
 
 def _importers(graph: Graph) -> dict[str, tuple[str, ...]]:
@@ -225,44 +238,80 @@ def test_index(ix) -> TestIndex | None:
     return index
 
 
-def cached_tests(ix, file: str, quals: list[str]) -> dict[str, list[dict] | None]:
-    """What ``tests_for`` has already computed for these quals at ``ix``'s graph generation
+def cached_counts(ix, file: str, quals: list[str]) -> dict[str, int | None]:
+    """What ``test_counts`` has already computed for these quals at ``ix``'s graph generation
     (quals not computed yet are left out); reads no graph and no file."""
     gen = (ix.graph.name, ix.generation)
-    out: dict[str, list[dict] | None] = {}
+    out: dict[str, int | None] = {}
     for q in quals:
-        found, tests = _REACH.lookup((*gen, file, q))
+        found, n = _COUNTS.lookup((*gen, file, q))
         if found:
-            out[q] = tests
+            out[q] = n
+    return out
+
+
+def _compute(ix, file: str, quals: list[str], ans: queries.Answer,
+             lists: dict[str, list[dict]] | None = None) -> dict[str, int | None]:
+    """Compute the tests reaching ``quals`` of ``file`` (``tests_reaching``): their numbers
+    are kept in ``_COUNTS``, their lists in ``_LISTS`` (within ``LISTS_KEPT``) and in
+    ``lists`` when given (qual -> tests). Returns the numbers (None: not in the graph now)."""
+    gen = (ix.graph.name, ix.generation)
+    rows = ans.run(ix.graph, "UNWIND $q AS q MATCH (s:Symbol {qual: q}) WHERE s.file = $f "
+                             "RETURN s.qual, s.name, s.kind, s.line", {"q": quals, "f": file})
+    targets = [{"file": file, "qual": q, "name": n, "kind": k, "line": ln} for q, n, k, ln in rows]
+
+    def keep(key: Key, tests: list[dict]) -> int:
+        if lists is not None:
+            lists[key[1]] = tests
+        _LISTS.put((*gen, *key), tests, len(tests) + 1)
+        _COUNTS.put((*gen, *key), len(tests))
+        return len(tests)
+    got = tests_reaching(ix.graph, targets, test_index(ix), ix.root_package, ans=ans,
+                         importers=ANSWERS.get(ix.graph, ix.generation, _importers), keep=keep) if targets else {}
+    out: dict[str, int | None] = {}
+    for q in quals:
+        out[q] = got.get((file, q))
+        if out[q] is None:  # not in the graph now
+            _COUNTS.put((*gen, file, q), None)
+            _LISTS.put((*gen, file, q), None)
+    return out
+
+
+def test_counts(ix, file: str, quals: list[str], ans: queries.Answer | None = None) -> dict[str, int | None]:
+    """For each graph qual of a symbol of ``file`` (workspace-relative), how many tests reach
+    it (``tests_reaching``), or None when the symbol is not in the graph now; 0 for every qual
+    when the workspace has no test. Cached per graph generation; the quals not cached are
+    computed together."""
+    ans = ans if ans is not None else queries.Answer()
+    if test_index(ix) is None:
+        return {q: 0 for q in quals}
+    out = cached_counts(ix, file, list(dict.fromkeys(quals)))
+    todo = [q for q in dict.fromkeys(quals) if q not in out]
+    if todo:
+        out.update(_compute(ix, file, todo, ans))
     return out
 
 
 def tests_for(ix, file: str, quals: list[str], ans: queries.Answer | None = None) -> dict[str, list[dict] | None]:
     """For each graph qual of a symbol of ``file`` (workspace-relative), the tests that reach it
-    (``tests_reaching``), or None when the symbol is not in the graph now; {} entries for every
-    qual when the workspace has no test. Cached per graph generation; the symbols not cached are
-    computed together."""
+    (``tests_reaching``), or None when the symbol is not in the graph now; [] for every qual
+    when the workspace has no test. Cached per graph generation within ``LISTS_KEPT`` tests
+    over all symbols; the quals not cached are computed together."""
     ans = ans if ans is not None else queries.Answer()
-    index = test_index(ix)
-    if index is None:
+    if test_index(ix) is None:
         return {q: [] for q in quals}
     gen = (ix.graph.name, ix.generation)
     out: dict[str, list[dict] | None] = {}
     todo = []
     for q in dict.fromkeys(quals):
-        found, tests = _REACH.lookup((*gen, file, q))
+        found, tests = _LISTS.lookup((*gen, file, q))
         if found:
             out[q] = tests
         else:
             todo.append(q)
     if todo:
-        rows = ans.run(ix.graph, "UNWIND $q AS q MATCH (s:Symbol {qual: q}) WHERE s.file = $f "
-                                 "RETURN s.qual, s.name, s.kind, s.line", {"q": todo, "f": file})
-        targets = [{"file": file, "qual": q, "name": n, "kind": k, "line": ln} for q, n, k, ln in rows]
-        got = tests_reaching(ix.graph, targets, index, ix.root_package, ans=ans,
-                             importers=ANSWERS.get(ix.graph, ix.generation, _importers)) if targets else {}
+        lists: dict[str, list[dict]] = {}
+        _compute(ix, file, todo, ans, lists)
         for q in todo:
-            tests = got.get((file, q))
-            out[q] = tests
-            _REACH.put((*gen, file, q), tests)
+            out[q] = lists.get(q)
     return out

@@ -56,7 +56,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
-from orbit_lsp.changes.reach import cached_tests, test_index, tests_for
+from orbit_lsp.changes.reach import cached_counts, test_counts, test_index, tests_for
 from orbit_lsp.changes.selection import commands as test_commands
 from orbit_lsp.index.buffers import lens_counts, lens_work, targets_at
 from orbit_lsp.index.cold import cold_sites
@@ -184,8 +184,8 @@ def symbol_title(name: str, counts: dict) -> str:
     return title
 
 
-def tests_title(tests: list[dict]) -> str:
-    n = len(tests)
+def tests_title(n: int) -> str:
+    """The title of a tests lens reached by ``n`` tests."""
     return "no test reaches this" if n == 0 else f"{_plural(n, 'test')} reach{'es' * (n == 1)} this"
 
 
@@ -321,36 +321,36 @@ class Feature:
         title = f"tests unknown: {name} is not in the graph now"
         if owner is not None and owner[0].last_index_time is not None:
             ix, rel = owner
-            work = self._tests(ix, rel, qual)
+            work = self._test_count(ix, rel, qual)
             try:
                 # the selection of a much-used function can read thousands of test files: past
                 # this wait the lens says so, and the editor is asked to refresh once it is known
-                tests = await asyncio.wait_for(asyncio.shield(work), ls.settings.tests_lens_wait_ms / 1000)
+                count = await asyncio.wait_for(asyncio.shield(work), ls.settings.tests_lens_wait_ms / 1000)
             except asyncio.TimeoutError:
                 work.add_done_callback(self._refresh_when_known)
                 title = COUNTING_TITLE
             except JsonRpcException as exc:
                 title = f"tests unknown: {exc.message}"
             else:
-                if tests is not None:
-                    title = tests_title(tests)
+                if count is not None:
+                    title = tests_title(count)
         r = lens.range
         start = {"line": r.start.line, "character": r.start.character}
         return {"range": {"start": start, "end": {"line": r.end.line, "character": r.end.character}},
                 "command": {"title": title, "command": SHOW_TESTS, "arguments": [uri, start, qual]}, "data": data}
 
-    def _tests(self, ix: WorkspaceIndexer, rel: str, qual: str) -> asyncio.Future:
-        """A future of the tests reaching one symbol (None: not in the graph now), computed in
-        the server's slow pool with those of the other tests lenses of the same file asked for
-        meanwhile (batched like ``_counts``); one computation per symbol and graph generation
-        however many lenses and commands wait for it. Its exception is a JSON-RPC error."""
+    def _test_count(self, ix: WorkspaceIndexer, rel: str, qual: str) -> asyncio.Future:
+        """A future of the number of tests reaching one symbol (None: not in the graph now),
+        computed in the server's slow pool with those of the other tests lenses of the same
+        file asked for meanwhile (batched like ``_counts``); one computation per symbol and
+        graph generation however many lenses wait for it. Its exception is a JSON-RPC error."""
         loop = asyncio.get_running_loop()
         key = (ix.graph.name, ix.generation, rel, qual)
         work = self._test_work.get(key)
         if work is not None:
             return work
         work = loop.create_future()
-        known = cached_tests(ix, rel, [qual])
+        known = cached_counts(ix, rel, [qual])
         failed = self._test_failed.get(key)
         if qual in known:
             work.set_result(known[qual])
@@ -387,7 +387,7 @@ class Feature:
     async def _read_test_batch(self, key: tuple, ix: WorkspaceIndexer, rel: str) -> None:
         batch = self._test_batches.pop(key)
         try:
-            found = await self.server.slow_query(tests_for, ix, rel, [q for q, _ in batch])
+            found = await self.server.slow_query(test_counts, ix, rel, [q for q, _ in batch])
         except Exception as exc:  # noqa: BLE001 - every lens of the batch gets the error
             failure = exc if isinstance(exc, JsonRpcException) else JsonRpcException(f"{type(exc).__name__}: {exc}",
                                                                                           code=REQUEST_FAILED)
@@ -481,14 +481,15 @@ class Feature:
         if owner is None or owner[0].last_index_time is None:
             raise JsonRpcInvalidParams(f"{SHOW_TESTS}: {uri} is not in an indexed workspace folder")
         ix, rel = owner
-        tests = await self._tests(ix, rel, qual)  # however long it takes: the user asked for it
+        # however long it takes (the user asked for it), in the slow pool, newest first
+        tests = (await ls.slow_query(tests_for, ix, rel, [qual])).get(qual)
         if tests is None:
             msg = f"orbit: {qual} is not in the graph now"
             tests = []
         else:
             cmds = test_commands(tests)
             run = cmds["pytest"] or (("JS/TS test files " + " ".join(cmds["js_files"])) if cmds["js_files"] else "")
-            msg = f"orbit: {tests_title(tests).replace('this', qual)}" + (f": {run}" if run else "")
+            msg = f"orbit: {tests_title(len(tests)).replace('this', qual)}" + (f": {run}" if run else "")
         out = []
         locations = []
         for t in tests:

@@ -58,7 +58,9 @@ before(async () => {
   git("-c", "user.email=t@example.com", "-c", "user.name=t", "-c", "commit.gpgsign=false", "commit", "-q", "-m", "base");
   writeFileSync(join(root, "app/util.py"), FILES["app/util.py"].replace("return compute(x)", "return compute(x) + 0")); // saved
   const [cmd, args] = serverCommand();
-  proc = spawn(cmd, args, { env: { ...process.env, ORBIT_DATA_DIR: dataDir, ORBIT_FALKORDB_URL: "" }, stdio: ["pipe", "pipe", "inherit"] });
+  // ORBIT_TESTS_LENS_WAIT_MS: a tests lens waits for its count (not "tests: counting…") on a loaded machine too
+  proc = spawn(cmd, args, { env: { ...process.env, ORBIT_DATA_DIR: dataDir, ORBIT_FALKORDB_URL: "",
+                                   ORBIT_TESTS_LENS_WAIT_MS: "60000" }, stdio: ["pipe", "pipe", "inherit"] });
   conn = rpc.createProtocolConnection(new rpc.StreamMessageReader(proc.stdout), new rpc.StreamMessageWriter(proc.stdin));
   conn.onRequest("workspace/configuration", (p) => p.items.map(() => ({})));
   conn.onRequest("client/registerCapability", () => null);
