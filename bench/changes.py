@@ -781,6 +781,7 @@ def _lens_timing(ix, name: str, report: Report) -> dict:
         if f.endswith(".py") and not is_test_support(f):
             by_file.setdefault(f, []).append(q)
     reach._INDEXES.clear()
+    reach._LAYOUTS.clear()
     reach.forget_answers()
     t = time.perf_counter()
     reach.test_index(ix).total()

@@ -52,3 +52,57 @@ def test_a_change_to_a_links_target_is_reindexed_under_the_link(tmp_path):
         _until(lambda: _symbols(lsp, "second") == [("second", "lib/real_mod.py")], "plain file re-indexed too")
     finally:
         lsp.stop()
+
+
+
+def test_links_are_kept_up_to_date_from_the_events_not_by_looking_at_every_file(tmp_path, store, settings):
+    """``watcher.linked_sources`` after an index looks only at the files indexed or dropped
+    since and at those under the paths events name (a link made, a file replaced by a link in
+    place, a link replaced by a file, a directory replaced by a link), and finds what looking
+    at every file finds."""
+    from orbit_lsp.index import watcher
+    from orbit_lsp.index.indexer import WorkspaceIndexer
+
+    root = tmp_path / "ws"
+    for d in ("bin", "tests", "pkg", "other"):
+        (root / d).mkdir(parents=True)
+    for name in ("tool", "tool2", "tool3"):  # scripts without an extension: not walked themselves
+        (root / "bin" / name).write_text(f"def {name}():\n    return 1\n")
+    os.symlink("../bin/tool", root / "tests" / "tool.py")
+    (root / "pkg" / "plain.py").write_text("def plain():\n    return 1\n")
+    (root / "pkg" / "mod.py").write_text("def mod():\n    return 1\n")
+    (root / "other" / "mod.py").write_text("def other():\n    return 1\n")
+    ix = WorkspaceIndexer(root, store, settings)
+
+    def event(path: Path, is_dir: bool = False) -> list[str]:
+        """The links an event on ``path`` queues, checked against looking at every file."""
+        got = sorted(p.relative_to(root).as_posix() for p in watcher.linked_sources(ix, path, is_dir))
+        kept = watcher._link_map(ix)
+        watcher._LINKS.pop(ix)
+        assert kept == watcher._link_map(ix)
+        return got
+    try:
+        ix.index_all()
+        watcher.warm_links(ix)
+        assert event(root / "bin" / "tool") == ["tests/tool.py"]
+        # a new link, indexed: found as an added file
+        os.symlink("../bin/tool2", root / "pkg" / "alias.py")
+        ix.index_all()
+        assert event(root / "bin" / "tool2") == ["pkg/alias.py"]
+        # an indexed file replaced in place by a link: the event on it marks it
+        (root / "pkg" / "plain.py").unlink()
+        os.symlink("../bin/tool3", root / "pkg" / "plain.py")
+        assert event(root / "pkg" / "plain.py") == ["pkg/plain.py"]  # (an event names the link's target)
+        assert event(root / "bin" / "tool3") == ["pkg/plain.py"]
+        # a link replaced by a file: no longer one
+        (root / "tests" / "tool.py").unlink()
+        (root / "tests" / "tool.py").write_text("def own():\n    return 2\n")
+        assert event(root / "tests" / "tool.py") == []
+        assert event(root / "bin" / "tool") == []
+        # a directory replaced by a link to another: the indexed files under it are looked at again
+        os.rename(root / "other", root / "other_moved")
+        os.symlink("pkg", root / "other")
+        assert event(root / "other", is_dir=True) == []
+        assert event(root / "pkg" / "mod.py") == ["other/mod.py"]
+    finally:
+        ix.graph.delete()

@@ -196,6 +196,7 @@ def tests_reaching(graph: Graph, targets: list[dict], index: TestIndex, root_pac
 
 # -- per workspace, per graph generation (the language server's lenses) ----------------------------
 _INDEXES = LRU(16)  # (graph name, generation) -> TestIndex | None
+_LAYOUTS = LRU(16)  # graph name -> (the indexer's file names, TestIndex | None) when its lists were made
 _COUNTS = LRU(65536)  # (graph name, generation, file, qual) -> number of tests reaching it | None
 LISTS_KEPT = 100_000  # tests kept in lists over all symbols (a test dict is ~0.5 KB)
 _LISTS = LRU(8192, max_weight=LISTS_KEPT)  # same key -> [test dict] | None (weight: its length)
@@ -223,17 +224,24 @@ def test_index(ix) -> TestIndex | None:
     key = (ix.graph.name, ix.generation)
     found, index = _INDEXES.lookup(key)
     if not found:
-        files = ANSWERS.get(ix.graph, ix.generation, workspace_files)
-        index = None
-        if any(is_test_support(f) for f in files):
-            root, limit = ix.root, getattr(getattr(ix, "settings", None), "max_file_bytes", 2_000_000)
+        root, limit = ix.root, getattr(getattr(ix, "settings", None), "max_file_bytes", 2_000_000)
 
-            def read(rel: str) -> bytes | None:
-                try:
-                    return read_workspace_file(root, root / rel, limit)
-                except OSError:
-                    return None
-            index = TestIndex(list(files), read)
+        def read(rel: str) -> bytes | None:
+            try:
+                return read_workspace_file(root, root / rel, limit)
+            except OSError:
+                return None
+        # a re-index that changed files' contents, not which files there are (a save): the
+        # lists of the graph's files are those of the last index
+        names = frozenset(getattr(ix, "state", None) or ())
+        _, last = _LAYOUTS.lookup(ix.graph.name)
+        if names and last is not None and last[0] == names:
+            index = TestIndex.of_same_files(last[1], read) if last[1] is not None else None
+        else:
+            files = ANSWERS.get(ix.graph, ix.generation, workspace_files)
+            index = TestIndex(list(files), read) if any(is_test_support(f) for f in files) else None
+            if names:
+                _LAYOUTS.put(ix.graph.name, (names, index))
         _INDEXES.put(key, index)
     return index
 

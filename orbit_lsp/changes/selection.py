@@ -332,10 +332,24 @@ class TestIndex:
 
     def __init__(self, files: list[str], read: Callable[[str], bytes | None]):
         self.files = sorted(set(files))
-        self.read = read
         self.py_tests = [f for f in self.files if is_python_test_file(f)]
         self.conftests = [f for f in self.files if is_conftest(f)]
         self.js_tests = [f for f in self.files if is_js_test_file(f)]
+        self._start(read)
+
+    @classmethod
+    def of_same_files(cls, other: "TestIndex", read: Callable[[str], bytes | None]) -> "TestIndex":
+        """An index of the same files as ``other`` (their lists shared, never changed), read
+        afresh through ``read``: a workspace whose files changed content but not names (the
+        lists of 20,000 paths cost ~80 ms to make)."""
+        index = cls.__new__(cls)
+        index.files, index.py_tests, index.conftests, index.js_tests = (other.files, other.py_tests, other.conftests,
+                                                                        other.js_tests)
+        index._start(read)
+        return index
+
+    def _start(self, read: Callable[[str], bytes | None]) -> None:
+        self.read = read
         self._scanned: dict[str, PyTestFile] = {}
         self._called: dict[str, frozenset[str]] = {}
         self._file_sites: dict[str, list[tuple[object, str, str, Fixture]]] = {}

@@ -8,9 +8,10 @@ The pieces the language server (``orbit_lsp.server.lifecycle``) and the MCP serv
   ``"rescan"`` (a ``.gitignore`` or JS/TS config changed: bring the whole folder up to date) or
   None (ignored: the root itself, ``.git``/``node_modules``/caches, ignored directories,
   temporaries, ``.env`` files, non-source files).
-- ``linked_sources(ix, path)``: the indexed files that are symlinks (or lie under a symlinked
-  directory) whose real target is ``path``: an event names the target (``bin/tool``), never
-  the link (``tests/tool.py -> ../bin/tool``), so the link's path is queued as well.
+- ``linked_sources(ix, path, is_dir)``: the indexed files that are symlinks (or lie under a
+  symlinked directory) whose real target is ``path``: an event names the target (``bin/tool``),
+  never the link (``tests/tool.py -> ../bin/tool``), so the link's path is queued as well
+  (``warm_links(ix)`` after an index: the links are then kept up to date file by file).
 - ``Changes`` and ``apply_changes(ix, changes)``: apply one folder's queued changes with the
   indexer's content-hash check (a file whose bytes the graph already has costs a read and a
   hash), in the caller's index thread.
@@ -66,49 +67,106 @@ def classify(ix: "WorkspaceIndexer", rel: str, path: Path, is_dir: bool) -> str 
     return None  # temporaries (mod.py~, .swp, 4913), .env files, non-source files
 
 
-_LINKS: "weakref.WeakKeyDictionary[WorkspaceIndexer, tuple[int, dict[str, list[str]]]]" = weakref.WeakKeyDictionary()
+@dataclass
+class _Links:
+    """The indexed files reached through a symlink, for one indexer: ``rels`` the indexed files
+    it was computed for, ``real_dirs`` lexical directory -> its real path, ``real_of`` rel ->
+    the real path of a file reached through a link, ``dirty`` the rels of files and
+    directories an event may have turned into links, or back (looked at again, with every
+    indexed file under them)."""
+
+    rels: frozenset[str] = frozenset()
+    real_dirs: dict[str, str] = field(default_factory=dict)
+    real_of: dict[str, str] = field(default_factory=dict)
+    dirty: set[str] = field(default_factory=set)
+
+
+_LINKS: "weakref.WeakKeyDictionary[WorkspaceIndexer, _Links]" = weakref.WeakKeyDictionary()
 _LINKS_LOCK = threading.Lock()
 
 
+def _real_of(root: str, real_root: str, real_dirs: dict[str, str], rel: str) -> str | None:
+    """The real path of indexed file ``rel`` when it is reached through a symlink (the file
+    itself or a directory on its way), else None: one ``lstat``, one ``realpath`` per new
+    directory."""
+    d, _, name = rel.rpartition("/")
+    real_dir = real_dirs.get(d)
+    if real_dir is None:
+        lexical_dir = os.path.join(root, *d.split("/")) if d else root
+        real_dir = real_dirs[d] = os.path.realpath(lexical_dir)
+    lexical = os.path.join(real_dir, name)
+    try:
+        real = os.path.realpath(lexical) if os.path.islink(lexical) else lexical
+    except OSError:
+        return None
+    return real if real != os.path.join(real_root, *rel.split("/")) else None
+
+
+def _under(rel: str, prefixes: set[str]) -> bool:
+    return any(rel == p or rel.startswith(p + "/") for p in prefixes)
+
+
 def _link_map(ix: "WorkspaceIndexer") -> dict[str, list[str]]:
-    """Real path -> rels of the indexed files reached through a symlink (the file itself or a
-    directory on its way), rebuilt when the graph's generation changes: one ``lstat`` per file
-    and one ``realpath`` per directory."""
-    gen = ix.generation
-    with _LINKS_LOCK:
-        cached = _LINKS.get(ix)
-    if cached is not None and cached[0] == gen:
-        return cached[1]
+    """Real path -> rels of the indexed files reached through a symlink. Kept per indexer and
+    brought up to date with the files indexed or dropped since and those under the paths of
+    events that may have made or removed a link (``linked_sources``): a save in a workspace
+    of 20,000 files does not ``lstat`` every one of them on the event loop."""
+    rels = frozenset(ix.state)
     root = os.fspath(ix.root)
     real_root = os.path.realpath(root)
-    real_dirs: dict[str, str] = {}
-    found: dict[str, list[str]] = {}
-    for rel in list(ix.state):
-        d, _, name = rel.rpartition("/")
-        real_dir = real_dirs.get(d)
-        if real_dir is None:
-            lexical_dir = os.path.join(root, *d.split("/")) if d else root
-            real_dir = real_dirs[d] = os.path.realpath(lexical_dir)
-        lexical = os.path.join(real_dir, name)
-        try:
-            real = os.path.realpath(lexical) if os.path.islink(lexical) else lexical
-        except OSError:
-            continue
-        if real != os.path.join(real_root, *rel.split("/")):
-            found.setdefault(real, []).append(rel)
     with _LINKS_LOCK:
-        _LINKS[ix] = (gen, found)
+        links = _LINKS.get(ix)
+        if links is None:
+            links = _LINKS[ix] = _Links()
+        todo = set(rels - links.rels)
+        removed = links.rels - rels
+        if links.dirty:
+            dirty = links.dirty
+            links.dirty = set()
+            for d in [d for d in links.real_dirs if _under(d, dirty)]:
+                del links.real_dirs[d]
+            todo |= {r for r in rels if _under(r, dirty)}
+        if todo or removed:
+            real_of = {r: real for r, real in links.real_of.items() if r not in removed and r not in todo}
+            for rel in todo:
+                real = _real_of(root, real_root, links.real_dirs, rel)
+                if real is not None:
+                    real_of[rel] = real
+            links.rels, links.real_of = rels, real_of
+        found: dict[str, list[str]] = {}
+        for rel, real in links.real_of.items():
+            found.setdefault(real, []).append(rel)
     return found
 
 
-def linked_sources(ix: "WorkspaceIndexer", path: Path) -> list[Path]:
+def warm_links(ix: "WorkspaceIndexer") -> None:
+    """Bring ``ix``'s links up to date now, in the caller's thread (the index thread, after an
+    index), so that the first event after it does not look at every file."""
+    _link_map(ix)
+
+
+def linked_sources(ix: "WorkspaceIndexer", path: Path, is_dir: bool = False) -> list[Path]:
     """Paths (under ``ix.root``) of the indexed files that are links, or lie under linked
-    directories, whose real file is ``path`` (see the module docstring); usually none."""
-    links = _link_map(ix)
-    if not links:
+    directories, whose real file is ``path`` (see the module docstring); usually none. Call it
+    for every event: the indexed files under a directory, a symlink or a file reached through
+    one that an event names are looked at again (a link made, removed or replaced); an event
+    on a directory gives none itself."""
+    try:
+        rel = path.relative_to(ix.root).as_posix()
+    except ValueError:
+        rel = None
+    if rel is not None and rel not in ("", ".") and not any(part in EXCLUDED_DIRS for part in rel.split("/")):
+        with _LINKS_LOCK:
+            links = _LINKS.get(ix)
+            if links is not None and (is_dir or rel in links.real_of or os.path.islink(path)):
+                links.dirty.add(rel)
+    if is_dir:
         return []
-    rels = links.get(os.path.realpath(os.fspath(path)), ())
-    return [ix.root / r for r in rels]
+    links_of = _link_map(ix)
+    if not links_of:
+        return []
+    found = links_of.get(os.path.realpath(os.fspath(path)), ())
+    return [ix.root / r for r in found]
 
 
 @dataclass
@@ -214,9 +272,8 @@ class FolderWatcher(FileSystemEventHandler):
         if rel is None:
             return
         kind = classify(self.ix, rel, path, is_dir)
-        if not is_dir:
-            for link in linked_sources(self.ix, path):
-                self.queue(link, False)
+        for link in linked_sources(self.ix, path, is_dir):
+            self.queue(link, False)
         if kind is None:
             return
         with self._cond:

@@ -48,7 +48,7 @@ from orbit_lsp.index.progress import PhaseClock, eta_text
 from orbit_lsp.index.progress import words as progress_words
 from orbit_lsp.index.roots import ROOT_MARKERS, in_project, too_broad
 from orbit_lsp.index.watcher import (DELETE_GRACE_S, WATCH_DEBOUNCE_S, WATCH_MAX_DELAY_S, Changes, apply_changes,
-                                     classify, event_paths, linked_sources)
+                                     classify, event_paths, linked_sources, warm_links)
 from orbit_lsp.server.app import OrbitServer, use_lsp_lines
 
 log = logging.getLogger("orbit_lsp.server")
@@ -84,7 +84,9 @@ def _index_all(ix: WorkspaceIndexer, report, cancel: threading.Event) -> IndexRe
     release = os.path.join(ix.root, hold) if hold else None
     while release and not os.path.exists(release) and not cancel.is_set():
         time.sleep(0.02)
-    return index_all_isolated(ix, report, cancel)
+    rep = index_all_isolated(ix, report, cancel)
+    warm_links(ix)  # here, not on the event loop at the first save
+    return rep
 
 
 class _Events(FileSystemEventHandler):
@@ -524,10 +526,9 @@ class Feature:
             return
         ix, rel = owner
         kind = classify(ix, rel, path, is_dir)  # the checks the MCP server's watcher shares
-        if not is_dir:
-            # an event names a symlink's target, never the link: re-index the links too
-            for link in linked_sources(ix, path):
-                self._queue(link, "file")
+        # an event names a symlink's target, never the link: re-index the links too
+        for link in linked_sources(ix, path, is_dir):
+            self._queue(link, "file")
         if kind is not None:
             self._queue(path, kind)
 
