@@ -206,3 +206,44 @@ def test_uncalled_methods_have_no_caller_and_no_unbound_site_elsewhere_using_the
     assert sorted(Q.uncalled_methods(ix.graph, methods, ans)) == [("m.py", "m.A.lonely"), ("m.py", "m.A.recursive"),
                                                                    ("m.py", "m.A.use")]
     assert ans.cypher and Q.uncalled_methods(ix.graph, [], ans) == []
+
+
+def _unbound_by_python(graph, name: str, limit: int, bound: set | None = None) -> dict:
+    """``unbound_sites`` computed from the raw ``unresolved_sites`` rows (``"name@line"``) by
+    the rule its docstring states: the oracle of the Cypher that counts and sorts them."""
+    rows = graph.ro_query("MATCH (c:Symbol) WHERE $n IN c.unresolved_names "
+                          "RETURN c.file, c.qual, c.line, c.unresolved_sites", {"n": name}).rows
+    sites = []
+    for file, caller, cline, raw in rows:
+        lines = [int(x.rpartition("@")[2]) for x in (raw or []) if x.rpartition("@")[0] == name]
+        for ln in lines or [None]:
+            if bound and ln is not None and (file, ln) in bound:
+                continue
+            sites.append({"file": file, "caller": caller, "line": ln if ln is not None else cline})
+    sites.sort(key=lambda x: (x["file"], x["line"] or 0, x["caller"]))
+    return {"total": len(sites), "sites": sites[:limit]}
+
+
+def test_unbound_sites_are_counted_and_sorted_as_the_rule_says(tmp_path, store):
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "engine.py").write_text("class Engine:\n    def run(self):\n        return 1\n")
+    for k in range(3):  # several unbound x.run() per function, in several files
+        (root / f"use{k}.py").write_text("".join(
+            f"def f{i}(x, y):\n    x.run()\n    y.run()\n    return x.stop()\n\n" for i in range(4 - k)))
+    (root / "mixed.py").write_text("from engine import Engine\n\n"
+                                   "def g(x):\n    e = x if x else Engine()\n    return e.run()\n")
+    ix = WorkspaceIndexer(root, store)
+    try:
+        ix.index_all()
+        q = Q.Answer()
+        for limit in (0, 3, 100):
+            got = Q.unbound_sites(ix.graph, "run", q, limit=limit)
+            assert got == _unbound_by_python(ix.graph, "run", limit)
+        assert Q.unbound_sites(ix.graph, "run", q)["total"] >= 18  # 2 per function of use*.py
+        some = {("use0.py", 2), ("use1.py", 3), ("mixed.py", 5)}
+        assert Q.unbound_sites(ix.graph, "run", q, limit=100, bound=some) == _unbound_by_python(ix.graph, "run", 100,
+                                                                                                  some)
+        assert Q.unbound_sites(ix.graph, "nothing", q) == {"total": 0, "sites": []}
+    finally:
+        ix.graph.delete()

@@ -964,18 +964,22 @@ def unbound_sites(graph: Graph, name: str, ans: Answer, limit: int = MAX_UNBOUND
     file and line. Read from ``Symbol.unresolved_sites`` (``"name@line"``); graphs written
     before it existed give the callers without a line (``line`` None). ``bound``: (file, line)
     sites already bound to the symbol asked about (a site bound to it and to an unknown value
-    too): left out, they are counted among its callers."""
-    rows = ans.run(graph, "MATCH (c:Symbol) WHERE $n IN c.unresolved_names "
-                          "RETURN c.file, c.qual, c.line, c.unresolved_sites", {"n": name})
-    sites = []
-    for file, caller, cline, raw in rows:
-        lines = [int(x.rpartition("@")[2]) for x in (raw or []) if x.rpartition("@")[0] == name]
-        for ln in lines or [None]:
-            if bound and ln is not None and (file, ln) in bound:
-                continue
-            sites.append({"file": file, "caller": caller, "line": ln if ln is not None else cline})
-    sites.sort(key=lambda x: (x["file"], x["line"] or 0, x["caller"]))
-    return {"total": len(sites), "sites": sites[:max(0, int(limit))]}
+    too): left out, they are counted among its callers. Counted and sorted by FalkorDB: a name
+    like ``assertEqual`` has tens of thousands of such sites in a large workspace."""
+    sites = ("MATCH (c:Symbol) WHERE $n IN c.unresolved_names "
+             "WITH c, [x IN coalesce(c.unresolved_sites, []) WHERE x STARTS WITH $at "
+             "| toInteger(substring(x, size($at)))] AS ls "
+             "UNWIND CASE WHEN size(ls) = 0 THEN [null] ELSE ls END AS ln "
+             "WITH c, ln WHERE ln IS NULL OR NOT (c.file + '@' + toString(ln)) IN $bound ")
+    params = {"n": name, "at": name + "@", "bound": sorted(f"{f}@{ln}" for f, ln in (bound or ()))}
+    # the number and the first sites: two reads FalkorDB runs at once (each scans the symbols)
+    counted, rows = _Reads(graph, [
+        (sites + "RETURN count(*)", params),
+        (sites + "RETURN c.file, c.qual, ln, c.line ORDER BY c.file, coalesce(ln, c.line, 0), c.qual LIMIT $limit",
+         {**params, "limit": max(0, int(limit))})]).rows(ans)
+    total = counted[0][0]
+    return {"total": total,
+            "sites": [{"file": f, "caller": q, "line": ln if ln is not None else cline} for f, q, ln, cline in rows]}
 
 
 def _unresolved_named(graph: Graph, names: list[str], ans: Answer) -> dict[str, int]:
