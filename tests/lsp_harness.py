@@ -44,6 +44,21 @@ async def start_session(client, root: Path, profile: str, init_options: dict | N
     return result
 
 
+async def tests_lenses(client, path: Path, timeout: float = 30.0) -> dict:
+    """The "N tests reach this" lenses of ``path``, resolved at once (as an editor resolves the
+    lenses on screen), by the qualified name of their symbol."""
+    from lsprotocol import types
+
+    got = await asyncio.wait_for(client.text_document_code_lens_async(
+        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri(path)))), timeout)
+    mine = [x for x in got if x.data["target"]["type"] == "tests"]
+    done = await asyncio.wait_for(asyncio.gather(*(client.code_lens_resolve_async(x) for x in mine)), timeout)
+    return {x.data["target"]["qual"]: x for x in done}
+
+
+tests_lenses.__test__ = False  # a helper, not a test (its name starts with "test")
+
+
 async def wait_indexed(client, timeout: float = 60.0) -> dict:
     """Poll ``orbit/status`` until every folder has been indexed."""
     deadline = asyncio.get_running_loop().time() + timeout

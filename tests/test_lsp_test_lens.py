@@ -12,7 +12,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from changes_repo import make_repo
-from lsp_harness import SERVER, as_dict, start_session, uri
+from lsp_harness import SERVER, as_dict, start_session, tests_lenses, uri
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 T = 30
@@ -30,21 +30,8 @@ async def client(lsp_client: LanguageClient, repo):
     await lsp_client.shutdown_session()
 
 
-async def test_lenses(client, path) -> dict[str, types.CodeLens]:
-    """The resolved tests lenses of ``path`` by the qualified name of their symbol (resolved at
-    once, as an editor resolves the lenses on screen)."""
-    got = await asyncio.wait_for(client.text_document_code_lens_async(
-        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri(path)))), T)
-    mine = [x for x in got if x.data["target"]["type"] == "tests"]
-    done = await asyncio.wait_for(asyncio.gather(*(client.code_lens_resolve_async(x) for x in mine)), T)
-    return {x.data["target"]["qual"]: x for x in done}
-
-
-test_lenses.__test__ = False  # a helper, not a test
-
-
 async def test_counts_follow_the_selection(client: LanguageClient, repo):
-    core = await test_lenses(client, repo.root / "app/core.py")
+    core = await tests_lenses(client, repo.root / "app/core.py")
     # functions and methods only (no lens on the class Engine)
     assert {q: x.command.title for q, x in core.items()} == {
         # test_helper (1 hop), test_compute (2), test_run (engine.run on the engine fixture, 3), test_serve (4)
@@ -57,23 +44,23 @@ async def test_counts_follow_the_selection(client: LanguageClient, repo):
     lens = core["app.core.helper"]
     assert (lens.range.start.line, lens.range.start.character) == (3, 4)
     assert lens.command.command == "orbit.showTests"
-    svc = await test_lenses(client, repo.root / "app/service.py")
+    svc = await tests_lenses(client, repo.root / "app/service.py")
     assert {q: x.command.title for q, x in svc.items()} == {
         "app.service.serve": "1 test reaches this", "app.service.uses_old": "1 test reaches this"}
 
 
 async def test_fixtures_and_setup_but_not_tests(client: LanguageClient, repo):
-    conf = await test_lenses(client, repo.root / "tests/conftest.py")
+    conf = await tests_lenses(client, repo.root / "tests/conftest.py")
     # engine: requested by test_run, TestEngine.test_mode, and by fast_engine (test_fast)
     assert {q: x.command.title for q, x in conf.items()} == {
         "tests.conftest.engine": "3 tests reach this", "tests.conftest.fast_engine": "1 test reaches this"}
-    eng = await test_lenses(client, repo.root / "tests/test_engine.py")
+    eng = await tests_lenses(client, repo.root / "tests/test_engine.py")
     # a test reaches only itself: no lens on tests; setUp reaches the tests of its class
     assert {q: x.command.title for q, x in eng.items()} == {"tests.test_engine.UnitEngine.setUp": "1 test reaches this"}
 
 
 async def test_command_lists_the_tests_and_the_command_line(client: LanguageClient, repo):
-    lens = (await test_lenses(client, repo.root / "app/core.py"))["app.core.helper"]
+    lens = (await tests_lenses(client, repo.root / "app/core.py"))["app.core.helper"]
     client.messages.clear()
     res = as_dict(await asyncio.wait_for(client.workspace_execute_command_async(types.ExecuteCommandParams(
         command=lens.command.command, arguments=lens.command.arguments)), T))
@@ -109,7 +96,7 @@ async def test_counts_move_with_the_graph(client: LanguageClient, repo):
     """A test added and saved is counted once the file is re-indexed (the answers are cached per
     graph generation, never across a re-index)."""
     path = repo.root / "tests/test_core.py"
-    before = (await test_lenses(client, repo.root / "app/core.py"))["app.core.helper"].command.title
+    before = (await tests_lenses(client, repo.root / "app/core.py"))["app.core.helper"].command.title
     assert before == "4 tests reach this"
     text = path.read_text() + "\n\ndef test_helper_again():\n    assert helper(2) == 3\n"
     since = time.time()
@@ -122,7 +109,7 @@ async def test_counts_move_with_the_graph(client: LanguageClient, repo):
     while time.monotonic() < deadline:
         st = as_dict(await client.protocol.send_request_async("orbit/status", {}))
         if all((as_dict(w)["last_index"] or 0) > since for w in st["workspaces"]):
-            title = (await test_lenses(client, repo.root / "app/core.py"))["app.core.helper"].command.title
+            title = (await tests_lenses(client, repo.root / "app/core.py"))["app.core.helper"].command.title
             if title != before:
                 break
         await asyncio.sleep(0.1)

@@ -14,7 +14,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from changes_repo import make_repo
-from lsp_harness import SERVER, as_dict, start_session, uri
+from lsp_harness import SERVER, as_dict, start_session, tests_lenses, uri
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 T = 30
@@ -42,17 +42,6 @@ async def client(lsp_client: LanguageClient, repo):
     await start_session(lsp_client, repo.root, "visual-studio-code", init_options={"testsLensWaitMs": 0})
     yield
     await lsp_client.shutdown_session()
-
-
-async def tests_lenses(client, path) -> dict[str, types.CodeLens]:
-    got = await asyncio.wait_for(client.text_document_code_lens_async(
-        types.CodeLensParams(text_document=types.TextDocumentIdentifier(uri(path)))), T)
-    mine = [x for x in got if x.data["target"]["type"] == "tests"]
-    done = await asyncio.wait_for(asyncio.gather(*(client.code_lens_resolve_async(x) for x in mine)), T)
-    return {x.data["target"]["qual"]: x for x in done}
-
-
-tests_lenses.__test__ = False  # a helper, not a test
 
 
 async def wait_refresh(client, after: int) -> None:
