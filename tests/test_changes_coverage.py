@@ -373,3 +373,31 @@ def test_a_map_recorded_in_another_checkout_is_mapped_by_its_paths(ws, repo, tmp
     (tmp_path / "unrelated" / "lib" / "core.py").write_text("x = 1\n")
     other = CoverageMap(tmp_path / "ci.coverage", tmp_path / "unrelated")
     assert other.recorded_root is None and other.files == {}
+
+
+def test_a_map_of_a_project_in_a_subdirectory_has_its_test_ids_placed(tmp_path, store, settings):
+    """pytest writes test ids relative to its rootdir: a map recorded in a project that is a
+    subdirectory of the workspace (a monorepo) names ``tests/test_core.py::test_neg`` for the
+    workspace's ``proj/tests/test_core.py::test_neg``. Its ids are put under that directory,
+    and the answer says so; without that nothing would be narrowed."""
+    mono = Repo(tmp_path / "mono")
+    for rel, text in BASE.items():
+        mono.write(f"proj/{rel}", text)
+    base = mono.commit("base")
+    record(mono.root / "proj", tmp_path / "proj.coverage")
+    ix = WorkspaceIndexer(mono.root, store, settings)
+    try:
+        impact.refresh(ix)
+        cmap = CoverageMap(tmp_path / "proj.coverage", mono.root)
+        assert "tests/test_core.py::test_neg" in cmap.tests and cmap.measures("proj/app/core.py")
+        mono.edit("proj/app/core.py", 'f"negative: {x}"', 'f"negative value: {x}"')
+        impact.refresh(ix)
+        change = diff.from_git(mono.root, "worktree")
+        r = impact.analyse(ix.graph, change, ix.root_package, impact.Options(coverage=cmap))
+        assert ids(r) == ["proj/tests/test_core.py::test_neg"]
+        assert r["tests"]["coverage"]["tests_under"] == "proj"
+        assert symbol_modes(r) == {"proj.app.core.error": ("narrowed", "1 test enters it")}
+        assert "tests/test_core.py::test_neg" not in cmap.tests  # placed
+    finally:
+        mono.git("reset", "-q", "--hard", base)
+        ix.graph.delete()

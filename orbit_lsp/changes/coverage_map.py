@@ -123,7 +123,10 @@ class CoverageMap:
         if not any("::" in c for c in named):
             raise CoverageMapError(f"coverage map {p}: its contexts are not pytest test ids "
                                    f"(e.g. {sorted(named)[0]!r}); run pytest with --cov-context=test")
-        self.tests = {split_context(c)[0] for c in named}
+        self._recorded_tests = {split_context(c)[0] for c in named}
+        self.tests = set(self._recorded_tests)
+        self.tests_under: str | None = None  # see ``place_tests``
+        self._placed_for: frozenset[str] | None = None
         base = Path(recorded_root if recorded_root is not None else root).resolve()
         self.files: dict[str, str] = self._relative(measured, base)
         self.recorded_root: str | None = str(recorded_root) if recorded_root is not None else None
@@ -147,6 +150,38 @@ class CoverageMap:
                 continue
             out[rel] = f
         return out
+
+    def place_tests(self, py_tests: list[str], sample: int = 200) -> None:
+        """Put the map's test ids in the workspace. pytest writes them relative to its rootdir;
+        when that is a directory of the workspace (a project in a monorepo), most of their
+        files are not workspace test files as they are but are under that directory, which
+        (``tests_under``) is then put before every id. ``py_tests``: the workspace's Python
+        test files (workspace-relative)."""
+        key = frozenset(py_tests)
+        if self._placed_for == key:
+            return
+        known = set(py_tests)
+        files = sorted({t.partition("::")[0] for t in self._recorded_tests})[:sample]
+        under = None
+        if files and 2 * sum(f in known for f in files) < len(files):
+            by_name: dict[str, list[str]] = {}
+            for t in py_tests:
+                by_name.setdefault(t.rpartition("/")[2], []).append(t)
+            counts: dict[str, int] = {}
+            for f in files:
+                for t in by_name.get(f.rpartition("/")[2], ()):
+                    if t.endswith("/" + f):
+                        d = t[:-len(f) - 1]
+                        counts[d] = counts.get(d, 0) + 1
+            if counts:
+                best, n = max(counts.items(), key=lambda kv: (kv[1], -len(kv[0])))
+                under = best if 2 * n >= len(files) else None
+        self.tests_under = under
+        self.tests = {self._placed(t) for t in self._recorded_tests}
+        self._placed_for = key
+
+    def _placed(self, test: str) -> str:
+        return f"{self.tests_under}/{test}" if self.tests_under else test
 
     def measures(self, rel: str) -> bool:
         return rel in self.files
@@ -190,13 +225,14 @@ class CoverageMap:
                     outside = True
                     continue
                 test, phase = split_context(c)
-                tests.setdefault(test, set()).add(phase)
+                tests.setdefault(self._placed(test), set()).add(phase)
         return tests, outside
 
     def describe(self) -> dict:
         return {"path": self.path, "mtime": self.mtime,
                 "mtime_iso": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.mtime)),
-                "tests": len(self.tests), "files": len(self.files), "recorded_root": self.recorded_root}
+                "tests": len(self.tests), "files": len(self.files), "recorded_root": self.recorded_root,
+                "tests_under": self.tests_under}
 
 
 def _recorded_root(measured, root: Path, sample: int = 200) -> str | None:
@@ -484,7 +520,8 @@ def analyse(graph, change, root_package: str = "", options=None) -> dict:
 
     ``result["tests"]["coverage"]``: {"path", "mtime" (epoch seconds), "mtime_iso", "recorded_root"
     (the checkout the map was recorded in when it is not this workspace, found from its paths;
-    else None), "static":
+    else None), "tests_under" (the directory of the workspace pytest ran from when it is not
+    the root: the map's test ids are put under it; else None), "static":
     tests selected statically, "narrowed": tests selected now, "static_may", "narrowed_may"
     (likewise for "may be affected"), "symbols": [{"qual", "file", "status", "kind", "mode":
     "narrowed"|"static", "reason", "entering": number of tests entering it (narrowed ones)}],
@@ -506,6 +543,8 @@ def analyse(graph, change, root_package: str = "", options=None) -> dict:
     tests = result["tests"]
     static_sel = {t["id"]: t for t in tests["selected"]}
     static_may = {t["id"]: t for t in tests["may_be_affected"]}
+    index = _test_index(graph, change, result)
+    cmap.place_tests(index.py_tests)  # its ids are relative to pytest's rootdir
     plan, _ = _plan(result, change, root_package, cmap)
     narrowed = [r for r in plan if r["mode"] == "narrowed"]
     kept_syms = [r for r in plan if r["mode"] == "static"]
@@ -533,7 +572,6 @@ def analyse(graph, change, root_package: str = "", options=None) -> dict:
     selected: dict[str, dict] = {}
     for tid, t in base_sel.items():
         selected[tid] = dict(static_sel.get(tid, t), coverage="static")
-    index = _test_index(graph, change, result)
     items = {}
 
     def item_of(tid: str):

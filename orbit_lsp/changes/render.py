@@ -43,6 +43,8 @@ def coverage_lines(result: dict) -> list[str]:
         return []
     n = sum(1 for s in c["symbols"] if s["mode"] == "narrowed")
     where = f" in {c['recorded_root']}" if c.get("recorded_root") else ""
+    if c.get("tests_under"):
+        where += f", pytest run from {c['tests_under']}/"
     out = [f"Coverage map {c['path']} (recorded {c['mtime_iso']}{where}): {_plural(c['narrowed'], 'test')} selected "
            f"(static: {c['static']}); {n} of {_plural(len(c['symbols']), 'changed symbol')} narrowed"
            + (f"; may be affected: {c['narrowed_may']} (static: {c['static_may']})" if c["static_may"] else "")]
