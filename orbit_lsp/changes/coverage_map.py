@@ -157,10 +157,9 @@ class CoverageMap:
         files are not workspace test files as they are but are under that directory, which
         (``tests_under``) is then put before every id. ``py_tests``: the workspace's Python
         test files (workspace-relative)."""
-        key = frozenset(py_tests)
-        if self._placed_for == key:
+        known = frozenset(py_tests)
+        if self._placed_for == known:
             return
-        known = set(py_tests)
         files = sorted({t.partition("::")[0] for t in self._recorded_tests})[:sample]
         under = None
         if files and 2 * sum(f in known for f in files) < len(files):
@@ -178,7 +177,7 @@ class CoverageMap:
                 under = best if 2 * n >= len(files) else None
         self.tests_under = under
         self.tests = {self._placed(t) for t in self._recorded_tests}
-        self._placed_for = key
+        self._placed_for = known
 
     def _placed(self, test: str) -> str:
         return f"{self.tests_under}/{test}" if self.tests_under else test

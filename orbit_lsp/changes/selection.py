@@ -24,6 +24,7 @@ import ast
 import hashlib
 import re
 import shlex
+import sys
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -38,7 +39,7 @@ MODULE_SETUP = frozenset({"setup_module", "teardown_module", "setUpModule", "tea
 FILES_FORM_OVER = 40  # above this many test ids the command uses ``-k`` (or the files) instead
 K_FORM_MAX = 4000  # characters of a ``-k`` expression past which the command lists files only
 SCANS = LRU(65536)  # (path, content digest) -> PyTestFile: a server or a benchmark re-reads test files
-CALLED = LRU(65536)  # (path, content digest) -> FileMarks (``TestIndex.marks``)
+MARKS = LRU(65536)  # (path, content digest) -> FileMarks (``TestIndex.marks``)
 ATTR_CALL = re.compile(rb"\.\s*([A-Za-z_][A-Za-z0-9_]*)\s*\(")
 # ``name.method(``: the form ``_attr_calls`` reads on a parameter
 RECEIVER_CALL = re.compile(rb"(?<![\w.])([A-Za-z_][A-Za-z0-9_]*)\s*\.\s*[A-Za-z_][A-Za-z0-9_]*\s*\(")
@@ -57,8 +58,6 @@ class FileMarks:
 
     @classmethod
     def of(cls, data: bytes) -> "FileMarks":
-        import sys
-
         def names(found: list[bytes]) -> frozenset[str]:
             return frozenset(sys.intern(m.decode("ascii")) for m in set(found))
         return cls(names(ATTR_CALL.findall(data)), names(RECEIVER_CALL.findall(data)), b"fixture" in data)
@@ -351,7 +350,7 @@ class TestIndex:
     def _start(self, read: Callable[[str], bytes | None]) -> None:
         self.read = read
         self._scanned: dict[str, PyTestFile] = {}
-        self._called: dict[str, frozenset[str]] = {}
+        self._marks: dict[str, FileMarks] = {}
         self._file_sites: dict[str, list[tuple[object, str, str, Fixture]]] = {}
         self._users_of: dict[tuple[str, str], tuple | None] = {}
         self._lines: dict[str, dict[str, int]] = {}
@@ -386,18 +385,18 @@ class TestIndex:
 
     def marks(self, path: str) -> FileMarks:
         """``FileMarks`` of file ``path`` (read once per index; cached by content)."""
-        got = self._called.get(path)
+        got = self._marks.get(path)
         if got is None:
             data = self.read(path)
             if data is None:
                 got = NO_MARKS
             else:
                 key = (path, hashlib.blake2b(data, digest_size=16).digest())
-                found, got = CALLED.lookup(key)
+                found, got = MARKS.lookup(key)
                 if not found:
                     got = FileMarks.of(data)
-                    CALLED.put(key, got)
-            self._called[path] = got
+                    MARKS.put(key, got)
+            self._marks[path] = got
         return got
 
     def _may_call_on_fixture(self, path: str) -> bool:

@@ -8,7 +8,7 @@ The pieces the language server (``orbit_lsp.server.lifecycle``) and the MCP serv
   ``"rescan"`` (a ``.gitignore`` or JS/TS config changed: bring the whole folder up to date) or
   None (ignored: the root itself, ``.git``/``node_modules``/caches, ignored directories,
   temporaries, ``.env`` files, non-source files).
-- ``linked_sources(ix, path, is_dir)``: the indexed files that are symlinks (or lie under a
+- ``linked_sources(ix, rel, path, is_dir)``: the indexed files that are symlinks (or lie under a
   symlinked directory) whose real target is ``path``: an event names the target (``bin/tool``),
   never the link (``tests/tool.py -> ../bin/tool``), so the link's path is queued as well
   (``warm_links(ix)`` after an index: the links are then kept up to date file by file).
@@ -145,17 +145,13 @@ def warm_links(ix: "WorkspaceIndexer") -> None:
     _link_map(ix)
 
 
-def linked_sources(ix: "WorkspaceIndexer", path: Path, is_dir: bool = False) -> list[Path]:
+def linked_sources(ix: "WorkspaceIndexer", rel: str, path: Path, is_dir: bool = False) -> list[Path]:
     """Paths (under ``ix.root``) of the indexed files that are links, or lie under linked
-    directories, whose real file is ``path`` (see the module docstring); usually none. Call it
-    for every event: the indexed files under a directory, a symlink or a file reached through
-    one that an event names are looked at again (a link made, removed or replaced); an event
-    on a directory gives none itself."""
-    try:
-        rel = path.relative_to(ix.root).as_posix()
-    except ValueError:
-        rel = None
-    if rel is not None and rel not in ("", ".") and not any(part in EXCLUDED_DIRS for part in rel.split("/")):
+    directories, whose real file is ``path`` (``rel``: its path relative to ``ix.root``; see
+    the module docstring); usually none. Call it for every event: the indexed files under a
+    directory, a symlink or a file reached through one that an event names are looked at again
+    (a link made, removed or replaced); an event on a directory gives none itself."""
+    if rel not in ("", ".") and not any(part in EXCLUDED_DIRS for part in rel.split("/")):
         with _LINKS_LOCK:
             links = _LINKS.get(ix)
             if links is not None and (is_dir or rel in links.real_of or os.path.islink(path)):
@@ -272,7 +268,7 @@ class FolderWatcher(FileSystemEventHandler):
         if rel is None:
             return
         kind = classify(self.ix, rel, path, is_dir)
-        for link in linked_sources(self.ix, path, is_dir):
+        for link in linked_sources(self.ix, rel, path, is_dir):
             self.queue(link, False)
         if kind is None:
             return

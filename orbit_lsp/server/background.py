@@ -18,12 +18,10 @@ from typing import Any, Callable
 
 class BackgroundExecutor(concurrent.futures.Executor):
     """Runs submitted callables one at a time in one daemon thread (started on the first
-    submit): the newest waiting one first (``newest_first``, default), else in submission
-    order. ``shutdown`` cancels the work not started."""
+    submit), the newest waiting one first. ``shutdown`` cancels the work not started."""
 
-    def __init__(self, name: str, newest_first: bool = True):
+    def __init__(self, name: str):
         self._name = name
-        self._newest_first = newest_first
         self._waiting: deque = deque()
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
@@ -59,7 +57,7 @@ class BackgroundExecutor(concurrent.futures.Executor):
                     self._cond.wait()
                 if not self._waiting:
                     return  # shut down
-                item = self._waiting.pop() if self._newest_first else self._waiting.popleft()
+                item = self._waiting.pop()
             future, fn, args, kwargs = item
             if not future.set_running_or_notify_cancel():
                 continue

@@ -28,12 +28,13 @@ so that a lens never mixes two versions of a file that is being re-indexed.
 Tests lens (issue 16): on each function and method (test functions of test modules excepted) of
 a workspace that has tests, "N tests reach this" ("no test reaches this"): the tests ``orbit-lsp
 changes`` would select if that symbol alone changed (``changes.reach``; computed in resolve, for
-the lenses of a file resolved together, cached per graph generation). The selections run in the
-server's slow pool (one thread), never in the query pool that answers hovers and counts: in a
-workspace with thousands of test files the selection of a much-used function reads many of them.
-A lens whose selection is not known within the ``tests_lens_wait_ms`` setting says "tests: counting…", and
-the client is asked to refresh its lenses (``workspace/codeLens/refresh``) once it is; a failed
-selection says "tests unknown: <error>" for ``FAILURE_KEPT_S`` before it is tried again. Its command
+the lenses of a file resolved together, cached per graph generation). The selections run in
+the server's slow pool (one thread), never in the query pool that answers hovers and counts: in
+a workspace with thousands of test files the selection of a much-used function reads many of
+them. A lens whose selection is not known within the ``tests_lens_wait_ms`` setting says
+"tests: counting…", and the client is asked to refresh its lenses
+(``workspace/codeLens/refresh``) once it is; a failed selection says "tests unknown: <error>"
+for ``FAILURE_KEPT_S`` before it is tried again. Its command
 ``orbit.showTests`` with arguments ``[uri, {"line", "character"}, qual]`` answers
 ``{"target": qual, "tests": [test dict + "uri"], "locations": [Location of each test],
 "commands": selection.commands(tests)}`` (a references-style
@@ -351,10 +352,10 @@ class Feature:
             return work
         work = loop.create_future()
         known = cached_counts(ix, rel, [qual])
-        failed = self._test_failed.get(key)
         if qual in known:
             work.set_result(known[qual])
             return work
+        failed = self._test_failed.get(key)
         if failed is not None and time.monotonic() - failed[0] < FAILURE_KEPT_S:
             work.set_exception(failed[1])  # not tried again at once: a refresh would loop
             return work

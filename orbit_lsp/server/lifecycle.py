@@ -527,7 +527,7 @@ class Feature:
         ix, rel = owner
         kind = classify(ix, rel, path, is_dir)  # the checks the MCP server's watcher shares
         # an event names a symlink's target, never the link: re-index the links too
-        for link in linked_sources(ix, path, is_dir):
+        for link in linked_sources(ix, rel, path, is_dir):
             self._queue(link, "file")
         if kind is not None:
             self._queue(path, kind)
