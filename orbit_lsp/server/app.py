@@ -38,6 +38,7 @@ from orbit_lsp.index.indexer import WorkspaceIndexer
 from orbit_lsp.index.walk import workspace_file_refusal
 from orbit_lsp.index.workspaces import WorkspaceSet
 from orbit_lsp.server.background import BackgroundExecutor
+from orbit_lsp.server.worker import SelectionWorker
 from orbit_lsp.server.heap import IdleCollector
 from orbit_lsp.server.protocol import OrbitProtocol
 from orbit_lsp.server.transport import serve_stdio
@@ -72,6 +73,9 @@ class OrbitServer(LanguageServer):
         # thousands of test files in a large workspace): one thread, so that it never holds the
         # query pool, where hovers, lenses' counts and call hierarchies are answered
         self.slow_pool = BackgroundExecutor("orbit-slow")
+        # the tests lenses' selections themselves run in a child process of lower priority (the
+        # slow pool's thread waits for it): they take no GIL from the requests
+        self.selections = SelectionWorker()
         self._probe_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="orbit-probe")
         # reads of workspace files a client names (never on the event loop, never waiting
         # behind graph queries)

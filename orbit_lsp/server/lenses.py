@@ -57,7 +57,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
-from orbit_lsp.changes.reach import cached_counts, test_counts, test_index, tests_for
+from orbit_lsp.changes.reach import cached_counts, keep_counts, test_index
 from orbit_lsp.changes.selection import commands as test_commands
 from orbit_lsp.index.buffers import lens_counts, lens_work, targets_at
 from orbit_lsp.index.cold import cold_sites
@@ -388,7 +388,7 @@ class Feature:
     async def _read_test_batch(self, key: tuple, ix: WorkspaceIndexer, rel: str) -> None:
         batch = self._test_batches.pop(key)
         try:
-            found = await self.server.slow_query(test_counts, ix, rel, [q for q, _ in batch])
+            found = await self.server.slow_query(self._selected_counts, ix, rel, [q for q, _ in batch])
         except Exception as exc:  # noqa: BLE001 - every lens of the batch gets the error
             failure = exc if isinstance(exc, JsonRpcException) else JsonRpcException(f"{type(exc).__name__}: {exc}",
                                                                                           code=REQUEST_FAILED)
@@ -403,6 +403,20 @@ class Feature:
         for q, answer in batch:
             if not answer.done():
                 answer.set_result(found.get(q))
+
+    def _selected_counts(self, ix: WorkspaceIndexer, rel: str, quals: list[str]) -> dict[str, int | None]:
+        """``reach.test_counts`` computed by the selection process (in the slow pool's thread),
+        kept for ``cached_counts``."""
+        counts = self.server.selections.test_counts(ix, rel, quals)
+        keep_counts(ix, rel, counts)
+        return counts
+
+    def _selected_tests(self, ix: WorkspaceIndexer, rel: str, qual: str) -> list[dict] | None:
+        """``reach.tests_for`` of one symbol computed by the selection process (None: not in
+        the graph now); its number is kept for ``cached_counts``."""
+        tests = self.server.selections.tests_for(ix, rel, [qual]).get(qual)
+        keep_counts(ix, rel, {qual: None if tests is None else len(tests)})
+        return tests
 
     async def _counts(self, ix: WorkspaceIndexer, rel: str, qual: str | None, name: str) -> dict | None:
         """One lens's counts, read together with those of the other lenses of the same file
@@ -483,7 +497,7 @@ class Feature:
             raise JsonRpcInvalidParams(f"{SHOW_TESTS}: {uri} is not in an indexed workspace folder")
         ix, rel = owner
         # however long it takes (the user asked for it), in the slow pool, newest first
-        tests = (await ls.slow_query(tests_for, ix, rel, [qual])).get(qual)
+        tests = (await ls.slow_query(self._selected_tests, ix, rel, qual))
         if tests is None:
             msg = f"orbit: {qual} is not in the graph now"
             tests = []
