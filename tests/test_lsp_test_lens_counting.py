@@ -79,6 +79,7 @@ async def test_the_command_waits_for_the_selection(client: LanguageClient, repo)
 async def test_a_folder_whose_selections_are_slow_is_not_waited_for():
     """``SelectionTimes``: a tests lens stops waiting for its count once each of the folder's
     last selections took longer than the wait, and waits again once one did not."""
+    import math
     from pathlib import Path
 
     from orbit_lsp.server.lenses import SelectionTimes
@@ -96,3 +97,8 @@ async def test_a_folder_whose_selections_are_slow_is_not_waited_for():
     for _ in range(3):
         times.add(a, 0.3)
     assert times.all_over(a, 0.2)
+    # lenses that stopped waiting: their selections took longer than the wait, however long
+    times.add(b, math.inf)
+    times.add(b, math.inf)
+    times.add(b, 0.4)
+    assert times.all_over(b, 0.2) and not times.all_over(b, 0.5)

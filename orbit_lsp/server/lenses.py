@@ -35,7 +35,8 @@ and counts: in a workspace with thousands of test files the selection of a much-
 reads many of them. A lens whose selection is not known within the ``tests_lens_wait_ms``
 setting says "tests: counting…", and the client is asked to refresh its lenses
 (``workspace/codeLens/refresh``) once it is; when each of the last ``SLOW_SELECTIONS``
-selections of the folder took longer than that wait, the lens says it at once (VS Code shows a
+selections of the folder took longer than that wait (or a lens stopped waiting for it), the
+lens says it at once (VS Code shows a
 line's lenses only once all of them are resolved: waiting for a count that will not come in
 time holds up the callers lens beside it). A failed selection says "tests unknown: <error>"
 for ``FAILURE_KEPT_S`` before it is tried again. Its command
@@ -53,6 +54,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections import deque
 from dataclasses import dataclass
@@ -338,6 +340,8 @@ class Feature:
                     wait = 0  # a count known by now is still shown
                 count = await asyncio.wait_for(asyncio.shield(work), wait)
             except asyncio.TimeoutError:
+                if wait > 0:  # its selection takes longer than the wait: a lower bound
+                    self.selection_times.add(ix.root, math.inf)
                 work.add_done_callback(self._refresh_when_known)
                 title = COUNTING_TITLE
             except JsonRpcException as exc:
@@ -529,8 +533,11 @@ class Feature:
 
 
 class SelectionTimes:
-    """How long the last ``SLOW_SELECTIONS`` tests-lens selections of each folder took
-    (seconds; ``add`` is called from the slow pool's thread, ``all_over`` from the event loop)."""
+    """How long the last ``SLOW_SELECTIONS`` tests-lens selections of each folder took, in
+    seconds: a selection's duration when it ends, ``math.inf`` when a lens stopped waiting for
+    it (longer than the wait; the large workspace's first selections take minutes, so few end
+    before many lenses have waited). ``add`` is called from the slow pool's thread and the
+    event loop, ``all_over`` from the event loop."""
 
     def __init__(self, kept: int | None = None):
         self.kept = kept or SLOW_SELECTIONS
