@@ -74,3 +74,31 @@ async def test_the_command_waits_for_the_selection(client: LanguageClient, repo)
     res = as_dict(await asyncio.wait_for(client.workspace_execute_command_async(types.ExecuteCommandParams(
         command=lens.command.command, arguments=lens.command.arguments)), T))
     assert [t["id"] for t in res["tests"]] == ["tests/test_service.py::test_serve"]
+
+
+async def test_a_folder_whose_selections_are_slow_is_not_waited_for():
+    """``SelectionTimes``: a tests lens stops waiting for its count once each of the folder's
+    last selections took longer than the wait, and waits again once one did not."""
+    import math
+    from pathlib import Path
+
+    from orbit_lsp.server.lenses import SelectionTimes
+
+    times = SelectionTimes(kept=3)
+    a, b = Path("/ws/a"), Path("/ws/b")
+    assert not times.all_over(a, 0.2)  # nothing known
+    times.add(a, 5.0)
+    times.add(a, 3.0)
+    assert not times.all_over(a, 0.2)  # two known, three needed
+    times.add(a, 0.5)
+    assert times.all_over(a, 0.2) and not times.all_over(a, 1.0) and not times.all_over(b, 0.2)
+    times.add(a, 0.1)  # a fast one: wait again
+    assert not times.all_over(a, 0.2)
+    for _ in range(3):
+        times.add(a, 0.3)
+    assert times.all_over(a, 0.2)
+    # lenses that stopped waiting: their selections took longer than the wait, however long
+    times.add(b, math.inf)
+    times.add(b, math.inf)
+    times.add(b, 0.4)
+    assert times.all_over(b, 0.2) and not times.all_over(b, 0.5)

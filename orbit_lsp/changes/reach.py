@@ -258,6 +258,14 @@ def cached_counts(ix, file: str, quals: list[str]) -> dict[str, int | None]:
     return out
 
 
+def keep_counts(ix, file: str, counts: dict[str, int | None]) -> None:
+    """Keep numbers computed elsewhere (``test_counts`` in another process) for
+    ``cached_counts`` at ``ix``'s graph generation."""
+    gen = (ix.graph.name, ix.generation)
+    for q, n in counts.items():
+        _COUNTS.put((*gen, file, q), n)
+
+
 def _compute(ix, file: str, quals: list[str], ans: queries.Answer,
              lists: dict[str, list[dict]] | None = None) -> dict[str, int | None]:
     """Compute the tests reaching ``quals`` of ``file`` (``tests_reaching``): their numbers

@@ -14,6 +14,9 @@ class FalkorDBOffline(GraphError):
         self.reason = reason
         super().__init__(f"FalkorDB offline: cannot reach {where} ({reason})")
 
+    def __reduce__(self):  # pickled from the selection process (``server.worker``)
+        return type(self), (self.where, self.reason)
+
 
 class QueryTimeout(GraphError):
     """The server stopped a query at its timeout. Never retried automatically."""
@@ -27,6 +30,9 @@ class QueryRejected(GraphError):
         self.query = query
         super().__init__(message)
 
+    def __reduce__(self):
+        return type(self), (str(self), self.query)
+
 
 class QueryInvalid(QueryRejected):
     """FalkorDB could not compile a query: a Cypher syntax error (``syntax`` True) or a semantic
@@ -35,6 +41,9 @@ class QueryInvalid(QueryRejected):
     def __init__(self, message: str, query: str = "", syntax: bool = False):
         self.syntax = syntax
         super().__init__(message, query)
+
+    def __reduce__(self):
+        return type(self), (str(self), self.query, self.syntax)
 
     @classmethod
     def from_server(cls, reason: str, query: str = "") -> "QueryInvalid":

@@ -38,6 +38,7 @@ from orbit_lsp.index.indexer import WorkspaceIndexer
 from orbit_lsp.index.walk import workspace_file_refusal
 from orbit_lsp.index.workspaces import WorkspaceSet
 from orbit_lsp.server.background import BackgroundExecutor
+from orbit_lsp.server.worker import SelectionWorker
 from orbit_lsp.server.heap import IdleCollector
 from orbit_lsp.server.protocol import OrbitProtocol
 from orbit_lsp.server.transport import serve_stdio
@@ -72,6 +73,9 @@ class OrbitServer(LanguageServer):
         # thousands of test files in a large workspace): one thread, so that it never holds the
         # query pool, where hovers, lenses' counts and call hierarchies are answered
         self.slow_pool = BackgroundExecutor("orbit-slow")
+        # the tests lenses' selections themselves run in a child process of lower priority (the
+        # slow pool's thread waits for it): they take no GIL from the requests
+        self.selections = SelectionWorker()
         self._probe_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="orbit-probe")
         # reads of workspace files a client names (never on the event loop, never waiting
         # behind graph queries)
@@ -83,6 +87,7 @@ class OrbitServer(LanguageServer):
         self.features: list[Any] = []
         self.heap = IdleCollector()  # full garbage collections while no message arrives
         self._announced: list[str] = []  # setting problems last shown to the user
+        self._reporting = False  # report_server_error is sending a report
         self._spelling_key: tuple[str, ...] | None = None  # open documents' URIs (uri_speller)
         self._spellings: dict[tuple[Path, str], str] = {}
         self._graph_gates: dict[Path, threading.Lock] = {}  # graph_gate
@@ -119,16 +124,24 @@ class OrbitServer(LanguageServer):
         be sent): logged, and written to the client's log (``window/logMessage``), never shown as
         a popup, so a client sending malformed notifications does not get one per message.
         Request errors are in their answers already."""
-        from pygls.exceptions import FeatureRequestError
+        from pygls.exceptions import FeatureRequestError, JsonRpcInternalError
 
         if source is FeatureRequestError:
             return
         log.error("%s: %s", getattr(source, "__name__", source), error)
+        if source is JsonRpcInternalError or self._reporting:
+            # a message could not be sent (pygls reports its failed writes so: the client is
+            # gone, its pipe closed): sending the report would fail the same way and be
+            # reported again, without end (a server exiting then spun for minutes)
+            return
+        self._reporting = True
         try:
             self.window_log_message(types.LogMessageParams(types.MessageType.Error,
                                                            f"orbit-lsp: {type(error).__name__}: {error}"[:2000]))
         except Exception:  # noqa: BLE001 - reporting must never fail the caller
             log.debug("could not send the error to the client's log", exc_info=True)
+        finally:
+            self._reporting = False
 
     # -- settings -------------------------------------------------------------------------
     def apply_settings(self, *layers: dict | None, announce: bool = True) -> list[str]:

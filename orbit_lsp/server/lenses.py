@@ -28,12 +28,17 @@ so that a lens never mixes two versions of a file that is being re-indexed.
 Tests lens (issue 16): on each function and method (test functions of test modules excepted) of
 a workspace that has tests, "N tests reach this" ("no test reaches this"): the tests ``orbit-lsp
 changes`` would select if that symbol alone changed (``changes.reach``; computed in resolve, for
-the lenses of a file resolved together, cached per graph generation). The selections run in
-the server's slow pool (one thread), never in the query pool that answers hovers and counts: in
-a workspace with thousands of test files the selection of a much-used function reads many of
-them. A lens whose selection is not known within the ``tests_lens_wait_ms`` setting says
-"tests: counting…", and the client is asked to refresh its lenses
-(``workspace/codeLens/refresh``) once it is; a failed selection says "tests unknown: <error>"
+the lenses of a file resolved together, cached per graph generation). The selections are
+computed by the server's selection process (``server.worker``, a child process of lower
+priority, asked from the slow pool's one thread), never in the query pool that answers hovers
+and counts: in a workspace with thousands of test files the selection of a much-used function
+reads many of them. A lens whose selection is not known within the ``tests_lens_wait_ms``
+setting says "tests: counting…", and the client is asked to refresh its lenses
+(``workspace/codeLens/refresh``) once it is; when each of the last ``SLOW_SELECTIONS``
+selections of the folder took longer than that wait (or a lens stopped waiting for it), the
+lens says it at once (VS Code shows a
+line's lenses only once all of them are resolved: waiting for a count that will not come in
+time holds up the callers lens beside it). A failed selection says "tests unknown: <error>"
 for ``FAILURE_KEPT_S`` before it is tried again. Its command
 ``orbit.showTests`` with arguments ``[uri, {"line", "character"}, qual]`` answers
 ``{"target": qual, "tests": [test dict + "uri"], "locations": [Location of each test],
@@ -49,7 +54,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,7 +64,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
-from orbit_lsp.changes.reach import cached_counts, test_counts, test_index, tests_for
+from orbit_lsp.changes.reach import cached_counts, keep_counts, test_index
 from orbit_lsp.changes.selection import commands as test_commands
 from orbit_lsp.index.buffers import lens_counts, lens_work, targets_at
 from orbit_lsp.index.cold import cold_sites
@@ -76,6 +83,7 @@ INDEXING_TITLE = "indexing…"
 TEST_LENS_KINDS = ("function", "method")
 COUNTING_TITLE = "tests: counting…"
 FAILURE_KEPT_S = 60.0  # a failed selection is answered with its error this long before it is tried again
+SLOW_SELECTIONS = 3  # a folder's last selections all slower than the lens's wait: it does not wait
 REFRESH_DELAY_S = 0.2  # selections ending within this of each other share one lens refresh
 
 
@@ -208,6 +216,7 @@ class Feature:
         # (graph, generation, file, qual) -> (monotonic time, error) of a selection that failed
         self._test_failed: dict[tuple, tuple[float, JsonRpcException]] = {}
         self._reading: set[asyncio.Task] = set()
+        self.selection_times = SelectionTimes()
 
     def register(self) -> None:
         ls = self.server
@@ -326,8 +335,13 @@ class Feature:
             try:
                 # the selection of a much-used function can read thousands of test files: past
                 # this wait the lens says so, and the editor is asked to refresh once it is known
-                count = await asyncio.wait_for(asyncio.shield(work), ls.settings.tests_lens_wait_ms / 1000)
+                wait = ls.settings.tests_lens_wait_ms / 1000
+                if self.selection_times.all_over(ix.root, wait):
+                    wait = 0  # a count known by now is still shown
+                count = await asyncio.wait_for(asyncio.shield(work), wait)
             except asyncio.TimeoutError:
+                if wait > 0:  # its selection takes longer than the wait: a lower bound
+                    self.selection_times.add(ix.root, math.inf)
                 work.add_done_callback(self._refresh_when_known)
                 title = COUNTING_TITLE
             except JsonRpcException as exc:
@@ -388,7 +402,7 @@ class Feature:
     async def _read_test_batch(self, key: tuple, ix: WorkspaceIndexer, rel: str) -> None:
         batch = self._test_batches.pop(key)
         try:
-            found = await self.server.slow_query(test_counts, ix, rel, [q for q, _ in batch])
+            found = await self.server.slow_query(self._selected_counts, ix, rel, [q for q, _ in batch])
         except Exception as exc:  # noqa: BLE001 - every lens of the batch gets the error
             failure = exc if isinstance(exc, JsonRpcException) else JsonRpcException(f"{type(exc).__name__}: {exc}",
                                                                                           code=REQUEST_FAILED)
@@ -403,6 +417,22 @@ class Feature:
         for q, answer in batch:
             if not answer.done():
                 answer.set_result(found.get(q))
+
+    def _selected_counts(self, ix: WorkspaceIndexer, rel: str, quals: list[str]) -> dict[str, int | None]:
+        """``reach.test_counts`` computed by the selection process (in the slow pool's thread),
+        kept for ``cached_counts``."""
+        started = time.monotonic()
+        counts = self.server.selections.test_counts(ix, rel, quals)
+        self.selection_times.add(ix.root, time.monotonic() - started)
+        keep_counts(ix, rel, counts)
+        return counts
+
+    def _selected_tests(self, ix: WorkspaceIndexer, rel: str, qual: str) -> list[dict] | None:
+        """``reach.tests_for`` of one symbol computed by the selection process (None: not in
+        the graph now); its number is kept for ``cached_counts``."""
+        tests = self.server.selections.tests_for(ix, rel, [qual]).get(qual)
+        keep_counts(ix, rel, {qual: None if tests is None else len(tests)})
+        return tests
 
     async def _counts(self, ix: WorkspaceIndexer, rel: str, qual: str | None, name: str) -> dict | None:
         """One lens's counts, read together with those of the other lenses of the same file
@@ -483,7 +513,7 @@ class Feature:
             raise JsonRpcInvalidParams(f"{SHOW_TESTS}: {uri} is not in an indexed workspace folder")
         ix, rel = owner
         # however long it takes (the user asked for it), in the slow pool, newest first
-        tests = (await ls.slow_query(tests_for, ix, rel, [qual])).get(qual)
+        tests = (await ls.slow_query(self._selected_tests, ix, rel, qual))
         if tests is None:
             msg = f"orbit: {qual} is not in the graph now"
             tests = []
@@ -500,6 +530,29 @@ class Feature:
             locations.append({"uri": t_uri, "range": {"start": pos, "end": pos}})
         ls.window_show_message(types.ShowMessageParams(types.MessageType.Info, msg))
         return {"target": qual, "tests": out, "locations": locations, "commands": test_commands(tests)}
+
+
+class SelectionTimes:
+    """How long the last ``SLOW_SELECTIONS`` tests-lens selections of each folder took, in
+    seconds: a selection's duration when it ends, ``math.inf`` when a lens stopped waiting for
+    it (longer than the wait; the large workspace's first selections take minutes, so few end
+    before many lenses have waited). ``add`` is called from the slow pool's thread and the
+    event loop, ``all_over`` from the event loop."""
+
+    def __init__(self, kept: int | None = None):
+        self.kept = kept or SLOW_SELECTIONS
+        self._times: dict[Path, deque] = {}
+
+    def add(self, root: Path, seconds: float) -> None:
+        times = self._times.get(root)
+        if times is None:
+            times = self._times.setdefault(root, deque(maxlen=self.kept))
+        times.append(seconds)
+
+    def all_over(self, root: Path, seconds: float) -> bool:
+        """True when ``kept`` selections of ``root`` are known and each took over ``seconds``."""
+        times = list(self._times.get(root, ()))
+        return len(times) == self.kept and min(times) > seconds
 
 
 def _position_arg(value: Any) -> types.Position | None:

@@ -641,6 +641,7 @@ class Feature:
         """Stop watching and cancel running indexing, so ``exit`` does not wait for it."""
         self.stopping = True
         self.server.heap.stop()
+        self.server.selections.close()
         if self.head_task is not None:
             self.head_task.cancel()
         if self.flush_handle is not None:
