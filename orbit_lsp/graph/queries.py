@@ -966,18 +966,28 @@ def unbound_sites(graph: Graph, name: str, ans: Answer, limit: int = MAX_UNBOUND
     sites already bound to the symbol asked about (a site bound to it and to an unknown value
     too): left out, they are counted among its callers. Counted and sorted by FalkorDB: a name
     like ``assertEqual`` has tens of thousands of such sites in a large workspace."""
-    sites = ("MATCH (c:Symbol) WHERE $n IN c.unresolved_names "
-             "WITH c, [x IN coalesce(c.unresolved_sites, []) WHERE x STARTS WITH $at "
+    callers = "MATCH (c:Symbol) WHERE $n IN c.unresolved_names "
+    sites = ("WITH c, [x IN coalesce(c.unresolved_sites, []) WHERE x STARTS WITH $at "
              "| toInteger(substring(x, size($at)))] AS ls "
              "UNWIND CASE WHEN size(ls) = 0 THEN [null] ELSE ls END AS ln "
              "WITH c, ln WHERE ln IS NULL OR NOT (c.file + '@' + toString(ln)) IN $bound ")
-    params = {"n": name, "at": name + "@", "bound": sorted(f"{f}@{ln}" for f, ln in (bound or ()))}
+    first = "RETURN c.file, c.qual, ln, c.line ORDER BY c.file, coalesce(ln, c.line, 0), c.qual LIMIT $limit"
+    params = {"n": name, "at": name + "@", "bound": sorted(f"{f}@{ln}" for f, ln in (bound or ())),
+              "limit": max(0, int(limit))}
+    if params["bound"]:
+        count = callers + sites + "RETURN count(*)"
+        listed = callers + sites + first
+    else:
+        # nothing to leave out: each caller counts its sites (one when it has no line), not one
+        # row per site (36,704 sites of assertEqual on the scale corpus: 93 -> 26 ms); every
+        # caller has a site, so the first sites by file are in the first ``limit`` files
+        count = (callers + "WITH size([x IN coalesce(c.unresolved_sites, []) WHERE x STARTS WITH $at]) AS k "
+                 "RETURN sum(CASE WHEN k = 0 THEN 1 ELSE k END)")
+        listed = (callers + "WITH DISTINCT c.file AS f ORDER BY f LIMIT $limit WITH collect(f) AS fs "
+                  "MATCH (c:Symbol) WHERE c.file IN fs AND $n IN c.unresolved_names " + sites + first)
     # the number and the first sites: two reads FalkorDB runs at once (each scans the symbols)
-    counted, rows = _Reads(graph, [
-        (sites + "RETURN count(*)", params),
-        (sites + "RETURN c.file, c.qual, ln, c.line ORDER BY c.file, coalesce(ln, c.line, 0), c.qual LIMIT $limit",
-         {**params, "limit": max(0, int(limit))})]).rows(ans)
-    total = counted[0][0]
+    counted, rows = _Reads(graph, [(count, params), (listed, params)]).rows(ans)
+    total = int(counted[0][0] or 0)
     return {"total": total,
             "sites": [{"file": f, "caller": q, "line": ln if ln is not None else cline} for f, q, ln, cline in rows]}
 
