@@ -63,7 +63,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
-from orbit_lsp.changes.reach import cached_counts, keep_counts, test_index
+from orbit_lsp.changes.reach import cached_counts, has_tests, keep_counts
 from orbit_lsp.changes.selection import commands as test_commands
 from orbit_lsp.index.buffers import lens_counts, lens_work, targets_at
 from orbit_lsp.index.cold import cold_sites
@@ -254,7 +254,7 @@ class Feature:
         lines = snap.lines
         if with_tests is None:
             with_tests = (any(_wants_test_lens(snap.rel, s) for s in res["symbols"])
-                          and await ls.query(test_index, snap.ix) is not None)
+                          and await ls.query(has_tests, snap.ix))
         for s in res["symbols"]:
             line0, c = max(0, s["line"] - 1), lines.character(s["line"], s["col"])
             rng = {"start": {"line": line0, "character": c}, "end": {"line": line0, "character": c + lines.units(s["name"])}}
