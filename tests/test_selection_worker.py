@@ -176,3 +176,15 @@ def _alive(pid: int) -> bool:
             return f.read().split(") ", 1)[1][0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def test_the_servers_has_tests_check_agrees_with_the_test_index(index_files):
+    """The server no longer builds the test index (the selection process does): whether a
+    folder gets tests lenses is read from the indexer's file names, and agrees with it."""
+    plain = index_files({"pkg/__init__.py": "", "pkg/lib.py": "def f():\n    return 1\n"}, name="plain")
+    assert reach.has_tests(plain) is False and reach.test_index(plain) is None
+    write_files(plain.root, {"pkg/conftest.py": "import pytest\n"})
+    plain.index_all()
+    assert reach.has_tests(plain) is True and reach.test_index(plain) is not None
+    tested = index_files(FILES, name="tested")
+    assert reach.has_tests(tested) is True and reach.test_index(tested) is not None

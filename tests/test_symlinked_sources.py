@@ -107,3 +107,28 @@ def test_links_are_kept_up_to_date_from_the_events_not_by_looking_at_every_file(
         assert event(root / "pkg" / "mod.py") == ["other/mod.py"]
     finally:
         ix.graph.delete()
+
+
+def test_links_to_a_dotenv_file_are_never_read(tmp_path, store, settings):
+    """A source name that is a link to a ``.env`` file, directly or through another link, is
+    skipped, however the link is reached; a link to a plain file under a linked directory
+    is read. (Only a link's target can turn another name into a ``.env`` file.)"""
+    from orbit_lsp.index.indexer import WorkspaceIndexer
+
+    root = tmp_path / "ws"
+    (root / "real").mkdir(parents=True)
+    (root / ".env").write_text("SECRET=1\n")
+    (root / "real" / "mod.py").write_text("def f():\n    return 1\n")
+    os.symlink(".env", root / "config.py")
+    os.symlink(".env", root / "hop.py")
+    os.symlink("hop.py", root / "chain.py")
+    os.symlink("real", root / "linked")
+    ix = WorkspaceIndexer(root, store, settings)
+    try:
+        ix.index_all()
+        assert "real/mod.py" in ix.state
+        assert not {"config.py", "hop.py", "chain.py", ".env"} & set(ix.state)
+        assert ix._read("config.py") is None and ix._read("chain.py") is None
+        assert ix._read("linked/mod.py") == b"def f():\n    return 1\n"
+    finally:
+        ix.graph.delete()

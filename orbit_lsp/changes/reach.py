@@ -246,6 +246,21 @@ def test_index(ix) -> TestIndex | None:
     return index
 
 
+_HAS_TESTS = LRU(16)  # (graph name, generation) -> bool
+
+
+def has_tests(ix) -> bool:
+    """Whether indexer ``ix``'s workspace has a test file or a ``conftest.py``
+    (``is_test_support``) among the files it indexed (its ``state``: no graph read, no file
+    read; ``test_index`` is None exactly when it has none). Cached per graph generation."""
+    key = (ix.graph.name, ix.generation)
+    found, value = _HAS_TESTS.lookup(key)
+    if not found:
+        value = any(is_test_support(f) for f in list(getattr(ix, "state", None) or ()))
+        _HAS_TESTS.put(key, value)
+    return value
+
+
 def cached_counts(ix, file: str, quals: list[str]) -> dict[str, int | None]:
     """What ``test_counts`` has already computed for these quals at ``ix``'s graph generation
     (quals not computed yet are left out); reads no graph and no file."""

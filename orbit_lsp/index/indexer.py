@@ -141,7 +141,9 @@ class WorkspaceIndexer(GraphSync, FullBuild, Incremental):
 
     def _read(self, rel: str) -> bytes | None:
         path = self.root / rel
-        if is_dotenv(rel) or is_dotenv(os.path.realpath(path)):
+        # only a link's target can make another name a ``.env`` file (the check is on the
+        # basename): one lstat, not a realpath walk of every directory, per file
+        if is_dotenv(rel) or (os.path.islink(path) and is_dotenv(os.path.realpath(path))):
             return None
         try:
             size = path.stat().st_size

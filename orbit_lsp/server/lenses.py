@@ -36,10 +36,9 @@ reads many of them. A lens whose selection is not known within the ``tests_lens_
 setting says "tests: counting…", and the client is asked to refresh its lenses
 (``workspace/codeLens/refresh``) once it is; when each of the last ``SLOW_SELECTIONS``
 selections of the folder took longer than that wait (or a lens stopped waiting for it), the
-lens says it at once (VS Code shows a
-line's lenses only once all of them are resolved: waiting for a count that will not come in
-time holds up the callers lens beside it). A failed selection says "tests unknown: <error>"
-for ``FAILURE_KEPT_S`` before it is tried again. Its command
+lens says it at once (VS Code shows a line's lenses only once all of them are resolved:
+waiting for a count that will not come in time holds up the callers lens beside it). A failed
+selection says "tests unknown: <error>" for ``FAILURE_KEPT_S`` before it is tried again. Its command
 ``orbit.showTests`` with arguments ``[uri, {"line", "character"}, qual]`` answers
 ``{"target": qual, "tests": [test dict + "uri"], "locations": [Location of each test],
 "commands": selection.commands(tests)}`` (a references-style
@@ -64,7 +63,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
-from orbit_lsp.changes.reach import cached_counts, keep_counts, test_index
+from orbit_lsp.changes.reach import cached_counts, has_tests, keep_counts
 from orbit_lsp.changes.selection import commands as test_commands
 from orbit_lsp.index.buffers import lens_counts, lens_work, targets_at
 from orbit_lsp.index.cold import cold_sites
@@ -255,7 +254,7 @@ class Feature:
         lines = snap.lines
         if with_tests is None:
             with_tests = (any(_wants_test_lens(snap.rel, s) for s in res["symbols"])
-                          and await ls.query(test_index, snap.ix) is not None)
+                          and await ls.query(has_tests, snap.ix))
         for s in res["symbols"]:
             line0, c = max(0, s["line"] - 1), lines.character(s["line"], s["col"])
             rng = {"start": {"line": line0, "character": c}, "end": {"line": line0, "character": c + lines.units(s["name"])}}
@@ -513,7 +512,7 @@ class Feature:
             raise JsonRpcInvalidParams(f"{SHOW_TESTS}: {uri} is not in an indexed workspace folder")
         ix, rel = owner
         # however long it takes (the user asked for it), in the slow pool, newest first
-        tests = (await ls.slow_query(self._selected_tests, ix, rel, qual))
+        tests = await ls.slow_query(self._selected_tests, ix, rel, qual)
         if tests is None:
             msg = f"orbit: {qual} is not in the graph now"
             tests = []
