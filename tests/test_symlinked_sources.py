@@ -130,5 +130,15 @@ def test_links_to_a_dotenv_file_are_never_read(tmp_path, store, settings):
         assert not {"config.py", "hop.py", "chain.py", ".env"} & set(ix.state)
         assert ix._read("config.py") is None and ix._read("chain.py") is None
         assert ix._read("linked/mod.py") == b"def f():\n    return 1\n"
+        # made after the index and re-indexed file by file (the watcher's way): the same
+        # answer as a rebuild of the folder
+        os.symlink("hop.py", root / "late.py")
+        (root / "real" / "more.py").write_text("def g():\n    return 2\n")
+        ix.reindex_file(root / "late.py")
+        ix.reindex_file(root / "real" / "more.py")
+        incremental = set(ix.state)
+        assert "late.py" not in incremental and "real/more.py" in incremental
+        ix.index_all(rebuild=True)
+        assert set(ix.state) == incremental
     finally:
         ix.graph.delete()

@@ -256,6 +256,7 @@ def has_tests(ix) -> bool:
     key = (ix.graph.name, ix.generation)
     found, value = _HAS_TESTS.lookup(key)
     if not found:
+        # a copy: the index thread may change ``state`` meanwhile
         value = any(is_test_support(f) for f in list(getattr(ix, "state", None) or ()))
         _HAS_TESTS.put(key, value)
     return value

@@ -87,7 +87,6 @@ class OrbitServer(LanguageServer):
         self.features: list[Any] = []
         self.heap = IdleCollector()  # full garbage collections while no message arrives
         self._announced: list[str] = []  # setting problems last shown to the user
-        self._reporting = False  # report_server_error is sending a report
         self._spelling_key: tuple[str, ...] | None = None  # open documents' URIs (uri_speller)
         self._spellings: dict[tuple[Path, str], str] = {}
         self._graph_gates: dict[Path, threading.Lock] = {}  # graph_gate
@@ -129,19 +128,16 @@ class OrbitServer(LanguageServer):
         if source is FeatureRequestError:
             return
         log.error("%s: %s", getattr(source, "__name__", source), error)
-        if source is JsonRpcInternalError or self._reporting:
-            # a message could not be sent (pygls reports its failed writes so: the client is
-            # gone, its pipe closed): sending the report would fail the same way and be
-            # reported again, without end (a server exiting then spun for minutes)
+        if source is JsonRpcInternalError:
+            # a message could not be sent (pygls reports its failed writes so, and only those:
+            # the client is gone, its pipe closed): sending the report would fail the same way
+            # and be reported again, without end (a server exiting then spun for minutes)
             return
-        self._reporting = True
         try:
             self.window_log_message(types.LogMessageParams(types.MessageType.Error,
                                                            f"orbit-lsp: {type(error).__name__}: {error}"[:2000]))
         except Exception:  # noqa: BLE001 - reporting must never fail the caller
             log.debug("could not send the error to the client's log", exc_info=True)
-        finally:
-            self._reporting = False
 
     # -- settings -------------------------------------------------------------------------
     def apply_settings(self, *layers: dict | None, announce: bool = True) -> list[str]:

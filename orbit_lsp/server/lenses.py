@@ -63,7 +63,7 @@ from typing import Any
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
 
-from orbit_lsp.changes.reach import cached_counts, has_tests, keep_counts
+from orbit_lsp.changes.reach import cached_counts, has_tests
 from orbit_lsp.changes.selection import commands as test_commands
 from orbit_lsp.index.buffers import lens_counts, lens_work, targets_at
 from orbit_lsp.index.cold import cold_sites
@@ -419,19 +419,16 @@ class Feature:
 
     def _selected_counts(self, ix: WorkspaceIndexer, rel: str, quals: list[str]) -> dict[str, int | None]:
         """``reach.test_counts`` computed by the selection process (in the slow pool's thread),
-        kept for ``cached_counts``."""
+        its duration kept in ``selection_times``."""
         started = time.monotonic()
         counts = self.server.selections.test_counts(ix, rel, quals)
         self.selection_times.add(ix.root, time.monotonic() - started)
-        keep_counts(ix, rel, counts)
         return counts
 
     def _selected_tests(self, ix: WorkspaceIndexer, rel: str, qual: str) -> list[dict] | None:
         """``reach.tests_for`` of one symbol computed by the selection process (None: not in
-        the graph now); its number is kept for ``cached_counts``."""
-        tests = self.server.selections.tests_for(ix, rel, [qual]).get(qual)
-        keep_counts(ix, rel, {qual: None if tests is None else len(tests)})
-        return tests
+        the graph now)."""
+        return self.server.selections.tests_for(ix, rel, [qual]).get(qual)
 
     async def _counts(self, ix: WorkspaceIndexer, rel: str, qual: str | None, name: str) -> dict | None:
         """One lens's counts, read together with those of the other lenses of the same file

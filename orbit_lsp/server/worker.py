@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import os
+import pickle
 import subprocess
 import sys
 import threading
@@ -33,6 +34,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from orbit_lsp.changes.reach import keep_counts
 from orbit_lsp.config import Settings
 
 log = logging.getLogger(__name__)
@@ -84,7 +86,7 @@ class SelectionWorker:
         self.nice = nice
         self._proc: subprocess.Popen | None = None
         self._conn: Connection | None = None
-        self._sent_names: dict[str, frozenset[str]] = {}  # graph name -> names the child has
+        self._sent_names: dict[str, tuple[int, frozenset[str]]] = {}  # graph name -> (generation, names) the child has
         self._lock = threading.Lock()
         self.started = 0  # child processes started (a restart after a death counts)
 
@@ -95,25 +97,35 @@ class SelectionWorker:
         return proc.pid if proc is not None and proc.poll() is None else None
 
     def test_counts(self, ix, file: str, quals: list[str]) -> dict[str, int | None]:
-        """``changes.reach.test_counts(ix, file, quals)`` computed in the child."""
-        return self.call("test_counts", ix, file, quals)
+        """``changes.reach.test_counts(ix, file, quals)`` computed in the child; the numbers
+        are also kept in this process (``reach.cached_counts``)."""
+        counts = self.call("test_counts", ix, file, quals)
+        keep_counts(ix, file, counts)
+        return counts
 
     def tests_for(self, ix, file: str, quals: list[str]) -> dict[str, list[dict] | None]:
-        """``changes.reach.tests_for(ix, file, quals)`` computed in the child."""
-        return self.call("tests_for", ix, file, quals)
+        """``changes.reach.tests_for(ix, file, quals)`` computed in the child; their numbers
+        are also kept in this process (``reach.cached_counts``)."""
+        tests = self.call("tests_for", ix, file, quals)
+        keep_counts(ix, file, {q: None if t is None else len(t) for q, t in tests.items()})
+        return tests
 
     def call(self, name: str, ix, *args: Any) -> Any:
         """Run ``changes.reach.<name>(ix, *args)`` in the child and return its result, or raise
         what it raised; ``WorkerStopped`` when the child ended before answering."""
         with self._lock:
             conn = self._ensure_started()
-            graph_name = ix.graph.name
-            names = frozenset(getattr(ix, "state", None) or ())
-            send_names = None if self._sent_names.get(graph_name) == names else names
-            view = IndexView(graph_name, ix.generation, Path(ix.root), ix.root_package, ix.settings, send_names)
+            graph_name, generation = ix.graph.name, ix.generation
+            sent = self._sent_names.get(graph_name)
+            if sent is not None and sent[0] == generation:
+                names, send_names = sent[1], None  # the names cannot have changed within a generation
+            else:
+                names = frozenset(getattr(ix, "state", None) or ())
+                send_names = None if sent is not None and sent[1] == names else names
+            view = IndexView(graph_name, generation, Path(ix.root), ix.root_package, ix.settings, send_names)
             try:
                 conn.send((name, view, args))
-                self._sent_names[graph_name] = names
+                self._sent_names[graph_name] = (generation, names)
                 ok, value = conn.recv()
             except (EOFError, OSError) as exc:
                 raise WorkerStopped(self._stopped(exc)) from None
@@ -222,7 +234,6 @@ def _watch_parent(parent: int) -> None:
 
 def _portable(exc: BaseException) -> BaseException:
     """``exc`` if it survives a pickle round trip, else a RuntimeError with its text."""
-    import pickle
     try:
         pickle.loads(pickle.dumps(exc))
         return exc
