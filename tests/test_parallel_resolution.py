@@ -11,6 +11,8 @@ comparison is made by hand: 0 files differ (see the issue's closing note).
 from __future__ import annotations
 
 import os
+import pickle
+import time
 
 import pytest
 from hypothesis import HealthCheck, given
@@ -109,6 +111,54 @@ def test_a_resolution_process_that_dies_loses_nothing(store, split_everything, m
         monkeypatch.setattr(Resolver, "resolve_file", dies_in_a_child)
         three, _ = _build(make, FLOWS, store, 3)
     assert three == one, diff_exports(three, one)
+
+
+def test_a_resolution_process_that_dies_later_keeps_what_it_sent(store, split_everything, monkeypatch):
+    """A child sends its edges a chunk at a time: one that dies on its third file has sent two
+    whole chunks, which are kept; this process resolves the rest (here slowly, so the child
+    takes the first three files), and every file has the edges of the build."""
+    with workspaces() as make:
+        root = make() / "ws"
+        for rel, text in FLOWS.items():
+            write(root, rel, text)
+        ix = new_indexer(make, root, store)
+        ix.index_all()
+        rels = sorted(r for r, st in ix.state.items() if st.facts_blob is not None)
+        resolver = ix._resolver().python
+        resolver._ensure_subclasses(rels)
+        parent, resolve_file, done = os.getpid(), Resolver.resolve_file, [0]
+
+        def dies_later(self, rel):
+            if os.getpid() != parent:
+                done[0] += 1
+                if done[0] == 3:
+                    os._exit(3)
+            else:
+                time.sleep(0.3)
+            return resolve_file(self, rel)
+
+        kept: list[int] = []
+        decode = py_parallel._decode_chunks
+
+        def counting(parts, out):
+            n = len(out)
+            decode(parts, out)
+            kept.append(len(out) - n)
+
+        monkeypatch.setattr(Resolver, "resolve_file", dies_later)
+        monkeypatch.setattr(py_parallel, "_decode_chunks", counting)
+        out = py_parallel.resolve_files(resolver, rels, 2)
+        assert kept == [2]  # the two chunks (of one file each) it sent before dying
+        assert list(out) == rels
+        assert {rel: e.key() for rel, e in out.items()} == {rel: ix.state[rel].edges.key() for rel in rels}
+
+
+def test_a_chunk_cut_short_ends_the_decoding():
+    """``_decode_chunks`` keeps the whole chunks before one cut short, and nothing after it."""
+    a, b = pickle.dumps({"a.py": 1}), pickle.dumps({"b.py": 2})
+    out: dict = {}
+    py_parallel._decode_chunks([a, b[: len(b) // 2], b], out)
+    assert out == {"a.py": 1}
 
 
 def test_progress_counts_every_file_once(store, split_everything):

@@ -3,7 +3,8 @@
 
 A forked child starts with this process's resolver exactly as it stands (facts, memo, subclass
 relation, parameter values), resolves the files it takes and sends their ``FileEdges`` back
-pickled through a pipe, then exits. Resolving a file reads the resolver's state and only adds
+through a pipe, pickled a chunk at a time as it resolves them (it holds no more than one
+chunk's edges; a thread of this process drains the pipe meanwhile), then exits. Resolving a file reads the resolver's state and only adds
 to its caches (the memo holds what evaluating again gives), so the files can be resolved in any
 split and order: the edges are those of resolving them one after the other in one process.
 What the children memoise stays in the children; this process keeps only its own.
@@ -19,9 +20,11 @@ leaves with ``os._exit``.
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import pickle
+import threading
 import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -92,6 +95,12 @@ def resolve_files(resolver: Resolver, rels: list[str], workers: int = 1,
                 os._exit(code)
         os.close(w)
         children.append((pid, r))
+    # a thread per child drains its pipe as it writes (the bytes only: decoding waits for the end)
+    received: list[list[bytes]] = [[] for _ in children]
+    readers = [threading.Thread(target=_read_all, args=(r, got), daemon=True, name="orbit-resolve-pipe")
+               for (_, r), got in zip(children, received)]
+    for t in readers:
+        t.start()
     out: dict[str, FileEdges] = {}
     reported = 0
     while True:
@@ -108,16 +117,13 @@ def resolve_files(resolver: Resolver, rels: list[str], workers: int = 1,
         if progress is not None and done - reported >= 200:
             reported = done
             progress(done, n, chunk[-1])
-    for pid, r in children:
-        data = _read_all(r)
+    for (pid, _), reader, got in zip(children, readers, received):
+        reader.join()
         _, status = os.waitpid(pid, 0)
-        try:
-            got = pickle.loads(data) if status == 0 else {}
-        except Exception:  # noqa: BLE001 - a truncated answer: resolved here below
-            got = {}
         if status != 0:
-            log.warning("a resolution process ended with status %s; resolving its files here", status)
-        out.update(got)
+            log.warning("a resolution process ended with status %s; resolving the files it did not send here",
+                        status)
+        _decode_chunks(got, out)
     missing = [rel for rel in rels if rel not in out]
     for rel in missing:
         out[rel] = resolver.resolve_file(rel)
@@ -140,7 +146,6 @@ def _child(resolver: Resolver, chunks: list[list[str]], cursor, w: int, parent: 
     """A child's work: take chunks from the front until none is left, then send every edge
     resolved, pickled, through ``w``. A child whose parent is gone (killed) stops at its next
     chunk instead of resolving for nobody."""
-    out: dict[str, FileEdges] = {}
     while True:
         if os.getppid() != parent:
             return
@@ -149,19 +154,17 @@ def _child(resolver: Resolver, chunks: list[list[str]], cursor, w: int, parent: 
                 break
             chunk = chunks[cursor[0]]
             cursor[0] += 1
-        for rel in chunk:
-            out[rel] = resolver.resolve_file(rel)
+        out = {rel: resolver.resolve_file(rel) for rel in chunk}
+        view = memoryview(pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL))
+        while view:
+            view = view[os.write(w, view):]
         with cursor.get_lock():
             cursor[2] += len(chunk)
-    data = pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL)
-    view = memoryview(data)
-    while view:
-        view = view[os.write(w, view):]
     os.close(w)
 
 
-def _read_all(fd: int) -> bytes:
-    parts = []
+def _read_all(fd: int, parts: list[bytes]) -> None:
+    """Append what ``fd`` delivers to ``parts`` until end of file, then close it."""
     try:
         while True:
             b = os.read(fd, 1 << 20)
@@ -170,4 +173,18 @@ def _read_all(fd: int) -> bytes:
             parts.append(b)
     finally:
         os.close(fd)
-    return b"".join(parts)
+
+
+def _decode_chunks(parts: list[bytes], out: dict) -> None:
+    """Add to ``out`` the edges of every complete chunk a child sent (one pickle a chunk, one
+    after the other in ``parts``; emptied as it goes). A chunk cut short (the child died while
+    writing it) ends the decoding: its files are resolved in this process."""
+    data = b"".join(parts)
+    parts.clear()
+    size, stream = len(data), io.BytesIO(data)
+    del data
+    while stream.tell() < size:
+        try:
+            out.update(pickle.load(stream))
+        except Exception:  # noqa: BLE001 - a truncated chunk: resolved here (``resolve_files``)
+            break
