@@ -161,6 +161,73 @@ def test_a_chunk_cut_short_ends_the_decoding():
     assert out == {"a.py": 1}
 
 
+@pytest.fixture
+def children_only(monkeypatch):
+    """Every resolution takes the large-workspace way: short-lived children do all of it."""
+    monkeypatch.setattr(py_parallel, "PARALLEL_MAX_FILES", 0)
+    monkeypatch.setattr(py_parallel, "CHILD_FILES", 2)
+    monkeypatch.setattr(py_parallel, "CHUNK_FILES", 1)
+
+
+@hsettings(max_examples=int(os.environ.get("ORBIT_HYPOTHESIS_EXAMPLES", "25")) // 3 or 1, deadline=None,
+           database=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(data=st.data(), value_flow=st.booleans())
+def test_short_lived_children_build_the_graph_of_one_process(store, children_only, data, value_flow):
+    """Above ``PARALLEL_MAX_FILES`` files, children that each resolve at most ``CHILD_FILES``
+    files (new ones forked in their place) do the whole resolution: the graph, dependencies
+    and flows are those of one process."""
+    files = data.draw(initial_workspace(), label="workspace")
+    VALUE_FLOW[0] = value_flow
+    try:
+        _same_in_one_and_three_processes(store, files)
+    finally:
+        VALUE_FLOW[0] = False
+
+
+def test_short_lived_children_do_all_the_resolving(store, children_only, monkeypatch):
+    """With value flow (several rounds, each split): the parent resolves no file itself, and
+    the edges through a chain of calls are those of one process."""
+    parent, resolve_file, here = os.getpid(), Resolver.resolve_file, []
+
+    def recording(self, rel):
+        if os.getpid() == parent:
+            here.append(rel)
+        return resolve_file(self, rel)
+
+    VALUE_FLOW[0] = True
+    try:
+        with workspaces() as make:
+            one, edges_one = _build(make, FLOWS, store, 1)
+            monkeypatch.setattr(Resolver, "resolve_file", recording)
+            here.clear()
+            two, edges_two = _build(make, FLOWS, store, 2)
+    finally:
+        VALUE_FLOW[0] = False
+    assert here == []
+    assert two == one, diff_exports(two, one)
+    assert edges_two == edges_one
+
+
+def test_a_short_lived_child_that_dies_loses_nothing(store, children_only, monkeypatch):
+    """A child that dies on its second file has sent its first; the parent resolves the file
+    it died on, and the graph is that of one process."""
+    parent, resolve_file, done = os.getpid(), Resolver.resolve_file, [0]
+
+    def dies_on_the_second(self, rel):
+        if os.getpid() != parent:
+            done[0] += 1
+            if done[0] == 2:
+                os._exit(3)
+        return resolve_file(self, rel)
+
+    with workspaces() as make:
+        one, edges_one = _build(make, FLOWS, store, 1)
+        monkeypatch.setattr(Resolver, "resolve_file", dies_on_the_second)
+        two, edges_two = _build(make, FLOWS, store, 2)
+    assert two == one, diff_exports(two, one)
+    assert edges_two == edges_one
+
+
 def test_progress_counts_every_file_once(store, split_everything):
     """``resolve_files`` reports progress up to the total and returns every file, in order,
     with the edges of the build."""
@@ -182,12 +249,13 @@ def test_progress_counts_every_file_once(store, split_everything):
 
 
 def test_how_many_processes_resolve(monkeypatch):
-    """Every core (at most 8) up to ``PARALLEL_MAX_FILES`` Python files, one above it (each
-    forked child adds about its parent's heap), and ``ORBIT_RESOLVE_WORKERS`` wins either way."""
+    """Every core (at most 8) up to ``PARALLEL_MAX_FILES`` Python files, at most
+    ``LARGE_WORKERS`` above it (each child holds its own memory), and ``ORBIT_RESOLVE_WORKERS``
+    wins either way."""
     monkeypatch.delenv("ORBIT_RESOLVE_WORKERS", raising=False)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     assert py_parallel.default_workers(1_000) == max(1, min(cores, 8))
-    assert py_parallel.default_workers(py_parallel.PARALLEL_MAX_FILES + 1) == 1
+    assert py_parallel.default_workers(py_parallel.PARALLEL_MAX_FILES + 1) == max(1, min(cores, 2))
     monkeypatch.setenv("ORBIT_RESOLVE_WORKERS", "3")
     assert py_parallel.default_workers(py_parallel.PARALLEL_MAX_FILES + 1) == 3
     monkeypatch.setenv("ORBIT_RESOLVE_WORKERS", "one")  # not a number: the default
@@ -199,6 +267,25 @@ def test_edits_after_a_split_build_give_the_graph_of_a_rebuild(store, split_ever
     resolver edits use is built from the state the children sent back (edges, deps, flows,
     parameter values), so an edit that adds a flow, one that changes a callee and one that
     removes a flow each give the graph of a rebuild."""
+    monkeypatch.setenv("ORBIT_RESOLVE_WORKERS", "3")  # whatever the cores of the machine
+    VALUE_FLOW[0] = True
+    try:
+        with workspaces() as make:
+            _, ix = _setup(make, store, FLOWS)
+            _edit_then_same(ix, make, store, "pkg/use_b.py", FLOWS["pkg/use_b.py"].replace("hop(on_b)", "relay(on_b)")
+                            .replace("import hop", "import relay, hop"), "after a flow moved to another parameter")
+            _edit_then_same(ix, make, store, "pkg/handlers.py", FLOWS["pkg/handlers.py"] + "\n\ndef on_c():\n    pass\n",
+                            "after the handlers' module changed")
+            _edit_then_same(ix, make, store, "pkg/use_a.py", "def go():\n    pass\n", "after a flow was removed")
+    finally:
+        VALUE_FLOW[0] = False
+
+
+
+def test_edits_after_a_build_by_short_lived_children_give_the_graph_of_a_rebuild(store, children_only,
+                                                                                    monkeypatch):
+    """The same as above when short-lived children did the whole build (and re-resolve the
+    files of each edit)."""
     monkeypatch.setenv("ORBIT_RESOLVE_WORKERS", "3")  # whatever the cores of the machine
     VALUE_FLOW[0] = True
     try:

@@ -25,6 +25,7 @@ import logging
 import os
 import pickle
 import threading
+import time
 import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -43,6 +44,9 @@ PARALLEL_MIN_FILES = 400  # fewer files than this resolve in this process (a for
 # faster on a loaded 2-core machine; on the stdlib (1,790 files) it costs ~0.4 GB and halves
 # the resolution
 PARALLEL_MAX_FILES = 10_000
+# files a child resolves before it ends and a new one takes its place (``_resolve_in_children``)
+CHILD_FILES = 2_000
+LARGE_WORKERS = 2  # children resolving at once above ``PARALLEL_MAX_FILES`` files (memory: each holds its own)
 CHUNK_FILES = 16  # files taken at once: a chunk is consecutive in sorted order (memo locality)
 
 
@@ -53,12 +57,12 @@ def default_workers(python_files: int = 0) -> int:
     env = os.environ.get("ORBIT_RESOLVE_WORKERS", "").strip()
     if env.isdigit() and int(env) >= 1:
         return int(env)
-    if python_files > PARALLEL_MAX_FILES:
-        return 1
     try:
         n = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         n = os.cpu_count() or 1
+    if python_files > PARALLEL_MAX_FILES:
+        return max(1, min(n, LARGE_WORKERS))
     return max(1, min(n, 8))
 
 
@@ -70,6 +74,8 @@ def resolve_files(resolver: Resolver, rels: list[str], workers: int = 1,
     ``progress(done, total, rel)`` is called about every 200 files. A child that fails (killed,
     out of memory) loses nothing: this process resolves the files it did not send back."""
     n = len(rels)
+    if n > PARALLEL_MAX_FILES and workers >= 2 and hasattr(os, "fork"):
+        return _resolve_in_children(resolver, rels, workers, progress)
     if workers < 2 or n < PARALLEL_MIN_FILES or not hasattr(os, "fork"):
         return _resolve_here(resolver, rels, progress)
     import multiprocessing
@@ -132,6 +138,135 @@ def resolve_files(resolver: Resolver, rels: list[str], workers: int = 1,
     return {rel: out[rel] for rel in rels}
 
 
+def _resolve_in_children(resolver: Resolver, rels: list[str], workers: int,
+                         progress: Callable[[int, int, str], None] | None) -> dict[str, FileEdges]:
+    """``resolve_files`` of a large workspace: ``workers`` forked children resolve every file
+    while this process only waits for them and keeps the pickled chunks they send; a child
+    ends after ``CHILD_FILES`` files and a new one is forked from this process in its place.
+
+    Memory: a resolution process's resident memory grows much faster than what it holds (the
+    decoded facts it keeps replacing leave its heap's pages part-used, pinned by the values it
+    keeps), and a forked child soon writes most of its parent's pages; a child that lives for a
+    bounded number of files, forked from a parent that resolves nothing, gives all of that back
+    when it exits. The edges are decoded once every child has ended."""
+    import multiprocessing
+
+    n = len(rels)
+    chunks = [rels[i:i + CHUNK_FILES] for i in range(0, n, CHUNK_FILES)]
+    ctx = multiprocessing.get_context("fork")
+    cursor = ctx.Array("q", [0, len(chunks), 0])  # as in ``resolve_files``; only the front moves
+    parent = os.getpid()
+    running: dict[int, tuple[threading.Thread, list[bytes]]] = {}
+    finished: list[list[bytes]] = []
+    reported = 0
+
+    def more_chunks() -> bool:
+        with cursor.get_lock():
+            return cursor[0] < cursor[1]
+
+    while True:
+        while len(running) < workers and more_chunks():
+            r, w = os.pipe()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads (module doc)
+                pid = os.fork()
+            if pid == 0:  # the child
+                os.close(r)
+                code = 1
+                try:
+                    _child(resolver, chunks, cursor, w, parent, CHILD_FILES)
+                    code = 0
+                finally:
+                    os._exit(code)
+            os.close(w)
+            parts: list[bytes] = []
+            reader = threading.Thread(target=_read_all, args=(r, parts), daemon=True, name="orbit-resolve-pipe")
+            reader.start()
+            running[pid] = (reader, parts)
+        if not running:
+            break
+        ended = [(pid, status) for pid, status in map(_ended, running) if pid]
+        if not ended:
+            time.sleep(0.05)
+        for pid, status in ended:
+            reader, parts = running.pop(pid)
+            reader.join()
+            if status != 0:
+                log.warning("a resolution process ended with status %s; resolving the files it did not send "
+                            "here", status)
+            finished.append(parts)
+        if progress is not None:
+            with cursor.get_lock():
+                done = cursor[2]
+            if done - reported >= 200:
+                reported = done
+                progress(done, n, rels[min(done, n) - 1])
+    out: dict[str, FileEdges] = {}
+    for parts in finished:
+        _decode_chunks(parts, out)
+    for rel in rels:
+        if rel not in out:
+            out[rel] = resolver.resolve_file(rel)
+    if progress is not None:
+        progress(n, n, rels[-1])
+    return {rel: out[rel] for rel in rels}
+
+
+def inherits_in_children(resolver: Resolver, rels: list[str], workers: int) -> dict[str, tuple]:
+    """``{rel: resolver._file_inherits(rel)}`` (the pairs of the subclass relation, each with
+    its class bases' memo thrown away after) for ``rels``, computed by ``workers`` forked
+    children, one consecutive share each; what a child did not send back is computed here."""
+    share = -(-len(rels) // max(1, workers))
+    slices = [rels[i:i + share] for i in range(0, len(rels), share)]
+    running = []
+    for part in slices:
+        r, w = os.pipe()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads (module doc)
+            pid = os.fork()
+        if pid == 0:  # the child
+            os.close(r)
+            code = 1
+            try:
+                with resolver._bases_memo():
+                    out = {rel: resolver._file_inherits(rel) for rel in part}
+                _send(w, out)
+                os.close(w)
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(w)
+        parts: list[bytes] = []
+        reader = threading.Thread(target=_read_all, args=(r, parts), daemon=True, name="orbit-resolve-pipe")
+        reader.start()
+        running.append((pid, reader, parts))
+    got: dict[str, tuple] = {}
+    for pid, reader, parts in running:
+        reader.join()
+        _, status = os.waitpid(pid, 0)
+        if status != 0:
+            log.warning("a process finding subclasses ended with status %s; finishing its files here", status)
+        _decode_chunks(parts, got)
+    missing = [rel for rel in rels if rel not in got]
+    if missing:
+        with resolver._bases_memo():
+            got.update((rel, resolver._file_inherits(rel)) for rel in missing)
+    return got
+
+
+def _send(w: int, value) -> None:
+    """Write ``value`` pickled to pipe ``w`` (whole: a reader decodes what arrived complete)."""
+    view = memoryview(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+    while view:
+        view = view[os.write(w, view):]
+
+
+def _ended(pid: int) -> tuple[int, int]:
+    """``(pid, status)`` of child ``pid`` if it has ended (reaped), else ``(0, 0)``: only our
+    own children are waited for (this process may have others, e.g. an embedded FalkorDB)."""
+    return os.waitpid(pid, os.WNOHANG)
+
+
 def _resolve_here(resolver: Resolver, rels: list[str], progress) -> dict[str, FileEdges]:
     out = {}
     n = len(rels)
@@ -142,11 +277,14 @@ def _resolve_here(resolver: Resolver, rels: list[str], progress) -> dict[str, Fi
     return out
 
 
-def _child(resolver: Resolver, chunks: list[list[str]], cursor, w: int, parent: int) -> None:
-    """A child's work: take chunks from the front until none is left, then send every edge
-    resolved, pickled, through ``w``. A child whose parent is gone (killed) stops at its next
-    chunk instead of resolving for nobody."""
-    while True:
+def _child(resolver: Resolver, chunks: list[list[str]], cursor, w: int, parent: int,
+           max_files: int | None = None) -> None:
+    """A child's work: take chunks from the front until none is left (or, with ``max_files``,
+    until it has resolved that many files), sending each chunk's edges, pickled, through ``w``.
+    A child whose parent is gone (killed) stops at its next chunk instead of resolving for
+    nobody."""
+    taken = 0
+    while max_files is None or taken < max_files:
         if os.getppid() != parent:
             return
         with cursor.get_lock():
@@ -154,10 +292,8 @@ def _child(resolver: Resolver, chunks: list[list[str]], cursor, w: int, parent: 
                 break
             chunk = chunks[cursor[0]]
             cursor[0] += 1
-        out = {rel: resolver.resolve_file(rel) for rel in chunk}
-        view = memoryview(pickle.dumps(out, protocol=pickle.HIGHEST_PROTOCOL))
-        while view:
-            view = view[os.write(w, view):]
+        taken += len(chunk)
+        _send(w, {rel: resolver.resolve_file(rel) for rel in chunk})
         with cursor.get_lock():
             cursor[2] += len(chunk)
     os.close(w)
