@@ -1,5 +1,7 @@
 """Resolving many Python files on every core: ``resolve_files`` splits one round of a
-``resolve_fixpoint`` between this process and forked copies of it.
+``resolve_fixpoint`` between this process and forked copies of it; above
+``PARALLEL_MAX_FILES`` files, forked copies that each resolve a bounded number of files do all
+of it (``_resolve_in_children``), and find the subclass relation before (``inherits_in_children``).
 
 A forked child starts with this process's resolver exactly as it stands (facts, memo, subclass
 relation, parameter values), resolves the files it takes and sends their ``FileEdges`` back
@@ -37,12 +39,13 @@ if TYPE_CHECKING:
 log = logging.getLogger("orbit_lsp.index")
 
 PARALLEL_MIN_FILES = 400  # fewer files than this resolve in this process (a fork costs ~10-50 ms)
-# more files than this resolve in this process unless ``ORBIT_RESOLVE_WORKERS`` asks otherwise: a
-# forked child soon writes most of its parent's pages (refcounts, and new objects placed in the
-# free slots of the parent's arenas), so each child adds about the parent's heap. On the 22,148
-# Python files of the scale corpus the summed PSS went from 2.3 to 3.4 GB for a resolution no
-# faster on a loaded 2-core machine; on the stdlib (1,790 files) it costs ~0.4 GB and halves
-# the resolution
+# more files than this resolve in short-lived children only (``_resolve_in_children``), at most
+# ``LARGE_WORKERS`` at once. A child forked from a process that resolves soon writes most of its
+# parent's pages (refcounts, and new objects placed in the free slots of the parent's arenas),
+# and a resolving process's resident memory grows far past what it holds (on the 22,148 Python
+# files of the scale corpus: ~200 MB of live objects, 1.26 GB resident in one process; a parent
+# and one child sharing the files: 1.71 GB). Children forked from a parent that resolves
+# nothing, each ending after ``CHILD_FILES`` files: 1.35 GB, the resolution 111 -> 75 s
 PARALLEL_MAX_FILES = 10_000
 # files a child resolves before it ends and a new one takes its place (``_resolve_in_children``)
 CHILD_FILES = 2_000
@@ -52,8 +55,9 @@ CHUNK_FILES = 16  # files taken at once: a chunk is consecutive in sorted order 
 
 def default_workers(python_files: int = 0) -> int:
     """Processes a full build of ``python_files`` Python files resolves with:
-    ``ORBIT_RESOLVE_WORKERS`` when set (1: resolve in this process only), else 1 above
-    ``PARALLEL_MAX_FILES`` files (memory), else the cores this process may run on (at most 8)."""
+    ``ORBIT_RESOLVE_WORKERS`` when set (1: resolve in this process only), else the cores this
+    process may run on, at most 8, or at most ``LARGE_WORKERS`` above ``PARALLEL_MAX_FILES``
+    files (memory)."""
     env = os.environ.get("ORBIT_RESOLVE_WORKERS", "").strip()
     if env.isdigit() and int(env) >= 1:
         return int(env)
@@ -70,7 +74,8 @@ def resolve_files(resolver: Resolver, rels: list[str], workers: int = 1,
                   progress: Callable[[int, int, str], None] | None = None) -> dict[str, FileEdges]:
     """``{rel: resolver.resolve_file(rel)}`` for ``rels`` (sorted), with ``workers`` processes
     (this one and ``workers - 1`` forked children) when there are at least
-    ``PARALLEL_MIN_FILES`` files and the platform can fork; else in this process.
+    ``PARALLEL_MIN_FILES`` files and the platform can fork (above ``PARALLEL_MAX_FILES``:
+    ``workers`` short-lived children, ``_resolve_in_children``); else in this process.
     ``progress(done, total, rel)`` is called about every 200 files. A child that fails (killed,
     out of memory) loses nothing: this process resolves the files it did not send back."""
     n = len(rels)
