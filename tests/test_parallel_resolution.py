@@ -267,25 +267,17 @@ def test_edits_after_a_split_build_give_the_graph_of_a_rebuild(store, split_ever
     resolver edits use is built from the state the children sent back (edges, deps, flows,
     parameter values), so an edit that adds a flow, one that changes a callee and one that
     removes a flow each give the graph of a rebuild."""
-    monkeypatch.setenv("ORBIT_RESOLVE_WORKERS", "3")  # whatever the cores of the machine
-    VALUE_FLOW[0] = True
-    try:
-        with workspaces() as make:
-            _, ix = _setup(make, store, FLOWS)
-            _edit_then_same(ix, make, store, "pkg/use_b.py", FLOWS["pkg/use_b.py"].replace("hop(on_b)", "relay(on_b)")
-                            .replace("import hop", "import relay, hop"), "after a flow moved to another parameter")
-            _edit_then_same(ix, make, store, "pkg/handlers.py", FLOWS["pkg/handlers.py"] + "\n\ndef on_c():\n    pass\n",
-                            "after the handlers' module changed")
-            _edit_then_same(ix, make, store, "pkg/use_a.py", "def go():\n    pass\n", "after a flow was removed")
-    finally:
-        VALUE_FLOW[0] = False
-
+    _edits_give_the_graph_of_a_rebuild(store, monkeypatch)
 
 
 def test_edits_after_a_build_by_short_lived_children_give_the_graph_of_a_rebuild(store, children_only,
                                                                                     monkeypatch):
-    """The same as above when short-lived children did the whole build (and re-resolve the
-    files of each edit)."""
+    """The same when short-lived children did the whole build (the state edits start from is
+    what they sent back)."""
+    _edits_give_the_graph_of_a_rebuild(store, monkeypatch)
+
+
+def _edits_give_the_graph_of_a_rebuild(store, monkeypatch) -> None:
     monkeypatch.setenv("ORBIT_RESOLVE_WORKERS", "3")  # whatever the cores of the machine
     VALUE_FLOW[0] = True
     try:

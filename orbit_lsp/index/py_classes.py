@@ -112,7 +112,8 @@ class ClassModel:
             # bases' memo, every file's facts decoded) goes when they end
             for r in todo:
                 self._inherits_stale.discard(r)
-            self._inherits.update(py_parallel.inherits_in_children(self, [r for r in todo if r in self.facts], self.workers))
+            have = [r for r in todo if r in self.facts]
+            self._inherits.update(py_parallel.inherits_in_children(self, have, self.workers))
         elif todo:
             with self._bases_memo():
                 # last to first: a run resolves its files first to last next, and finds the

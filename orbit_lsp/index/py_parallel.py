@@ -6,10 +6,11 @@ of it (``_resolve_in_children``), and find the subclass relation before (``inher
 A forked child starts with this process's resolver exactly as it stands (facts, memo, subclass
 relation, parameter values), resolves the files it takes and sends their ``FileEdges`` back
 through a pipe, pickled a chunk at a time as it resolves them (it holds no more than one
-chunk's edges; a thread of this process drains the pipe meanwhile), then exits. Resolving a file reads the resolver's state and only adds
-to its caches (the memo holds what evaluating again gives), so the files can be resolved in any
-split and order: the edges are those of resolving them one after the other in one process.
-What the children memoise stays in the children; this process keeps only its own.
+chunk's edges; a thread of this process drains the pipe meanwhile), then exits. Resolving a
+file reads the resolver's state and only adds to its caches (the memo holds what evaluating
+again gives), so the files can be resolved in any split and order: the edges are those of
+resolving them one after the other in one process. What the children memoise stays in the
+children; this process keeps only its own.
 
 Files are taken in consecutive chunks of the sorted list (neighbouring files consult the same
 modules, so each process's memo serves its next chunk): this process from the end, children
@@ -89,29 +90,10 @@ def resolve_files(resolver: Resolver, rels: list[str], workers: int = 1,
     ctx = multiprocessing.get_context("fork")
     # [next chunk from the front, next chunk from the back (exclusive), files done]
     cursor = ctx.Array("q", [0, len(chunks), 0])
-    children: list[tuple[int, int]] = []  # (pid, read end of its pipe)
     parent = os.getpid()
-    for _ in range(workers - 1):
-        r, w = os.pipe()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)  # 3.12+: fork with threads (see above)
-            pid = os.fork()
-        if pid == 0:  # the child
-            os.close(r)
-            code = 1
-            try:
-                _child(resolver, chunks, cursor, w, parent)
-                code = 0
-            finally:
-                os._exit(code)
-        os.close(w)
-        children.append((pid, r))
-    # a thread per child drains its pipe as it writes (the bytes only: decoding waits for the end)
-    received: list[list[bytes]] = [[] for _ in children]
-    readers = [threading.Thread(target=_read_all, args=(r, got), daemon=True, name="orbit-resolve-pipe")
-               for (_, r), got in zip(children, received)]
-    for t in readers:
-        t.start()
+    # each child's pid, and a thread draining its pipe as it writes (the bytes only: decoding
+    # waits for the end)
+    children = [_fork(lambda w: _child(resolver, chunks, cursor, w, parent)) for _ in range(workers - 1)]
     out: dict[str, FileEdges] = {}
     reported = 0
     while True:
@@ -128,7 +110,7 @@ def resolve_files(resolver: Resolver, rels: list[str], workers: int = 1,
         if progress is not None and done - reported >= 200:
             reported = done
             progress(done, n, chunk[-1])
-    for (pid, _), reader, got in zip(children, readers, received):
+    for pid, reader, got in children:
         reader.join()
         _, status = os.waitpid(pid, 0)
         if status != 0:
@@ -171,22 +153,7 @@ def _resolve_in_children(resolver: Resolver, rels: list[str], workers: int,
 
     while True:
         while len(running) < workers and more_chunks():
-            r, w = os.pipe()
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads (module doc)
-                pid = os.fork()
-            if pid == 0:  # the child
-                os.close(r)
-                code = 1
-                try:
-                    _child(resolver, chunks, cursor, w, parent, CHILD_FILES)
-                    code = 0
-                finally:
-                    os._exit(code)
-            os.close(w)
-            parts: list[bytes] = []
-            reader = threading.Thread(target=_read_all, args=(r, parts), daemon=True, name="orbit-resolve-pipe")
-            reader.start()
+            pid, reader, parts = _fork(lambda w: _child(resolver, chunks, cursor, w, parent, CHILD_FILES))
             running[pid] = (reader, parts)
         if not running:
             break
@@ -223,28 +190,12 @@ def inherits_in_children(resolver: Resolver, rels: list[str], workers: int) -> d
     children, one consecutive share each; what a child did not send back is computed here."""
     share = -(-len(rels) // max(1, workers))
     slices = [rels[i:i + share] for i in range(0, len(rels), share)]
-    running = []
-    for part in slices:
-        r, w = os.pipe()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", DeprecationWarning)  # fork with threads (module doc)
-            pid = os.fork()
-        if pid == 0:  # the child
-            os.close(r)
-            code = 1
-            try:
-                with resolver._bases_memo():
-                    out = {rel: resolver._file_inherits(rel) for rel in part}
-                _send(w, out)
-                os.close(w)
-                code = 0
-            finally:
-                os._exit(code)
-        os.close(w)
-        parts: list[bytes] = []
-        reader = threading.Thread(target=_read_all, args=(r, parts), daemon=True, name="orbit-resolve-pipe")
-        reader.start()
-        running.append((pid, reader, parts))
+
+    def find(part: list[str], w: int) -> None:
+        with resolver._bases_memo():
+            _send(w, {rel: resolver._file_inherits(rel) for rel in part})
+
+    running = [_fork(lambda w, part=part: find(part, w)) for part in slices]
     got: dict[str, tuple] = {}
     for pid, reader, parts in running:
         reader.join()
@@ -257,6 +208,30 @@ def inherits_in_children(resolver: Resolver, rels: list[str], workers: int) -> d
         with resolver._bases_memo():
             got.update((rel, resolver._file_inherits(rel)) for rel in missing)
     return got
+
+
+def _fork(work: Callable[[int], None]) -> tuple[int, threading.Thread, list[bytes]]:
+    """Fork a child that runs ``work(w)`` (``w``: the write end of a pipe to this process) and
+    leaves with ``os._exit`` (status 0 when ``work`` returned, 1 when it raised). Returns the
+    child's pid, and a started thread of this process appending what the child writes to the
+    returned list until the child closes its end or exits."""
+    r, w = os.pipe()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # 3.12+: fork with threads (see above)
+        pid = os.fork()
+    if pid == 0:  # the child
+        os.close(r)
+        code = 1
+        try:
+            work(w)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(w)
+    parts: list[bytes] = []
+    reader = threading.Thread(target=_read_all, args=(r, parts), daemon=True, name="orbit-resolve-pipe")
+    reader.start()
+    return pid, reader, parts
 
 
 def _send(w: int, value) -> None:
