@@ -11,6 +11,8 @@ comparison is made by hand: 0 files differ (see the issue's closing note).
 from __future__ import annotations
 
 import os
+import pickle
+import time
 
 import pytest
 from hypothesis import HealthCheck, given
@@ -111,6 +113,121 @@ def test_a_resolution_process_that_dies_loses_nothing(store, split_everything, m
     assert three == one, diff_exports(three, one)
 
 
+def test_a_resolution_process_that_dies_later_keeps_what_it_sent(store, split_everything, monkeypatch):
+    """A child sends its edges a chunk at a time: one that dies on its third file has sent two
+    whole chunks, which are kept; this process resolves the rest (here slowly, so the child
+    takes the first three files), and every file has the edges of the build."""
+    with workspaces() as make:
+        root = make() / "ws"
+        for rel, text in FLOWS.items():
+            write(root, rel, text)
+        ix = new_indexer(make, root, store)
+        ix.index_all()
+        rels = sorted(r for r, st in ix.state.items() if st.facts_blob is not None)
+        resolver = ix._resolver().python
+        resolver._ensure_subclasses(rels)
+        parent, resolve_file, done = os.getpid(), Resolver.resolve_file, [0]
+
+        def dies_later(self, rel):
+            if os.getpid() != parent:
+                done[0] += 1
+                if done[0] == 3:
+                    os._exit(3)
+            else:
+                time.sleep(0.3)
+            return resolve_file(self, rel)
+
+        kept: list[int] = []
+        decode = py_parallel._decode_chunks
+
+        def counting(parts, out):
+            n = len(out)
+            decode(parts, out)
+            kept.append(len(out) - n)
+
+        monkeypatch.setattr(Resolver, "resolve_file", dies_later)
+        monkeypatch.setattr(py_parallel, "_decode_chunks", counting)
+        out = py_parallel.resolve_files(resolver, rels, 2)
+        assert kept == [2]  # the two chunks (of one file each) it sent before dying
+        assert list(out) == rels
+        assert {rel: e.key() for rel, e in out.items()} == {rel: ix.state[rel].edges.key() for rel in rels}
+
+
+def test_a_chunk_cut_short_ends_the_decoding():
+    """``_decode_chunks`` keeps the whole chunks before one cut short, and nothing after it."""
+    a, b = pickle.dumps({"a.py": 1}), pickle.dumps({"b.py": 2})
+    out: dict = {}
+    py_parallel._decode_chunks([a, b[: len(b) // 2], b], out)
+    assert out == {"a.py": 1}
+
+
+@pytest.fixture
+def children_only(monkeypatch):
+    """Every resolution takes the large-workspace way: short-lived children do all of it."""
+    monkeypatch.setattr(py_parallel, "PARALLEL_MAX_FILES", 0)
+    monkeypatch.setattr(py_parallel, "CHILD_FILES", 2)
+    monkeypatch.setattr(py_parallel, "CHUNK_FILES", 1)
+
+
+@hsettings(max_examples=int(os.environ.get("ORBIT_HYPOTHESIS_EXAMPLES", "25")) // 3 or 1, deadline=None,
+           database=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(data=st.data(), value_flow=st.booleans())
+def test_short_lived_children_build_the_graph_of_one_process(store, children_only, data, value_flow):
+    """Above ``PARALLEL_MAX_FILES`` files, children that each resolve at most ``CHILD_FILES``
+    files (new ones forked in their place) do the whole resolution: the graph, dependencies
+    and flows are those of one process."""
+    files = data.draw(initial_workspace(), label="workspace")
+    VALUE_FLOW[0] = value_flow
+    try:
+        _same_in_one_and_three_processes(store, files)
+    finally:
+        VALUE_FLOW[0] = False
+
+
+def test_short_lived_children_do_all_the_resolving(store, children_only, monkeypatch):
+    """With value flow (several rounds, each split): the parent resolves no file itself, and
+    the edges through a chain of calls are those of one process."""
+    parent, resolve_file, here = os.getpid(), Resolver.resolve_file, []
+
+    def recording(self, rel):
+        if os.getpid() == parent:
+            here.append(rel)
+        return resolve_file(self, rel)
+
+    VALUE_FLOW[0] = True
+    try:
+        with workspaces() as make:
+            one, edges_one = _build(make, FLOWS, store, 1)
+            monkeypatch.setattr(Resolver, "resolve_file", recording)
+            here.clear()
+            two, edges_two = _build(make, FLOWS, store, 2)
+    finally:
+        VALUE_FLOW[0] = False
+    assert here == []
+    assert two == one, diff_exports(two, one)
+    assert edges_two == edges_one
+
+
+def test_a_short_lived_child_that_dies_loses_nothing(store, children_only, monkeypatch):
+    """A child that dies on its second file has sent its first; the parent resolves the file
+    it died on, and the graph is that of one process."""
+    parent, resolve_file, done = os.getpid(), Resolver.resolve_file, [0]
+
+    def dies_on_the_second(self, rel):
+        if os.getpid() != parent:
+            done[0] += 1
+            if done[0] == 2:
+                os._exit(3)
+        return resolve_file(self, rel)
+
+    with workspaces() as make:
+        one, edges_one = _build(make, FLOWS, store, 1)
+        monkeypatch.setattr(Resolver, "resolve_file", dies_on_the_second)
+        two, edges_two = _build(make, FLOWS, store, 2)
+    assert two == one, diff_exports(two, one)
+    assert edges_two == edges_one
+
+
 def test_progress_counts_every_file_once(store, split_everything):
     """``resolve_files`` reports progress up to the total and returns every file, in order,
     with the edges of the build."""
@@ -132,12 +249,13 @@ def test_progress_counts_every_file_once(store, split_everything):
 
 
 def test_how_many_processes_resolve(monkeypatch):
-    """Every core (at most 8) up to ``PARALLEL_MAX_FILES`` Python files, one above it (each
-    forked child adds about its parent's heap), and ``ORBIT_RESOLVE_WORKERS`` wins either way."""
+    """Every core (at most 8) up to ``PARALLEL_MAX_FILES`` Python files, at most
+    ``LARGE_WORKERS`` above it (each child holds its own memory), and ``ORBIT_RESOLVE_WORKERS``
+    wins either way."""
     monkeypatch.delenv("ORBIT_RESOLVE_WORKERS", raising=False)
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     assert py_parallel.default_workers(1_000) == max(1, min(cores, 8))
-    assert py_parallel.default_workers(py_parallel.PARALLEL_MAX_FILES + 1) == 1
+    assert py_parallel.default_workers(py_parallel.PARALLEL_MAX_FILES + 1) == max(1, min(cores, 2))
     monkeypatch.setenv("ORBIT_RESOLVE_WORKERS", "3")
     assert py_parallel.default_workers(py_parallel.PARALLEL_MAX_FILES + 1) == 3
     monkeypatch.setenv("ORBIT_RESOLVE_WORKERS", "one")  # not a number: the default
@@ -149,6 +267,17 @@ def test_edits_after_a_split_build_give_the_graph_of_a_rebuild(store, split_ever
     resolver edits use is built from the state the children sent back (edges, deps, flows,
     parameter values), so an edit that adds a flow, one that changes a callee and one that
     removes a flow each give the graph of a rebuild."""
+    _edits_give_the_graph_of_a_rebuild(store, monkeypatch)
+
+
+def test_edits_after_a_build_by_short_lived_children_give_the_graph_of_a_rebuild(store, children_only,
+                                                                                    monkeypatch):
+    """The same when short-lived children did the whole build (the state edits start from is
+    what they sent back)."""
+    _edits_give_the_graph_of_a_rebuild(store, monkeypatch)
+
+
+def _edits_give_the_graph_of_a_rebuild(store, monkeypatch) -> None:
     monkeypatch.setenv("ORBIT_RESOLVE_WORKERS", "3")  # whatever the cores of the machine
     VALUE_FLOW[0] = True
     try:

@@ -77,6 +77,7 @@ class FullBuild:
         import concurrent.futures as cf
 
         t = time.perf_counter()
+        return_free_memory()  # the sources just parsed (hundreds of MB on a large workspace)
         rp = self.root_package
         target = self.store.graph(build_graph_name(self.graph.name))
         target.delete()  # a build that stopped half-way (we hold the graph's write lock)

@@ -5,6 +5,7 @@ subclasses set, read in a base)."""
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -17,6 +18,7 @@ from orbit_lsp.index.py_values import (
     _NoC3,
     _unit,
 )
+from orbit_lsp.index import py_parallel
 from orbit_lsp.index.py_facts import UNKNOWN
 
 if TYPE_CHECKING:
@@ -105,7 +107,14 @@ class ClassModel:
         else:
             todo = [r for r in everyone if r in self._inherits_stale or r not in self._inherits]
             self._checked_everyone = (everyone, {r: i for i, r in enumerate(everyone)})
-        if todo:
+        if len(todo) > py_parallel.PARALLEL_MAX_FILES and self.workers >= 2 and hasattr(os, "fork"):
+            # a large workspace: in short-lived children (``py_parallel``), whose memory (the
+            # bases' memo, every file's facts decoded) goes when they end
+            for r in todo:
+                self._inherits_stale.discard(r)
+            have = [r for r in todo if r in self.facts]
+            self._inherits.update(py_parallel.inherits_in_children(self, have, self.workers))
+        elif todo:
             with self._bases_memo():
                 # last to first: a run resolves its files first to last next, and finds the
                 # facts this pass decoded last still among the recently decoded (``state.FACTS``)
