@@ -55,10 +55,24 @@ def _same_in_one_and_three_processes(store, files: dict[str, str]) -> None:
     assert edges_three == edges_one  # the dependencies and flows edits rely on, too
 
 
-@hsettings(max_examples=int(os.environ.get("ORBIT_HYPOTHESIS_EXAMPLES", "25")) // 2 or 1, deadline=None,
+@pytest.fixture(params=["split", "short-lived children"])
+def either_split(request, monkeypatch):
+    """Files split between this process and children (``split_everything``), or resolved by
+    short-lived children only (``children_only``: the large-workspace way)."""
+    monkeypatch.setattr(py_parallel, "PARALLEL_MIN_FILES", 1)
+    monkeypatch.setattr(py_parallel, "CHUNK_FILES", 1)
+    if request.param != "split":
+        monkeypatch.setattr(py_parallel, "PARALLEL_MAX_FILES", 0)
+        monkeypatch.setattr(py_parallel, "CHILD_FILES", 2)
+
+
+@hsettings(max_examples=int(os.environ.get("ORBIT_HYPOTHESIS_EXAMPLES", "25")) // 3 or 1, deadline=None,
            database=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(data=st.data(), value_flow=st.booleans())
-def test_a_split_resolution_builds_the_graph_of_one_process(store, split_everything, data, value_flow):
+def test_a_split_resolution_builds_the_graph_of_one_process(store, either_split, data, value_flow):
+    """Split either way, the graph, dependencies and flows are those of one process (above
+    ``PARALLEL_MAX_FILES`` files children that each resolve at most ``CHILD_FILES`` files, new
+    ones forked in their place, do the whole resolution)."""
     files = data.draw(initial_workspace(), label="workspace")
     VALUE_FLOW[0] = value_flow
     try:
@@ -98,19 +112,21 @@ def test_values_passed_along_a_chain_bind_the_same_when_split(store, split_every
 def test_a_resolution_process_that_dies_loses_nothing(store, split_everything, monkeypatch):
     """A child killed half-way (here: it exits on its first file) sends nothing back; this
     process resolves its files itself, and the graph is the same."""
-    parent = os.getpid()
-    resolve_file = Resolver.resolve_file
+    _same_graph_when_children_die(store, monkeypatch, on_file=1, workers=3)
 
-    def dies_in_a_child(self, rel):
-        if os.getpid() != parent:
-            os._exit(3)
-        return resolve_file(self, rel)
 
-    with workspaces() as make:
-        one, _ = _build(make, FLOWS, store, 1)
-        monkeypatch.setattr(Resolver, "resolve_file", dies_in_a_child)
-        three, _ = _build(make, FLOWS, store, 3)
-    assert three == one, diff_exports(three, one)
+def _indexed_with_a_resolver(make, store, files: dict[str, str]):
+    """An indexed workspace of ``files``: its indexer, its files with facts (sorted) and a
+    Python resolver over them with the subclass relation found, as a round starts with."""
+    root = make() / "ws"
+    for rel, text in files.items():
+        write(root, rel, text)
+    ix = new_indexer(make, root, store)
+    ix.index_all()
+    rels = sorted(r for r, st in ix.state.items() if st.facts_blob is not None)
+    resolver = ix._resolver().python
+    resolver._ensure_subclasses(rels)
+    return ix, rels, resolver
 
 
 def test_a_resolution_process_that_dies_later_keeps_what_it_sent(store, split_everything, monkeypatch):
@@ -118,14 +134,7 @@ def test_a_resolution_process_that_dies_later_keeps_what_it_sent(store, split_ev
     whole chunks, which are kept; this process resolves the rest (here slowly, so the child
     takes the first three files), and every file has the edges of the build."""
     with workspaces() as make:
-        root = make() / "ws"
-        for rel, text in FLOWS.items():
-            write(root, rel, text)
-        ix = new_indexer(make, root, store)
-        ix.index_all()
-        rels = sorted(r for r, st in ix.state.items() if st.facts_blob is not None)
-        resolver = ix._resolver().python
-        resolver._ensure_subclasses(rels)
+        ix, rels, resolver = _indexed_with_a_resolver(make, store, FLOWS)
         parent, resolve_file, done = os.getpid(), Resolver.resolve_file, [0]
 
         def dies_later(self, rel):
@@ -169,21 +178,6 @@ def children_only(monkeypatch):
     monkeypatch.setattr(py_parallel, "CHUNK_FILES", 1)
 
 
-@hsettings(max_examples=int(os.environ.get("ORBIT_HYPOTHESIS_EXAMPLES", "25")) // 3 or 1, deadline=None,
-           database=None, suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-@given(data=st.data(), value_flow=st.booleans())
-def test_short_lived_children_build_the_graph_of_one_process(store, children_only, data, value_flow):
-    """Above ``PARALLEL_MAX_FILES`` files, children that each resolve at most ``CHILD_FILES``
-    files (new ones forked in their place) do the whole resolution: the graph, dependencies
-    and flows are those of one process."""
-    files = data.draw(initial_workspace(), label="workspace")
-    VALUE_FLOW[0] = value_flow
-    try:
-        _same_in_one_and_three_processes(store, files)
-    finally:
-        VALUE_FLOW[0] = False
-
-
 def test_short_lived_children_do_all_the_resolving(store, children_only, monkeypatch):
     """With value flow (several rounds, each split): the parent resolves no file itself, and
     the edges through a chain of calls are those of one process."""
@@ -211,35 +205,34 @@ def test_short_lived_children_do_all_the_resolving(store, children_only, monkeyp
 def test_a_short_lived_child_that_dies_loses_nothing(store, children_only, monkeypatch):
     """A child that dies on its second file has sent its first; the parent resolves the file
     it died on, and the graph is that of one process."""
+    _same_graph_when_children_die(store, monkeypatch, on_file=2, workers=2)
+
+
+def _same_graph_when_children_die(store, monkeypatch, on_file: int, workers: int) -> None:
+    """A build with ``workers`` processes whose children exit (status 3) on the ``on_file``-th
+    file they resolve gives the graph, and the edges, of a build in one process."""
     parent, resolve_file, done = os.getpid(), Resolver.resolve_file, [0]
 
-    def dies_on_the_second(self, rel):
+    def dies_in_a_child(self, rel):
         if os.getpid() != parent:
             done[0] += 1
-            if done[0] == 2:
+            if done[0] == on_file:
                 os._exit(3)
         return resolve_file(self, rel)
 
     with workspaces() as make:
         one, edges_one = _build(make, FLOWS, store, 1)
-        monkeypatch.setattr(Resolver, "resolve_file", dies_on_the_second)
-        two, edges_two = _build(make, FLOWS, store, 2)
-    assert two == one, diff_exports(two, one)
-    assert edges_two == edges_one
+        monkeypatch.setattr(Resolver, "resolve_file", dies_in_a_child)
+        split, edges_split = _build(make, FLOWS, store, workers)
+    assert split == one, diff_exports(split, one)
+    assert edges_split == edges_one
 
 
 def test_progress_counts_every_file_once(store, split_everything):
     """``resolve_files`` reports progress up to the total and returns every file, in order,
     with the edges of the build."""
     with workspaces() as make:
-        root = make() / "ws"
-        for rel, text in FLOWS.items():
-            write(root, rel, text)
-        ix = new_indexer(make, root, store)
-        ix.index_all()
-        rels = sorted(r for r, st in ix.state.items() if st.facts_blob is not None)
-        resolver = ix._resolver().python
-        resolver._ensure_subclasses(rels)
+        ix, rels, resolver = _indexed_with_a_resolver(make, store, FLOWS)
         seen: list[tuple[int, int]] = []
         out = py_parallel.resolve_files(resolver, rels, 2, lambda i, n, rel: seen.append((i, n)))
         assert list(out) == rels
