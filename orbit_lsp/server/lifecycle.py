@@ -39,7 +39,6 @@ from typing import Any
 
 from lsprotocol import types
 from watchdog.events import FileSystemEvent, FileSystemEventHandler
-from watchdog.observers import Observer
 
 from orbit_lsp.index.cold import cold_sites
 from orbit_lsp.index.indexer import IndexReport, WorkspaceIndexer
@@ -48,7 +47,7 @@ from orbit_lsp.index.progress import PhaseClock, eta_text
 from orbit_lsp.index.progress import words as progress_words
 from orbit_lsp.index.roots import ROOT_MARKERS, in_project, too_broad
 from orbit_lsp.index.watcher import (DELETE_GRACE_S, WATCH_DEBOUNCE_S, WATCH_MAX_DELAY_S, Changes, apply_changes,
-                                     classify, event_paths, linked_sources, warm_links)
+                                     classify, event_paths, linked_sources, warm_links, watch_folder)
 from orbit_lsp.server.app import OrbitServer, use_lsp_lines
 
 log = logging.getLogger("orbit_lsp.server")
@@ -622,12 +621,8 @@ class Feature:
         if ix.root in self.observers or self.loop is None or self.stopping:
             return
         try:
-            observer = Observer()
-            observer.schedule(_Events(self, self.loop), str(ix.root),
-                              recursive=not self.server.workspaces.is_shallow(ix.root))
-            observer.daemon = True
-            observer.start()
-            self.observers[ix.root] = observer
+            self.observers[ix.root] = watch_folder(_Events(self, self.loop), ix.root,
+                                                   recursive=not self.server.workspaces.is_shallow(ix.root))
         except OSError as exc:  # e.g. inotify watch limit reached
             log.warning("cannot watch %s: %s (changes outside the editor are picked up on save)", ix.root, exc)
             self._warn(f"orbit-lsp: cannot watch {ix.root} for changes ({exc}); files are re-indexed on save only")
