@@ -5,7 +5,6 @@ subclasses set, read in a base)."""
 from __future__ import annotations
 
 import contextlib
-import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -107,7 +106,7 @@ class ClassModel:
         else:
             todo = [r for r in everyone if r in self._inherits_stale or r not in self._inherits]
             self._checked_everyone = (everyone, {r: i for i, r in enumerate(everyone)})
-        if len(todo) > py_parallel.PARALLEL_MAX_FILES and self.workers >= 2 and hasattr(os, "fork"):
+        if py_parallel.in_short_lived_children(len(todo), self.workers):
             # a large workspace: in short-lived children (``py_parallel``), whose memory (the
             # bases' memo, every file's facts decoded) goes when they end
             for r in todo:

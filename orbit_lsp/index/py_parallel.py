@@ -71,6 +71,12 @@ def default_workers(python_files: int = 0) -> int:
     return max(1, min(n, 8))
 
 
+def in_short_lived_children(files: int, workers: int) -> bool:
+    """Whether ``files`` files are resolved (and their subclass relation found) by short-lived
+    children only: above ``PARALLEL_MAX_FILES`` files, with ``workers`` ≥ 2, where processes fork."""
+    return files > PARALLEL_MAX_FILES and workers >= 2 and hasattr(os, "fork")
+
+
 def resolve_files(resolver: Resolver, rels: list[str], workers: int = 1,
                   progress: Callable[[int, int, str], None] | None = None) -> dict[str, FileEdges]:
     """``{rel: resolver.resolve_file(rel)}`` for ``rels`` (sorted), with ``workers`` processes
@@ -80,7 +86,7 @@ def resolve_files(resolver: Resolver, rels: list[str], workers: int = 1,
     ``progress(done, total, rel)`` is called about every 200 files. A child that fails (killed,
     out of memory) loses nothing: this process resolves the files it did not send back."""
     n = len(rels)
-    if n > PARALLEL_MAX_FILES and workers >= 2 and hasattr(os, "fork"):
+    if in_short_lived_children(n, workers):
         return _resolve_in_children(resolver, rels, workers, progress)
     if workers < 2 or n < PARALLEL_MIN_FILES or not hasattr(os, "fork"):
         return _resolve_here(resolver, rels, progress)
@@ -111,12 +117,7 @@ def resolve_files(resolver: Resolver, rels: list[str], workers: int = 1,
             reported = done
             progress(done, n, chunk[-1])
     for pid, reader, got in children:
-        reader.join()
-        _, status = os.waitpid(pid, 0)
-        if status != 0:
-            log.warning("a resolution process ended with status %s; resolving the files it did not send here",
-                        status)
-        _decode_chunks(got, out)
+        _take(reader, got, os.waitpid(pid, 0)[1], out, "a resolution process")
     missing = [rel for rel in rels if rel not in out]
     for rel in missing:
         out[rel] = resolver.resolve_file(rel)
@@ -144,7 +145,7 @@ def _resolve_in_children(resolver: Resolver, rels: list[str], workers: int,
     cursor = ctx.Array("q", [0, len(chunks), 0])  # as in ``resolve_files``; only the front moves
     parent = os.getpid()
     running: dict[int, tuple[threading.Thread, list[bytes]]] = {}
-    finished: list[list[bytes]] = []
+    finished: list[tuple[threading.Thread, list[bytes], int]] = []  # (reader, what it read, exit status)
     reported = 0
 
     def more_chunks() -> bool:
@@ -157,16 +158,12 @@ def _resolve_in_children(resolver: Resolver, rels: list[str], workers: int,
             running[pid] = (reader, parts)
         if not running:
             break
-        ended = [(pid, status) for pid, status in map(_ended, running) if pid]
+        # only our own children are waited for (this process may have others: an embedded FalkorDB)
+        ended = [(pid, status) for pid, status in (os.waitpid(p, os.WNOHANG) for p in running) if pid]
         if not ended:
             time.sleep(0.05)
         for pid, status in ended:
-            reader, parts = running.pop(pid)
-            reader.join()
-            if status != 0:
-                log.warning("a resolution process ended with status %s; resolving the files it did not send "
-                            "here", status)
-            finished.append(parts)
+            finished.append((*running.pop(pid), status))  # decoded once every child has ended
         if progress is not None:
             with cursor.get_lock():
                 done = cursor[2]
@@ -174,8 +171,8 @@ def _resolve_in_children(resolver: Resolver, rels: list[str], workers: int,
                 reported = done
                 progress(done, n, rels[min(done, n) - 1])
     out: dict[str, FileEdges] = {}
-    for parts in finished:
-        _decode_chunks(parts, out)
+    for reader, parts, status in finished:
+        _take(reader, parts, status, out, "a resolution process")
     for rel in rels:
         if rel not in out:
             out[rel] = resolver.resolve_file(rel)
@@ -198,11 +195,7 @@ def inherits_in_children(resolver: Resolver, rels: list[str], workers: int) -> d
     running = [_fork(lambda w, part=part: find(part, w)) for part in slices]
     got: dict[str, tuple] = {}
     for pid, reader, parts in running:
-        reader.join()
-        _, status = os.waitpid(pid, 0)
-        if status != 0:
-            log.warning("a process finding subclasses ended with status %s; finishing its files here", status)
-        _decode_chunks(parts, got)
+        _take(reader, parts, os.waitpid(pid, 0)[1], got, "a process finding subclasses")
     missing = [rel for rel in rels if rel not in got]
     if missing:
         with resolver._bases_memo():
@@ -241,10 +234,14 @@ def _send(w: int, value) -> None:
         view = view[os.write(w, view):]
 
 
-def _ended(pid: int) -> tuple[int, int]:
-    """``(pid, status)`` of child ``pid`` if it has ended (reaped), else ``(0, 0)``: only our
-    own children are waited for (this process may have others, e.g. an embedded FalkorDB)."""
-    return os.waitpid(pid, os.WNOHANG)
+def _take(reader: threading.Thread, parts: list[bytes], status: int, out: dict, who: str) -> None:
+    """What an ended child sent (``parts``, complete once ``reader`` is joined), decoded into
+    ``out``; a child that did not end well (``status``, as ``os.waitpid`` gives it) is logged:
+    the caller computes what it did not send."""
+    reader.join()
+    if status != 0:
+        log.warning("%s ended with status %s; what it did not send is computed here", who, status)
+    _decode_chunks(parts, out)
 
 
 def _resolve_here(resolver: Resolver, rels: list[str], progress) -> dict[str, FileEdges]:
