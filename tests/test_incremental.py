@@ -25,6 +25,7 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
 from orbit_lsp.graph.queries import export
+from orbit_lsp.graph.schema import UNBOUND_MARKER
 from orbit_lsp.index.indexer import WorkspaceIndexer
 
 MODS = ["a", "b", "c", "d"]
@@ -96,7 +97,7 @@ def rebuild_export(make, root: Path, store) -> dict:
 def diff_exports(inc: dict, full: dict) -> str:
     """Human-readable difference of two exports (for assertion messages)."""
     out = []
-    for part in ("files", "symbols", "packages", "edges"):
+    for part in ("files", "symbols", "packages", "unbound_names", "edges"):
         a = [repr(x) for x in inc[part]]
         b = [repr(x) for x in full[part]]
         only_inc = [x for x in a if x not in b]
@@ -108,11 +109,28 @@ def diff_exports(inc: dict, full: dict) -> str:
     return "\n".join(out)
 
 
+def recounted_unbound_names(exported: dict) -> list[dict]:
+    """The ``UnboundName`` nodes an export should have, counted from its symbols as the queries
+    count them without those nodes: per name, the symbols whose ``unresolved_names`` hold it,
+    and the sites (``"name@line"``) of each that start with it, a symbol without sites counting
+    one; plus the marker node (``schema.UNBOUND_MARKER``)."""
+    counts: dict[str, list[int]] = {}
+    for s in exported["symbols"]:
+        for n in s.get("unresolved_names") or []:
+            k = len([x for x in s.get("unresolved_sites") or [] if x.startswith(n + "@")])
+            c = counts.setdefault(n, [0, 0])
+            c[0] += 1
+            c[1] += k if k else 1
+    rows = [{"name": UNBOUND_MARKER, "symbols": 0, "sites": 0}] + [{"name": n, "symbols": a, "sites": b} for n, (a, b) in counts.items()]
+    return sorted(rows, key=lambda d: sorted((k, repr(v)) for k, v in d.items()))
+
+
 def assert_same(ix: WorkspaceIndexer, make, store, context: str = "") -> dict:
     inc = export(ix.graph)
     full = rebuild_export(make, ix.root, store)
     if inc != full:
         raise AssertionError(f"incremental graph != rebuild {context}\n{diff_exports(inc, full)}")
+    assert inc["unbound_names"] == recounted_unbound_names(inc), context
     return inc
 
 

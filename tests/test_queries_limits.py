@@ -224,7 +224,11 @@ def _unbound_by_python(graph, name: str, limit: int, bound: set | None = None) -
     return {"total": len(sites), "sites": sites[:limit]}
 
 
-def test_unbound_sites_are_counted_and_sorted_as_the_rule_says(tmp_path, store):
+@pytest.mark.parametrize("graph_kind", ["counts", "no counts", "many callers"])
+def test_unbound_sites_are_counted_and_sorted_as_the_rule_says(tmp_path, store, graph_kind, monkeypatch):
+    """The total and the first sites, read with the per-name counts (``UnboundName``), on a
+    graph without them (written before they existed: counted by scanning), and with more
+    callers than are sorted (``SORT_ALL_MAX``): the first sites of the first callers met."""
     root = tmp_path / "ws"
     root.mkdir()
     (root / "engine.py").write_text("class Engine:\n    def run(self):\n        return 1\n")
@@ -237,9 +241,22 @@ def test_unbound_sites_are_counted_and_sorted_as_the_rule_says(tmp_path, store):
     try:
         ix.index_all()
         q = Q.Answer()
+        assert Q.unbound_counts(ix.graph, ["run", "stop", "nothing"], q) == {"run": (10, 19), "stop": (9, 9)}
+        if graph_kind == "no counts":
+            ix.graph.query("MATCH (u:UnboundName) DELETE u")
+            assert Q.unbound_counts(ix.graph, ["run"], q) is None
+        if graph_kind == "many callers":
+            monkeypatch.setattr(Q, "SORT_ALL_MAX", 1)
         for limit in (0, 3, 100):
             got = Q.unbound_sites(ix.graph, "run", q, limit=limit)
-            assert got == _unbound_by_python(ix.graph, "run", limit)
+            want = _unbound_by_python(ix.graph, "run", limit)
+            if graph_kind != "many callers":
+                assert got == want
+                continue
+            every = _unbound_by_python(ix.graph, "run", 1000)["sites"]
+            assert got["total"] == want["total"] and len(got["sites"]) == min(limit, want["total"])
+            assert all(x in every for x in got["sites"])
+            assert got["sites"] == sorted(got["sites"], key=lambda x: (x["file"], x["line"], x["caller"]))
         assert Q.unbound_sites(ix.graph, "run", q)["total"] >= 18  # 2 per function of use*.py
         some = {("use0.py", 2), ("use1.py", 3), ("mixed.py", 5)}
         assert Q.unbound_sites(ix.graph, "run", q, limit=100, bound=some) == _unbound_by_python(ix.graph, "run", 100,

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from orbit_lsp.graph.connection import Graph
 from orbit_lsp.graph.implicit import implicit_note, implicit_syntax
 from orbit_lsp.graph.imports import ImportGraph
+from orbit_lsp.graph.schema import UNBOUND_MARKER
 
 MAX_HOPS = 4
 _JS_EXTS = (".js", ".jsx", ".mjs", ".cjs", ".ts", ".tsx", ".mts", ".cts")  # files with type-only imports
@@ -507,7 +508,9 @@ def counts(graph: Graph) -> Answer:
 
 def export(graph: Graph, ans: Answer | None = None) -> dict:
     """The whole graph as plain data: {"files": [...], "symbols": [...], "packages": [...],
-    "edges": [{"type", "from", "to", ...properties}]} with nodes identified by path (files),
+    "unbound_names": [{"name", "symbols", "sites"}] (``unbound_counts``; with the marker node,
+    ``schema.UNBOUND_MARKER``), "edges": [{"type", "from", "to", ...properties}]} with nodes
+    identified by path (files),
     ``file::qual`` (symbols) or name (packages); lists are sorted, so two exports of equal
     graphs are equal. The queries run are recorded in ``ans`` when one is given."""
     ans = ans if ans is not None else Answer()
@@ -515,6 +518,7 @@ def export(graph: Graph, ans: Answer | None = None) -> dict:
     files = [r[0] for r in ans.run(graph, "MATCH (f:File) RETURN properties(f)", timeout_ms=t)]
     symbols = [r[0] for r in ans.run(graph, "MATCH (s:Symbol) RETURN properties(s)", timeout_ms=t)]
     packages = [r[0] for r in ans.run(graph, "MATCH (p:Package) RETURN properties(p)", timeout_ms=t)]
+    unbound = [r[0] for r in ans.run(graph, "MATCH (u:UnboundName) RETURN properties(u)", timeout_ms=t)]
     edges = []
     for etype, q in (
         ("DEFINES", "MATCH (a:File)-[e:DEFINES]->(b:Symbol) RETURN a.path, b.file + '::' + b.qual, properties(e)"),
@@ -527,7 +531,8 @@ def export(graph: Graph, ans: Answer | None = None) -> dict:
             edges.append({"type": etype, "from": a, "to": b, **props})
     key = lambda d: sorted((k, repr(v)) for k, v in d.items())  # noqa: E731
     return {"files": sorted(files, key=key), "symbols": sorted(symbols, key=key),
-            "packages": sorted(packages, key=key), "edges": sorted(edges, key=key)}
+            "packages": sorted(packages, key=key), "unbound_names": sorted(unbound, key=key),
+            "edges": sorted(edges, key=key)}
 
 
 # -- positions (editor features) ------------------------------------------------------------------
@@ -963,15 +968,33 @@ def uncalled_methods(graph: Graph, methods: list[tuple[str, str]], ans: Answer) 
 MAX_UNBOUND_SITES = 10  # unbound call sites listed by an answer (the total is always given)
 
 
+def unbound_counts(graph: Graph, names: list[str], ans: Answer) -> dict[str, tuple[int, int]] | None:
+    """``{name: (symbols, sites)}`` for ``names``, from the graph's ``UnboundName`` nodes: how
+    many symbols make calls that could not be bound using the name, and how many such calls
+    (``index.report.unbound_tally``); names no symbol uses are left out. One index lookup per
+    name, whatever the number of calls. None for a graph written before the nodes existed
+    (without the node named ``schema.UNBOUND_MARKER``): count by scanning the symbols."""
+    rows = ans.run(graph, "UNWIND $names AS n MATCH (u:UnboundName {name: n}) RETURN n, u.symbols, u.sites",
+                   {"names": sorted(set(names) | {UNBOUND_MARKER})})
+    counts = {n: (int(k or 0), int(c or 0)) for n, k, c in rows}
+    if counts.pop(UNBOUND_MARKER, None) is None:
+        return None
+    return {n: kc for n, kc in counts.items() if kc[0] > 0}
+
+
 def unbound_sites(graph: Graph, name: str, ans: Answer, limit: int = MAX_UNBOUND_SITES,
                   bound: set | None = None) -> dict:
     """The call sites that could not be bound and use ``name`` (they may call any symbol of that
     name): ``{"total": int, "sites": [{"file", "caller", "line"}]}``, the first ``limit`` by
-    file and line. Read from ``Symbol.unresolved_sites`` (``"name@line"``); graphs written
-    before it existed give the callers without a line (``line`` None). ``bound``: (file, line)
-    sites already bound to the symbol asked about (a site bound to it and to an unknown value
-    too): left out, they are counted among its callers. Counted and sorted by FalkorDB: a name
-    like ``assertEqual`` has tens of thousands of such sites in a large workspace."""
+    file and line, or, when more than ``SORT_ALL_MAX`` symbols make such calls, the first sites
+    of the first ``limit`` of those symbols met (sorting them all to list a few costs more than
+    the rest of a hover). Read from ``Symbol.unresolved_sites`` (``"name@line"``); graphs
+    written before it existed give the callers without a line (``line`` None). ``bound``:
+    (file, line) sites already bound to the symbol asked about (a site bound to it and to an
+    unknown value too): left out, they are counted among its callers. The total is read from
+    the name's ``UnboundName`` node (``unbound_counts``; ``assertEqual`` has 36,704 such sites
+    on the scale corpus), or counted by FalkorDB when sites are left out or the graph has no
+    such nodes."""
     callers = "MATCH (c:Symbol) WHERE $n IN c.unresolved_names "
     sites = ("WITH c, [x IN coalesce(c.unresolved_sites, []) WHERE x STARTS WITH $at "
              "| toInteger(substring(x, size($at)))] AS ls "
@@ -980,28 +1003,40 @@ def unbound_sites(graph: Graph, name: str, ans: Answer, limit: int = MAX_UNBOUND
     first = "RETURN c.file, c.qual, ln, c.line ORDER BY c.file, coalesce(ln, c.line, 0), c.qual LIMIT $limit"
     params = {"n": name, "at": name + "@", "bound": sorted(f"{f}@{ln}" for f, ln in (bound or ())),
               "limit": max(0, int(limit))}
-    if params["bound"]:
-        count = callers + sites + "RETURN count(*)"
-        listed = callers + sites + first
+    # every caller has a site, so the first sites by file are in the first ``limit`` files
+    first_files = (callers + "WITH DISTINCT c.file AS f ORDER BY f LIMIT $limit WITH collect(f) AS fs "
+                   "MATCH (c:Symbol) WHERE c.file IN fs AND $n IN c.unresolved_names " + sites + first)
+    counts = None if params["bound"] else unbound_counts(graph, [name], ans)
+    if counts is not None:
+        symbols, total = counts.get(name, (0, 0))
+        if not total:
+            return {"total": 0, "sites": []}
+        listed = (callers + "WITH c LIMIT $limit " + sites + first) if symbols > SORT_ALL_MAX else first_files
+        rows = ans.run(graph, listed, params)
     else:
-        # nothing to leave out: each caller counts its sites (one when it has no line), not one
-        # row per site (36,704 sites of assertEqual on the scale corpus: 93 -> 26 ms); every
-        # caller has a site, so the first sites by file are in the first ``limit`` files
-        count = (callers + "WITH size([x IN coalesce(c.unresolved_sites, []) WHERE x STARTS WITH $at]) AS k "
-                 "RETURN sum(CASE WHEN k = 0 THEN 1 ELSE k END)")
-        listed = (callers + "WITH DISTINCT c.file AS f ORDER BY f LIMIT $limit WITH collect(f) AS fs "
-                  "MATCH (c:Symbol) WHERE c.file IN fs AND $n IN c.unresolved_names " + sites + first)
-    # the number and the first sites: two reads FalkorDB runs at once (each scans the symbols)
-    counted, rows = _Reads(graph, [(count, params), (listed, params)]).rows(ans)
-    total = int(counted[0][0] or 0)
+        if params["bound"]:
+            count = callers + sites + "RETURN count(*)"
+            listed = callers + sites + first
+        else:
+            # each caller counts its sites (one when it has no line), not one row per site
+            count = (callers + "WITH size([x IN coalesce(c.unresolved_sites, []) WHERE x STARTS WITH $at]) AS k "
+                     "RETURN sum(CASE WHEN k = 0 THEN 1 ELSE k END)")
+            listed = first_files
+        # the number and the first sites: two reads FalkorDB runs at once (each scans the symbols)
+        counted, rows = _Reads(graph, [(count, params), (listed, params)]).rows(ans)
+        total = int(counted[0][0] or 0)
     return {"total": total,
             "sites": [{"file": f, "caller": q, "line": ln if ln is not None else cline} for f, q, ln, cline in rows]}
 
 
 def _unresolved_named(graph: Graph, names: list[str], ans: Answer) -> dict[str, int]:
-    """For each name: how many symbols have a call that could not be bound using that name."""
+    """For each name: how many symbols have a call that could not be bound using that name
+    (names without such calls are left out)."""
     if not names:
         return {}
+    counts = unbound_counts(graph, names, ans)
+    if counts is not None:
+        return {n: k for n, (k, _) in counts.items()}
     q = _unresolved_query(unresolved_indexed(graph, ans), "UNWIND $names AS n")
     return {n: c for n, c in ans.run(graph, q, {"names": sorted(set(names))}) if c}
 

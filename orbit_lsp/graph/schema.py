@@ -2,7 +2,8 @@
 
 Nodes: ``File {path, lang, lines, hash, parse_error, unresolved_imports}``,
 ``Symbol {name, qual, kind, line, end_line, file, unresolved_calls, unresolved_names}``,
-``Package {name, stdlib, dist}``.
+``Package {name, stdlib, dist}``, ``UnboundName {name, symbols, sites}`` (per name, how many symbols
+make unbound calls using it and how many such calls: ``index.report.unbound_tally``).
 Edges: ``(File)-[:DEFINES]->(Symbol)``, ``(File)-[:IMPORTS {line, type_only}]->(File)``,
 ``(File)-[:USES_PACKAGE]->(Package)``, ``(Symbol)-[:CALLS {line, resolved}]->(Symbol)``,
 ``(Symbol)-[:INHERITS]->(Symbol)``.
@@ -19,7 +20,11 @@ INDEXES: tuple[tuple[str, str], ...] = (
     ("Symbol", "file"),
     ("Package", "name"),
     ("Symbol", "unresolved_names"),  # array property: "who may call a name" is an index lookup
+    ("UnboundName", "name"),
 )
+# the name of the ``UnboundName`` node that marks a graph keeping those counts (written by every
+# full build): no call uses it; FalkorDB's index does not find an empty string
+UNBOUND_MARKER = "()"
 
 
 def existing_indexes(graph: Graph) -> set[tuple[str, str]]:

@@ -168,6 +168,17 @@ class GraphWriter:
         self._run(f"UNWIND $rows AS r WITH r, r[0] AS sid MATCH (s) WHERE id(s) = sid SET {_sets('s', fields, 1)}",
                   rows)
 
+    def create_unbound_names(self, rows: Sequence[list]) -> None:
+        """rows: [name, symbols, sites] (``index.report.unbound_tally``) of a graph that has none."""
+        self._run("UNWIND $rows AS r CREATE (:UnboundName {name: r[0], symbols: r[1], sites: r[2]})", rows)
+
+    def add_unbound_names(self, rows: Sequence[list]) -> None:
+        """rows: [name, symbols, sites] to add to each name's counts (negative for symbols
+        removed or changed); a name no symbol uses any more loses its node."""
+        self._run("UNWIND $rows AS r MERGE (u:UnboundName {name: r[0]}) "
+                  "SET u.symbols = coalesce(u.symbols, 0) + r[1], u.sites = coalesce(u.sites, 0) + r[2]", rows)
+        self._run("UNWIND $rows AS r MATCH (u:UnboundName {name: r[0]}) WHERE u.symbols <= 0 DELETE u", rows)
+
     # -- edges -----------------------------------------------------------------------------
     def create_imports(self, rows: Sequence[list]) -> None:
         """rows: [src path, dst path, line, type_only]"""

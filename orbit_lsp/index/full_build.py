@@ -12,9 +12,10 @@ from collections.abc import Callable
 
 from orbit_lsp.graph import writelock
 from orbit_lsp.graph.errors import FalkorDBOffline
-from orbit_lsp.graph.schema import ensure_indexes
+from orbit_lsp.graph.schema import UNBOUND_MARKER, ensure_indexes
 from orbit_lsp.graph.writer import BATCH as SYMBOL_BATCH, GraphWriter
-from orbit_lsp.index.report import GENERATIONS, IndexReport, Progress, report_progress, unresolved_sites
+from orbit_lsp.index.report import (GENERATIONS, IndexReport, Progress, report_progress, unbound_tally,
+                                   unresolved_sites)
 from orbit_lsp.index.languages import is_js
 from orbit_lsp.index.parsing import unpickle_facts
 from orbit_lsp.index.py_parallel import default_workers
@@ -217,6 +218,7 @@ class FullBuild:
 
         sym_unres: list[list] = []
         calls: list[list] = []
+        tally: dict[str, list[int]] = {}
         for rel in rels:
             e = self.state[rel].edges
             if e is None:
@@ -226,6 +228,7 @@ class FullBuild:
                 if sid is not None and names:
                     sym_unres.append([sid, len(names), sorted(set(names)),
                                       unresolved_sites(names, e.unresolved_lines.get(qual))])
+                    unbound_tally([sym_unres[-1][2:]], tally)
             for (src, dst_file, dst), c in sorted(e.calls.items()):
                 a, b = sym_ids.get((rel, src)), sym_ids.get((dst_file, dst))
                 if a is not None and b is not None:
@@ -238,6 +241,8 @@ class FullBuild:
                 sym_unres = []
         submit(w.create_calls_by_id, calls)
         submit(w.update_symbols_by_id, sym_unres, UNRESOLVED_FIELDS)
+        # and the node that marks a graph keeping these counts (``queries.unbound_counts``)
+        submit(w.create_unbound_names, [[UNBOUND_MARKER, 0, 0]] + [[n, *t] for n, t in sorted(tally.items())])
         # the file-level rows are few (one a file, or one an import): built at once
         file_unres, imports, pkgs, inherits = [], [], [], []
         for rel in rels:

@@ -17,7 +17,7 @@ from orbit_lsp.graph.schema import ensure_indexes
 from orbit_lsp.graph.writer import GraphWriter
 from orbit_lsp.index.languages import changed_entities
 from orbit_lsp.index.parsing import content_hash, gc_paused
-from orbit_lsp.index.report import GENERATIONS, IndexReport
+from orbit_lsp.index.report import GENERATIONS, IndexReport, tally_change, unbound_tally
 from orbit_lsp.index.py_edges import full_qual, package_info
 from orbit_lsp.index.py_values import PVAL
 from orbit_lsp.index.state import FileState
@@ -175,9 +175,21 @@ class Incremental:
             # symbols of changed or re-bound files: delete vanished, create new, update those whose
             # properties differ (lines, unresolved calls)
             gone_rows, new_rows, keep_rows = [], [], []
+            # the per-name counts of unbound calls (``UnboundName``) move by what the symbols of
+            # the files written have now less what they had (a row ends with its unresolved
+            # names and sites)
+            tally_before: dict[str, list[int]] = {}
+            tally_after: dict[str, list[int]] = {}
+            for rel in sorted(removed):
+                unbound_tally((row[-2:] for row in self._symbol_rows(rel, old_state[rel])), tally_before)
+            added_rows = [row for r in sorted(added) for row in self._symbol_rows(r)]
+            unbound_tally((row[-2:] for row in added_rows), tally_after)
             for rel in sorted((changed | rebind) - added):
-                old_rows = {row[1]: row for row in self._symbol_rows(rel, old_state[rel])}
+                before = self._symbol_rows(rel, old_state[rel])
+                old_rows = {row[1]: row for row in before}
                 rows = self._symbol_rows(rel)
+                unbound_tally((row[-2:] for row in before), tally_before)
+                unbound_tally((row[-2:] for row in rows), tally_after)
                 new_quals = {row[1] for row in rows}
                 gone_rows.extend([rel, q] for q in sorted(old_rows.keys() - new_quals))
                 for row in rows:
@@ -191,8 +203,9 @@ class Incremental:
             w.create_files([self._file_row(r) for r in sorted(added)])
             w.update_files([row for row in (self._file_row(r) for r in sorted((rebind | changed) - added))
                             if row != self._file_row(row[0], state=old_state[row[0]])])
-            w.create_symbols(new_rows + [row for r in sorted(added) for row in self._symbol_rows(r)])
+            w.create_symbols(new_rows + added_rows)
             w.update_symbols(keep_rows)
+            w.add_unbound_names(tally_change(tally_after, tally_before))
             self._write_edges(w, sorted(rebind))
             # packages that may have lost their last user
             dropped = {n for r in rebind | removed if r in old_state and old_state[r].edges is not None

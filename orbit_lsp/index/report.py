@@ -6,7 +6,7 @@ generation counter the indexer stamps its changes with (``GENERATIONS``).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 Progress = Callable[[int, int, str], None]  # (done, total, rel)
@@ -64,3 +64,39 @@ def unresolved_sites(names: list[str], lines: list[int] | None) -> list[str] | N
     if not lines or len(lines) != len(names):
         return None
     return [f"{n}@{ln}" for ln, n in sorted(zip(lines, names))]
+
+
+def unbound_tally(symbols: Iterable[tuple[list[str] | None, list[str] | None]],
+                  out: dict[str, list[int]] | None = None) -> dict[str, list[int]]:
+    """The ``UnboundName`` rows of some symbols: ``{name: [symbols, sites]}`` from each
+    symbol's ``(unresolved_names, unresolved_sites)``. ``symbols``: how many of them make an
+    unbound call using the name; ``sites``: how many such calls they make (a symbol whose sites
+    are not known counts one), added to ``out`` when given. What ``graph.queries`` counts by
+    scanning the symbols (``unbound_sites``), kept per name so that a name used tens of
+    thousands of times costs one read."""
+    out = {} if out is None else out
+    for names, sites in symbols:
+        if not names:
+            continue
+        per: dict[str, int] = {}
+        for x in sites or ():
+            n = x[:x.rfind("@")]
+            per[n] = per.get(n, 0) + 1
+        for n in names:  # distinct, as the property holds them
+            t = out.get(n)
+            if t is None:
+                t = out[n] = [0, 0]
+            t[0] += 1
+            t[1] += per.get(n) or 1
+    return out
+
+
+def tally_change(new: dict[str, list[int]], old: dict[str, list[int]]) -> list[list]:
+    """``[name, symbols, sites]`` rows taking ``old`` counts to ``new`` ones (``unbound_tally``
+    of the same symbols before and after a change), sorted by name, names left unchanged out."""
+    rows = []
+    for n in sorted(new.keys() | old.keys()):
+        a, b = new.get(n, (0, 0)), old.get(n, (0, 0))
+        if a[0] != b[0] or a[1] != b[1]:
+            rows.append([n, a[0] - b[0], a[1] - b[1]])
+    return rows
