@@ -55,6 +55,14 @@ ANSWER_MARGIN_S = 2.0   # added to the query timeout: longest wait for a graph r
 SLOW_WORK_S = 600.0     # longest wait for long graph work (``slow_query``), queued time included
 
 
+
+@functools.lru_cache(maxsize=1 << 16)
+def _joined_uri(base: str, rel: str) -> str:
+    """``base`` (a folder's URI) joined with workspace-relative ``rel``, percent-encoded; kept
+    for the files answers name most: an impact lists thousands of dependents (2,719 for a file
+    of the scale corpus: ~2 ms of encoding each time)."""
+    return (base if base.endswith("/") else base + "/") + quote(rel)
+
 class OrbitServer(LanguageServer):
     """pygls server plus orbit's state: settings, the graph store, the served workspaces, one
     thread for indexing (writes are serialised) and a pool for queries."""
@@ -206,8 +214,7 @@ class OrbitServer(LanguageServer):
         """URI of workspace-relative ``rel`` under folder ``root``: the same string as
         ``uri_of(root / rel)`` (percent-encoding is per character, so the root's encoded prefix
         is reused), without building and re-encoding the whole path each time."""
-        base = self._root_uri(os.fspath(root))
-        return (base if base.endswith("/") else base + "/") + quote(rel)
+        return _joined_uri(self._root_uri(os.fspath(root)), rel)
 
     def uri_speller(self, *sent: Any) -> Callable[[Path, str], str]:
         """``spell(root, rel)``: the URI of workspace file ``rel`` under folder ``root`` as the

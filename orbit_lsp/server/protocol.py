@@ -124,6 +124,16 @@ class OrbitProtocol(LanguageServerProtocol):
         self._send_data({"jsonrpc": "2.0", "id": msg_id if _usable_id(msg_id) else None,
                          "error": {"code": code, "message": message}})
 
+    def _send_response(self, msg_id: Any, result: Any | None = None, error: Any | None = None) -> None:
+        """pygls's, except that a plain result (a dict or list) of a method without a result type
+        of its own (``orbit/*`` requests answer JSON data) is sent as it is, not first copied
+        whole by cattrs (an impact listing 2,719 dependents, 444 KB: 5-8 ms through pygls, 2 ms
+        as it is). attrs objects inside are unstructured as pygls does (``_serialize_message``)."""
+        if error is None and msg_id not in self._result_types and type(result) in (dict, list):
+            self._send_data({"jsonrpc": self.VERSION, "id": msg_id, "result": result})
+            return
+        super()._send_response(msg_id, result, error)
+
     def _send_handler_result(self, future: Any, *, msg_id: Any) -> None:
         """pygls's, except that a handler refusing its params (InvalidParams) is answered
         without logging a traceback: the input was at fault, not the server, and a client
