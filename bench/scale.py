@@ -172,15 +172,28 @@ def _pss_kib(pid: int) -> int:
     return _proc_kib(f"/proc/{pid}/smaps_rollup", "Pss:")
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds process ``pid`` has used (``/proc/PID/stat``; 0 when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+    except (OSError, IndexError):
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+
+
 class TreeRss:
     """Samples the RSS of a process and its descendants every ``interval`` seconds: the peak of
     their sum and of the largest one, and the peak of their summed PSS (``_pss_kib``: summed
-    RSS counts the pages a fork shares once per process)."""
+    RSS counts the pages a fork shares once per process); and the CPU seconds each used, as last
+    seen (``cpu_s``: their sum; a process that ended misses at most its last ``interval``). CPU
+    seconds are the work done, which a loaded machine stretches less than the wall."""
 
     def __init__(self, pid: int, interval: float = 0.05):
         self.pid, self.interval = pid, interval
         self.peak_sum = self.peak_one = self.peak_pss = 0
         self.peak_procs = 0
+        self.cpu: dict[int, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -197,7 +210,13 @@ class TreeRss:
             self.peak_one = max(self.peak_one, max(rss, default=0))
             self.peak_procs = max(self.peak_procs, sum(1 for r in rss if r))
             self.peak_pss = max(self.peak_pss, sum(_pss_kib(p) for p in pids))
+            for p in pids:
+                self.cpu[p] = max(self.cpu.get(p, 0.0), cpu_seconds(p))
             self._stop.wait(self.interval)
+
+    @property
+    def cpu_s(self) -> float:
+        return sum(self.cpu.values())
 
     def stop(self) -> None:
         self._stop.set()
@@ -206,13 +225,19 @@ class TreeRss:
 
 def cli_index(ws: Path, settings, extra: tuple[str, ...] = ()) -> dict:
     """``orbit-lsp index WS --json`` in a child process: its JSON result, wall seconds, the
-    peaks of its process tree (KiB) and its stderr lines (the progress)."""
+    peaks of its process tree (KiB), the CPU seconds of that tree (``cpu_s``) and of the
+    embedded FalkorDB (``server_cpu_s``, None when none runs) and its stderr lines (the
+    progress)."""
     script = Path(sys.executable).parent / "orbit-lsp"
     cmd = [str(script)] if script.exists() else [sys.executable, "-m", "orbit_lsp"]
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.pop("ORBIT_FALKORDB_URL", None)
     env["ORBIT_DATA_DIR"] = str(settings.data_dir)
+    from orbit_lsp.graph import embedded
+
+    server = embedded.status(settings.data_dir).get("pid")  # the embedded FalkorDB, when running
+    server_cpu = cpu_seconds(server) if server else 0.0
     t = time.perf_counter()
     proc = subprocess.Popen(cmd + ["index", str(ws), "--json", *extra], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
@@ -220,11 +245,13 @@ def cli_index(ws: Path, settings, extra: tuple[str, ...] = ()) -> dict:
     out, err = proc.communicate()
     wall = time.perf_counter() - t
     rss.stop()
+    server_cpu = cpu_seconds(server) - server_cpu if server else None
     if proc.returncode != 0:
         raise SystemExit(f"bench: orbit-lsp index {ws} failed ({proc.returncode}): {out.strip()[-2000:]}\n"
                          f"{err.strip()[-2000:]}")  # with --json the error is on stdout
     return {"result": json.loads(out)["result"], "wall": wall, "peak_sum_kib": rss.peak_sum,
-            "peak_pss_kib": rss.peak_pss, "peak_one_kib": rss.peak_one, "procs": rss.peak_procs, "stderr": err.splitlines()}
+            "peak_pss_kib": rss.peak_pss, "peak_one_kib": rss.peak_one, "procs": rss.peak_procs,
+            "cpu_s": rss.cpu_s, "server_cpu_s": server_cpu, "stderr": err.splitlines()}
 
 
 def _mib(kib) -> float | None:
@@ -295,6 +322,10 @@ def run(args, settings, command: str, restart_server: bool = True) -> Report:
         rows += [["ratio cold / floor one core GC on", cold["wall"] / one_on,
                   "ok" if cold["wall"] / one_on <= TARGET_RATIO else "OVER"],
                  ["ratio cold / floor one core GC paused", cold["wall"] / one_off, "–"],
+                 ["CPU of orbit's processes during the cold index (s)", cold["cpu_s"], "–"],
+                 ["CPU of FalkorDB during the cold index (s)", cold["server_cpu_s"], "–"],
+                 ["ratio CPU (orbit + FalkorDB) / floor one core GC on: the work, whatever the load",
+                  (cold["cpu_s"] + (cold["server_cpu_s"] or 0)) / one_on, "–"],
                  [f"ratio cold / floor {cores} processes", cold["wall"] / all_cores, "–"],
                  ["files indexed / symbols / calls", f"{res['files']:,} / {res['symbols']:,} / {res['calls']:,}", "–"],
                  ["parse errors / skipped files", f"{len(res['parse_errors'])} / {len(res['skipped'])}", "–"],
