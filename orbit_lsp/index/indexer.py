@@ -53,6 +53,7 @@ from orbit_lsp.index.parsing import (  # noqa: F401 (re-exported: imported from 
     nonascii_lines,
     parse_many,
     parse_python,
+    refuse_in_a_starting_worker,
 )
 from orbit_lsp.index.state import CACHE_VERSION, FACTS, FileState, LazyFacts, StateCache  # noqa: F401 (re-exported)
 from orbit_lsp.index.walk import LANGS, WorkspaceFilter, classify_file, is_dotenv, read_regular_file, walk_workspace
@@ -278,10 +279,12 @@ class WorkspaceIndexer(GraphSync, FullBuild, Incremental):
         scratch graph renamed over the workspace's graph when complete. Later runs parse only
         files whose content hash changed and rewrite only what changed. Waits while another
         process writes the same graph. Returns an ``IndexReport`` (``notes``: why the graph was
-        rebuilt or re-read); raises ``FalkorDBOffline``.
+        rebuilt or re-read); raises ``FalkorDBOffline``, or ``RuntimeError`` in a worker process
+        that is importing the main module (``parsing.refuse_in_a_starting_worker``).
         """
         from orbit_lsp.index import overlay
 
+        refuse_in_a_starting_worker()
         with self._writing():
             note = None if rebuild else overlay.seed(self)  # a shared graph or state to start from
             rep = self._index_all(progress, cancel, rebuild)

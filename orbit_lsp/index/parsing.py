@@ -169,6 +169,20 @@ def _parse_batch(items: list[tuple[str, bytes]], keep: bool = False) -> list[tup
     return out
 
 
+def refuse_in_a_starting_worker() -> None:
+    """Raise ``RuntimeError`` in a process that multiprocessing is starting: forkserver and spawn
+    import the main module again in each worker, so a script that indexes at its top level
+    (no ``if __name__ == "__main__":`` guard) would index again there, and wait forever for the
+    workspace's write lock its parent holds while the parent waits for the worker. Refused, the
+    worker ends, and ``parse_many`` parses in its own process."""
+    import multiprocessing.process
+
+    if getattr(multiprocessing.process.current_process(), "_inheriting", False):
+        raise RuntimeError("orbit-lsp: an index was started while a worker process imported the main module; "
+                           "put the script's code under `if __name__ == \"__main__\":` (Python's multiprocessing "
+                           "guide, 'Safe importing of main module')")
+
+
 PARALLEL_MIN_FILES = 300
 BATCH_BYTES = 256 * 1024  # source bytes per batch handed to a worker (~50 ms of parsing)
 
