@@ -186,9 +186,11 @@ def callers(graph: Graph, symbol: str, depth: int = 1) -> Answer:
     ans.rows = []
     for t in targets:
         found = _walk_calls(graph, t, depth, True, ans)
-        unresolved = _unresolved_named(graph, [t["name"]], ans).get(t["name"], 0)
+        counts = unbound_counts(graph, [t["name"]], ans)  # read once for both numbers below
+        unresolved = _unresolved_named(graph, [t["name"]], ans, counts).get(t["name"], 0)
         here = {(c["file"], ln) for c in found if c["depth"] == 1 for ln in (c.get("lines") or [])}
-        unbound = unbound_sites(graph, t["name"], ans, bound=here) if unresolved else {"total": 0, "sites": []}
+        unbound = (unbound_sites(graph, t["name"], ans, bound=here, counts=counts) if unresolved
+                   else {"total": 0, "sites": []})
         syntax = implicit_syntax(t["name"], t["kind"], t["file"])
         if syntax:
             ans.notes.append(implicit_note(t["qual"], syntax))
@@ -982,8 +984,11 @@ def unbound_counts(graph: Graph, names: list[str], ans: Answer) -> dict[str, tup
     return {n: kc for n, kc in counts.items() if kc[0] > 0}
 
 
+_UNREAD = object()  # ``counts`` not read by the caller (``unbound_counts`` gives None for "not kept")
+
+
 def unbound_sites(graph: Graph, name: str, ans: Answer, limit: int = MAX_UNBOUND_SITES,
-                  bound: set | None = None) -> dict:
+                  bound: set | None = None, counts=_UNREAD) -> dict:
     """The call sites that could not be bound and use ``name`` (they may call any symbol of that
     name): ``{"total": int, "sites": [{"file", "caller", "line"}]}``, the first ``limit`` by
     file and line, or, when more than ``SORT_ALL_MAX`` symbols make such calls, the first sites
@@ -994,7 +999,7 @@ def unbound_sites(graph: Graph, name: str, ans: Answer, limit: int = MAX_UNBOUND
     unknown value too): left out, they are counted among its callers. The total is read from
     the name's ``UnboundName`` node (``unbound_counts``; ``assertEqual`` has 36,704 such sites
     on the scale corpus), or counted by FalkorDB when sites are left out or the graph has no
-    such nodes."""
+    such nodes. ``counts``: ``unbound_counts`` of the name when the caller has read them."""
     callers = "MATCH (c:Symbol) WHERE $n IN c.unresolved_names "
     sites = ("WITH c, [x IN coalesce(c.unresolved_sites, []) WHERE x STARTS WITH $at "
              "| toInteger(substring(x, size($at)))] AS ls "
@@ -1006,35 +1011,43 @@ def unbound_sites(graph: Graph, name: str, ans: Answer, limit: int = MAX_UNBOUND
     # every caller has a site, so the first sites by file are in the first ``limit`` files
     first_files = (callers + "WITH DISTINCT c.file AS f ORDER BY f LIMIT $limit WITH collect(f) AS fs "
                    "MATCH (c:Symbol) WHERE c.file IN fs AND $n IN c.unresolved_names " + sites + first)
-    counts = None if params["bound"] else unbound_counts(graph, [name], ans)
+    if params["bound"]:
+        counts = None
+    elif counts is _UNREAD:
+        counts = unbound_counts(graph, [name], ans)
     if counts is not None:
         symbols, total = counts.get(name, (0, 0))
         if not total:
             return {"total": 0, "sites": []}
         listed = (callers + "WITH c LIMIT $limit " + sites + first) if symbols > SORT_ALL_MAX else first_files
-        rows = ans.run(graph, listed, params)
+        return _sites_found(total, ans.run(graph, listed, params))
+    if params["bound"]:
+        count = callers + sites + "RETURN count(*)"
+        listed = callers + sites + first
     else:
-        if params["bound"]:
-            count = callers + sites + "RETURN count(*)"
-            listed = callers + sites + first
-        else:
-            # each caller counts its sites (one when it has no line), not one row per site
-            count = (callers + "WITH size([x IN coalesce(c.unresolved_sites, []) WHERE x STARTS WITH $at]) AS k "
-                     "RETURN sum(CASE WHEN k = 0 THEN 1 ELSE k END)")
-            listed = first_files
-        # the number and the first sites: two reads FalkorDB runs at once (each scans the symbols)
-        counted, rows = _Reads(graph, [(count, params), (listed, params)]).rows(ans)
-        total = int(counted[0][0] or 0)
+        # each caller counts its sites (one when it has no line), not one row per site
+        count = (callers + "WITH size([x IN coalesce(c.unresolved_sites, []) WHERE x STARTS WITH $at]) AS k "
+                 "RETURN sum(CASE WHEN k = 0 THEN 1 ELSE k END)")
+        listed = first_files
+    # the number and the first sites: two reads FalkorDB runs at once (each scans the symbols)
+    counted, rows = _Reads(graph, [(count, params), (listed, params)]).rows(ans)
+    return _sites_found(int(counted[0][0] or 0), rows)
+
+
+def _sites_found(total: int, rows: list[list]) -> dict:
+    """``unbound_sites``'s answer from its total and its ``(file, caller, line, caller's line)`` rows."""
     return {"total": total,
             "sites": [{"file": f, "caller": q, "line": ln if ln is not None else cline} for f, q, ln, cline in rows]}
 
 
-def _unresolved_named(graph: Graph, names: list[str], ans: Answer) -> dict[str, int]:
+def _unresolved_named(graph: Graph, names: list[str], ans: Answer, counts=_UNREAD) -> dict[str, int]:
     """For each name: how many symbols have a call that could not be bound using that name
-    (names without such calls are left out)."""
+    (names without such calls are left out). ``counts``: ``unbound_counts`` of ``names`` when
+    the caller has read them."""
     if not names:
         return {}
-    counts = unbound_counts(graph, names, ans)
+    if counts is _UNREAD:
+        counts = unbound_counts(graph, names, ans)
     if counts is not None:
         return {n: k for n, (k, _) in counts.items()}
     q = _unresolved_query(unresolved_indexed(graph, ans), "UNWIND $names AS n")
@@ -1147,8 +1160,10 @@ def symbol_summary(graph: Graph, path: str, qual: str, max_hops: int = MAX_HOPS,
         ("MATCH (s:Symbol {qual: $q})-[e:CALLS]->(d:Symbol) WHERE s.file = $p AND (e.resolved = 'decorator' "
          "OR any(l IN e.lines WHERE l < s.line)) RETURN DISTINCT d.qual ORDER BY d.qual", params),
         (PACKAGES_QUERY, {"p": path})])
-    unresolved = _unresolved_named(graph, [sym["name"]], ans).get(sym["name"], 0)
-    unbound = unbound_sites(graph, sym["name"], ans, limit=5) if unresolved else {"total": 0, "sites": []}
+    counts = unbound_counts(graph, [sym["name"]], ans)  # read once for both numbers below
+    unresolved = _unresolved_named(graph, [sym["name"]], ans, counts).get(sym["name"], 0)
+    unbound = (unbound_sites(graph, sym["name"], ans, limit=5, counts=counts) if unresolved
+               else {"total": 0, "sites": []})
     [[(total, own)], decorator_rows, package_rows] = reads.rows(ans)
     # the first callers by (file, line); past SORT_ALL_MAX callers, sorting them all to list a
     # few costs more than the rest of the hover: the first ones the traversal meets are listed
