@@ -39,7 +39,9 @@ def _plural(n: int, word: str) -> str:
 
 
 def _some(items: list[str], limit: int) -> str:
-    shown = ", ".join(items[:limit])
+    """The first ``limit`` names or paths of ``items`` as code spans, with "…" when there are
+    more; only those shown are formatted (a file can have thousands of dependents)."""
+    shown = ", ".join(code(i) for i in items[:limit])
     return shown + (", …" if len(items) > limit else "")
 
 
@@ -47,8 +49,13 @@ def _dependents(path: str, deps: list[dict], max_hops: int) -> list[str]:
     if not deps:
         return [f"**Dependents** of {code(path)}: none (no workspace file imports it, up to {_plural(max_hops, 'hop')})"]
     lines = [f"**Dependents** of {code(path)}: {_plural(len(deps), 'file')}"]
-    for hop in sorted({d["hops"] for d in deps}):
-        at = [code(d["path"]) for d in deps if d["hops"] == hop]
+    # one pass, and only the paths shown are formatted (``_some``): a file of the scale corpus
+    # has 2,000+ dependents, and formatting them all was a fifth of a hover's time in the server
+    by_hop: dict[int, list[str]] = {}
+    for d in deps:
+        by_hop.setdefault(d["hops"], []).append(d["path"])
+    for hop in sorted(by_hop):
+        at = by_hop[hop]
         lines.append(f"- hop {hop}: {_plural(len(at), 'file')} ({_some(at, MAX_FILES_PER_HOP)})")
     return lines
 
@@ -64,7 +71,7 @@ def render(item: dict, max_hops: int) -> str:
     """Markdown of one summary from ``index.buffers.summaries_at``; every name and path is a
     code span (``markdown.code``: ``__init__.py`` stays ``__init__.py``)."""
     if item["type"] == "package":
-        users = [code(u) for u in item["users"]]
+        users = item["users"]
         about = f" ({escape(item['about'][0])})" if item["about"] else ""
         return (f"**package** {code(item['name'])}{about}\n\nUsed by {_plural(len(users), 'workspace file')}"
                 + (f": {_some(users, MAX_CALLERS)}" if users else ""))
