@@ -479,7 +479,10 @@ async def test_lens_data_during_reindex_comes_from_the_buffer(store, tmp_path):
         ix.graph.delete()
 
 
-async def test_unresolved_counts_same_with_and_without_an_index(store, tmp_path):
+async def test_unresolved_counts_same_from_kept_counts_from_the_index_and_from_a_scan(store, tmp_path):
+    """A lens's "may call it too" count is read from the graph's per-name counts; a graph of an
+    older version without them is counted through the index on ``Symbol.unresolved_names``, and
+    one older still, without that index, by one scan: the same numbers each way."""
     from orbit_lsp.graph import queries
     from orbit_lsp.index.indexer import WorkspaceIndexer
 
@@ -498,8 +501,13 @@ async def test_unresolved_counts_same_with_and_without_an_index(store, tmp_path)
             ans = queries.symbol_lens_counts(ix.graph, "widgets.py", syms, indexed)
             return {r["qual"]: r["unresolved_elsewhere"] for r in ans.rows}, ans.cypher
 
+        kept, cypher = counts()  # read from the per-name counts the indexer keeps (UnboundName)
+        assert kept["widgets.Widget.render"] == 1 and sum(kept.values()) == 1
+        assert any("MATCH (u:UnboundName {name: n})" in c["query"] for c in cypher)
+        assert not any("unresolved_names" in c["query"] for c in cypher)
+        ix.graph.query("MATCH (u:UnboundName) DELETE u")  # a graph written before the counts existed
         looked_up, cypher = counts()  # the indexer creates the Symbol.unresolved_names index
-        assert looked_up["widgets.Widget.render"] == 1 and sum(looked_up.values()) == 1
+        assert looked_up == kept
         assert any("UNWIND $names AS n MATCH (c:Symbol) WHERE n IN c.unresolved_names" in c["query"] for c in cypher)
         ix.graph.query("DROP INDEX ON :Symbol(unresolved_names)")
         for _ in range(100):  # FalkorDB drops an index in the background

@@ -192,19 +192,24 @@ def f(x):
 '''}
 
 
-@pytest.mark.parametrize("indexed", [True, False])
-def test_uncalled_methods_have_no_caller_and_no_unbound_site_elsewhere_using_their_name(index_files, indexed,
+@pytest.mark.parametrize("kept", ["counts", "index", "scan"])
+def test_uncalled_methods_have_no_caller_and_no_unbound_site_elsewhere_using_their_name(index_files, kept,
                                                                                          monkeypatch):
     """What "nothing in the workspace calls it" means for the test selection's class stand-in:
     no CALLS edge in, and no unbound call site *of another symbol* using the name (``other.recursive``
     inside ``recursive`` itself does not count; ``x.named_elsewhere()`` in ``f`` does). The same
-    answer with and without the index on ``Symbol.unresolved_names`` (graphs of older versions)."""
+    answer from the per-name counts (``UnboundName``) and, for graphs of older versions without
+    them, with and without the index on ``Symbol.unresolved_names``."""
     ix = index_files(UNCALLED)
-    monkeypatch.setattr(Q, "unresolved_indexed", lambda graph, ans=None: indexed)
+    if kept != "counts":
+        ix.graph.query("MATCH (u:UnboundName) DELETE u")
+        monkeypatch.setattr(Q, "unresolved_indexed", lambda graph, ans=None: kept == "index")
     methods = [("m.py", f"m.A.{n}") for n in ("called", "lonely", "recursive", "named_elsewhere", "use")]
     ans = Q.Answer()
     assert sorted(Q.uncalled_methods(ix.graph, methods, ans)) == [("m.py", "m.A.lonely"), ("m.py", "m.A.recursive"),
                                                                    ("m.py", "m.A.use")]
+    counted_among_symbols = [c for c in ans.cypher if "RETURN n, count(c)" in c["query"] or "RETURN n, count(*)" in c["query"]]
+    assert bool(counted_among_symbols) == (kept != "counts")
     assert ans.cypher and Q.uncalled_methods(ix.graph, [], ans) == []
 
 
