@@ -166,9 +166,9 @@ class WorkspaceIndexer(GraphSync, FullBuild, Incremental):
         lang = LANGS.get(os.path.splitext(rel)[1].lower(), "")
         st = FileState(rel, lang, h, count_lines(data), seen_hash=h, nonascii_lines=nonascii_lines(data))
         if lang in PARSED_LANGS:
-            nsyms, sys_path = None, ()
+            nsyms, sys_path, bases = None, (), None
             if parsed is not None:
-                facts, blob, err, nsyms, sys_path = parsed
+                facts, blob, err, nsyms, sys_path, bases = parsed
             else:
                 try:
                     facts, err = parse_file(rel, data)
@@ -178,7 +178,7 @@ class WorkspaceIndexer(GraphSync, FullBuild, Incremental):
                 blob = None
             if err is None:
                 if blob is not None:
-                    st.set_facts_blob(blob, facts, nsyms, sys_path)
+                    st.set_facts_blob(blob, facts, nsyms, sys_path, bases)
                 else:
                     st.facts = facts
             else:
@@ -187,7 +187,7 @@ class WorkspaceIndexer(GraphSync, FullBuild, Incremental):
                 if old is not None and old.facts_blob is not None:
                     # keep the last good graph
                     st.facts_blob, st.symbols, st.lines, st.hash = old.facts_blob, old.symbols, old.lines, old.hash
-                    st.nonascii_lines, st.sys_path = old.nonascii_lines, old.sys_path
+                    st.nonascii_lines, st.sys_path, st.class_bases = old.nonascii_lines, old.sys_path, old.class_bases
                 elif facts is not None:
                     st.facts = facts  # no last graph: what an error-tolerant parser (JS/TS) still found
         return st

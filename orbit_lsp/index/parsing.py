@@ -148,25 +148,36 @@ def parse_python(rel: str, data: bytes) -> tuple[PyFacts | None, str | None]:
 
 
 def _parse_batch(items: list[tuple[str, bytes]], keep: bool = False) -> list[tuple]:
-    """Parse a batch of (rel, source) pairs: ``(rel, facts, blob, error, symbols, sys_path)``
-    each, ``blob`` the pickled facts (what the indexer keeps), ``symbols`` how many symbols they
-    hold, ``sys_path`` their ``sys_path`` and ``facts`` the objects only with ``keep`` (a
+    """Parse a batch of (rel, source) pairs: ``(rel, facts, blob, error, symbols, sys_path,
+    class_bases)`` each, ``blob`` the pickled facts (what the indexer keeps), ``symbols`` how
+    many symbols they hold, ``sys_path`` their ``sys_path``, ``class_bases`` whether a class of
+    theirs has a base (``has_class_bases``) and ``facts`` the objects only with ``keep`` (a
     worker's objects would only be pickled twice)."""
     out = []
     with gc_paused():
         for rel, data in items:
             facts, err = parse_python(rel, data)
             if facts is None:
-                out.append((rel, None, None, err, 0, ()))
+                out.append((rel, None, None, err, 0, (), False))
                 continue
             blob = pickle_facts(facts)
-            n_symbols, sys_path = len(facts.symbols), facts.sys_path
+            n_symbols, sys_path, bases = len(facts.symbols), facts.sys_path, has_class_bases(facts)
             if not keep:
                 # freed now, while its objects are still in the CPU cache (not after the next
                 # file's parse evicted them): ~2% of the batch
                 facts = None
-            out.append((rel, facts, blob, err, n_symbols, sys_path))
+            out.append((rel, facts, blob, err, n_symbols, sys_path, bases))
     return out
+
+
+def has_class_bases(facts) -> bool | None:
+    """Whether a class of ``facts`` has a base expression (``class A(B):``): a Python file
+    without one adds nothing to the subclass relation, which is then known without decoding
+    its facts (``FileState.class_bases``). None for facts without classes of that kind."""
+    classes = getattr(facts, "classes", None)
+    if not isinstance(classes, dict):
+        return None
+    return any(getattr(c, "bases", None) for c in classes.values())
 
 
 def refuse_in_a_starting_worker() -> None:

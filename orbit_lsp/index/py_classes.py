@@ -23,6 +23,8 @@ from orbit_lsp.index.py_facts import UNKNOWN
 if TYPE_CHECKING:
     from orbit_lsp.index.py_edges import FileEdges
 
+_NO_PAIRS = ((), frozenset())  # ``_file_inherits`` of a file without a class base
+
 
 class ClassModel:
     """Mixed into ``resolve.Resolver`` (whose state and evaluation, ``ev``, it uses)."""
@@ -106,6 +108,19 @@ class ClassModel:
         else:
             todo = [r for r in everyone if r in self._inherits_stale or r not in self._inherits]
             self._checked_everyone = (everyone, {r: i for i, r in enumerate(everyone)})
+        # files known to have no class with a base add no pair: not decoded (``_file_inherits``
+        # would decode each to find that out; on the scale corpus three quarters of the
+        # subclass finders' time was such decoding)
+        lacks = getattr(self.facts, "lacks_class_bases", None)
+        if lacks is not None and todo:
+            rest = []
+            for r in todo:
+                if lacks(r):
+                    self._inherits_stale.discard(r)
+                    self._inherits[r] = _NO_PAIRS
+                else:
+                    rest.append(r)
+            todo = rest
         if py_parallel.in_short_lived_children(len(todo), self.workers):
             # a large workspace: in short-lived children (``py_parallel``), whose memory (the
             # bases' memo, every file's facts decoded) goes when they end

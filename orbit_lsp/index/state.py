@@ -15,11 +15,11 @@ from pathlib import Path
 
 from orbit_lsp.graph.embedded import pid_alive
 from orbit_lsp.index.py_facts import PyFacts, compact_pickle
-from orbit_lsp.index.parsing import gc_paused, pickle_facts, unpickle_facts
+from orbit_lsp.index.parsing import gc_paused, has_class_bases, pickle_facts, unpickle_facts
 from orbit_lsp.index.py_edges import FileEdges
 from orbit_lsp.lru import LRU
 
-CACHE_VERSION = 26  # 26: graphs keep per-name counts of unbound calls (UnboundName nodes); 25: a parameter annotated with a workspace class takes its declared type over unknown values passed in (py_flow._declared_precedence); 24: facts pickles are zlib-compressed (parsing.pickle_facts); 23: CallEdge sites are tuples (FileEdges.sort_sites); 22: the Python facts classes live in py_facts (their pickled module path); 21: FileEdges and CallEdge live in py_edges (their pickled module path); 20: Python facts and FileState carry the directories a file adds to sys.path; 19: Python scopes know the pytest fixture they define (Scope.fixture); 18: library containers made empty (`OrderedDict()`, `defaultdict(list)`) are container values (ref "lc"); 17: parameter-value entities name the parameter (PVAL, file, qual, name); 16: Python attribute reads are sites (property getters); 15: a Python container literal is identified by its scope and ordinal, not its line; 14: calls on what library code returns are counted as unbound (Python); 13: Python attributes set only in subclasses are read in the base (edges change); 12: TS grammar gaps mended (js_parse), FileEdges.type_only; 11: JS/TS facts carry types (js_types: results, fields, supers, type scopes); 10: value flow (parameters, containers, lambdas as symbols, FileEdges.flows); 6: JS/TS files have facts; 7: facts kept pickled (FileState.facts_blob); 8: lambda and comprehension scopes; 9: FileState.nonascii_lines, `from pkg import name` unbound in pkg is unresolved
+CACHE_VERSION = 27  # 27: FileState.class_bases (the subclass relation skips files without a class base); 26: graphs keep per-name counts of unbound calls (UnboundName nodes); 25: a parameter annotated with a workspace class takes its declared type over unknown values passed in (py_flow._declared_precedence); 24: facts pickles are zlib-compressed (parsing.pickle_facts); 23: CallEdge sites are tuples (FileEdges.sort_sites); 22: the Python facts classes live in py_facts (their pickled module path); 21: FileEdges and CallEdge live in py_edges (their pickled module path); 20: Python facts and FileState carry the directories a file adds to sys.path; 19: Python scopes know the pytest fixture they define (Scope.fixture); 18: library containers made empty (`OrderedDict()`, `defaultdict(list)`) are container values (ref "lc"); 17: parameter-value entities name the parameter (PVAL, file, qual, name); 16: Python attribute reads are sites (property getters); 15: a Python container literal is identified by its scope and ordinal, not its line; 14: calls on what library code returns are counted as unbound (Python); 13: Python attributes set only in subclasses are read in the base (edges change); 12: TS grammar gaps mended (js_parse), FileEdges.type_only; 11: JS/TS facts carry types (js_types: results, fields, supers, type scopes); 10: value flow (parameters, containers, lambdas as symbols, FileEdges.flows); 6: JS/TS files have facts; 7: facts kept pickled (FileState.facts_blob); 8: lambda and comprehension scopes; 9: FileState.nonascii_lines, `from pkg import name` unbound in pkg is unresolved
 
 STAGE_BATCH = 256  # states pickled and written at once by ``StateCache.stage``
 FACTS = LRU(256)  # pickled facts -> the decoded objects, most recently used (bytes cache their hash)
@@ -59,6 +59,9 @@ class FileState:
     #   None, entities consulted): what the workspace's call sites pass it (``resolve.Resolver.pval``)
     sys_path: tuple = ()  # directories its facts add to ``sys.path`` (``PyFacts.sys_path``): kept
     #   here so the module table (``indexer._module_table``) is read without decoding facts
+    class_bases: bool | None = None  # whether a class of its facts has a base
+    #   (``parsing.has_class_bases``): the subclass relation skips the files without one
+    #   without decoding them (``LazyFacts.lacks_class_bases``). None: not known.
 
     @property
     def facts(self) -> PyFacts | None:
@@ -67,21 +70,22 @@ class FileState:
     @facts.setter
     def facts(self, value: PyFacts | None) -> None:
         if value is None:
-            self.facts_blob, self.symbols, self.sys_path = None, 0, ()
+            self.facts_blob, self.symbols, self.sys_path, self.class_bases = None, 0, (), None
         else:
             self.set_facts_blob(pickle_facts(value), value)
 
     def set_facts_blob(self, blob: bytes, facts: PyFacts | None = None, symbols: int | None = None,
-                       sys_path: tuple = ()) -> None:
+                       sys_path: tuple = (), class_bases: bool | None = None) -> None:
         """Facts by their pickle (``facts``: the same, decoded, when at hand; ``symbols``: their
-        number of symbols, when known, and ``sys_path`` their ``sys_path``: the pickle is then
-        not decoded)."""
+        number of symbols, when known, ``sys_path`` their ``sys_path`` and ``class_bases``
+        whether a class of theirs has a base: the pickle is then not decoded)."""
         if facts is not None:
             FACTS.put(blob, facts)
         elif symbols is None:
             facts = load_facts(blob)
         self.facts_blob, self.symbols = blob, (len(facts.symbols) if facts is not None else symbols)
         self.sys_path = getattr(facts, "sys_path", ()) if facts is not None else sys_path
+        self.class_bases = has_class_bases(facts) if facts is not None else class_bases
 
 
 class LazyFacts:
@@ -121,6 +125,15 @@ class LazyFacts:
             return True
         st = self._state().get(rel)
         return st is not None and st.facts_blob is not None
+
+    def lacks_class_bases(self, rel: str) -> bool:
+        """True when ``rel``'s facts are known, without decoding them, to have no class with a
+        base (``FileState.class_bases`` False); False when they may have one, or are not
+        known."""
+        if (self._where is not None and not self._where(rel)) or rel in self._overlay:
+            return False
+        st = self._state().get(rel)
+        return st is not None and st.facts_blob is not None and st.class_bases is False
 
     def __setitem__(self, rel: str, facts) -> None:
         pass
