@@ -93,3 +93,22 @@ def test_a_build_with_the_summaries_writes_the_graph_of_one_without(indexed, mon
     indexed.index_all(rebuild=True)
     assert all(st.class_bases is None for st in indexed.state.values())
     assert export(indexed.graph) == built
+
+
+def test_subclass_finders_in_children_send_back_the_outlines_they_took(indexed):
+    """Children finding the subclass relation (a large workspace's build) send the relation and
+    the outlines of the classes they found a base for; this process keeps both, as when it
+    finds them itself, so resolving does not decode those files again for the outlines."""
+    from orbit_lsp.index import py_parallel
+
+    rels = sorted(r for r, st in indexed.state.items() if st.facts_blob is not None)
+    here = indexed._resolver().python
+    with here._bases_memo():
+        expected = {r: here._file_inherits(r) for r in rels}
+    forked = indexed._resolver().python
+    assert py_parallel.inherits_in_children(forked, rels, 2) == expected
+    assert forked._class_outlines == here._class_outlines
+    # ``Port(abc.ABC)`` has no workspace base: no pair, no outline
+    assert set(forked._class_outlines) == {"pkg/sub.py", "pkg/nested.py"}
+    body, names, attrs = forked._class_outlines["pkg/sub.py"]["Sub"]
+    assert "step" in names and attrs == ()
