@@ -11,7 +11,6 @@ import pytest
 
 from orbit_lsp.graph.queries import export
 from orbit_lsp.index import parsing, state
-from orbit_lsp.index.indexer import WorkspaceIndexer
 
 FILES = {
     "pkg/__init__.py": "",
@@ -26,15 +25,8 @@ FILES = {
 
 
 @pytest.fixture()
-def indexed(tmp_path, store):
-    root = tmp_path / "ws"
-    for rel, text in FILES.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    ix = WorkspaceIndexer(root, store)
-    ix.index_all()
-    yield ix
-    ix.graph.delete()
+def indexed(index_files):
+    return index_files(FILES)
 
 
 def test_the_summary_says_which_files_have_a_class_with_a_base(indexed):
