@@ -158,7 +158,7 @@ def _parse_batch(items: list[tuple[str, bytes]], keep: bool = False) -> list[tup
         for rel, data in items:
             facts, err = parse_python(rel, data)
             if facts is None:
-                out.append((rel, None, None, err, 0, (), False))
+                out.append((rel, None, None, err, 0, (), None))
                 continue
             blob = pickle_facts(facts)
             n_symbols, sys_path, bases = len(facts.symbols), facts.sys_path, has_class_bases(facts)
@@ -171,13 +171,12 @@ def _parse_batch(items: list[tuple[str, bytes]], keep: bool = False) -> list[tup
 
 
 def has_class_bases(facts) -> bool | None:
-    """Whether a class of ``facts`` has a base expression (``class A(B):``): a Python file
+    """Whether a class of Python ``facts`` has a base expression (``class A(B):``): a file
     without one adds nothing to the subclass relation, which is then known without decoding
-    its facts (``FileState.class_bases``). None for facts without classes of that kind."""
-    classes = getattr(facts, "classes", None)
-    if not isinstance(classes, dict):
+    its facts (``FileState.class_bases``). None for anything but Python facts."""
+    if not isinstance(facts, PyFacts):
         return None
-    return any(getattr(c, "bases", None) for c in classes.values())
+    return any(c.bases for c in facts.classes.values())
 
 
 def refuse_in_a_starting_worker() -> None:
