@@ -327,6 +327,8 @@ def run(args, settings, command: str, restart_server: bool = True) -> Report:
                  ["CPU of FalkorDB during the cold index (s)", cold["server_cpu_s"], "–"],
                  ["ratio CPU (orbit + FalkorDB) / floor one core GC on: the work, whatever the load",
                   (cold["cpu_s"] + (cold["server_cpu_s"] or 0)) / one_on, "–"],
+                 ["facts decoded by the build, all processes (resolution work in a unit the load does not change)",
+                  f"{res.get('facts_decoded', 0):,}", "–"],
                  ["files indexed / symbols / calls", f"{res['files']:,} / {res['symbols']:,} / {res['calls']:,}", "–"],
                  ["parse errors / skipped files", f"{len(res['parse_errors'])} / {len(res['skipped'])}", "–"],
                  ["peak PSS of orbit's processes, summed (MiB)", _mib(cold["peak_pss_kib"]),

@@ -283,3 +283,27 @@ def _edits_give_the_graph_of_a_rebuild(store, monkeypatch) -> None:
             _edit_then_same(ix, make, store, "pkg/use_a.py", "def go():\n    pass\n", "after a flow was removed")
     finally:
         VALUE_FLOW[0] = False
+
+
+def test_a_build_counts_the_facts_its_children_decoded(store, children_only):
+    """``IndexReport.facts_decoded`` adds what short-lived children decoded (each sends its
+    count last) to what this process decoded. Every file's facts are decoded at least once by a
+    full build (its Symbol rows need them; parse workers keep none decoded), so the count is at
+    least the number of files with facts, however the work was split."""
+    from orbit_lsp.index.state import DECODES
+
+    counts = {}
+    with workspaces() as make:
+        for workers in (1, 2):
+            root = make() / "ws"
+            for rel, text in FLOWS.items():
+                write(root, rel, text)
+            ix = new_indexer(make, root, store)
+            ix.resolve_workers = workers
+            from_children = DECODES.children
+            rep = ix.index_all()
+            with_facts = sum(st.facts_blob is not None for st in ix.state.values())
+            assert rep.mode == "full" and rep.facts_decoded >= with_facts > 0
+            counts[workers] = (rep.facts_decoded, DECODES.children - from_children)
+    assert counts[1][1] == 0  # one process: nothing reported by children
+    assert counts[2][1] > 0  # the children resolved every file and reported what they decoded

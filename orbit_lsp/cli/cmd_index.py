@@ -78,6 +78,7 @@ def cmd_index(ctx: Ctx) -> int:
         "parse_errors": [{"path": p, "error": e} for p, e in sorted(rep.parse_errors.items())],
         "most_depended_on": top.rows,
         "timings": {k: round(v, 4) for k, v in rep.timings.items()},
+        "facts_decoded": rep.facts_decoded,
         "notes": list(rep.notes),
     }
     if ctx.json:

@@ -20,7 +20,7 @@ from orbit_lsp.index.languages import is_js
 from orbit_lsp.index.parsing import unpickle_facts
 from orbit_lsp.index.py_parallel import default_workers
 from orbit_lsp.index.py_edges import full_qual, package_info
-from orbit_lsp.index.state import FACTS
+from orbit_lsp.index.state import DECODES, FACTS
 
 # decoded facts a full build keeps at once, in ``state.FACTS`` and in the resolver's own
 # ``Resolver.facts_seen_max`` (each up to this many): decoded facts are ~12x their pickle (~190
@@ -84,6 +84,7 @@ class FullBuild:
         import concurrent.futures as cf
 
         t = time.perf_counter()
+        decoded_before = DECODES.total
         return_free_memory()  # the sources just parsed (hundreds of MB on a large workspace)
         rp = self.root_package
         target = self.store.graph(build_graph_name(self.graph.name))
@@ -192,6 +193,7 @@ class FullBuild:
             bg.shutdown(wait=True, cancel_futures=True)
         return_free_memory()
         rep.written_files = len(rels)
+        rep.facts_decoded = DECODES.total - decoded_before
         rep.mode = "full"
         self.imports_generation = next(GENERATIONS)
         self._touched_all = True

@@ -52,6 +52,7 @@ PARALLEL_MAX_FILES = 10_000
 CHILD_FILES = 2_000
 LARGE_WORKERS = 2  # children resolving at once above ``PARALLEL_MAX_FILES`` files (memory: each holds its own)
 CHUNK_FILES = 16  # files taken at once: a chunk is consecutive in sorted order (memo locality)
+_DECODED = "\0decoded"  # the key of a child's last message: the facts it decoded (no file has this name)
 
 
 def default_workers(python_files: int = 0) -> int:
@@ -229,8 +230,15 @@ def _fork(work: Callable[[int], None]) -> tuple[int, threading.Thread, list[byte
         os.close(r)
         code = 1
         try:
+            from orbit_lsp.index.state import DECODES
+
+            decoded = DECODES.here
             work(w)
             code = 0
+            try:  # last: how many facts it decoded (``_take`` adds them up here)
+                _send(w, {_DECODED: DECODES.here - decoded})
+            except OSError:
+                pass
         finally:
             os._exit(code)
     os.close(w)
@@ -255,6 +263,11 @@ def _take(reader: threading.Thread, parts: list[bytes], status: int, out: dict, 
     if status != 0:
         log.warning("%s ended with status %s; what it did not send is computed here", who, status)
     _decode_chunks(parts, out)
+    decoded = out.pop(_DECODED, None)
+    if decoded:
+        from orbit_lsp.index.state import DECODES
+
+        DECODES.add(decoded, children=True)
 
 
 def _resolve_here(resolver: Resolver, rels: list[str], progress) -> dict[str, FileEdges]:
@@ -286,7 +299,6 @@ def _child(resolver: Resolver, chunks: list[list[str]], cursor, w: int, parent: 
         _send(w, {rel: resolver.resolve_file(rel) for rel in chunk})
         with cursor.get_lock():
             cursor[2] += len(chunk)
-    os.close(w)
 
 
 def _read_all(fd: int, parts: list[bytes]) -> None:

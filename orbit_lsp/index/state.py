@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import pickle
 import sqlite3
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,11 +26,38 @@ STAGE_BATCH = 256  # states pickled and written at once by ``StateCache.stage``
 FACTS = LRU(256)  # pickled facts -> the decoded objects, most recently used (bytes cache their hash)
 
 
+class DecodeCount:
+    """How many facts pickles were decoded (``load_facts``): by this process (``here``), and by
+    the forked children that reported theirs (``children``, ``py_parallel``). Decoding is about
+    a third of a large workspace's resolution, and unlike seconds the count does not move with
+    the machine's load: ``IndexReport.facts_decoded``, the scale benchmark's work measure."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.here = 0
+        self.children = 0
+
+    def add(self, n: int = 1, children: bool = False) -> None:
+        with self._lock:
+            if children:
+                self.children += n
+            else:
+                self.here += n
+
+    @property
+    def total(self) -> int:
+        return self.here + self.children
+
+
+DECODES = DecodeCount()
+
+
 def load_facts(blob: bytes) -> PyFacts:
     """The facts pickled in ``blob``, decoded once while they stay among the recently used."""
     found, facts = FACTS.lookup(blob)
     if not found:
         facts = unpickle_facts(blob)
+        DECODES.add()
         FACTS.put(blob, facts)
     return facts
 
