@@ -287,9 +287,9 @@ def _edits_give_the_graph_of_a_rebuild(store, monkeypatch) -> None:
 
 def test_a_build_counts_the_facts_its_children_decoded(store, children_only):
     """``IndexReport.facts_decoded`` adds what short-lived children decoded (each sends its
-    count last) to what this process decoded. Every file's facts are decoded at least once by a
-    full build (its Symbol rows need them; parse workers keep none decoded), so the count is at
-    least the number of files with facts, however the work was split."""
+    count last) to what this process decoded. A file is resolved from its own facts, which
+    nothing holds decoded after a cold parse, so the count is at least the number of files with
+    facts, however the work was split."""
     from orbit_lsp.index.state import DECODES
 
     counts = {}
@@ -307,3 +307,28 @@ def test_a_build_counts_the_facts_its_children_decoded(store, children_only):
             counts[workers] = (rep.facts_decoded, DECODES.children - from_children)
     assert counts[1][1] == 0  # one process: nothing reported by children
     assert counts[2][1] > 0  # the children resolved every file and reported what they decoded
+
+
+def test_a_child_forked_while_the_count_is_locked_can_still_count():
+    """A fork while another thread holds the decode count's lock (a writer thread of the
+    build, say) must not leave the child's copy locked: its first decode would wait forever."""
+    from orbit_lsp.index.state import DECODES
+
+    with DECODES._lock:
+        pid = os.fork()
+        if pid == 0:  # the child
+            try:
+                DECODES.add()
+            finally:
+                os._exit(0)
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.02)
+    else:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        pytest.fail("the child waited for a lock held by its parent at the fork")
+    assert os.waitstatus_to_exitcode(status) == 0

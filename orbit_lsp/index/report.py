@@ -56,8 +56,8 @@ class IndexReport:
     timings: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)  # re-syncs and rebuilds and why
     parsed_paths: list[str] = field(default_factory=list)  # files read and parsed again (index_all)
-    facts_decoded: int = 0  # facts pickles a full build decoded, in this process and its forked
-    #   children (``state.DECODES``): its resolution's work in a unit the machine's load does not change
+    facts_decoded: int = 0  # facts pickles a full build's resolution decoded, in this process and
+    #   its forked children (``state.DECODES``): its work in a unit the machine's load does not change
 
 
 def unresolved_sites(names: list[str], lines: list[int] | None) -> list[str] | None:

@@ -27,15 +27,22 @@ FACTS = LRU(256)  # pickled facts -> the decoded objects, most recently used (by
 
 
 class DecodeCount:
-    """How many facts pickles were decoded (``load_facts``): by this process (``here``), and by
-    the forked children that reported theirs (``children``, ``py_parallel``). Decoding is about
-    a third of a large workspace's resolution, and unlike seconds the count does not move with
-    the machine's load: ``IndexReport.facts_decoded``, the scale benchmark's work measure."""
+    """How many facts pickles were decoded through the cache of decoded facts (``load_facts``:
+    what resolution decodes; a full build's Symbol rows decode each file once more, uncounted):
+    by this process (``here``), and by the forked children that reported theirs (``children``,
+    ``py_parallel``). Decoding is about a third of a large workspace's resolution, and unlike
+    seconds the count does not move with the machine's load: ``IndexReport.facts_decoded``,
+    the scale benchmark's work measure."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.here = 0
         self.children = 0
+        # a fork while another thread holds the lock would leave it held in the child forever
+        os.register_at_fork(after_in_child=self._new_lock)
+
+    def _new_lock(self) -> None:
+        self._lock = threading.Lock()
 
     def add(self, n: int = 1, children: bool = False) -> None:
         with self._lock:
