@@ -27,7 +27,7 @@ from orbit_lsp.graph.connection import code_graph_name
 from orbit_lsp.index import indexer as indexer_mod
 from orbit_lsp.index.indexer import WorkspaceIndexer
 
-from bench.run import PHASES, Report, Table, log, open_store
+from bench.run import PHASES, Report, Table, cpu_seconds, log, open_store
 
 CATEGORIES = ("parse", "resolve", "graph writes (client)", "cache", "walk", "other")
 
@@ -39,18 +39,6 @@ def add_parser(sub, common) -> None:
     p.add_argument("--threshold", type=float, default=0.015,
                    help="frames under this share of the total are hidden in the text summary")
     p.add_argument("--interval", type=float, default=0.001, help="pyinstrument sampling interval (s)")
-
-
-def _cpu_seconds(pid: int | None) -> float | None:
-    """utime + stime of a process, seconds (None when unreadable)."""
-    if not pid:
-        return None
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            fields = fh.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, IndexError, ValueError):
-        return None
 
 
 def _fresh(store, settings, root: Path) -> WorkspaceIndexer:
@@ -116,10 +104,10 @@ def run(corpus: Path, label: str, settings, command: str, args) -> Report:
     pid = embedded.status(settings.data_dir).get("pid")
 
     ix = _fresh(store, settings, root)
-    db0, t = _cpu_seconds(pid), time.perf_counter()
+    db0, t = cpu_seconds(pid), time.perf_counter()
     rep = ix.index_all()
     wall = time.perf_counter() - t
-    db1 = _cpu_seconds(pid)
+    db1 = cpu_seconds(pid)
     db_cpu = None if db0 is None or db1 is None else db1 - db0
     log(f"profile: cold index {wall:.2f} s ({rep.files} files), FalkorDB CPU {db_cpu}")
     del ix

@@ -205,6 +205,19 @@ def code_version() -> str:
     return f"commit {sha or '?'}" + (f", uncommitted changes in {', '.join(changed)}" if changed else ", clean orbit_lsp/")
 
 
+def cpu_seconds(pid: int | None) -> float | None:
+    """User + system CPU seconds process ``pid`` has used (``/proc/PID/stat``); None when there
+    is no such process or it cannot be read."""
+    if not pid:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 # -- statistics -------------------------------------------------------------------------------
 def pct(values, p: float):
     """Nearest-rank percentile (None for no values)."""

@@ -46,8 +46,8 @@ import time
 from pathlib import Path
 
 from bench.corpora import fetch_sdist
-from bench.run import (Report, Table, baseline, log, ms, open_store, pct, prepare_corpus, run_reindex,
-                       server_memory)
+from bench.run import (Report, Table, baseline, cpu_seconds, log, ms, open_store, pct, prepare_corpus,
+                       run_reindex, server_memory)
 
 PYTHON_SET = ("stdlib", "django==5.1", "sympy==1.13.3", "salt==3007.1", "transformers==4.46.3",
               "twisted==24.10.0", "kubernetes==31.0.0", "apache-airflow==2.10.3", "ansible-core==2.17.5",
@@ -172,16 +172,6 @@ def _pss_kib(pid: int) -> int:
     return _proc_kib(f"/proc/{pid}/smaps_rollup", "Pss:")
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds process ``pid`` has used (``/proc/PID/stat``; 0 when it is gone)."""
-    try:
-        with open(f"/proc/{pid}/stat") as fh:
-            fields = fh.read().rsplit(")", 1)[1].split()
-    except (OSError, IndexError):
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
-
-
 class TreeRss:
     """Samples the RSS of a process and its descendants every ``interval`` seconds: the peak of
     their sum and of the largest one, and the peak of their summed PSS (``_pss_kib``: summed
@@ -211,7 +201,7 @@ class TreeRss:
             self.peak_procs = max(self.peak_procs, sum(1 for r in rss if r))
             self.peak_pss = max(self.peak_pss, sum(_pss_kib(p) for p in pids))
             for p in pids:
-                self.cpu[p] = max(self.cpu.get(p, 0.0), cpu_seconds(p))
+                self.cpu[p] = max(self.cpu.get(p, 0.0), cpu_seconds(p) or 0.0)
             self._stop.wait(self.interval)
 
     @property
@@ -237,7 +227,7 @@ def cli_index(ws: Path, settings, extra: tuple[str, ...] = ()) -> dict:
     from orbit_lsp.graph import embedded
 
     server = embedded.status(settings.data_dir).get("pid")  # the embedded FalkorDB, when running
-    server_cpu = cpu_seconds(server) if server else 0.0
+    server_cpu = cpu_seconds(server) or 0.0
     t = time.perf_counter()
     proc = subprocess.Popen(cmd + ["index", str(ws), "--json", *extra], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
@@ -245,7 +235,7 @@ def cli_index(ws: Path, settings, extra: tuple[str, ...] = ()) -> dict:
     out, err = proc.communicate()
     wall = time.perf_counter() - t
     rss.stop()
-    server_cpu = cpu_seconds(server) - server_cpu if server else None
+    server_cpu = (cpu_seconds(server) or 0.0) - server_cpu if server else None
     if proc.returncode != 0:
         raise SystemExit(f"bench: orbit-lsp index {ws} failed ({proc.returncode}): {out.strip()[-2000:]}\n"
                          f"{err.strip()[-2000:]}")  # with --json the error is on stdout

@@ -186,11 +186,8 @@ def callers(graph: Graph, symbol: str, depth: int = 1) -> Answer:
     ans.rows = []
     for t in targets:
         found = _walk_calls(graph, t, depth, True, ans)
-        counts = unbound_counts(graph, [t["name"]], ans)  # read once for both numbers below
-        unresolved = _unresolved_named(graph, [t["name"]], ans, counts).get(t["name"], 0)
         here = {(c["file"], ln) for c in found if c["depth"] == 1 for ln in (c.get("lines") or [])}
-        unbound = (unbound_sites(graph, t["name"], ans, bound=here, counts=counts) if unresolved
-                   else {"total": 0, "sites": []})
+        unresolved, unbound = _unbound_of(graph, t["name"], ans, bound=here)
         syntax = implicit_syntax(t["name"], t["kind"], t["file"])
         if syntax:
             ans.notes.append(implicit_note(t["qual"], syntax))
@@ -1050,17 +1047,32 @@ def _sites_found(total: int, rows: list[list]) -> dict:
             "sites": [{"file": f, "caller": q, "line": ln if ln is not None else cline} for f, q, ln, cline in rows]}
 
 
-def _unresolved_named(graph: Graph, names: list[str], ans: Answer, counts=_UNREAD) -> dict[str, int]:
+def _unbound_of(graph: Graph, name: str, ans: Answer, limit: int = MAX_UNBOUND_SITES,
+                bound: set | None = None) -> tuple[int, dict]:
+    """``(symbols, sites)`` of ``name``: how many symbols make calls that could not be bound
+    using it (``_unresolved_named``) and those calls (``unbound_sites``), from one read of its
+    ``UnboundName`` counts."""
+    counts = unbound_counts(graph, [name], ans)
+    symbols = _unresolved_named(graph, [name], ans, counts).get(name, 0)
+    sites = unbound_sites(graph, name, ans, limit, bound, counts) if symbols else {"total": 0, "sites": []}
+    return symbols, sites
+
+
+def _unresolved_named(graph: Graph, names: list[str], ans: Answer, counts=_UNREAD,
+                      indexed: bool | None = None) -> dict[str, int]:
     """For each name: how many symbols have a call that could not be bound using that name
     (names without such calls are left out). ``counts``: ``unbound_counts`` of ``names`` when
-    the caller has read them."""
+    the caller has read them; ``indexed``: ``unresolved_indexed(graph)`` when the caller knows
+    it (a graph without the counts is then looked up among the symbols without asking again)."""
     if not names:
         return {}
     if counts is _UNREAD:
         counts = unbound_counts(graph, names, ans)
     if counts is not None:
         return {n: k for n, (k, _) in counts.items()}
-    q = _unresolved_query(unresolved_indexed(graph, ans), "UNWIND $names AS n")
+    if indexed is None:
+        indexed = unresolved_indexed(graph, ans)
+    q = _unresolved_query(indexed, "UNWIND $names AS n")
     return {n: c for n, c in ans.run(graph, q, {"names": sorted(set(names))}) if c}
 
 
@@ -1127,15 +1139,11 @@ def symbol_lens_counts(graph: Graph, path: str, targets: list[tuple[str, str]], 
         ("UNWIND $quals AS q MATCH (s:Symbol {qual: q}) WHERE s.file = $p OPTIONAL MATCH (s)-[r:CALLS]->(s) "
          "RETURN s.qual, s.name, s.kind, indegree(s, 'CALLS'), count(r)", {"quals": sorted({q for q, _ in targets}), "p": path}),
         _unbound_counts_read(names)]).rows(ans)
-    counts = _unbound_counts_of(unbound)
-    if counts is not None:
-        unresolved = {n: k for n, (k, _) in counts.items()}
-    else:  # a graph of an older version
-        unresolved = {n: c for n, c in ans.run(graph, _unresolved_query(indexed, "UNWIND $names AS n"), {"names": names})}
+    counts = _unbound_counts_of(unbound)  # None: a graph of an older version, counted among the symbols
+    unresolved = _unresolved_named(graph, names, ans, counts, indexed)
     other = sorted({name for _, name, kind, _, _ in syms if kind != "module" and name not in names})
-    if other:  # a lens whose data names the symbol otherwise (not one this server made)
-        # read now from the nodes (or, for a graph without them, among the symbols)
-        unresolved.update(_unresolved_named(graph, other, ans, None if counts is None else _UNREAD))
+    if other:  # a lens whose data names the symbol otherwise (not one this server made): read now
+        unresolved.update(_unresolved_named(graph, other, ans, None if counts is None else _UNREAD, indexed))
     ans.rows = [{"qual": qual, "callers": indegree - (1 if own else 0), "recursive": bool(own),
                  "unresolved_elsewhere": unresolved.get(name, 0) if kind != "module" else 0,
                  "implicit": implicit_syntax(name, kind, path)}
@@ -1177,10 +1185,7 @@ def symbol_summary(graph: Graph, path: str, qual: str, max_hops: int = MAX_HOPS,
         ("MATCH (s:Symbol {qual: $q})-[e:CALLS]->(d:Symbol) WHERE s.file = $p AND (e.resolved = 'decorator' "
          "OR any(l IN e.lines WHERE l < s.line)) RETURN DISTINCT d.qual ORDER BY d.qual", params),
         (PACKAGES_QUERY, {"p": path})])
-    counts = unbound_counts(graph, [sym["name"]], ans)  # read once for both numbers below
-    unresolved = _unresolved_named(graph, [sym["name"]], ans, counts).get(sym["name"], 0)
-    unbound = (unbound_sites(graph, sym["name"], ans, limit=5, counts=counts) if unresolved
-               else {"total": 0, "sites": []})
+    unresolved, unbound = _unbound_of(graph, sym["name"], ans, limit=5)
     [[(total, own)], decorator_rows, package_rows] = reads.rows(ans)
     # the first callers by (file, line); past SORT_ALL_MAX callers, sorting them all to list a
     # few costs more than the rest of the hover: the first ones the traversal meets are listed

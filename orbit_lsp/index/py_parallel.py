@@ -33,6 +33,8 @@ import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from orbit_lsp.index.state import DECODES
+
 if TYPE_CHECKING:
     from orbit_lsp.index.resolve import Resolver
     from orbit_lsp.index.py_edges import FileEdges
@@ -230,8 +232,6 @@ def _fork(work: Callable[[int], None]) -> tuple[int, threading.Thread, list[byte
         os.close(r)
         code = 1
         try:
-            from orbit_lsp.index.state import DECODES
-
             decoded = DECODES.here
             work(w)
             code = 0
@@ -265,8 +265,6 @@ def _take(reader: threading.Thread, parts: list[bytes], status: int, out: dict, 
     _decode_chunks(parts, out)
     decoded = out.pop(_DECODED, None)
     if decoded:
-        from orbit_lsp.index.state import DECODES
-
         DECODES.add(decoded, children=True)
 
 
