@@ -177,18 +177,30 @@ class TreeRss:
     their sum and of the largest one, and the peak of their summed PSS (``_pss_kib``: summed
     RSS counts the pages a fork shares once per process); and the CPU seconds each used, as last
     seen (``cpu_s``: their sum; a process that ended misses at most its last ``interval``). CPU
-    seconds are the work done, which a loaded machine stretches less than the wall."""
+    seconds are the work done, which a loaded machine stretches less than the wall.
 
-    def __init__(self, pid: int, interval: float = 0.05):
-        self.pid, self.interval = pid, interval
+    PSS is read at most every ``pss_interval`` seconds, and only when the summed RSS could hold
+    a new peak (PSS never exceeds RSS): the kernel walks a process's page tables to answer it,
+    ~34 ms for a 1.35 GB process (2026-12-03), so reading it every 50 ms kept this thread busy
+    and took a fifth to two fifths of a core from the 2-core index it measures. A cold index's
+    memory rises and falls over seconds (a phase, a resolution child's life), not within one.
+    ``own_cpu_s``: the CPU seconds this sampling itself used (its thread, kernel time
+    included), reported so a reader can tell what measuring cost."""
+
+    def __init__(self, pid: int, interval: float = 0.05, pss_interval: float = 1.0):
+        self.pid, self.interval, self.pss_interval = pid, interval, pss_interval
         self.peak_sum = self.peak_one = self.peak_pss = 0
         self.peak_procs = 0
+        self.pss_samples = 0
+        self.own_cpu_s = 0.0
         self.cpu: dict[int, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
 
     def _run(self) -> None:
+        start = time.thread_time()
+        next_pss = 0.0
         while not self._stop.is_set():
             pids, todo = [], [self.pid]
             while todo:
@@ -199,9 +211,14 @@ class TreeRss:
             self.peak_sum = max(self.peak_sum, sum(rss))
             self.peak_one = max(self.peak_one, max(rss, default=0))
             self.peak_procs = max(self.peak_procs, sum(1 for r in rss if r))
-            self.peak_pss = max(self.peak_pss, sum(_pss_kib(p) for p in pids))
+            now = time.monotonic()
+            if now >= next_pss and sum(rss) > self.peak_pss:
+                self.peak_pss = max(self.peak_pss, sum(_pss_kib(p) for p in pids))
+                self.pss_samples += 1
+                next_pss = now + self.pss_interval
             for p in pids:
                 self.cpu[p] = max(self.cpu.get(p, 0.0), cpu_seconds(p) or 0.0)
+            self.own_cpu_s = time.thread_time() - start
             self._stop.wait(self.interval)
 
     @property
@@ -216,8 +233,8 @@ class TreeRss:
 def cli_index(ws: Path, settings, extra: tuple[str, ...] = ()) -> dict:
     """``orbit-lsp index WS --json`` in a child process: its JSON result, wall seconds, the
     peaks of its process tree (KiB), the CPU seconds of that tree (``cpu_s``) and of the
-    embedded FalkorDB (``server_cpu_s``, None when none runs) and its stderr lines (the
-    progress)."""
+    embedded FalkorDB (``server_cpu_s``, None when none runs), what sampling them cost
+    (``sampler_cpu_s``, ``pss_samples``: see ``TreeRss``) and its stderr lines (the progress)."""
     script = Path(sys.executable).parent / "orbit-lsp"
     cmd = [str(script)] if script.exists() else [sys.executable, "-m", "orbit_lsp"]
     env = dict(os.environ)
@@ -241,7 +258,8 @@ def cli_index(ws: Path, settings, extra: tuple[str, ...] = ()) -> dict:
                          f"{err.strip()[-2000:]}")  # with --json the error is on stdout
     return {"result": json.loads(out)["result"], "wall": wall, "peak_sum_kib": rss.peak_sum,
             "peak_pss_kib": rss.peak_pss, "peak_one_kib": rss.peak_one, "procs": rss.peak_procs,
-            "cpu_s": rss.cpu_s, "server_cpu_s": server_cpu, "stderr": err.splitlines()}
+            "cpu_s": rss.cpu_s, "server_cpu_s": server_cpu, "sampler_cpu_s": rss.own_cpu_s,
+            "pss_samples": rss.pss_samples, "stderr": err.splitlines()}
 
 
 def _mib(kib) -> float | None:
@@ -326,7 +344,9 @@ def run(args, settings, command: str, restart_server: bool = True) -> Report:
                  ["peak RSS of orbit's processes, summed (MiB; counts pages a fork shares twice)",
                   _mib(cold["peak_sum_kib"]), "–"],
                  ["peak RSS of its largest process (MiB)", _mib(cold["peak_one_kib"]), "–"],
-                 ["orbit processes at once (most)", cold["procs"], "–"]]
+                 ["orbit processes at once (most)", cold["procs"], "–"],
+                 ["CPU of this benchmark's sampling of them (s; PSS read "
+                  f"{cold['pss_samples']} times, at most once a second)", cold["sampler_cpu_s"], "–"]]
         mem, notes = server_memory(store, settings, gname)
         report.notes += notes
         rows += [["FalkorDB VmHWM (MiB)", _mib(mem.get("vm_hwm_kb")), "–"],

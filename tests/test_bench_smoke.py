@@ -9,7 +9,9 @@ found it.
 from __future__ import annotations
 
 import shutil
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -326,6 +328,8 @@ def test_bench_cli_latency_and_scale_on_tiny_corpus(tiny, settings):
     assert rep.data["python_files"] == 4 and rep.data["cold"]["result"]["mode"] == "full"
     assert rep.data["cold"]["result"]["files"] == 4 and rep.data["reopen_mode"] == "unchanged"
     assert rep.data["cold"]["peak_sum_kib"] > 0 and rep.data["floor_one_core_s"] > 0
+    assert 0 < rep.data["cold"]["peak_pss_kib"] <= rep.data["cold"]["peak_sum_kib"]
+    assert rep.data["cold"]["pss_samples"] >= 1 and rep.data["cold"]["sampler_cpu_s"] >= 0
     # the index process ran Python for a while; the server is shared with the tests (running)
     assert rep.data["cold"]["cpu_s"] > 0 and rep.data["cold"]["server_cpu_s"] is not None
     # each of the 4 files is resolved from its own facts, decoded at least once
@@ -333,6 +337,25 @@ def test_bench_cli_latency_and_scale_on_tiny_corpus(tiny, settings):
     captions = " ".join(t.caption for t in rep.tables)
     assert "cold index against the floor" in captions and "one-file re-index" in captions
     assert {p.relative_to(corpus): p.read_bytes() for p in corpus.rglob("*.py")} == before
+
+
+def test_memory_sampler_reads_pss_at_most_once_an_interval():
+    """The scale bench's sampler reads RSS every ``interval`` but the costly PSS (the kernel
+    walks the page tables) at most once every ``pss_interval``, and counts its own CPU."""
+    from bench.scale import TreeRss
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; x = bytearray(64 << 20); time.sleep(30)"])
+    try:
+        time.sleep(0.5)  # the child has started and holds its 64 MiB
+        rss = TreeRss(child.pid, interval=0.01, pss_interval=0.5)
+        time.sleep(1.2)
+        rss.stop()
+    finally:
+        child.kill()
+        child.wait()
+    assert 1 <= rss.pss_samples <= 3  # t = 0, 0.5, 1.0 s at most, though RSS was read ~100 times
+    assert 64 << 10 <= rss.peak_pss <= rss.peak_sum
+    assert rss.own_cpu_s > 0
 
 
 def test_reach_floor_of_the_tiny_project(tmp_path):
