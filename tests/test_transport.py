@@ -62,3 +62,49 @@ def test_stdin_from_dev_null_ends_the_server(tmp_path):
         proc = subprocess.run([sys.executable, "-m", "orbit_lsp"], stdin=f, capture_output=True, timeout=60, env=env)
     assert proc.returncode == 0 and proc.stdout == b""
     assert b"Traceback" not in proc.stderr
+
+
+def _read_frame(out) -> dict:
+    n = None
+    while True:
+        line = out.readline()
+        assert line, "the server closed its output"
+        if line in (b"\r\n", b"\n"):
+            break
+        if line.lower().startswith(b"content-length:"):
+            n = int(line.split(b":")[1])
+    return json.loads(out.read(n))
+
+
+def test_a_response_with_non_ascii_text_is_framed_by_its_bytes(tmp_path):
+    """Responses are UTF-8 JSON (``protocol.encode_message``), so ``Content-Length`` counts
+    bytes, not characters: a response naming a non-ASCII path is read whole, and the next
+    frame starts where its header says."""
+    uri = "file:///tmp/ünïcödé/模块.py"
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+            "params": {"processId": None, "rootUri": None, "capabilities": {}}}
+    impact = {"jsonrpc": "2.0", "id": 2, "method": "orbit/impact", "params": {"textDocument": {"uri": uri}}}
+    env = dict(os.environ, ORBIT_DATA_DIR=str(tmp_path / "data"))
+    proc = subprocess.Popen([sys.executable, "-m", "orbit_lsp"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, env=env)
+    try:
+        proc.stdin.write(_frame(init) + _frame({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+                         + _frame(impact))
+        proc.stdin.flush()
+        got = []
+        while len(got) < 2:
+            msg = _read_frame(proc.stdout)
+            if "id" in msg and "method" not in msg:
+                got.append(msg)
+        proc.stdin.write(_frame({"jsonrpc": "2.0", "id": 3, "method": "shutdown"}))
+        proc.stdin.flush()
+        while "id" not in (msg := _read_frame(proc.stdout)) or "method" in msg:
+            pass
+        got.append(msg)
+        proc.stdin.write(_frame({"jsonrpc": "2.0", "method": "exit"}))
+        proc.stdin.close()
+        assert proc.wait(timeout=60) == 0
+    finally:
+        proc.kill()
+    assert [m["id"] for m in got] == [1, 2, 3]
+    assert uri in got[1]["error"]["message"] and got[2]["result"] is None
