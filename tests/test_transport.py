@@ -77,9 +77,8 @@ def _read_frame(out) -> dict:
 
 
 def test_a_response_with_non_ascii_text_is_framed_by_its_bytes(tmp_path):
-    """Responses are UTF-8 JSON (``protocol.encode_message``), so ``Content-Length`` counts
-    bytes, not characters: a response naming a non-ASCII path is read whole, and the next
-    frame starts where its header says."""
+    """``Content-Length`` counts the bytes of the UTF-8 body: a response naming a non-ASCII
+    path is read whole, and the next frame starts where its header says."""
     uri = "file:///tmp/ünïcödé/模块.py"
     init = {"jsonrpc": "2.0", "id": 1, "method": "initialize",
             "params": {"processId": None, "rootUri": None, "capabilities": {}}}

@@ -25,35 +25,23 @@ every dict, list and string of the result one call at a time: ~2.7 ms for an ``o
 answer listing 1,400 dependent files, ~25 µs per code lens. Here the envelope (``jsonrpc``,
 ``id``, ``result``) is written by hand: ``json.dumps`` walks plain JSON itself and hands each
 lsprotocol object it meets (a ``CodeLens``, a ``Hover``…) back to ``_serialize_message``,
-where cattrs unstructures that object as before.
-
-Every message is then written as JSON by orjson (``encode_message``), not the standard
-library's encoder: ~0.1 ms instead of 2-5 ms for a 460 KB impact answer (2,722 dependents,
-each with its path and URI). The JSON value is the same; the text is compact and UTF-8
-(``Content-Length`` counts its bytes). What orjson refuses (a string with a lone surrogate,
-an integer past 64 bits, an object orjson and ``_serialize_message`` cannot turn into JSON)
-is written by ``json.dumps`` as before.
+where cattrs unstructures that object as before. The bytes sent are the same.
 """
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import json
 import logging
-from collections.abc import Callable
 from typing import Any
 
 import attrs
 import cattrs
-import orjson
 from cattrs.v import format_exception
 from lsprotocol.types import ResponseErrorMessage
-from pygls.exceptions import JsonRpcException, JsonRpcInternalError
+from pygls.exceptions import JsonRpcException
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, LanguageServerProtocol
 
 log = logging.getLogger(__name__)
-_PYGLS_LOG = logging.getLogger("pygls.protocol.json_rpc")  # where pygls's ``_send_data`` logs its failed writes
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -130,40 +118,7 @@ def _structuring_error(exc: BaseException) -> str:
     return text + (f"; and {more} more" if more > 0 else "")
 
 
-def encode_message(data: Any, default: Callable[[Any], Any]) -> bytes:
-    """``data`` as UTF-8 JSON text; ``default(obj)`` turns what is not JSON data (an attrs
-    object) into JSON data. orjson first (compact, ~20x faster); the standard encoder (ASCII,
-    surrogates escaped) for what orjson refuses. Either decodes to the same JSON value, with
-    non-string keys written as strings as ``json.dumps`` writes them."""
-    try:
-        return orjson.dumps(data, default=default, option=orjson.OPT_NON_STR_KEYS)
-    except TypeError:  # orjson.JSONEncodeError, or ``default`` refusing what orjson handed it
-        return json.dumps(data, default=default).encode("utf-8")
-
-
 class OrbitProtocol(LanguageServerProtocol):
-    def _send_data(self, data: Any) -> None:
-        """pygls's, with the body written by ``encode_message`` (pygls: ``json.dumps``)."""
-        if not data:
-            return
-        if self.writer is None:
-            _PYGLS_LOG.error("Unable to send data, no available transport!")
-            return
-        try:
-            body = encode_message(data, self._serialize_message)
-            if self._include_headers:
-                body = (f"Content-Length: {len(body)}\r\n"
-                        f"Content-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n").encode("ascii") + body
-            res = self.writer.write(body)
-            if inspect.isawaitable(res):
-                asyncio.ensure_future(res)
-        except BrokenPipeError:
-            _PYGLS_LOG.exception("Error sending data. BrokenPipeError")
-            raise
-        except Exception as error:  # noqa: BLE001 - as pygls: logged there, reported once, not raised
-            _PYGLS_LOG.exception("Error sending data")
-            self._server._report_server_error(error, JsonRpcInternalError)
-
     def reply_error(self, msg_id: Any, code: int, message: str) -> None:
         """Send a JSON-RPC error response (``id`` null when the request's id is unknown)."""
         self._send_data({"jsonrpc": "2.0", "id": msg_id if _usable_id(msg_id) else None,
