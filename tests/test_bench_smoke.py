@@ -328,6 +328,7 @@ def test_bench_cli_latency_and_scale_on_tiny_corpus(tiny, settings):
     assert rep.data["python_files"] == 4 and rep.data["cold"]["result"]["mode"] == "full"
     assert rep.data["cold"]["result"]["files"] == 4 and rep.data["reopen_mode"] == "unchanged"
     assert rep.data["cold"]["peak_sum_kib"] > 0 and rep.data["floor_one_core_s"] > 0
+    assert rep.data["floor_one_core_after_s"] > 0  # the floor again, right after the cold index
     assert 0 < rep.data["cold"]["peak_pss_kib"] <= rep.data["cold"]["peak_sum_kib"]
     assert rep.data["cold"]["pss_samples"] >= 1 and rep.data["cold"]["sampler_cpu_s"] >= 0
     # the index process ran Python for a while; the server is shared with the tests (running)
