@@ -44,7 +44,7 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.json_rpc import JsonRPCResponseMessage
 from pygls.uris import from_fs_path
 
-from bench.run import Report, Table, code_graph_name, ms, open_store, pct
+from bench.run import Report, Table, child_pids, code_graph_name, ms, open_store, pct, proc_status
 
 LENS_TARGET_MS = 10.0
 SAVE_TARGET_MS = 50.0
@@ -56,29 +56,18 @@ NO_TARGET = {EVERY}  # measured for the record: Neovim shows each lens as it is 
 
 
 def _proc_mib(pid: int) -> tuple[float | None, float | None]:
-    try:
-        text = open(f"/proc/{pid}/status").read()
-    except OSError:
-        return None, None
-    vals = {}
-    for line in text.splitlines():
-        k, _, v = line.partition(":")
-        if k in ("VmRSS", "VmHWM"):
-            vals[k] = int(v.split()[0]) / 1024
-    return vals.get("VmRSS"), vals.get("VmHWM")
+    """RSS now and peak (MiB) of a process."""
+    st = proc_status(pid)
+    return tuple(st[k] / 1024 if k in st else None for k in ("VmRSS", "VmHWM"))
 
 
 def _worker_mib(pid: int) -> tuple[float | None, float | None]:
     """RSS now and peak (MiB) of the server's selection process (its child running
     ``orbit_lsp.server.worker``), or (None, None) when it has none (no tests lens computed)."""
-    try:
-        children = " ".join(open(f"/proc/{pid}/task/{t}/children").read() for t in os.listdir(f"/proc/{pid}/task"))
-    except OSError:
-        return None, None
-    for child in children.split():
+    for child in child_pids(pid):
         try:
             if b"orbit_lsp.server.worker" in open(f"/proc/{child}/cmdline", "rb").read():
-                return _proc_mib(int(child))
+                return _proc_mib(child)
         except OSError:
             continue
     return None, None

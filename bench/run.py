@@ -339,7 +339,22 @@ class GcWatch:
                 "longest": max((d for _g, d in self.passes), default=0.0)}
 
 
-def _proc_status(pid: int | None) -> dict[str, int]:
+def child_pids(pid: int) -> list[int]:
+    """The processes ``pid`` started that still run (``/proc/PID/task/*/children``; [] when
+    ``pid`` is gone)."""
+    out = []
+    try:
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{tid}/children") as fh:
+                out += [int(x) for x in fh.read().split()]
+    except OSError:
+        pass
+    return out
+
+
+def proc_status(pid: int | None) -> dict[str, int]:
+    """``VmRSS`` and ``VmHWM`` of a process, KiB (``/proc/PID/status``; a key is missing when
+    unreadable)."""
     out: dict[str, int] = {}
     if not pid:
         return out
@@ -364,7 +379,7 @@ def server_memory(store: GraphStore, settings: Settings, graph_name: str) -> tup
     out["used_memory_peak"] = info.get("used_memory_peak")
     out["used_memory_rss"] = info.get("used_memory_rss")
     st = embedded.status(settings.data_dir)
-    proc = _proc_status(st.get("pid"))
+    proc = proc_status(st.get("pid"))
     out["vm_hwm_kb"] = proc.get("VmHWM")
     out["vm_rss_kb"] = proc.get("VmRSS")
     try:

@@ -50,7 +50,7 @@ import time
 from pathlib import Path
 
 from bench.corpora import fetch_sdist
-from bench.run import (Report, Table, baseline, cpu_seconds, log, ms, open_store, pct, prepare_corpus,
+from bench.run import (Report, Table, baseline, child_pids, cpu_seconds, log, ms, open_store, pct, prepare_corpus,
                        run_reindex, server_memory)
 
 PYTHON_SET = ("stdlib", "django==5.1", "sympy==1.13.3", "salt==3007.1", "transformers==4.46.3",
@@ -141,17 +141,6 @@ def parallel_baseline(paths: list[Path], workers: int) -> float:
     return time.perf_counter() - t
 
 
-def _children(pid: int) -> list[int]:
-    out = []
-    try:
-        for tid in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{tid}/children") as fh:
-                out += [int(x) for x in fh.read().split()]
-    except OSError:
-        pass
-    return out
-
-
 def _proc_kib(path: str, key: str) -> int:
     """The KiB figure on the line starting with ``key`` of a ``/proc`` file (0 when the
     process or the line is gone)."""
@@ -210,13 +199,14 @@ class TreeRss:
             while todo:
                 p = todo.pop()
                 pids.append(p)
-                todo += _children(p)
+                todo += child_pids(p)
             rss = [_rss_kib(p) for p in pids]
-            self.peak_sum = max(self.peak_sum, sum(rss))
+            total = sum(rss)
+            self.peak_sum = max(self.peak_sum, total)
             self.peak_one = max(self.peak_one, max(rss, default=0))
             self.peak_procs = max(self.peak_procs, sum(1 for r in rss if r))
             now = time.monotonic()
-            if now >= next_pss and sum(rss) > self.peak_pss:
+            if now >= next_pss and total > self.peak_pss:
                 self.peak_pss = max(self.peak_pss, sum(_pss_kib(p) for p in pids))
                 self.pss_samples += 1
                 next_pss = now + self.pss_interval
