@@ -295,6 +295,12 @@ class WorkspaceSet:
             for root, ix in self._folders.items():
                 self._apply_locked(ix, self._settings_for(root))
 
+    def nested_in(self, root: Path) -> list[str]:
+        """Workspace-relative paths (``/`` separators) of the served folders strictly inside
+        folder ``root``: their files are theirs (``owner``), not ``root``'s."""
+        with self._lock:
+            return self._nested(root)
+
     def _nested(self, root: Path) -> list[str]:
         """Workspace-relative paths of served folders strictly inside ``root``."""
         return sorted(os.path.relpath(other, root).replace(os.sep, "/")
