@@ -32,6 +32,8 @@ def test_owner_is_the_deepest_folder_and_follows_links_into_folders(tmp_path, st
         assert wset.owner(tmp_path / "link" / "b.py") == (served_inner, "b.py")  # through the link
         assert wset.owner(tmp_path / "elsewhere" / "c.py") is None
         assert len(looked_up) == 2  # only the two paths no folder holds as named
+        # the files of the inner folder are its own, not the outer one's (diagnostics skip them)
+        assert wset.nested_in(outer) == ["inner"] and wset.nested_in(inner) == []
     finally:
         for ix in (served_outer, served_inner):
             ix.graph.delete()
