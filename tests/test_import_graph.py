@@ -8,6 +8,8 @@ import random
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from orbit_lsp.graph import queries as Q
 from orbit_lsp.graph.imports import ImportGraph
@@ -61,6 +63,20 @@ def test_walk_in_memory_equals_frontier_queries_and_bfs(ix):
     assert lonely.found and lonely.total == 0 and lonely.by_depth == []
 
 
+def test_server_impact_shares_the_lens_count_and_answers_the_same(ix):
+    """``file_impact`` (``orbit/impact``) reuses the existence check and walk of the count a
+    file's lens shows, and answers exactly what ``queries.impact`` answers, Cypher included."""
+    g = ix.graph
+    imports = import_graph(ix)
+    for path in [r[0] for r in g.ro_query("MATCH (f:File) RETURN f.path ORDER BY f.path").rows] + ["nope.py"]:
+        count = lens_counts(ix, path, [(None, "")], 4)[0]
+        served = file_impact(ix, path, 4)
+        direct = Q.impact(g, path, 4, imports=imports)
+        assert (served.rows, served.total, served.by_depth, served.found, served.notes, served.cypher) == \
+            (direct.rows, direct.total, direct.by_depth, direct.found, direct.notes, direct.cypher)
+        assert count == ({"dependents": direct.total, "hops": len(direct.by_depth)} if direct.found else None)
+
+
 def test_language_server_copy_follows_reindexing(ix):
     root = ix.root
     first = import_graph(ix)
@@ -85,3 +101,50 @@ def test_language_server_copy_follows_reindexing(ix):
     ix.reindex_file(root / "user.py")
     assert file_impact(ix, "lonely.py", 4).total == 0
     assert lens_counts(ix, "lonely.py", [(None, "")], 4) == [{"dependents": 0, "hops": 0}]
+
+
+# -- the walks in memory, against a plain breadth-first search (no database needed) -----------
+
+FILES = [f"f{i}.ts" for i in range(8)]
+
+
+@given(st.lists(st.tuples(st.sampled_from(FILES), st.sampled_from(FILES), st.booleans()), max_size=24),
+       st.sampled_from(FILES), st.integers(1, 4))
+@settings(max_examples=300, deadline=None)
+def test_type_only_dependents_are_those_a_run_time_walk_leaves_out(edges, path, max_hops):
+    """A dependent is type-only when no chain of at most ``max_hops`` non-type-only edges
+    reaches ``path`` (``IMPORTS.type_only``): the full walk minus the run-time walk, each a plain
+    BFS here. The ImportGraph skips its second walk when no type-only edge joins two files of
+    the first; that shortcut must never change the answer."""
+    edges = [(a, b, t) for a, b, t in edges if a != b]
+    kind: dict[tuple[str, str], bool] = {}
+    for a, b, t in edges:  # one edge per pair: type-only only if every import of the pair is
+        kind[(a, b)] = kind.get((a, b), True) and t
+    importers: dict[str, list[str]] = {}
+    types: dict[str, set[str]] = {}
+    for (a, b), t in kind.items():
+        importers.setdefault(b, []).append(a)
+        if t:
+            types.setdefault(b, set()).add(a)
+    g = ImportGraph({b: tuple(a) for b, a in importers.items()}, {b: frozenset(a) for b, a in types.items()})
+    every = reaching(kind, path, max_hops)
+    run_time = reaching([e for e, t in kind.items() if not t], path, max_hops)
+    assert dict(g.dependents(path, max_hops)) == every
+    assert dict(g.dependents(path, max_hops, run_time=True)) == run_time
+    assert g.type_only_dependents(path, max_hops) == set(every) - set(run_time)
+
+
+def test_walks_are_remembered_read_only_and_bounded():
+    from orbit_lsp.graph import imports as I
+
+    g = ImportGraph({f"m{i}.py": (f"m{i + 1}.py",) for i in range(I.WALKS_KEPT + 10)})
+    first = g.dependents("m0.py", 3)
+    assert dict(first) == {"m1.py": 1, "m2.py": 2, "m3.py": 3}
+    assert g.dependents("m0.py", 3) is first  # a lens count and the impact after it share the walk
+    with pytest.raises(TypeError):
+        first["m9.py"] = 1  # type: ignore[index]  # shared: nobody may change it
+    assert dict(g.dependents("m0.py", 1)) == {"m1.py": 1}  # another depth is another walk
+    for i in range(I.WALKS_KEPT + 5):
+        g.dependents(f"m{i}.py", 2)
+    assert len(g._walks) == I.WALKS_KEPT
+    assert g.dependents("m0.py", 3) is not first and dict(g.dependents("m0.py", 3)) == dict(first)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from operator import itemgetter
 
 from orbit_lsp.graph.connection import Graph
 from orbit_lsp.graph.implicit import implicit_note, implicit_syntax
@@ -396,8 +397,9 @@ def _frontier_walk(graph: Graph, ans: Answer, start: int, first: tuple, q: str, 
     return hops, typed
 
 
-def _known_impact(graph: Graph, path: str, max_hops: int, paths: bool, imports: ImportGraph | None) -> Answer:
-    """``impact`` of a file its caller has just found in the graph."""
+def known_impact(graph: Graph, path: str, max_hops: int, paths: bool, imports: ImportGraph | None) -> Answer:
+    """``impact`` of a file its caller has just found in the graph (with ``imports``, no query
+    is run: ``cypher`` lists the one that read the edges)."""
     if imports is None:
         return impact(graph, path, max_hops, paths)
     found = imports.dependents(path, max_hops)
@@ -419,8 +421,12 @@ def _dependents(ans: Answer, hops: dict, paths: bool, type_only=()) -> Answer:
         by_depth[h - 1] += 1
     ans.by_depth, ans.total = by_depth, len(hops)
     if paths:
-        ans.rows = sorted(({"path": p, "hops": h, **({"type_only": True} if p in type_only else {})}
-                           for p, h in hops.items()), key=lambda r: (r["hops"], r["path"]))
+        order = sorted(hops.items(), key=itemgetter(1, 0))  # (hops, path)
+        ans.rows = [{"path": p, "hops": h} for p, h in order]
+        if type_only:
+            for r in ans.rows:
+                if r["path"] in type_only:
+                    r["type_only"] = True
     return ans
 
 
@@ -1195,7 +1201,7 @@ def symbol_summary(graph: Graph, path: str, qual: str, max_hops: int = MAX_HOPS,
                     {**params, "limit": max(0, int(limit))})
     first = sorted(first, key=lambda r: (r[3], r[4] or 0, r[0]))
     decorators = [r[0] for r in decorator_rows]
-    imp = _known_impact(graph, path, max_hops, True, imports)
+    imp = known_impact(graph, path, max_hops, True, imports)
     ans.cypher += imp.cypher
     pk = _packages(package_rows)
     ans.rows = [{"symbol": sym, "callers_total": total - (1 if own else 0),

@@ -17,6 +17,7 @@ Graph positions throughout: 1-based lines, UTF-8 byte columns.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from pathlib import Path
 from typing import Iterator
 
@@ -56,8 +57,22 @@ def import_graph(ix: WorkspaceIndexer) -> ImportGraph:
 
 def file_impact(ix: WorkspaceIndexer, rel: str, max_hops: int) -> queries.Answer:
     """``queries.impact`` of a file of ``ix`` (with paths), walked over ``import_graph(ix)``;
-    cached per ``ix.generation``."""
-    return ANSWERS.get(ix.graph, ix.generation, queries.impact, rel, max_hops, True, import_graph(ix))
+    cached per ``ix.generation``. The file's existence check and its walk are those of its
+    count (``file_impact_count``, what its code lens shows): opening the impact of a file whose
+    lens was just shown runs no query."""
+    gen, imports = ix.generation, import_graph(ix)  # one state of the graph for both parts
+    counted = ANSWERS.get(ix.graph, gen, queries.impact, rel, max_hops, False, imports)
+    if not counted.found:
+        return counted
+    listed = ANSWERS.get(ix.graph, gen, queries.known_impact, rel, max_hops, True, imports)
+    return dataclasses.replace(listed, cypher=counted.cypher)  # the existence check is part of the answer
+
+
+def file_impact_count(ix: WorkspaceIndexer, rel: str, max_hops: int) -> queries.Answer:
+    """``queries.impact`` of a file of ``ix`` without paths (``total`` and ``by_depth`` only),
+    walked over ``import_graph(ix)``; cached per ``ix.generation``."""
+    gen, imports = ix.generation, import_graph(ix)
+    return ANSWERS.get(ix.graph, gen, queries.impact, rel, max_hops, False, imports)
 
 
 def analyse_buffer(ix: WorkspaceIndexer, rel: str, data: bytes, h: str, edges: bool) -> tuple[PyFacts | None, FileEdges | None]:
@@ -140,7 +155,7 @@ def lens_counts(ix: WorkspaceIndexer, rel: str, targets: list[tuple[str | None, 
     graph reads raise."""
     out: dict[str | None, dict | None] = {}
     if any(q is None for q, _ in targets):
-        ans = ANSWERS.get(ix.graph, ix.generation, queries.impact, rel, max_hops, False, import_graph(ix))
+        ans = file_impact_count(ix, rel, max_hops)
         out[None] = {"dependents": ans.total, "hops": len(ans.by_depth)} if ans.found else None
     symbols = [(q, n) for q, n in targets if q is not None]
     if symbols:

@@ -295,6 +295,12 @@ class WorkspaceSet:
             for root, ix in self._folders.items():
                 self._apply_locked(ix, self._settings_for(root))
 
+    def nested_in(self, root: Path) -> list[str]:
+        """Workspace-relative paths (``/`` separators) of the served folders strictly inside
+        folder ``root``: their files are theirs (``owner``), not ``root``'s."""
+        with self._lock:
+            return self._nested(root)
+
     def _nested(self, root: Path) -> list[str]:
         """Workspace-relative paths of served folders strictly inside ``root``."""
         return sorted(os.path.relpath(other, root).replace(os.sep, "/")
@@ -336,16 +342,21 @@ class WorkspaceSet:
         p = Path(os.path.abspath(os.fspath(path)))
         with self._lock:
             folders = list(self._folders.items())
-        for candidate in (p, real(p)):
-            best: WorkspaceIndexer | None = None
-            for root, ix in folders:
-                if (candidate == root or root in candidate.parents) and (best is None or len(root.parts) > len(best.root.parts)):
-                    best = ix
-            if best is not None:
-                rel = best.rel_of(candidate)
-                if rel is not None:
-                    return best, rel
+        # the path as given, then (a link into a folder) its real path: realpath is a system
+        # call per component, paid only when the path as given is in no folder
+        return _deepest_owner(p, folders) or _deepest_owner(real(p), folders)
+
+
+def _deepest_owner(path: Path, folders: list[tuple[Path, WorkspaceIndexer]]) -> tuple[WorkspaceIndexer, str] | None:
+    """``(indexer, relative path)`` of the deepest of ``folders`` holding ``path``, else None."""
+    best: WorkspaceIndexer | None = None
+    for root, ix in folders:
+        if (path == root or root in path.parents) and (best is None or len(root.parts) > len(best.root.parts)):
+            best = ix
+    if best is None:
         return None
+    rel = best.rel_of(path)
+    return (best, rel) if rel is not None else None
 
 
 # -- sizes and dropping (``orbit-lsp workspaces``) ----------------------------------------------

@@ -228,8 +228,16 @@ class OrbitServer(LanguageServer):
             if owner is not None:
                 spelled[(owner[0].root, owner[1])] = uri
 
+        bases: dict[Path, str] = {}  # a folder's URI, looked up once per answer (thousands of names)
+
         def spell(root: Path, rel: str) -> str:
-            return spelled.get((root, rel)) or self.rel_uri(root, rel)
+            uri = spelled.get((root, rel))
+            if uri is None:
+                base = bases.get(root)
+                if base is None:
+                    base = bases[root] = self._root_uri(os.fspath(root))
+                uri = _joined_uri(base, rel)
+            return uri
         return spell
 
     def _open_spellings(self) -> dict[tuple[Path, str], str]:

@@ -15,8 +15,11 @@ computed in Python, ``queries.import_cycles``) and the files with problems
 (``queries.file_problems``) — off the event loop, and publishes only the files whose
 diagnostics changed, including empty lists for files whose diagnostics went away. A file's
 diagnostics are rebuilt (which reads its lines, to size the ranges in the client's encoding)
-only when its graph facts changed or it was re-indexed. Refreshes of one folder never overlap:
-a re-index during a refresh schedules one more.
+only when its graph facts changed or it was re-indexed; the cycles answer is grouped by file
+once per answer (it changes only with the IMPORTS edges), and a list reused as it was is not
+compared again when published: a save in a folder of thousands of files with diagnostics costs
+a pass over their names, not a rebuild. Refreshes of one folder never overlap: a re-index
+during a refresh schedules one more.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import asyncio
 import logging
 import re
 from pathlib import Path
+from typing import NamedTuple
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException
@@ -43,6 +47,36 @@ _PARSE_ERROR = re.compile(r"^line (\d+): (.*)$", re.S)
 Key = tuple
 
 
+class CycleFacts:
+    """What each file's diagnostics take from one ``queries.import_cycles`` answer (``rows``):
+    ``by_file[rel] = (its rows, a key of what they say, the files those cycles go through)``
+    and ``line_of[(path, imported path)]`` = the line of that import."""
+
+    def __init__(self, rows: list[dict]):
+        self.rows = rows
+        self.line_of = {(r["path"], r["imports"]): r["line"] for r in rows}
+        grouped: dict[str, list[dict]] = {}
+        for r in rows:
+            grouped.setdefault(r["path"], []).append(r)
+        self.by_file: dict[str, tuple[list[dict], tuple, frozenset[str]]] = {}
+        for rel, cyc in grouped.items():
+            key = (tuple((r["line"], r["imports"], tuple(r["cycle"]), len(r["component"])) for r in cyc),
+                   tuple(self.line_of.get((a, b)) for r in cyc for a, b in zip(r["cycle"][1:-1], r["cycle"][2:])))
+            self.by_file[rel] = (cyc, key, frozenset({rel, *(p for r in cyc for p in r["cycle"])}))
+
+
+NO_CYCLES: tuple[list[dict], tuple, frozenset[str]] = ([], (), frozenset())
+
+
+class Built(NamedTuple):
+    """A file's diagnostics as last built: ``key`` (the graph facts they were built from),
+    ``diagnostics`` and the file's ``uri``."""
+
+    key: tuple
+    diagnostics: list[types.Diagnostic]
+    uri: str
+
+
 def _key(d: types.Diagnostic) -> Key:
     r = d.range
     return (r.start.line, r.start.character, r.end.line, r.end.character, d.severity, d.code, d.message)
@@ -51,10 +85,12 @@ def _key(d: types.Diagnostic) -> Key:
 class Feature:
     def __init__(self, server: OrbitServer):
         self.server = server
-        # folder root -> uri -> (keys of the published diagnostics)
-        self.published: dict[Path, dict[str, tuple[Key, ...]]] = {}
-        # folder root -> rel -> (the graph facts a file's diagnostics were built from, them)
-        self.built: dict[Path, dict[str, tuple[tuple, list[types.Diagnostic]]]] = {}
+        # folder root -> uri -> (the published diagnostics, their keys)
+        self.published: dict[Path, dict[str, tuple[list[types.Diagnostic], tuple[Key, ...]]]] = {}
+        # folder root -> rel -> the file's diagnostics as last built, and the facts they came from
+        self.built: dict[Path, dict[str, Built]] = {}
+        # folder root -> the last import-cycles answer, grouped by file
+        self.cycle_facts: dict[Path, CycleFacts] = {}
         # folder root -> files re-indexed since the last refresh (None: all of them)
         self.pending: dict[Path, set[str] | None] = {}
         self.tasks: dict[Path, asyncio.Task] = {}
@@ -111,34 +147,35 @@ class Feature:
         pd = caps.text_document.publish_diagnostics if caps and caps.text_document else None
         related_ok = bool(pd and pd.related_information)
 
-        facts: dict[str, dict] = {}
-        for r in cycles:
-            facts.setdefault(r["path"], {}).setdefault("cycles", []).append(r)
-        for p in problems:
-            facts.setdefault(p["path"], {})["problem"] = p
-        line_of = {(r["path"], r["imports"]): r["line"] for r in cycles}
+        if ls.workspaces.get(ix.root) is not ix:
+            return {}  # the folder is no longer served
+        # the cycles answer is the same list until the IMPORTS edges change (``_refresh`` reads
+        # it from the cache): what each file's diagnostics take from it is grouped once per list
+        grouped = self.cycle_facts.get(ix.root)
+        if grouped is None or grouped.rows is not cycles:
+            grouped = self.cycle_facts[ix.root] = CycleFacts(cycles)
+        probs = {p["path"]: p for p in problems}
 
         before = self.built.get(ix.root, {})
-        built: dict[str, tuple[tuple, list[types.Diagnostic]]] = {}
+        built: dict[str, Built] = {}
         result: dict[str, list[types.Diagnostic]] = {}
-        for rel, f in sorted(facts.items()):
-            path = ix.root / rel
-            owner = ls.workspaces.owner(path)
-            if owner is None or owner[0] is not ix:
-                continue  # only files of the folder that serves them
-            cyc = f.get("cycles", [])
-            prob = f.get("problem") or {}
-            key = (tuple((r["line"], r["imports"], tuple(r["cycle"]), len(r["component"])) for r in cyc),
-                   prob.get("parse_error"), prob.get("has_graph"), tuple(prob.get("unresolved_imports") or ()),
-                   tuple(line_of.get((a, b)) for r in cyc for a, b in zip(r["cycle"][1:-1], r["cycle"][2:])))
-            files = {rel} | {p for r in cyc for p in r["cycle"]}
+        # only files of the folder that serves them: not those of a folder served inside it (a
+        # prefix test: looking up each file's owner, thousands of times, held the GIL for long
+        # enough to slow the lens requests answered meanwhile)
+        inner = tuple(n + "/" for n in ls.workspaces.nested_in(ix.root))
+        for rel in sorted(grouped.by_file.keys() | probs.keys()):
+            if inner and rel.startswith(inner):
+                continue
+            cyc, cycle_key, files = grouped.by_file.get(rel, NO_CYCLES)
+            prob = probs.get(rel) or {}
+            key = (cycle_key, prob.get("parse_error"), prob.get("has_graph"), tuple(prob.get("unresolved_imports") or ()))
             old = before.get(rel)
-            if old is not None and old[0] == key and changed is not None and not (files & changed):
-                diags = old[1]
+            if old is not None and old.key == key and changed is not None and changed.isdisjoint(files or (rel,)):
+                built[rel] = old  # the same facts, no file of it re-indexed: the same diagnostics
             else:
-                diags = self._diagnostics(ix, rel, cyc, prob, line_of, lines, related_ok)
-            built[rel] = (key, diags)
-            result[ls.uri_of(path)] = diags
+                diags = self._diagnostics(ix, rel, cyc, prob, grouped.line_of, lines, related_ok)
+                built[rel] = Built(key, diags, old.uri if old is not None else ls.uri_of(ix.root / rel))
+            result[built[rel].uri] = built[rel].diagnostics
         self.built[ix.root] = built
         return result
 
@@ -193,13 +230,19 @@ class Feature:
     # -- publishing ---------------------------------------------------------------------------
     def publish(self, root: Path, wanted: dict[str, list[types.Diagnostic]]) -> None:
         """Send the files whose diagnostics changed since the last publish for ``root``
-        (an empty list for files that have none any more)."""
+        (an empty list for files that have none any more). A file's list that ``build`` reused
+        (the same object as last published) is not compared again: on the event loop, after
+        every save, for thousands of files."""
         before = self.published.get(root, {})
-        now: dict[str, tuple[Key, ...]] = {}
+        now: dict[str, tuple[list[types.Diagnostic], tuple[Key, ...]]] = {}
         for uri, diags in wanted.items():
+            last = before.get(uri)
+            if last is not None and last[0] is diags:
+                now[uri] = last
+                continue
             keys = tuple(_key(d) for d in diags)
-            now[uri] = keys
-            if before.get(uri) != keys:
+            now[uri] = (diags, keys)
+            if last is None or last[1] != keys:
                 self.server.text_document_publish_diagnostics(types.PublishDiagnosticsParams(uri=uri, diagnostics=diags))
         for uri in before:
             if uri not in now:
@@ -213,3 +256,4 @@ class Feature:
             self.publish(root, {})
             del self.published[root]
             self.built.pop(root, None)
+            self.cycle_facts.pop(root, None)
