@@ -51,7 +51,7 @@ from pathlib import Path
 
 from bench.corpora import fetch_sdist
 from bench.run import (Report, Table, baseline, child_pids, cpu_seconds, log, ms, open_store, pct, prepare_corpus,
-                       run_reindex, server_memory)
+                       proc_status, run_reindex, server_memory)
 
 PYTHON_SET = ("stdlib", "django==5.1", "sympy==1.13.3", "salt==3007.1", "transformers==4.46.3",
               "twisted==24.10.0", "kubernetes==31.0.0", "apache-airflow==2.10.3", "ansible-core==2.17.5",
@@ -155,7 +155,7 @@ def _proc_kib(path: str, key: str) -> int:
 
 
 def _rss_kib(pid: int) -> int:
-    return _proc_kib(f"/proc/{pid}/status", "VmRSS:")
+    return proc_status(pid).get("VmRSS", 0)
 
 
 def _pss_kib(pid: int) -> int:

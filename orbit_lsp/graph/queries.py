@@ -349,9 +349,7 @@ def impact(graph: Graph, path: str, max_hops: int = MAX_HOPS, paths: bool = True
     if imports is not None:
         if not ans.run(graph, "MATCH (f:File {path: $p}) RETURN count(f)", {"p": path})[0][0]:
             return _not_in_graph(ans, path)
-        ans.cypher += imports.cypher
-        found = imports.dependents(path, max_hops)
-        return _dependents(ans, found, paths, imports.type_only_dependents(path, max_hops, found) if paths else ())
+        return _walked(ans, path, max_hops, paths, imports)
     # the file and its direct importers in one query (and whether a type-only edge is among them:
     # only JS/TS files import each other for types, so a Python file's walk does not ask)
     typed = "sum(CASE WHEN e.type_only THEN 1 ELSE 0 END)" if path.lower().endswith(_JS_EXTS) else "sum(0)"
@@ -402,9 +400,15 @@ def known_impact(graph: Graph, path: str, max_hops: int, paths: bool, imports: I
     is run: ``cypher`` lists the one that read the edges)."""
     if imports is None:
         return impact(graph, path, max_hops, paths)
+    return _walked(Answer(), path, max_hops, paths, imports)
+
+
+def _walked(ans: Answer, path: str, max_hops: int, paths: bool, imports: ImportGraph) -> Answer:
+    """Fill ``ans`` with ``impact``'s answer walked over ``imports`` (its ``cypher`` gains the
+    query that read the edges)."""
+    ans.cypher += imports.cypher
     found = imports.dependents(path, max_hops)
-    return _dependents(Answer(cypher=list(imports.cypher)), found, paths,
-                       imports.type_only_dependents(path, max_hops, found) if paths else ())
+    return _dependents(ans, found, paths, imports.type_only_dependents(path, max_hops, found) if paths else ())
 
 
 def _not_in_graph(ans: Answer, path: str) -> Answer:

@@ -61,7 +61,7 @@ def file_impact(ix: WorkspaceIndexer, rel: str, max_hops: int) -> queries.Answer
     count (``file_impact_count``, what its code lens shows): opening the impact of a file whose
     lens was just shown runs no query."""
     gen, imports = ix.generation, import_graph(ix)  # one state of the graph for both parts
-    counted = ANSWERS.get(ix.graph, gen, queries.impact, rel, max_hops, False, imports)
+    counted = _impact_count(ix, gen, imports, rel, max_hops)
     if not counted.found:
         return counted
     listed = ANSWERS.get(ix.graph, gen, queries.known_impact, rel, max_hops, True, imports)
@@ -71,7 +71,10 @@ def file_impact(ix: WorkspaceIndexer, rel: str, max_hops: int) -> queries.Answer
 def file_impact_count(ix: WorkspaceIndexer, rel: str, max_hops: int) -> queries.Answer:
     """``queries.impact`` of a file of ``ix`` without paths (``total`` and ``by_depth`` only),
     walked over ``import_graph(ix)``; cached per ``ix.generation``."""
-    gen, imports = ix.generation, import_graph(ix)
+    return _impact_count(ix, ix.generation, import_graph(ix), rel, max_hops)
+
+
+def _impact_count(ix: WorkspaceIndexer, gen: int, imports: ImportGraph, rel: str, max_hops: int) -> queries.Answer:
     return ANSWERS.get(ix.graph, gen, queries.impact, rel, max_hops, False, imports)
 
 

@@ -228,16 +228,8 @@ class OrbitServer(LanguageServer):
             if owner is not None:
                 spelled[(owner[0].root, owner[1])] = uri
 
-        bases: dict[Path, str] = {}  # a folder's URI, looked up once per answer (thousands of names)
-
         def spell(root: Path, rel: str) -> str:
-            uri = spelled.get((root, rel))
-            if uri is None:
-                base = bases.get(root)
-                if base is None:
-                    base = bases[root] = self._root_uri(os.fspath(root))
-                uri = _joined_uri(base, rel)
-            return uri
+            return spelled.get((root, rel)) or self.rel_uri(root, rel)
         return spell
 
     def _open_spellings(self) -> dict[tuple[Path, str], str]:
