@@ -49,8 +49,8 @@ def _relation(ix, monkeypatch, forget: bool):
     decoded = []
     real = state.unpickle_facts
 
-    def counted(blob):
-        facts = real(blob)
+    def counted(blob, **how):
+        facts = real(blob, **how)
         decoded.append(facts.rel)
         return facts
 

@@ -90,17 +90,50 @@ def test_a_stage_left_by_a_gone_process_is_dropped_and_a_live_ones_kept(tmp_path
         ix.graph.delete()
 
 
-def test_facts_are_kept_compressed_and_a_bad_blob_is_refused():
+def test_facts_are_kept_compressed_in_three_parts_and_a_bad_blob_is_refused():
+    import struct
     import zlib
 
-    from orbit_lsp.index.parsing import facts_pickle, parse_python, pickle_facts, unpickle_facts
+    from orbit_lsp.index.parsing import (FACTS_PARTS, facts_pickles, parse_python, pickle_facts, unpickle_facts,
+                                         unpickle_symbols)
 
-    facts, err = parse_python("m.py", b"class C:\n    def run(self):\n        return helper()\n" * 40)
-    assert err is None
+    src = b"import os\nclass C(Base):\n    def run(self, x):\n        return helper(os.path.join(x))\n" * 40
+    facts, err = parse_python("m.py", src)
+    assert err is None and sum(len(sc.calls) for sc in facts.scopes) == 80
     blob = pickle_facts(facts)
     plain = pickle.dumps(facts, protocol=pickle.HIGHEST_PROTOCOL)
+    assert blob.startswith(FACTS_PARTS)
     assert len(blob) * 2 < len(plain) and blob == pickle_facts(facts)  # smaller, and deterministic
     assert unpickle_facts(blob) == facts
-    for bad in (plain, blob[:-4], zlib.compress(b"\0" * (65 << 20))):  # not zlib, truncated, a bomb
+    assert unpickle_symbols(blob) == facts.symbols
+    # without its calls: everything else is there, each scope's calls are empty (a list of its own)
+    lazy = unpickle_facts(blob, calls=False)
+    assert lazy.pending_calls is not None and all(sc.calls == [] for sc in lazy.scopes)
+    assert len({id(sc.calls) for sc in lazy.scopes}) == len(lazy.scopes)
+    assert (lazy.symbols, lazy.classes, lazy.imports, lazy.scope_of) == (facts.symbols, facts.classes, facts.imports,
+                                                                          facts.scope_of)
+    assert lazy.interface() == facts.interface()
+    assert pickle_facts(lazy) == blob  # pickling facts whose calls are pending keeps them
+    assert lazy.with_calls() is lazy and lazy == facts and lazy.pending_calls is None
+
+    la, lb = struct.unpack_from("<II", blob, len(FACTS_PARTS))
+    head = len(FACTS_PARTS) + 8
+    a, b, c = blob[head:head + la], blob[head + la:head + la + lb], blob[head + la + lb:]
+    # the symbols and the rest are decoded without touching the call sites' stream
+    broken_calls = blob[:head + la + lb] + b"\0" + c[1:]
+    assert unpickle_symbols(broken_calls) == facts.symbols
+    lazy = unpickle_facts(broken_calls, calls=False)
+    with pytest.raises(pickle.UnpicklingError):
+        lazy.with_calls()
+    with pytest.raises(pickle.UnpicklingError):
+        unpickle_facts(broken_calls)
+
+    bomb = zlib.compress(b"\0" * (65 << 20))
+    bad_blobs = (plain, blob[:-4], bomb,  # not zlib, truncated, a bomb
+                 FACTS_PARTS + b"\0\0",  # no room for its lengths
+                 FACTS_PARTS + struct.pack("<II", la + len(blob), lb) + a + b + c,  # lengths past its end
+                 FACTS_PARTS + struct.pack("<II", la, len(bomb)) + a + bomb + c,  # a bomb as one of its parts
+                 broken_calls)
+    for bad in bad_blobs:
         with pytest.raises(pickle.UnpicklingError):
-            facts_pickle(bad)
+            facts_pickles(bad)

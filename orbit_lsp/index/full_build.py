@@ -17,7 +17,7 @@ from orbit_lsp.graph.writer import BATCH as SYMBOL_BATCH, GraphWriter
 from orbit_lsp.index.report import (GENERATIONS, IndexReport, Progress, report_progress, unbound_tally,
                                    unresolved_sites)
 from orbit_lsp.index.languages import is_js
-from orbit_lsp.index.parsing import unpickle_facts
+from orbit_lsp.index.parsing import unpickle_symbols
 from orbit_lsp.index.py_parallel import default_workers
 from orbit_lsp.index.py_edges import full_qual, package_info
 from orbit_lsp.index.state import DECODES, FACTS
@@ -116,8 +116,7 @@ class FullBuild:
                     rows.clear()
 
                 for r, blob in blobs_of:
-                    facts = unpickle_facts(blob)  # one file at a time, not cached
-                    for sy in facts.symbols:
+                    for sy in unpickle_symbols(blob):  # one file at a time, not cached
                         keys.append((r, sy.qual))
                         rows.append([r, full_qual(r, sy.qual, rp), sy.name, sy.kind, sy.line, sy.end_line, sy.col, 0,
                                      [], None])

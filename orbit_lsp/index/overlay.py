@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING
 
 from orbit_lsp.graph import keys, writelock
 from orbit_lsp.graph.errors import QueryRejected
-from orbit_lsp.index.parsing import facts_pickle, inflate_within
+from orbit_lsp.index.parsing import facts_pickles, inflate_within
 
 if TYPE_CHECKING:
     from orbit_lsp.graph.connection import GraphStore
@@ -112,7 +112,8 @@ def check_state_blob(blob: bytes) -> None:
     if not isinstance(st, FileState):
         raise pickle.UnpicklingError("a shared state row is not a FileState")
     if st.facts_blob is not None:
-        safe_loads(facts_pickle(st.facts_blob))
+        for part in facts_pickles(st.facts_blob):
+            safe_loads(part)
 
 
 # -- reading and writing published states -----------------------------------------------------

@@ -10,15 +10,17 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import io
 import logging
 import os
 import pickle
-import zlib
 import re
+import struct
+import zlib
 from collections.abc import Callable
 
 from orbit_lsp.index import python as pyx
-from orbit_lsp.index.py_facts import PyFacts
+from orbit_lsp.index.py_facts import PyFacts, Scope
 from orbit_lsp.index.fingerprint import content_hash  # noqa: F401 (re-exported)
 from orbit_lsp.index.walk import read_text
 
@@ -99,22 +101,89 @@ def count_lines(data: bytes) -> int:
 FACTS_ZLIB_LEVEL = 1  # 4.2x smaller than the plain pickle at ~100 MB/s (levels 3 and 6: 4.5x, 4.9x
 #   at 94 and 47 MB/s; the scale corpus's 387 MiB of pickles become ~92 MiB)
 MAX_FACTS_PICKLE = 64 << 20  # bytes a stored facts pickle may decompress to (the largest seen: 2.2 MB)
+# A Python file's facts are kept as three zlib streams, so that what is read most often decodes
+# least: its symbols (what a full build's Symbol rows read), the rest without call sites (what
+# resolving *other* files consults: bound names, classes, imports) and its call sites (read only
+# when the file itself is resolved; about half of the decoding time of the whole). The blob is
+# ``FACTS_PARTS`` (not a zlib header: compression method 15), the compressed lengths of the first
+# two streams (``_PART_LENGTHS``), then the three streams.
+FACTS_PARTS = b"OF3"
+_PART_LENGTHS = struct.Struct("<II")
+_HEAD = len(FACTS_PARTS) + _PART_LENGTHS.size
+_body_table: dict | None = None  # the pickler's dispatch table for the middle stream (``_body_reductions``)
 
 
-def pickle_facts(facts: PyFacts) -> bytes:
+def _body_reductions() -> dict:
+    """``copyreg``'s reductions, with ``PyFacts`` pickled without its symbols and ``Scope``
+    without its call sites (each an empty list in their place, filled again when decoded)."""
+    global _body_table
+    if _body_table is None:
+        import copyreg
+        import dataclasses
+        import operator
+
+        def sans(cls, name):
+            names = [f.name for f in dataclasses.fields(cls)]
+            get, at = operator.attrgetter(*names), names.index(name)
+
+            def reduce(obj):
+                values = get(obj)
+                return cls, values[:at] + ([],) + values[at + 1:]
+            return reduce
+
+        table = dict(copyreg.dispatch_table)
+        table[PyFacts] = sans(PyFacts, "symbols")
+        table[Scope] = sans(Scope, "calls")
+        _body_table = table
+    return _body_table
+
+
+def pickle_facts(facts) -> bytes:
     """The facts as the indexer keeps them (``FileState.facts_blob``): pickled, then compressed
-    with zlib (level ``FACTS_ZLIB_LEVEL``; deterministic, so equal facts give equal blobs)."""
-    return zlib.compress(pickle.dumps(facts, protocol=pickle.HIGHEST_PROTOCOL), FACTS_ZLIB_LEVEL)
+    with zlib (level ``FACTS_ZLIB_LEVEL``; deterministic, so equal facts give equal blobs).
+    ``PyFacts`` are kept in three parts (``FACTS_PARTS``); any other facts in one stream."""
+    if not isinstance(facts, PyFacts):
+        return zlib.compress(pickle.dumps(facts, protocol=pickle.HIGHEST_PROTOCOL), FACTS_ZLIB_LEVEL)
+    facts.with_calls()
+    buf = io.BytesIO()
+    body = pickle.Pickler(buf, protocol=pickle.HIGHEST_PROTOCOL)
+    body.dispatch_table = _body_reductions()
+    body.dump(facts)
+    a = zlib.compress(pickle.dumps(facts.symbols, protocol=pickle.HIGHEST_PROTOCOL), FACTS_ZLIB_LEVEL)
+    b = zlib.compress(buf.getvalue(), FACTS_ZLIB_LEVEL)
+    c = zlib.compress(pickle.dumps([sc.calls for sc in facts.scopes], protocol=pickle.HIGHEST_PROTOCOL),
+                      FACTS_ZLIB_LEVEL)
+    return b"".join((FACTS_PARTS, _PART_LENGTHS.pack(len(a), len(b)), a, b, c))
 
 
-def facts_pickle(blob: bytes) -> bytes:
-    """The pickle inside a ``pickle_facts`` blob. Raises ``pickle.UnpicklingError`` for a blob
-    that is not zlib data or inflates past ``MAX_FACTS_PICKLE`` bytes (a shared state from
-    elsewhere, see ``overlay.check_state_blob``)."""
+def _parts(blob: bytes) -> tuple[memoryview, memoryview, memoryview] | None:
+    """The three compressed streams of a ``FACTS_PARTS`` blob (None for a one-stream blob).
+    Raises ``pickle.UnpicklingError`` when its lengths do not fit it."""
+    if not blob.startswith(FACTS_PARTS):
+        return None
+    if len(blob) < _HEAD:
+        raise pickle.UnpicklingError("facts blob: truncated")
+    la, lb = _PART_LENGTHS.unpack_from(blob, len(FACTS_PARTS))
+    if _HEAD + la + lb > len(blob):
+        raise pickle.UnpicklingError("facts blob: truncated")
+    view = memoryview(blob)
+    return view[_HEAD:_HEAD + la], view[_HEAD + la:_HEAD + la + lb], view[_HEAD + la + lb:]
+
+
+def _inflate(data) -> bytes:
     try:
-        return inflate_within(blob, MAX_FACTS_PICKLE)
+        return inflate_within(data, MAX_FACTS_PICKLE)
     except zlib.error as exc:
         raise pickle.UnpicklingError(f"facts blob: {exc}") from None
+
+
+def facts_pickles(blob: bytes) -> list[bytes]:
+    """The pickles inside a ``pickle_facts`` blob (one, or three for ``PyFacts``). Raises
+    ``pickle.UnpicklingError`` for a blob that is not made of zlib data or whose part inflates
+    past ``MAX_FACTS_PICKLE`` bytes (a shared state from elsewhere, see
+    ``overlay.check_state_blob``)."""
+    parts = _parts(blob)
+    return [_inflate(blob)] if parts is None else [_inflate(p) for p in parts]
 
 
 def inflate_within(data: bytes, limit: int) -> bytes:
@@ -127,9 +196,31 @@ def inflate_within(data: bytes, limit: int) -> bytes:
     return out
 
 
-def unpickle_facts(blob: bytes) -> PyFacts:
-    """The facts of a ``pickle_facts`` blob."""
-    return pickle.loads(facts_pickle(blob))
+def unpickle_facts(blob: bytes, calls: bool = True):
+    """The facts of a ``pickle_facts`` blob. ``calls=False``: a ``PyFacts``' call sites stay
+    compressed until ``PyFacts.with_calls`` is called (its scopes' ``calls`` are empty until
+    then): what consulting a file's facts to resolve another needs."""
+    parts = _parts(blob)
+    if parts is None:
+        return pickle.loads(_inflate(blob))
+    facts = pickle.loads(_inflate(parts[1]))
+    facts.symbols = pickle.loads(_inflate(parts[0]))
+    facts.pending_calls = bytes(parts[2])
+    return facts.with_calls() if calls else facts
+
+
+def unpickle_calls(data: bytes) -> list[list]:
+    """The call sites of each scope, from the third stream of a ``FACTS_PARTS`` blob."""
+    return pickle.loads(_inflate(data))
+
+
+def unpickle_symbols(blob: bytes) -> list:
+    """Only the symbols of a ``pickle_facts`` blob of ``PyFacts`` (for any other facts: their
+    ``symbols``, decoding the whole)."""
+    parts = _parts(blob)
+    if parts is None:
+        return pickle.loads(_inflate(blob)).symbols
+    return pickle.loads(_inflate(parts[0]))
 
 
 def parse_python(rel: str, data: bytes) -> tuple[PyFacts | None, str | None]:

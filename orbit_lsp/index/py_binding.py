@@ -132,7 +132,7 @@ class CallBinding:
         what the change can affect."""
         if self.memo_budget is not None and len(self.memo) > self.memo_budget:
             self._age_memo()
-        facts = self.facts[rel]
+        facts = self.facts[rel].with_calls()
         if self._subclasses is None:  # resolved on its own (an unsaved buffer): every file seeded
             self._ensure_subclasses(sorted(set(self._inherits) | self._inherits_stale | {rel}))
         self._deps = set()

@@ -165,6 +165,21 @@ class PyFacts:
     sys_path: tuple = ()  # workspace-relative directories the file adds to ``sys.path``
     #   (``py_syspath.sys_path_dirs``; ``""`` the root). Not in ``interface``: they change
     #   other files' module lookup, which the indexer's module table follows
+    pending_calls: bytes | None = field(default=None, compare=False, repr=False)  # the call sites
+    #   of every scope, still compressed (``parsing.unpickle_facts(blob, calls=False)``): until
+    #   ``with_calls`` the scopes' ``calls`` are empty
+
+    def with_calls(self) -> "PyFacts":
+        """These facts with every scope's call sites (decoded now if they were still pending;
+        safe to call from several threads at once: each decodes the same lists)."""
+        pending = self.pending_calls
+        if pending is not None:
+            from orbit_lsp.index.parsing import unpickle_calls
+
+            for sc, calls in zip(self.scopes, unpickle_calls(pending)):
+                sc.calls = calls
+            self.pending_calls = None
+        return self
 
     def interface(self) -> tuple:
         """What other files can observe when resolving against this one (everything except call
