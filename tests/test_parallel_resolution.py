@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import pickle
-import threading
 import time
 
 import pytest
@@ -148,60 +147,27 @@ def test_a_resolution_process_that_dies_later_keeps_what_it_sent(store, split_ev
             return resolve_file(self, rel)
 
         kept: list[int] = []
-        take = py_parallel._take
+        decode = py_parallel._decode_chunks
 
-        def counting(reader, got, status, out, who):
-            reader.join()
-            kept.append(len(got))
-            take(reader, got, status, out, who)
+        def counting(parts, out):
+            n = len(out)
+            decode(parts, out)
+            kept.append(len(out) - n)
 
         monkeypatch.setattr(Resolver, "resolve_file", dies_later)
-        monkeypatch.setattr(py_parallel, "_take", counting)
+        monkeypatch.setattr(py_parallel, "_decode_chunks", counting)
         out = py_parallel.resolve_files(resolver, rels, 2)
         assert kept == [2]  # the two chunks (of one file each) it sent before dying
         assert list(out) == rels
         assert {rel: e.key() for rel, e in out.items()} == {rel: ix.state[rel].edges.key() for rel in rels}
 
 
-def _read_all_of(data: bytes) -> dict:
-    """What ``_read_chunks`` decodes of ``data`` written to a pipe, then the pipe closed."""
-    r, w = os.pipe()
-    out: dict = {}
-    reader = threading.Thread(target=py_parallel._read_chunks, args=(r, out))
-    reader.start()
-    with open(w, "wb") as pipe:
-        pipe.write(data)
-    reader.join(timeout=30)
-    assert not reader.is_alive()
-    return out
-
-
 def test_a_chunk_cut_short_ends_the_decoding():
-    """``_read_chunks`` decodes the whole chunks before one cut short (a child that died
-    while writing it), and nothing after; after bytes that are not a chunk it reads the pipe to
-    its end (more than a pipe holds: a writer is never left blocked on it)."""
+    """``_decode_chunks`` keeps the whole chunks before one cut short, and nothing after it."""
     a, b = pickle.dumps({"a.py": 1}), pickle.dumps({"b.py": 2})
-    assert _read_all_of(a + b) == {"a.py": 1, "b.py": 2}
-    assert _read_all_of(a + b[: len(b) // 2]) == {"a.py": 1}
-    assert _read_all_of(a + b"\xff" * (1 << 18)) == {"a.py": 1}
-
-
-def test_chunks_are_decoded_as_they_arrive():
-    """``_read_chunks`` decodes each chunk as soon as it is whole, before the writer ends."""
-    r, w = os.pipe()
     out: dict = {}
-    reader = threading.Thread(target=py_parallel._read_chunks, args=(r, out))
-    reader.start()
-    with open(w, "wb") as pipe:
-        pipe.write(pickle.dumps({"a.py": 1}))
-        pipe.flush()
-        deadline = time.monotonic() + 30
-        while not out and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert out == {"a.py": 1}  # the writer has not ended yet
-        pipe.write(pickle.dumps({"b.py": 2}))
-    reader.join(timeout=30)
-    assert out == {"a.py": 1, "b.py": 2}
+    py_parallel._decode_chunks([a, b[: len(b) // 2], b], out)
+    assert out == {"a.py": 1}
 
 
 @pytest.fixture

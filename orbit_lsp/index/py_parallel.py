@@ -6,7 +6,7 @@ of it (``_resolve_in_children``), and find the subclass relation before (``inher
 A forked child starts with this process's resolver exactly as it stands (facts, memo, subclass
 relation, parameter values), resolves the files it takes and sends their ``FileEdges`` back
 through a pipe, pickled a chunk at a time as it resolves them (it holds no more than one
-chunk's edges; a thread of this process decodes them meanwhile), then exits. Resolving a
+chunk's edges; a thread of this process drains the pipe meanwhile), then exits. Resolving a
 file reads the resolver's state and only adds to its caches (the memo holds what evaluating
 again gives), so the files can be resolved in any split and order: the edges are those of
 resolving them one after the other in one process. What the children memoise stays in the
@@ -23,6 +23,7 @@ leaves with ``os._exit``.
 
 from __future__ import annotations
 
+import io
 import logging
 import os
 import pickle
@@ -99,7 +100,8 @@ def resolve_files(resolver: Resolver, rels: list[str], workers: int = 1,
     # [next chunk from the front, next chunk from the back (exclusive), files done]
     cursor = ctx.Array("q", [0, len(chunks), 0])
     parent = os.getpid()
-    # each child's pid, and a thread decoding what it sends as it arrives
+    # each child's pid, and a thread draining its pipe as it writes (the bytes only: decoding
+    # waits for the end)
     children = [_fork(lambda w: _child(resolver, chunks, cursor, w, parent)) for _ in range(workers - 1)]
     out: dict[str, FileEdges] = {}
     reported = 0
@@ -137,8 +139,7 @@ def _resolve_in_children(resolver: Resolver, rels: list[str], workers: int,
     decoded facts it keeps replacing leave its heap's pages part-used, pinned by the values it
     keeps), and a forked child soon writes most of its parent's pages; a child that lives for a
     bounded number of files, forked from a parent that resolves nothing, gives all of that back
-    when it exits. The edges are decoded as they arrive, by a thread of this process
-    (``_read_chunks``), which has nothing else to do meanwhile."""
+    when it exits. The edges are decoded once every child has ended."""
     import multiprocessing
 
     n = len(rels)
@@ -156,8 +157,8 @@ def _resolve_in_children(resolver: Resolver, rels: list[str], workers: int,
 
     while True:
         while len(running) < workers and more_chunks():
-            pid, reader, got = _fork(lambda w: _child(resolver, chunks, cursor, w, parent, CHILD_FILES))
-            running[pid] = (reader, got)
+            pid, reader, parts = _fork(lambda w: _child(resolver, chunks, cursor, w, parent, CHILD_FILES))
+            running[pid] = (reader, parts)
         if not running:
             break
         # only our own children are waited for (this process may have others: an embedded FalkorDB)
@@ -173,8 +174,8 @@ def _resolve_in_children(resolver: Resolver, rels: list[str], workers: int,
                 reported = done
                 progress(done, n, rels[min(done, n) - 1])
     out: dict[str, FileEdges] = {}
-    for reader, got, status in finished:
-        _take(reader, got, status, out, "a resolution process")
+    for reader, parts, status in finished:
+        _take(reader, parts, status, out, "a resolution process")
     for rel in rels:
         if rel not in out:
             out[rel] = resolver.resolve_file(rel)
@@ -204,8 +205,8 @@ def inherits_in_children(resolver: Resolver, rels: list[str], workers: int) -> d
 
     running = [_fork(lambda w, part=part: find(part, w)) for part in slices]
     sent: dict[str, tuple] = {}
-    for pid, reader, got in running:
-        _take(reader, got, os.waitpid(pid, 0)[1], sent, "a process finding subclasses")
+    for pid, reader, parts in running:
+        _take(reader, parts, os.waitpid(pid, 0)[1], sent, "a process finding subclasses")
     got: dict[str, tuple] = {}
     for rel, (pairs, outlines) in sent.items():
         got[rel] = pairs
@@ -218,12 +219,11 @@ def inherits_in_children(resolver: Resolver, rels: list[str], workers: int) -> d
     return got
 
 
-def _fork(work: Callable[[int], None]) -> tuple[int, threading.Thread, dict]:
+def _fork(work: Callable[[int], None]) -> tuple[int, threading.Thread, list[bytes]]:
     """Fork a child that runs ``work(w)`` (``w``: the write end of a pipe to this process) and
     leaves with ``os._exit`` (status 0 when ``work`` returned, 1 when it raised). Returns the
-    child's pid, a started thread of this process that decodes what the child sends
-    (``_read_chunks``) as it arrives, and the dict it decodes it into (complete once the
-    thread is joined)."""
+    child's pid, and a started thread of this process appending what the child writes to the
+    returned list until the child closes its end or exits."""
     r, w = os.pipe()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # 3.12+: fork with threads (see above)
@@ -242,10 +242,10 @@ def _fork(work: Callable[[int], None]) -> tuple[int, threading.Thread, dict]:
         finally:
             os._exit(code)
     os.close(w)
-    got: dict = {}
-    reader = threading.Thread(target=_read_chunks, args=(r, got), daemon=True, name="orbit-resolve-pipe")
+    parts: list[bytes] = []
+    reader = threading.Thread(target=_read_all, args=(r, parts), daemon=True, name="orbit-resolve-pipe")
     reader.start()
-    return pid, reader, got
+    return pid, reader, parts
 
 
 def _send(w: int, value) -> None:
@@ -255,15 +255,15 @@ def _send(w: int, value) -> None:
         view = view[os.write(w, view):]
 
 
-def _take(reader: threading.Thread, got: dict, status: int, out: dict, who: str) -> None:
-    """What an ended child sent (``got``, complete once ``reader`` is joined), added to
+def _take(reader: threading.Thread, parts: list[bytes], status: int, out: dict, who: str) -> None:
+    """What an ended child sent (``parts``, complete once ``reader`` is joined), decoded into
     ``out``; a child that did not end well (``status``, as ``os.waitpid`` gives it) is logged:
     the caller computes what it did not send."""
     reader.join()
     if status != 0:
         log.warning("%s ended with status %s; what it did not send is computed here", who, status)
-    decoded = got.pop(_DECODED, None)
-    out.update(got)
+    _decode_chunks(parts, out)
+    decoded = out.pop(_DECODED, None)
     if decoded:
         DECODES.add(decoded, children=True)
 
@@ -299,16 +299,28 @@ def _child(resolver: Resolver, chunks: list[list[str]], cursor, w: int, parent: 
             cursor[2] += len(chunk)
 
 
-def _read_chunks(fd: int, out: dict) -> None:
-    """Decode what the child writes to ``fd`` into ``out`` as it arrives (one pickled dict a
-    chunk, ``_send``), until end of file; then close it. Decoding here, while this process
-    waits for its children, leaves nothing to decode once the last one ends. A chunk cut short
-    (the child died while writing it) ends the decoding: its files and any after it are computed
-    by the caller (what is left in the pipe is read and dropped)."""
-    with open(fd, "rb", buffering=1 << 20) as stream:
+def _read_all(fd: int, parts: list[bytes]) -> None:
+    """Append what ``fd`` delivers to ``parts`` until end of file, then close it."""
+    try:
+        while True:
+            b = os.read(fd, 1 << 20)
+            if not b:
+                break
+            parts.append(b)
+    finally:
+        os.close(fd)
+
+
+def _decode_chunks(parts: list[bytes], out: dict) -> None:
+    """Add to ``out`` the edges of every complete chunk a child sent (one pickle a chunk, one
+    after the other in ``parts``; emptied as it goes). A chunk cut short (the child died while
+    writing it) ends the decoding: its files are resolved in this process."""
+    data = b"".join(parts)
+    parts.clear()
+    size, stream = len(data), io.BytesIO(data)
+    del data
+    while stream.tell() < size:
         try:
-            while stream.peek(1):
-                out.update(pickle.load(stream))
-        except Exception:  # noqa: BLE001 - a truncated chunk: resolved by the caller
-            while stream.read(1 << 20):
-                pass
+            out.update(pickle.load(stream))
+        except Exception:  # noqa: BLE001 - a truncated chunk: resolved here (``resolve_files``)
+            break
