@@ -51,6 +51,7 @@ from orbit_lsp.index.parsing import (  # noqa: F401 (re-exported: imported from 
     count_lines,
     gc_paused,
     nonascii_lines,
+    Parsed,
     parse_many,
     parse_python,
     refuse_in_a_starting_worker,
@@ -162,13 +163,20 @@ class WorkspaceIndexer(GraphSync, FullBuild, Incremental):
         return data
 
     def _new_state(self, rel: str, data: bytes, h: str, old: FileState | None,
-                   parsed: tuple | None = None) -> FileState:
+                   parsed: Parsed | None = None) -> FileState:
+        """The state of file ``rel`` read as ``data`` (content hash ``h``; ``old``: its state
+        before, whose facts a file that no longer parses keeps), from ``parsed`` when
+        ``parse_many`` parsed it, else parsed here."""
         lang = LANGS.get(os.path.splitext(rel)[1].lower(), "")
-        st = FileState(rel, lang, h, count_lines(data), seen_hash=h, nonascii_lines=nonascii_lines(data))
+        if parsed is not None:
+            lines, nonascii = parsed.lines, parsed.nonascii_lines
+        else:
+            lines, nonascii = count_lines(data), nonascii_lines(data)
+        st = FileState(rel, lang, h, lines, seen_hash=h, nonascii_lines=nonascii)
         if lang in PARSED_LANGS:
             nsyms, sys_path, bases = None, (), None
             if parsed is not None:
-                facts, blob, err, nsyms, sys_path, bases = parsed
+                facts, blob, err, nsyms, sys_path, bases = parsed[:6]
             else:
                 try:
                     facts, err = parse_file(rel, data)
@@ -188,8 +196,10 @@ class WorkspaceIndexer(GraphSync, FullBuild, Incremental):
                     # keep the last good graph
                     st.facts_blob, st.symbols, st.lines, st.hash = old.facts_blob, old.symbols, old.lines, old.hash
                     st.nonascii_lines, st.sys_path, st.class_bases = old.nonascii_lines, old.sys_path, old.class_bases
+                elif blob is not None:  # no last graph: what an error-tolerant parser (JS/TS) still found
+                    st.set_facts_blob(blob, facts, nsyms, sys_path, bases)
                 elif facts is not None:
-                    st.facts = facts  # no last graph: what an error-tolerant parser (JS/TS) still found
+                    st.facts = facts
         return st
 
     @property
@@ -381,28 +391,23 @@ class WorkspaceIndexer(GraphSync, FullBuild, Incremental):
                 rep.seconds = time.perf_counter() - t0
                 return rep
             rep.parsed_paths = sorted(rel for rel, _, _, _ in to_parse)
-            py = [(rel, data) for rel, data, _, _ in to_parse
-                  if LANGS.get(os.path.splitext(rel)[1].lower()) == "python"]
+            sources = [(rel, data) for rel, data, _, _ in to_parse
+                       if LANGS.get(os.path.splitext(rel)[1].lower()) in PARSED_LANGS]
             report_progress(progress, 0, len(to_parse), "", "parse")
             # a full build keeps only the compact pickles of what this process parses too (the
             # decoded objects of a large workspace are gigabytes: ``_full_build`` decodes on use)
-            parsed = parse_many(py, progress=lambda n: report_progress(progress, n, len(to_parse), "", "parse"),
-                                keep=consistent)
-            others = 0
+            parsed = parse_many(sources, keep=consistent,
+                                progress=lambda n: report_progress(progress, n, len(to_parse), "", "parse"))
             for rel, data, h, old in to_parse:
                 st = new_state[rel] = self._new_state(rel, data, h, old, parsed.get(rel))
                 rep.parsed += 1
-                if rel not in parsed:  # JavaScript/TypeScript: parsed here, after the Python files
-                    others += 1
-                    if others % 200 == 0:
-                        report_progress(progress, len(py) + others, len(to_parse), rel, "parse")
                 if st.parse_error:
                     rep.parse_errors[rel] = st.parse_error
             report_progress(progress, len(to_parse), len(to_parse), "", "parse")
             timings["parse"] = time.perf_counter() - t1
             rep.skipped = sorted(self.skipped.items())
 
-            del parsed, py, to_parse  # the sources read: not needed past here
+            del parsed, sources, to_parse  # the sources read: not needed past here
             if not consistent:
                 self.state = new_state
                 self._full_build(rep, progress)

@@ -1,7 +1,7 @@
 """Parsing source files into facts, and the content measures the indexer keeps per file.
 
-``parse_many`` parses Python files in this process and, for large workspaces, in worker
-processes (``forkserver``); ``parse_python`` parses one. Facts travel and are stored pickled
+``parse_many`` parses source files (Python, JavaScript, TypeScript) in this process and, for
+large workspaces, in worker processes (``forkserver``); ``parse_python`` parses one Python file. Facts travel and are stored pickled
 (``pickle_facts``). ``gc_paused`` pauses the cyclic GC around allocation-heavy work (parsing,
 unpickling).
 """
@@ -18,6 +18,7 @@ import re
 import struct
 import zlib
 from collections.abc import Callable
+from typing import NamedTuple
 
 from orbit_lsp.index import python as pyx
 from orbit_lsp.index.py_facts import PyFacts, Scope
@@ -238,26 +239,43 @@ def parse_python(rel: str, data: bytes) -> tuple[PyFacts | None, str | None]:
         return None, f"line 0: {type(exc).__name__}: {exc}"
 
 
-def _parse_batch(items: list[tuple[str, bytes]], keep: bool = False) -> list[tuple]:
-    """Parse a batch of (rel, source) pairs: ``(rel, facts, blob, error, symbols, sys_path,
-    class_bases)`` each, ``blob`` the pickled facts (what the indexer keeps), ``symbols`` how
-    many symbols they hold, ``sys_path`` their ``sys_path``, ``class_bases`` whether a class of
-    theirs has a base (``has_class_bases``) and ``facts`` the objects only with ``keep`` (a
-    worker's objects would only be pickled twice)."""
+class Parsed(NamedTuple):
+    """What parsing one source file gives (``parse_many``)."""
+
+    facts: object | None  # the facts objects: only when kept (``parse_many``'s ``keep``), else None
+    blob: bytes | None  # the facts pickled (``pickle_facts``; what the indexer keeps), None: no facts
+    error: str | None  # "line N: message" when the file did not parse (JS/TS: facts may still be found)
+    symbols: int  # how many symbols the facts hold
+    sys_path: tuple  # the facts' ``sys_path`` (Python)
+    class_bases: bool | None  # whether a class of the facts has a base (``has_class_bases``)
+    lines: int  # ``count_lines`` of the source
+    nonascii_lines: frozenset[int]  # ``nonascii_lines`` of the source
+
+
+def _parse_batch(items: list[tuple[str, bytes]], keep: bool = False) -> list[tuple[str, Parsed]]:
+    """Parse a batch of (rel, source) pairs of any parsed language (``languages.parse_file``):
+    ``(rel, Parsed)`` each, the facts objects only with ``keep`` (a worker's objects would only
+    be pickled twice)."""
+    from orbit_lsp.index.languages import parse_file
+
     out = []
     with gc_paused():
         for rel, data in items:
-            facts, err = parse_python(rel, data)
+            lines, nonascii = count_lines(data), nonascii_lines(data)
+            try:
+                facts, err = parse_file(rel, data)
+            except Exception as exc:  # noqa: BLE001 - a bug on one file must not stop the index
+                facts, err = None, f"line 0: orbit could not extract this file ({type(exc).__name__}: {exc})"
             if facts is None:
-                out.append((rel, None, None, err, 0, (), None))
+                out.append((rel, Parsed(None, None, err, 0, (), None, lines, nonascii)))
                 continue
             blob = pickle_facts(facts)
-            n_symbols, sys_path, bases = len(facts.symbols), facts.sys_path, has_class_bases(facts)
-            if not keep:
-                # freed now, while its objects are still in the CPU cache (not after the next
-                # file's parse evicted them): ~2% of the batch
-                facts = None
-            out.append((rel, facts, blob, err, n_symbols, sys_path, bases))
+            parsed = Parsed(facts if keep else None, blob, err, len(facts.symbols), getattr(facts, "sys_path", ()),
+                            has_class_bases(facts), lines, nonascii)
+            # a facts object not kept is freed now, while its objects are still in the CPU cache
+            # (not after the next file's parse evicted them): ~2% of the batch
+            facts = None
+            out.append((rel, parsed))
     return out
 
 
@@ -305,13 +323,12 @@ def _batches(items: list[tuple[str, bytes]]) -> list[list[tuple[str, bytes]]]:
 
 
 def parse_many(items: list[tuple[str, bytes]], workers: int | None = None,
-               progress: Callable[[int], None] | None = None, keep: bool = True) -> dict[str, tuple]:
-    """Parse many Python files: this process parses too, and ``workers - 1`` worker processes
-    help when there are enough files to pay for starting them. Returns ``{rel: (facts, blob,
-    error, symbols, sys_path)}``: ``blob`` the pickled facts, ``symbols`` their number of
-    symbols, ``sys_path`` their directories added to ``sys.path``,
-    ``facts`` the objects when parsed in this process and ``keep`` (else None: a large
-    workspace's full build keeps only the compact blobs, see ``full_build.FullBuild._full_build``).
+               progress: Callable[[int], None] | None = None, keep: bool = True) -> dict[str, Parsed]:
+    """Parse many source files of the parsed languages: this process parses too, and
+    ``workers - 1`` worker processes help when there are enough files to pay for starting them.
+    Returns ``{rel: Parsed}``, ``Parsed.facts`` the objects when parsed in this process and
+    ``keep`` (else None: a large workspace's full build keeps only the compact blobs, see
+    ``full_build.FullBuild._full_build``).
 
     The facts a worker parses cost a pickle there and an unpickle here (together about a third
     of parsing them), so this process does its share itself: it takes batches from the small
@@ -320,7 +337,7 @@ def parse_many(items: list[tuple[str, bytes]], workers: int | None = None,
     ``progress(n)`` is called with the number of files parsed so far, after each batch."""
     workers = workers or min(os.cpu_count() or 1, 8)
     if workers < 2 or len(items) < PARALLEL_MIN_FILES:
-        out = {it[0]: it[1:] for it in _parse_batch(items, keep=keep)}
+        out = dict(_parse_batch(items, keep=keep))
         if progress is not None:
             progress(len(out))
         return out
@@ -328,13 +345,12 @@ def parse_many(items: list[tuple[str, bytes]], workers: int | None = None,
     import concurrent.futures as cf
     import multiprocessing
 
-    out: dict[str, tuple] = {}
+    out: dict[str, Parsed] = {}
     pending = collections.deque(_batches(items))
     futures: set = set()
 
     def take(fut) -> None:
-        for it in fut.result():
-            out[it[0]] = it[1:]
+        out.update(fut.result())
 
     pool = None
     try:
@@ -349,8 +365,7 @@ def parse_many(items: list[tuple[str, bytes]], workers: int | None = None,
             while pending and len(futures) < 4 * (workers - 1):
                 futures.add(pool.submit(_parse_batch, pending.popleft()))
             if pending:
-                for it in _parse_batch(pending.pop(), keep=keep):
-                    out[it[0]] = it[1:]
+                out.update(_parse_batch(pending.pop(), keep=keep))
                 done = {f for f in futures if f.done()}
             else:
                 done, _ = cf.wait(futures, return_when=cf.FIRST_COMPLETED)
@@ -362,7 +377,7 @@ def parse_many(items: list[tuple[str, bytes]], workers: int | None = None,
     except (OSError, cf.process.BrokenProcessPool) as exc:
         log.warning("parallel parsing failed (%s); parsing in this process", exc)
         rest = [it for it in items if it[0] not in out]
-        out.update({it[0]: it[1:] for it in _parse_batch(rest, keep=keep)})
+        out.update(_parse_batch(rest, keep=keep))
     finally:
         if pool is not None:
             pool.shutdown(wait=False, cancel_futures=True)

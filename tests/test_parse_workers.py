@@ -1,0 +1,78 @@
+"""Parsing in worker processes (``parsing.parse_many``) gives what parsing in this process gives,
+for every parsed language: Python, JavaScript and TypeScript files go to the same workers, and
+each file's line count and non-ASCII lines come back with its facts."""
+
+from __future__ import annotations
+
+import pytest
+from test_incremental import new_indexer, workspaces, write
+
+from orbit_lsp.index import parsing
+from orbit_lsp.index.parsing import Parsed, parse_many
+
+FILES = {
+    "pkg/__init__.py": "",
+    "pkg/base.py": "class Base:\n    def run(self):\n        return 1\n",
+    "pkg/sub.py": "from pkg.base import Base\n\n"
+                  "class Sub(Base):\n    def run(self):\n        return super().run()\n",
+    "pkg/text.py": "# café\nNAME = 'naïve'\r\nX = 1\r",  # non-ASCII lines 1 and 2; CR line ends
+    "pkg/broken.py": "def f(:\n    pass\n",
+    "web/app.ts": "import { helper } from './util';\nexport function main(): number {\n  return helper();\n}\n",
+    "web/util.js": "export function helper() {\n  return 1;\n}\n",
+    # a syntax error that the error-tolerant parser still finds a function in
+    "web/broken.ts": "export function ok(): number {\n  return 1;\n}\nfunction broken( {\n",
+}
+
+
+@pytest.fixture
+def workers_for_a_few_files(monkeypatch):
+    monkeypatch.setattr(parsing, "PARALLEL_MIN_FILES", 1)
+
+
+def _items() -> list[tuple[str, bytes]]:
+    # many copies, so that the workers take batches too (this process takes the small end)
+    return [(f"c{i}/{rel}", text.encode()) for i in range(40) for rel, text in FILES.items()]
+
+
+def test_workers_parse_every_language_as_this_process_does(workers_for_a_few_files, monkeypatch):
+    monkeypatch.setattr(parsing, "BATCH_BYTES", 64)  # many small batches
+    items = _items()
+    here = parse_many(items, workers=1, keep=False)
+    spread = parse_many(items, workers=2, keep=False)
+    assert set(here) == set(spread) == {rel for rel, _ in items}
+    assert all(isinstance(p, Parsed) for p in spread.values())
+    assert spread == here  # blobs (deterministic), errors, counts, lines
+
+    for i in (0, 39):
+        got = {rel[len(f"c{i}/"):]: p for rel, p in spread.items() if rel.startswith(f"c{i}/")}
+        assert got["pkg/text.py"].lines == 3 and got["pkg/text.py"].nonascii_lines == {1, 2}
+        assert got["pkg/base.py"].lines == 3 and got["pkg/base.py"].nonascii_lines == frozenset()
+        assert got["pkg/sub.py"].class_bases is True and got["pkg/base.py"].class_bases is False
+        assert got["pkg/broken.py"].blob is None and got["pkg/broken.py"].error.startswith("line 1:")
+        assert got["web/app.ts"].error is None and got["web/app.ts"].blob is not None
+        assert got["web/app.ts"].class_bases is None  # only Python facts have class bases
+        # JS/TS: an error, and what the error-tolerant parse still found
+        assert got["web/broken.ts"].error is not None and got["web/broken.ts"].blob is not None
+        assert got["web/broken.ts"].symbols >= 1
+
+
+def test_an_index_keeps_what_a_broken_typescript_file_still_holds(store, workers_for_a_few_files):
+    """The indexer takes TypeScript facts parsed by a worker even when the file has a syntax
+    error (no last good graph to keep): its function is in the graph, its error reported."""
+    with workspaces() as make:
+        root = make() / "ws"
+        for i in range(20):
+            for rel, text in FILES.items():
+                write(root, f"c{i}/{rel}", text)
+        ix = new_indexer(make, root, store)
+        rep = ix.index_all()
+        assert rep.mode == "full" and rep.parsed == 20 * len(FILES)
+        assert set(rep.parse_errors) == {f"c{i}/{rel}" for i in range(20) for rel in ("pkg/broken.py", "web/broken.ts")}
+        rows = ix.graph.query("MATCH (s:Symbol) WHERE s.file = $f RETURN s.name ORDER BY s.name",
+                              {"f": "c3/web/broken.ts"}).rows
+        assert ["ok"] in rows
+        st = ix.state["c3/pkg/text.py"]
+        assert (st.lines, st.nonascii_lines) == (3, {1, 2})
+        calls = ix.graph.query("MATCH (a:Symbol)-[:CALLS]->(b:Symbol) WHERE a.file = $f RETURN a.name, b.file",
+                               {"f": "c3/web/app.ts"}).rows
+        assert calls == [["main", "c3/web/util.js"]]
