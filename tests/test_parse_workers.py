@@ -76,3 +76,27 @@ def test_an_index_keeps_what_a_broken_typescript_file_still_holds(store, workers
         calls = ix.graph.query("MATCH (a:Symbol)-[:CALLS]->(b:Symbol) WHERE a.file = $f RETURN a.name, b.file",
                                {"f": "c3/web/app.ts"}).rows
         assert calls == [["main", "c3/web/util.js"]]
+
+
+def test_a_bug_extracting_one_file_is_its_parse_error_and_the_index_goes_on(store, monkeypatch):
+    """An exception from orbit's own extraction (not a syntax error) on one file becomes that
+    file's parse error; the other files are indexed."""
+    from orbit_lsp.index import python as pyx
+
+    extract = pyx.extract
+
+    def buggy(rel, data, *rest):
+        if rel.endswith("sub.py"):
+            raise RuntimeError("a bug")
+        return extract(rel, data, *rest)
+
+    monkeypatch.setattr(pyx, "extract", buggy)
+    with workspaces() as make:
+        root = make() / "ws"
+        for rel, text in FILES.items():
+            write(root, rel, text)
+        ix = new_indexer(make, root, store)
+        rep = ix.index_all()
+        assert rep.mode == "full" and rep.parsed == len(FILES)
+        assert rep.parse_errors["pkg/sub.py"] == "line 0: orbit could not extract this file (RuntimeError: a bug)"
+        assert ix.state["pkg/base.py"].facts_blob is not None and "pkg/base.py" not in rep.parse_errors

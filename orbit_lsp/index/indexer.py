@@ -52,6 +52,7 @@ from orbit_lsp.index.parsing import (  # noqa: F401 (re-exported: imported from 
     gc_paused,
     nonascii_lines,
     Parsed,
+    parse_guarded,
     parse_many,
     parse_python,
     refuse_in_a_starting_worker,
@@ -178,11 +179,7 @@ class WorkspaceIndexer(GraphSync, FullBuild, Incremental):
             if parsed is not None:
                 facts, blob, err, nsyms, sys_path, bases = parsed[:6]
             else:
-                try:
-                    facts, err = parse_file(rel, data)
-                except Exception as exc:  # noqa: BLE001 - a bug on one file must not stop the index
-                    log.exception("extracting %s failed", rel)
-                    facts, err = None, f"line 0: orbit could not extract this file ({type(exc).__name__}: {exc})"
+                facts, err = parse_guarded(rel, data)
                 blob = None
             if err is None:
                 if blob is not None:

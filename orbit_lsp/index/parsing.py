@@ -239,6 +239,19 @@ def parse_python(rel: str, data: bytes) -> tuple[PyFacts | None, str | None]:
         return None, f"line 0: {type(exc).__name__}: {exc}"
 
 
+def parse_guarded(rel: str, data: bytes) -> tuple[object | None, str | None]:
+    """``languages.parse_file`` of a source file of any parsed language, with an exception
+    raised by orbit's own extraction (a bug on one file) logged and turned into the file's parse
+    error (``"line 0: orbit could not extract this file (…)"``): it must not stop the index."""
+    from orbit_lsp.index.languages import parse_file
+
+    try:
+        return parse_file(rel, data)
+    except Exception as exc:  # noqa: BLE001 - a bug on one file must not stop the index
+        log.exception("extracting %s failed", rel)
+        return None, f"line 0: orbit could not extract this file ({type(exc).__name__}: {exc})"
+
+
 class Parsed(NamedTuple):
     """What parsing one source file gives (``parse_many``)."""
 
@@ -256,16 +269,11 @@ def _parse_batch(items: list[tuple[str, bytes]], keep: bool = False) -> list[tup
     """Parse a batch of (rel, source) pairs of any parsed language (``languages.parse_file``):
     ``(rel, Parsed)`` each, the facts objects only with ``keep`` (a worker's objects would only
     be pickled twice)."""
-    from orbit_lsp.index.languages import parse_file
-
     out = []
     with gc_paused():
         for rel, data in items:
             lines, nonascii = count_lines(data), nonascii_lines(data)
-            try:
-                facts, err = parse_file(rel, data)
-            except Exception as exc:  # noqa: BLE001 - a bug on one file must not stop the index
-                facts, err = None, f"line 0: orbit could not extract this file ({type(exc).__name__}: {exc})"
+            facts, err = parse_guarded(rel, data)
             if facts is None:
                 out.append((rel, Parsed(None, None, err, 0, (), None, lines, nonascii)))
                 continue
