@@ -43,7 +43,7 @@ from orbit_lsp.config import Settings
 from orbit_lsp.graph import writelock
 from orbit_lsp.graph import keys
 from orbit_lsp.graph.connection import GraphStore
-from orbit_lsp.index.languages import PARSED_LANGS, WorkspaceResolver, configs_changed, parse_file
+from orbit_lsp.index.languages import PARSED_LANGS, WorkspaceResolver, configs_changed
 from orbit_lsp.index.py_syspath import pytest_pythonpath
 from orbit_lsp.index.py_edges import full_qual, package_info
 from orbit_lsp.index.parsing import (  # noqa: F401 (re-exported: imported from here by callers)
@@ -52,8 +52,8 @@ from orbit_lsp.index.parsing import (  # noqa: F401 (re-exported: imported from 
     gc_paused,
     nonascii_lines,
     Parsed,
-    parse_guarded,
     parse_many,
+    parse_one,
     parse_python,
     refuse_in_a_starting_worker,
 )
@@ -169,34 +169,21 @@ class WorkspaceIndexer(GraphSync, FullBuild, Incremental):
         before, whose facts a file that no longer parses keeps), from ``parsed`` when
         ``parse_many`` parsed it, else parsed here."""
         lang = LANGS.get(os.path.splitext(rel)[1].lower(), "")
-        if parsed is not None:
-            lines, nonascii = parsed.lines, parsed.nonascii_lines
-        else:
-            lines, nonascii = count_lines(data), nonascii_lines(data)
-        st = FileState(rel, lang, h, lines, seen_hash=h, nonascii_lines=nonascii)
-        if lang in PARSED_LANGS:
-            nsyms, sys_path, bases = None, (), None
-            if parsed is not None:
-                facts, blob, err, nsyms, sys_path, bases = parsed[:6]
-            else:
-                facts, err = parse_guarded(rel, data)
-                blob = None
-            if err is None:
-                if blob is not None:
-                    st.set_facts_blob(blob, facts, nsyms, sys_path, bases)
-                else:
-                    st.facts = facts
-            else:
-                st.parse_error = err
-                log.warning("parse error in %s: %s", rel, err)
-                if old is not None and old.facts_blob is not None:
-                    # keep the last good graph
-                    st.facts_blob, st.symbols, st.lines, st.hash = old.facts_blob, old.symbols, old.lines, old.hash
-                    st.nonascii_lines, st.sys_path, st.class_bases = old.nonascii_lines, old.sys_path, old.class_bases
-                elif blob is not None:  # no last graph: what an error-tolerant parser (JS/TS) still found
-                    st.set_facts_blob(blob, facts, nsyms, sys_path, bases)
-                elif facts is not None:
-                    st.facts = facts
+        if parsed is None:
+            if lang not in PARSED_LANGS:
+                return FileState(rel, lang, h, count_lines(data), seen_hash=h, nonascii_lines=nonascii_lines(data))
+            parsed = parse_one(rel, data)
+        st = FileState(rel, lang, h, parsed.lines, seen_hash=h, nonascii_lines=parsed.nonascii_lines)
+        if parsed.error is not None:
+            st.parse_error = parsed.error
+            log.warning("parse error in %s: %s", rel, parsed.error)
+            if old is not None and old.facts_blob is not None:
+                # keep the last good graph
+                st.facts_blob, st.symbols, st.lines, st.hash = old.facts_blob, old.symbols, old.lines, old.hash
+                st.nonascii_lines, st.sys_path, st.class_bases = old.nonascii_lines, old.sys_path, old.class_bases
+                return st
+        if parsed.blob is not None:  # with an error: what an error-tolerant parser (JS/TS) still found
+            st.set_facts_blob(parsed.blob, parsed.facts, parsed.symbols, parsed.sys_path, parsed.class_bases)
         return st
 
     @property
