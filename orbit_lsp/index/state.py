@@ -76,8 +76,9 @@ SETTLED_NS = 2_000_000_000  # a file last changed this long before a walk began 
 
 def stat_signature(st: os.stat_result, now_ns: int) -> tuple[int, int, int, int] | None:
     """``(size, mtime ns, ctime ns, inode)`` of a file's ``os.stat``: while a file keeps it, its
-    content is taken as unchanged without reading it (as git's index does). Any write changes
-    the ctime, even one that restores the mtime. None when the file changed less than
+    content is taken as unchanged without reading it (as git's index does). On POSIX any write
+    changes the ctime, even one that restores the mtime (on Windows ``st_ctime`` is the creation
+    time: there, as for git, size and mtime decide). None when the file changed less than
     ``SETTLED_NS`` before ``now_ns`` (taken before the stat): another write within the same
     timestamp tick could leave the signature as it is, so such a file is read again next time."""
     if max(st.st_mtime_ns, st.st_ctime_ns) > now_ns - SETTLED_NS:
