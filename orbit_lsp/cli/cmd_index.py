@@ -71,7 +71,7 @@ def cmd_index(ctx: Ctx) -> int:
     top = queries.most_depended_on(indexer.graph, ctx.args.top)
     result = {
         "mode": rep.mode, "seconds": round(rep.seconds, 3),
-        "files": rep.files, "parsed": rep.parsed, "reused": rep.reused, "symbols": rep.symbols,
+        "files": rep.files, "parsed": rep.parsed, "reused": rep.reused, "read": rep.read, "symbols": rep.symbols,
         "imports": rep.imports, "calls": rep.calls, "packages": rep.packages, "inherits": rep.inherits,
         "unresolved_calls": rep.unresolved_calls,
         "skipped": [{"path": p, "reason": r} for p, r in rep.skipped],

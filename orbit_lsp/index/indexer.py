@@ -57,7 +57,7 @@ from orbit_lsp.index.parsing import (  # noqa: F401 (re-exported: imported from 
     parse_python,
     refuse_in_a_starting_worker,
 )
-from orbit_lsp.index.state import CACHE_VERSION, FACTS, FileState, LazyFacts, StateCache  # noqa: F401 (re-exported)
+from orbit_lsp.index.state import CACHE_VERSION, FACTS, FileState, LazyFacts, StateCache, stat_signature  # noqa: F401 (re-exported)
 from orbit_lsp.index.walk import LANGS, WorkspaceFilter, classify_file, is_dotenv, read_regular_file, walk_workspace
 log = logging.getLogger("orbit_lsp.index")
 
@@ -142,17 +142,31 @@ class WorkspaceIndexer(GraphSync, FullBuild, Incremental):
                 rel = (target + rel[len(link):]).lstrip("/")
         return rel
 
-    def _read(self, rel: str) -> bytes | None:
+    def _stat(self, rel: str) -> os.stat_result | None:
+        """The ``os.stat`` of file ``rel`` when it may be read, else None: a ``.env`` file or a
+        link to one, a file that cannot be stat-ed, or one larger than ``max_file_bytes``
+        (recorded in ``skipped``)."""
         path = self.root / rel
         # only a link's target can make another name a ``.env`` file (the check is on the
         # basename): one lstat, not a realpath walk of every directory, per file
         if is_dotenv(rel) or (os.path.islink(path) and is_dotenv(os.path.realpath(path))):
             return None
         try:
-            size = path.stat().st_size
-            if size > self.settings.max_file_bytes:
-                self.skipped[rel] = f"larger than {self.settings.max_file_bytes} bytes"
-                return None
+            st = os.stat(path)
+        except OSError:
+            return None
+        if st.st_size > self.settings.max_file_bytes:
+            self.skipped[rel] = f"larger than {self.settings.max_file_bytes} bytes"
+            return None
+        return st
+
+    def _read(self, rel: str, st: os.stat_result | None = None) -> bytes | None:
+        """The bytes of file ``rel`` when it is indexable (see ``_stat``, which ``st`` is when
+        given; ``walk.classify_file``: a skipped file's reason is recorded), else None."""
+        if st is None and self._stat(rel) is None:
+            return None
+        path = self.root / rel
+        try:
             data = read_regular_file(path)  # never blocks on a FIFO or device swapped in
         except OSError:
             return None
@@ -164,16 +178,19 @@ class WorkspaceIndexer(GraphSync, FullBuild, Incremental):
         return data
 
     def _new_state(self, rel: str, data: bytes, h: str, old: FileState | None,
-                   parsed: Parsed | None = None) -> FileState:
+                   parsed: Parsed | None = None, seen_stat: tuple | None = None) -> FileState:
         """The state of file ``rel`` read as ``data`` (content hash ``h``; ``old``: its state
-        before, whose facts a file that no longer parses keeps), from ``parsed`` when
-        ``parse_many`` parsed it, else parsed here."""
+        before, whose facts a file that no longer parses keeps; ``seen_stat``: the
+        ``stat_signature`` taken before reading it), from ``parsed`` when ``parse_many`` parsed
+        it, else parsed here."""
         lang = LANGS.get(os.path.splitext(rel)[1].lower(), "")
         if parsed is None:
             if lang not in PARSED_LANGS:
-                return FileState(rel, lang, h, count_lines(data), seen_hash=h, nonascii_lines=nonascii_lines(data))
+                return FileState(rel, lang, h, count_lines(data), seen_hash=h, nonascii_lines=nonascii_lines(data),
+                                 seen_stat=seen_stat)
             parsed = parse_one(rel, data)
-        st = FileState(rel, lang, h, parsed.lines, seen_hash=h, nonascii_lines=parsed.nonascii_lines)
+        st = FileState(rel, lang, h, parsed.lines, seen_hash=h, nonascii_lines=parsed.nonascii_lines,
+                       seen_stat=seen_stat)
         if parsed.error is not None:
             st.parse_error = parsed.error
             log.warning("parse error in %s: %s", rel, parsed.error)
@@ -351,21 +368,35 @@ class WorkspaceIndexer(GraphSync, FullBuild, Incremental):
             t1 = time.perf_counter()
             new_state: dict[str, FileState] = {}
             total = len(walk.files)
-            to_parse: list[tuple[str, bytes, FileState | None]] = []
+            to_parse: list[tuple[str, bytes, str, FileState | None, tuple | None]] = []
+            resigned: set[str] = set()  # unchanged files whose stat signature is new: saved below
+            now_ns = time.time_ns()  # before any stat: a file changed from here on is not settled
             for i, sf in enumerate(walk.files):
                 if cancel is not None and cancel.is_set():
                     break
                 rel = sf.rel
-                data = self._read(rel)
-                if data is None:
+                fst = self._stat(rel)
+                if fst is None:
                     continue
                 old = cache.get(rel) if consistent else cache_for_parse.get(rel)
-                h = content_hash(data)
-                if old is not None and old.seen_hash == h:
-                    new_state[rel] = old
+                sig = stat_signature(fst, now_ns)
+                if old is not None and sig is not None and old.seen_stat == sig:
+                    new_state[rel] = old  # unchanged since it was last read: not read again
                     rep.reused += 1
                 else:
-                    to_parse.append((rel, data, h, old))
+                    data = self._read(rel, fst)
+                    if data is None:
+                        continue
+                    rep.read += 1
+                    h = content_hash(data)
+                    if old is not None and old.seen_hash == h:
+                        new_state[rel] = old
+                        rep.reused += 1
+                        if old.seen_stat != sig:
+                            old.seen_stat = sig
+                            resigned.add(rel)
+                    else:
+                        to_parse.append((rel, data, h, old, sig))
                 if progress is not None and (i % 200 == 0 or i == total - 1):
                     report_progress(progress, i + 1, total, rel)
             if cancel is not None and cancel.is_set():
@@ -374,16 +405,16 @@ class WorkspaceIndexer(GraphSync, FullBuild, Incremental):
                 rep.mode = "cancelled"
                 rep.seconds = time.perf_counter() - t0
                 return rep
-            rep.parsed_paths = sorted(rel for rel, _, _, _ in to_parse)
-            sources = [(rel, data) for rel, data, _, _ in to_parse
+            rep.parsed_paths = sorted(rel for rel, *_ in to_parse)
+            sources = [(rel, data) for rel, data, *_ in to_parse
                        if LANGS.get(os.path.splitext(rel)[1].lower()) in PARSED_LANGS]
             report_progress(progress, 0, len(to_parse), "", "parse")
             # a full build keeps only the compact pickles of what this process parses too (the
             # decoded objects of a large workspace are gigabytes: ``_full_build`` decodes on use)
             parsed = parse_many(sources, keep=consistent,
                                 progress=lambda n: report_progress(progress, n, len(to_parse), "", "parse"))
-            for rel, data, h, old in to_parse:
-                st = new_state[rel] = self._new_state(rel, data, h, old, parsed.get(rel))
+            for rel, data, h, old, sig in to_parse:
+                st = new_state[rel] = self._new_state(rel, data, h, old, parsed.get(rel), sig)
                 rep.parsed += 1
                 if st.parse_error:
                     rep.parse_errors[rel] = st.parse_error
@@ -392,6 +423,7 @@ class WorkspaceIndexer(GraphSync, FullBuild, Incremental):
             rep.skipped = sorted(self.skipped.items())
 
             del parsed, sources, to_parse  # the sources read: not needed past here
+            self._touched |= resigned  # saved with the cache even when nothing else changed
             if not consistent:
                 self.state = new_state
                 self._full_build(rep, progress)

@@ -56,6 +56,7 @@ if TYPE_CHECKING:
     from orbit_lsp.graph.connection import GraphStore
     from orbit_lsp.index.workspaces import WorkspaceRecord
     from orbit_lsp.index.indexer import IndexReport, WorkspaceIndexer
+    from orbit_lsp.index.state import FileState
 
 log = logging.getLogger("orbit_lsp.index")
 
@@ -102,10 +103,11 @@ def safe_loads(blob: bytes):
     return SafeUnpickler(io.BytesIO(blob)).load()
 
 
-def check_state_blob(blob: bytes) -> None:
+def check_state_blob(blob: bytes) -> "FileState":
     """Decode one pickled ``FileState`` and the facts pickled inside it with ``SafeUnpickler``
-    (the facts are decoded later with plain ``pickle``: they must be checked now). Raises
-    ``pickle.UnpicklingError`` (or another decoding error) for anything but orbit's data."""
+    (the facts are decoded later with plain ``pickle``: they must be checked now); returns the
+    state. Raises ``pickle.UnpicklingError`` (or another decoding error) for anything but
+    orbit's data."""
     from orbit_lsp.index.state import FileState
 
     st = safe_loads(blob)
@@ -114,6 +116,7 @@ def check_state_blob(blob: bytes) -> None:
     if st.facts_blob is not None:
         for part in facts_pickles(st.facts_blob):
             safe_loads(part)
+    return st
 
 
 # -- reading and writing published states -----------------------------------------------------
@@ -279,9 +282,18 @@ def _usable(meta: dict | None, marker: str | None, version: str) -> str | None:
     return None
 
 
-def _decode(rows: list[tuple[str, bytes]]) -> None:
-    for _, blob in rows:
-        check_state_blob(blob)
+def _decode(rows: list[tuple[str, bytes]]) -> list[tuple[str, bytes]]:
+    """Check every published row (``check_state_blob``; raises as it does) and return the rows
+    as this machine's cache keeps them: without the publisher's stat signatures
+    (``FileState.seen_stat``, of the files on its disk: here they must be read once)."""
+    out = []
+    for rel, blob in rows:
+        st = check_state_blob(blob)
+        if st.seen_stat is not None:
+            st.seen_stat = None
+            blob = pickle.dumps(st, protocol=pickle.HIGHEST_PROTOCOL)
+        out.append((rel, blob))
+    return out
 
 
 def seed(ix: "WorkspaceIndexer") -> str | None:
@@ -315,7 +327,7 @@ def _seed(ix: "WorkspaceIndexer") -> str | None:
         if _usable(meta, marker, version) is not None:
             return None
         try:
-            _decode(rows)
+            rows = _decode(rows)
         except Exception as exc:  # noqa: BLE001 - any decoding failure: not usable
             log.warning("the published state of %s was refused: %s", name, exc)
             return None
@@ -413,7 +425,7 @@ def _copy_from(ix: "WorkspaceIndexer", key: str, base: str, version: str) -> str
     if scratch is None:
         return None
     try:
-        _decode(rows)
+        rows = _decode(rows)
     except Exception as exc:  # noqa: BLE001 - any decoding failure: not usable
         log.warning("the published state of shared graph %s was refused: %s", key, exc)
         store.graph(scratch).delete()

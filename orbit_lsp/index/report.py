@@ -38,6 +38,7 @@ class IndexReport:
     files: int = 0
     parsed: int = 0
     reused: int = 0
+    read: int = 0  # files whose bytes were read (index_all): the others kept their stat signature
     symbols: int = 0
     imports: int = 0
     calls: int = 0

@@ -20,7 +20,7 @@ from orbit_lsp.index.parsing import gc_paused, has_class_bases, pickle_facts, un
 from orbit_lsp.index.py_edges import FileEdges
 from orbit_lsp.lru import LRU
 
-CACHE_VERSION = 28  # 28: Python facts blobs are three zlib streams (symbols, the rest, call sites: parsing.FACTS_PARTS); 27: FileState.class_bases (the subclass relation skips files without a class base); 26: graphs keep per-name counts of unbound calls (UnboundName nodes); 25: a parameter annotated with a workspace class takes its declared type over unknown values passed in (py_flow._declared_precedence); 24: facts pickles are zlib-compressed (parsing.pickle_facts); 23: CallEdge sites are tuples (FileEdges.sort_sites); 22: the Python facts classes live in py_facts (their pickled module path); 21: FileEdges and CallEdge live in py_edges (their pickled module path); 20: Python facts and FileState carry the directories a file adds to sys.path; 19: Python scopes know the pytest fixture they define (Scope.fixture); 18: library containers made empty (`OrderedDict()`, `defaultdict(list)`) are container values (ref "lc"); 17: parameter-value entities name the parameter (PVAL, file, qual, name); 16: Python attribute reads are sites (property getters); 15: a Python container literal is identified by its scope and ordinal, not its line; 14: calls on what library code returns are counted as unbound (Python); 13: Python attributes set only in subclasses are read in the base (edges change); 12: TS grammar gaps mended (js_parse), FileEdges.type_only; 11: JS/TS facts carry types (js_types: results, fields, supers, type scopes); 10: value flow (parameters, containers, lambdas as symbols, FileEdges.flows); 6: JS/TS files have facts; 7: facts kept pickled (FileState.facts_blob); 8: lambda and comprehension scopes; 9: FileState.nonascii_lines, `from pkg import name` unbound in pkg is unresolved
+CACHE_VERSION = 29  # 29: FileState.seen_stat (an unchanged file is not read again: stat_signature); 28: Python facts blobs are three zlib streams (symbols, the rest, call sites: parsing.FACTS_PARTS); 27: FileState.class_bases (the subclass relation skips files without a class base); 26: graphs keep per-name counts of unbound calls (UnboundName nodes); 25: a parameter annotated with a workspace class takes its declared type over unknown values passed in (py_flow._declared_precedence); 24: facts pickles are zlib-compressed (parsing.pickle_facts); 23: CallEdge sites are tuples (FileEdges.sort_sites); 22: the Python facts classes live in py_facts (their pickled module path); 21: FileEdges and CallEdge live in py_edges (their pickled module path); 20: Python facts and FileState carry the directories a file adds to sys.path; 19: Python scopes know the pytest fixture they define (Scope.fixture); 18: library containers made empty (`OrderedDict()`, `defaultdict(list)`) are container values (ref "lc"); 17: parameter-value entities name the parameter (PVAL, file, qual, name); 16: Python attribute reads are sites (property getters); 15: a Python container literal is identified by its scope and ordinal, not its line; 14: calls on what library code returns are counted as unbound (Python); 13: Python attributes set only in subclasses are read in the base (edges change); 12: TS grammar gaps mended (js_parse), FileEdges.type_only; 11: JS/TS facts carry types (js_types: results, fields, supers, type scopes); 10: value flow (parameters, containers, lambdas as symbols, FileEdges.flows); 6: JS/TS files have facts; 7: facts kept pickled (FileState.facts_blob); 8: lambda and comprehension scopes; 9: FileState.nonascii_lines, `from pkg import name` unbound in pkg is unresolved
 
 STAGE_BATCH = 256  # states pickled and written at once by ``StateCache.stage``
 FACTS = LRU(256)  # pickled facts -> the decoded objects, most recently used (bytes cache their hash)
@@ -70,6 +70,22 @@ def load_facts(blob: bytes) -> PyFacts:
     return facts
 
 
+SETTLED_NS = 2_000_000_000  # a file last changed this long before a walk began (ns) is settled:
+#   a later write changes its signature even on file systems with 2-second timestamps (FAT)
+
+
+def stat_signature(st: os.stat_result, now_ns: int) -> tuple[int, int, int, int] | None:
+    """``(size, mtime ns, ctime ns, inode)`` of a file's ``os.stat``: while a file keeps it, its
+    content is taken as unchanged without reading it (as git's index does). On POSIX any write
+    changes the ctime, even one that restores the mtime (on Windows ``st_ctime`` is the creation
+    time: there, as for git, size and mtime decide). None when the file changed less than
+    ``SETTLED_NS`` before ``now_ns`` (taken before the stat): another write within the same
+    timestamp tick could leave the signature as it is, so such a file is read again next time."""
+    if max(st.st_mtime_ns, st.st_ctime_ns) > now_ns - SETTLED_NS:
+        return None
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+
 @compact_pickle
 @dataclass(slots=True)
 class FileState:
@@ -98,6 +114,9 @@ class FileState:
     class_bases: bool | None = None  # whether a class of its facts has a base
     #   (``parsing.has_class_bases``): the subclass relation skips the files without one
     #   without decoding them (``LazyFacts.lacks_class_bases``). None: not known.
+    seen_stat: tuple | None = None  # ``stat_signature`` of the file when ``seen_hash`` was read:
+    #   an index finding the same signature again takes the content as unchanged without
+    #   reading it. None: read it again.
 
     @property
     def facts(self) -> PyFacts | None:
