@@ -126,9 +126,12 @@ def test_index_shows_phases_in_a_real_process(tmp_path, data_dir, store):
         ends = [ln[len(label):] for ln in lines if ln.endswith("(100%)")]
         assert ends[:3] == ["reading 35/35 (100%)", "parsing 35/35 (100%)", "resolving 35/35 (100%)"]
         assert ends[3].startswith("writing ")
-        # unchanged: no parse, no resolve, no write
+        # unchanged: the files are checked against the cache, no parse, no resolve, no write,
+        # and no time left is guessed while checking (what follows is only the changed files')
         proc = cli(data_dir, "index", str(ws))
         assert proc.returncode == 0 and "(unchanged)" in proc.stdout
+        assert f"{label}checking 35 files" in proc.stderr.splitlines()
+        assert "reading" not in proc.stderr and "left" not in proc.stderr
         assert "resolving" not in proc.stderr and "writing" not in proc.stderr
     finally:
         store.graph(code_graph_name(ws)).delete()

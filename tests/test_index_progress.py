@@ -9,7 +9,7 @@ import io
 import pytest
 
 from orbit_lsp.cli import ProgressBar
-from orbit_lsp.index.progress import PHASES, WEIGHTS, PhaseClock, eta_text
+from orbit_lsp.index.progress import PHASES, WEIGHTS, PhaseClock, eta_text, words
 
 
 class FakeClock:
@@ -97,3 +97,22 @@ def test_the_bar_says_the_time_left_once_known():
     t2.now += 5.0
     p(50, 100, "m.py", "resolve")
     assert "50/100 · about " in s.getvalue().split("\r")[-1]
+
+
+def test_checking_a_reopened_folder_guesses_no_time_left_and_what_follows_has_its_own_pace():
+    t = FakeClock()
+    c = PhaseClock(t)
+    c.update(0, 20000, "check")
+    t.now += 60.0
+    c.update(10000, 20000, "check")  # a minute in, half the files compared: no guess
+    assert c.eta() is None and c.fraction == 0
+    assert words("check") == ("checking", "files")
+    c.update(20000, 20000, "check")
+    c.update(0, 100, "parse")  # the files found changed
+    assert c.fraction == pytest.approx(WEIGHTS["read"])
+    t.now += 4.0
+    c.update(50, 100, "parse")
+    # from the parse's own pace (4 s for half): not from the minute the check took
+    done = WEIGHTS["read"] + WEIGHTS["parse"] / 2
+    later = (1 - WEIGHTS["read"] - WEIGHTS["parse"]) * 4.0 / done
+    assert c.eta() == pytest.approx(4.0 + later)

@@ -371,6 +371,7 @@ class WorkspaceIndexer(GraphSync, FullBuild, Incremental):
             to_parse: list[tuple[str, bytes, str, FileState | None, tuple | None]] = []
             resigned: set[str] = set()  # unchanged files whose stat signature is new: saved below
             now_ns = time.time_ns()  # before any stat: a file changed from here on is not settled
+            first_phase = "check" if consistent else "read"  # a re-open compares; a full build reads all
             for i, sf in enumerate(walk.files):
                 if cancel is not None and cancel.is_set():
                     break
@@ -398,7 +399,7 @@ class WorkspaceIndexer(GraphSync, FullBuild, Incremental):
                     else:
                         to_parse.append((rel, data, h, old, sig))
                 if progress is not None and (i % 200 == 0 or i == total - 1):
-                    report_progress(progress, i + 1, total, rel)
+                    report_progress(progress, i + 1, total, rel, first_phase)
             if cancel is not None and cancel.is_set():
                 # cancelled before anything was written: the graph keeps its last state (files
                 # not read yet must not look deleted)

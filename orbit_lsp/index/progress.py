@@ -17,8 +17,12 @@ from collections.abc import Callable
 
 PHASES = ("read", "parse", "resolve", "write")
 WEIGHTS = {"read": 0.05, "parse": 0.45, "resolve": 0.35, "write": 0.15}
+# ``check``: the files of a folder whose graph and cache agree (a re-open), compared with what
+# was indexed (``read`` stands for it in ``PHASES``). It has no weight and no estimate: the work
+# after it is only that of the files found changed, unknown until it ends.
+UNWEIGHED = frozenset({"check"})
 # phase -> (what a line says, unit of its count)
-WORDS = {"read": ("reading", "files"), "parse": ("parsing", "files"),
+WORDS = {"read": ("reading", "files"), "check": ("checking", "files"), "parse": ("parsing", "files"),
          "resolve": ("resolving", "files"), "write": ("writing", "batches")}
 MIN_ELAPSED_S = 2.0  # no estimate before this much time went into the index
 MIN_FRACTION = 0.02  # nor before this share of it is done
@@ -50,6 +54,8 @@ class PhaseClock:
         if phase != self.phase:
             if self.phase is not None:
                 self._finished_weight = self._weight_before(phase)
+            if self.phase in UNWEIGHED:
+                self.start = now  # the rates of the work after it are its own
             self.phase, self.phase_start = phase, now
         self.done, self.total = done, total
 
@@ -75,7 +81,7 @@ class PhaseClock:
         """Seconds left (None until ``MIN_ELAPSED_S`` and ``MIN_FRACTION`` are passed). The rest of
         this phase at its own rate; the phases after it at the seconds per unit of weight the
         work done so far took."""
-        if self.start is None or self.phase is None:
+        if self.start is None or self.phase is None or self.phase in UNWEIGHED:
             return None
         now = self.clock()
         elapsed = now - self.start

@@ -17,12 +17,13 @@ Progress = Callable[[int, int, str], None]  # (done, total, rel)
 
 
 def report_progress(progress, done: int, total: int, rel: str, phase: str = "read") -> None:
-    """Call ``progress`` (may be None) for ``phase`` if it takes that phase (see ``progress.PHASES``)."""
+    """Call ``progress`` (may be None) for ``phase`` if it takes that phase (see ``progress.PHASES``;
+    a callback that is not phase-aware takes the files read or checked only)."""
     if progress is None:
         return
     if getattr(progress, "phases", False):
         progress(done, total, rel, phase)
-    elif phase == "read":
+    elif phase in ("read", "check"):
         progress(done, total, rel)
 
 
