@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import shutil
 import time
 from pathlib import Path
 
@@ -92,6 +93,16 @@ def test_an_edit_that_keeps_the_size_and_restores_the_mtime_is_seen(workspace):
     assert rep.read == 1 and rep.parsed_paths == ["pkg/a.py"]  # the ctime moved: read again
     names = symbol_names(ix)
     assert "pkg.a.bar" in names and "pkg.a.foo" not in names
+    # the graph the re-open updated equals a fresh index of the same files (another folder)
+    copy = root.parent / "copy"
+    shutil.copytree(root, copy)
+    fresh = WorkspaceIndexer(copy, ix.store, ix.settings)
+    try:
+        assert fresh.index_all().mode == "full"
+        assert export(ix.graph) == export(fresh.graph)
+    finally:
+        fresh.graph.delete()
+        fresh.cache_path.unlink(missing_ok=True)
 
 
 def test_a_file_changed_just_before_an_index_is_read_by_the_next_one(workspace):
