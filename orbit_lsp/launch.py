@@ -14,6 +14,7 @@ import sys
 import time
 
 from orbit_lsp.query_helper import protocol
+from orbit_lsp.stdio import write_all
 
 SERVER_MODULE = "orbit_lsp.query_helper.server"
 FAILED_START_PAUSE_S = 600.0  # after a helper failed to start, no new attempt with the same code for this long
@@ -186,15 +187,12 @@ def _write(chunks: list[tuple[bytes, bytes]], rc: int) -> int:
         for kind, data in chunks:
             if kind == b"O":
                 out.flush()
-                out.buffer.write(data)
-                if out.isatty():
-                    out.buffer.flush()
+                write_all(out.buffer, data)  # every byte, also when stdout is unbuffered
             else:
                 out.flush()
                 out.buffer.flush()
                 err.flush()
-                err.buffer.write(data)
-                err.buffer.flush()
+                write_all(err.buffer, data)
         out.flush()
         out.buffer.flush()
     except BrokenPipeError:

@@ -16,6 +16,9 @@ header, case-insensitive, at most ``MAX_BODY_BYTES``) and each body is handed to
 a body that is not UTF-8 JSON, InvalidRequest (-32600) for a body that is not a JSON-RPC
 message, InvalidParams (-32602) for params the method's type refuses (see
 ``server.protocol``).
+
+Messages to the client are written whole (``CompleteWriter``), also when stdout is unbuffered
+(``PYTHONUNBUFFERED``) and a signal interrupts a write to the full pipe (``orbit_lsp.stdio``).
 """
 
 from __future__ import annotations
@@ -29,8 +32,10 @@ import sys
 import threading
 from typing import Any, BinaryIO
 
-from pygls.io_ import StdinAsyncReader, StdoutWriter
+from pygls.io_ import StdinAsyncReader
 from pygls.server import JsonRPCServer
+
+from orbit_lsp.stdio import write_all
 
 log = logging.getLogger(__name__)
 
@@ -133,13 +138,29 @@ async def serve_frames(stop_event: threading.Event, reader: Any, protocol: Any) 
         protocol.handle_frame(body)
 
 
+class CompleteWriter:
+    """pygls's writer interface (``write(data)``, ``close()``) over a binary stream, writing
+    every byte of each message (``stdio.write_all``). pygls's ``StdoutWriter`` writes once and
+    ignores the count, which under ``PYTHONUNBUFFERED`` loses the rest of a message that a
+    signal interrupted (see ``orbit_lsp.stdio``)."""
+
+    def __init__(self, stream: BinaryIO):
+        self._stream = stream
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def write(self, data: bytes) -> None:
+        write_all(self._stream, data)
+
+
 def serve_stdio(server: JsonRPCServer, stdin: BinaryIO | None = None, stdout: BinaryIO | None = None) -> None:
     """Run ``server`` on stdin/stdout until the client closes stdin or sends ``exit``; what
     pygls's ``start_io`` does, with stdin read by the event loop and every frame answered
     (see the module's doc)."""
     stdin = stdin or sys.stdin.buffer
     server._stop_event = threading.Event()  # pygls's shutdown() sets it to end the loop
-    server.protocol.set_writer(StdoutWriter(stdout or sys.stdout.buffer))
+    server.protocol.set_writer(CompleteWriter(stdout or sys.stdout.buffer))
 
     async def main() -> None:
         reader = await _stdin_reader(stdin) or StdinAsyncReader(stdin, server.thread_pool)
