@@ -143,3 +143,25 @@ def test_the_server_sends_whole_answers_while_stopped_and_continued(many_functio
         if lsp.alive():
             lsp.proc.send_signal(signal.SIGCONT)  # never leave it stopped
         lsp.stop()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="F_SETPIPE_SZ is Linux's")
+def test_the_servers_stdout_pipe_is_widened(many_functions):
+    """A 1 MiB pipe takes a few hundred KB answer in one write (``transport.widen_pipe``)."""
+    from orbit_lsp.server.transport import PIPE_BYTES, widen_pipe
+
+    r, w = os.pipe()
+    with os.fdopen(r, "rb") as reader, os.fdopen(w, "wb") as writer:
+        assert fcntl.fcntl(w, fcntl.F_GETPIPE_SZ) < PIPE_BYTES  # Linux's default: 64 KiB
+        assert widen_pipe(writer) == PIPE_BYTES
+        assert fcntl.fcntl(reader.fileno(), fcntl.F_GETPIPE_SZ) == PIPE_BYTES
+    with open(many_functions / "many.py", "rb") as regular:
+        assert widen_pipe(regular) is None  # not a pipe: left alone
+
+    lsp = RawLsp().start()
+    try:
+        lsp.initialize(many_functions)
+        with open(f"/proc/{lsp.proc.pid}/fd/1", "wb") as server_stdout:  # the same pipe, another end
+            assert fcntl.fcntl(server_stdout.fileno(), fcntl.F_GETPIPE_SZ) == PIPE_BYTES
+    finally:
+        lsp.stop()

@@ -222,14 +222,27 @@ class OrbitServer(LanguageServer):
         URI of the open document of that file, else the canonical ``rel_uri`` (answers echo
         the client's percent-encoding and drive-letter case, so it matches them to its own
         documents)."""
-        spelled = dict(self._open_spellings())
+        by_root: dict[Path, dict[str, str]] = {}  # the spellings of each folder's files
+        for (root, rel), uri in self._open_spellings().items():
+            by_root.setdefault(root, {})[rel] = uri
         for uri in sent:
             owner = self.locate(uri) if isinstance(uri, str) else None
             if owner is not None:
-                spelled[(owner[0].root, owner[1])] = uri
+                by_root.setdefault(owner[0].root, {})[owner[1]] = uri
+        bases: dict[Path, str] = {}
 
         def spell(root: Path, rel: str) -> str:
-            return spelled.get((root, rel)) or self.rel_uri(root, rel)
+            # called once per file an answer names (thousands for an impact): the folder's
+            # encoded prefix is looked up once per answer
+            mine = by_root.get(root)
+            if mine is not None:
+                hit = mine.get(rel)
+                if hit is not None:
+                    return hit
+            base = bases.get(root)
+            if base is None:
+                base = bases[root] = self._root_uri(os.fspath(root))
+            return _joined_uri(base, rel)
         return spell
 
     def _open_spellings(self) -> dict[tuple[Path, str], str]:
