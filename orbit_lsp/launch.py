@@ -14,7 +14,7 @@ import sys
 import time
 
 from orbit_lsp.query_helper import protocol
-from orbit_lsp.stdio import write_all
+from orbit_lsp.stdio import complete_stdout, write_all
 
 SERVER_MODULE = "orbit_lsp.query_helper.server"
 FAILED_START_PAUSE_S = 600.0  # after a helper failed to start, no new attempt with the same code for this long
@@ -23,6 +23,7 @@ FAILED_START_PAUSE_S = 600.0  # after a helper failed to start, no new attempt w
 def main(argv: list[str] | None = None) -> int:
     """Run ``orbit-lsp`` with ``argv`` (default ``sys.argv[1:]``); returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    complete_stdout()  # no output lost when stdout is unbuffered (see ``orbit_lsp.stdio``)
     if not _looks_like_query(argv) or protocol.disabled():
         return _in_process(argv, None)
     try:

@@ -9,12 +9,17 @@ ignores the count loses the rest: an LSP client then reads the next message as t
 this one and waits forever (measured: 100 KB of a 231 KB ``orbit/impact`` answer lost while
 ``py-spy`` sampled the server, which stops it for each sample).
 
-Only ``os`` and ``select``: the command line's fast path (``launch``) imports this.
+``print`` and ``sys.stdout.write`` lose the rest the same way (the text layer ignores the count
+its raw stream returns): ``complete_stdout`` gives the command line a buffered ``sys.stdout``.
+
+Only ``io``, ``select`` and ``sys``: the command line's fast path (``launch``) imports this.
 """
 
 from __future__ import annotations
 
+import io
 import select
+import sys
 from typing import BinaryIO
 
 WAIT_S = 1.0  # longest single wait for a non-blocking pipe to take more (then it is tried again)
@@ -50,3 +55,17 @@ def _wait_writable(stream: BinaryIO) -> None:
     except (AttributeError, OSError, ValueError):
         return
     select.select([], [fd], [], WAIT_S)
+
+
+def complete_stdout() -> bool:
+    """When ``sys.stdout`` writes straight to its raw stream (``PYTHONUNBUFFERED``, ``python -u``),
+    replace it with a text layer over a ``BufferedWriter`` of that stream (same encoding and
+    error handler), which continues interrupted writes. Line-buffered, so output still reaches
+    a pipe line by line; the rest is flushed at exit. Returns whether it replaced it."""
+    out = sys.stdout
+    raw = getattr(out, "buffer", None)
+    if not isinstance(raw, io.RawIOBase) or not raw.writable():
+        return False
+    sys.stdout = io.TextIOWrapper(io.BufferedWriter(raw), encoding=out.encoding, errors=out.errors,
+                                  line_buffering=True, write_through=True)
+    return True

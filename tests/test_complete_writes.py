@@ -39,11 +39,14 @@ MESSAGE_BYTES = 600_000  # several times a pipe's capacity (64 KiB by default on
 
 WRITER = """
 import sys
-from orbit_lsp.stdio import write_all
+from orbit_lsp.stdio import complete_stdout, write_all
 assert type(sys.stdout.buffer).__name__ == "FileIO", type(sys.stdout.buffer)  # unbuffered stdout
 data = bytes(range(256)) * ({n} // 256)
 if sys.argv[1] == "write_all":
     write_all(sys.stdout.buffer, data)
+elif sys.argv[1] == "print":  # the command line's output, once ``launch.main`` made it complete
+    assert complete_stdout()
+    print(data.decode("latin-1"), end="")
 else:
     sys.stdout.buffer.write(data)  # what pygls's StdoutWriter did
     sys.stdout.buffer.flush()
@@ -85,8 +88,25 @@ def _written_after_stop(how: str) -> bytes:
             child.wait()
 
 
-def test_write_all_continues_a_write_a_signal_interrupted():
-    assert _written_after_stop("write_all") == bytes(range(256)) * (MESSAGE_BYTES // 256)
+@pytest.mark.parametrize("how", ["write_all", "print"])
+def test_interrupted_writes_are_continued(how):
+    expected = bytes(range(256)) * (MESSAGE_BYTES // 256)
+    got = _written_after_stop(how)
+    assert (got.decode("utf-8").encode("latin-1") if how == "print" else got) == expected
+
+
+def test_the_command_line_makes_an_unbuffered_stdout_complete():
+    """``launch.main`` (every ``orbit-lsp`` command) replaces a raw ``sys.stdout`` by a buffered
+    one; a buffered one is left as it is."""
+    check = ("import sys\nfrom orbit_lsp import launch\nrc = launch.main(['--version'])\n"
+             "print(rc, type(sys.stdout.buffer).__name__, sys.stdout.encoding, file=sys.stderr)")
+    for env, kind in (({"PYTHONUNBUFFERED": "1"}, "BufferedWriter"), ({}, "BufferedWriter")):
+        run_env = dict(os.environ, PYTHONIOENCODING="utf-8", **env)
+        if not env:
+            run_env.pop("PYTHONUNBUFFERED", None)
+        done = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, env=run_env, timeout=60)
+        assert done.stdout.startswith("orbit-lsp "), done
+        assert done.stderr.split() == ["0", kind, "utf-8"], done.stderr
 
 
 def test_the_plain_write_loses_the_rest_of_the_message():
