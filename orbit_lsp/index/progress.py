@@ -2,12 +2,13 @@
 
 The indexer reports each phase (``PHASES``) counting from 0 to its own total (see
 ``indexer.report_progress``), with the share of the phase's work done when it is not in
-proportion to that count (parsing: bytes; its files are of every size, and the small ones go
-first in this process while worker processes take the large ones). ``PhaseClock`` turns those reports into one fraction of the whole
-index that only grows (each phase weighs its typical share of a cold index, ``WEIGHTS``,
-measured on the standard library and Django: reading is part of parsing's time, writes overlap
-resolution) and an estimate of the seconds left, from the rate of the phase under way for the
-rest of it and from the time the finished work took per unit of weight for the phases to come.
+proportion to that count (parsing: bytes; its files are of every size, and this process parses
+the small ones while worker processes take the large ones). ``PhaseClock`` turns those reports
+into one fraction of the whole index that only grows (each phase weighs its typical share of a
+cold index, ``WEIGHTS``, measured on the standard library and Django: reading is part of
+parsing's time, writes overlap resolution) and an estimate of the seconds left, from the rate
+of the phase under way for the rest of it and from the time the finished work took per unit of
+weight for the phases to come.
 Front ends (the command line's bar, the language server's ``$/progress``) word it with
 ``words`` and ``eta_text``.
 """

@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 Progress = Callable[[int, int, str], None]  # (done, total, rel)
 # A callback whose ``phases`` attribute is true is phase-aware: it is called for every phase as
 # ``progress(done, total, rel, phase)``, each phase counting from 0 to its own total (files for
-# read, parse and resolve; write batches for write; ``rel`` "" when no file is meant). Any
-# other callback is called, as always, for the read phase only.
+# read, parse and resolve; write batches for write; ``rel`` "" when no file is meant), plus
+# ``work=`` (0..1) when the phase's work is not in proportion to its count (parsing: the share
+# of the bytes parsed). Any other callback is called, as always, for the read phase only.
 
 
 def report_progress(progress, done: int, total: int, rel: str, phase: str = "read",
