@@ -47,8 +47,11 @@ def test_indexer_reports_every_phase_with_its_own_count(tmp_path, store):
     ws = make_ws(tmp_path / "ws", n_py=450, n_js=250)  # over one report interval (200) per phase
     calls: list[tuple[str, int, int]] = []
 
-    def phased(done, total, rel, phase):
+    def phased(done, total, rel, phase, work=None):
         calls.append((phase, done, total))
+        if work is not None:
+            works.append((phase, work))
+    works: list[tuple[str, float]] = []
     phased.phases = True
     legacy: list[tuple[int, int, str]] = []
     ix = WorkspaceIndexer(ws, store)
@@ -72,6 +75,10 @@ def test_indexer_reports_every_phase_with_its_own_count(tmp_path, store):
         assert by_phase["write"][-1][1] >= 2                   # nodes, then edge batches
         # parse and resolve are shown as soon as they start, before their first file is done
         assert by_phase["parse"][0][0] == 0 and by_phase["resolve"][0][0] == 0
+        # parsing also says the share of its bytes parsed (its pace), up to all of them
+        parse_work = [w for p, w in works if p == "parse"]
+        assert parse_work and parse_work == sorted(parse_work) and parse_work[-1] == pytest.approx(1.0)
+        assert {p for p, _ in works} == {"parse"}
 
         # a callback without ``phases`` is called as before: the read phase only, 3 arguments
         (ws / "m0.py").write_text("def f0():\n    return 1\n")

@@ -62,6 +62,27 @@ def test_time_left_in_a_phase_at_its_own_rate_then_the_rest_by_weight():
     assert eta_text(c.eta()) == "about 1 min left"  # 60.8 s
 
 
+def test_parse_time_left_follows_the_bytes_parsed_not_the_files():
+    """This process parses the small files while workers take the large ones: half the files
+    can be a tenth of the bytes. The reported ``work`` (bytes) sets the pace, not the count."""
+    t = FakeClock()
+    c = PhaseClock(t)
+    c.update(1000, 1000, "read")
+    c.update(0, 1000, "parse", work=0.0)
+    t.now += 10.0
+    c.update(500, 1000, "parse", work=0.1)  # half the files, a tenth of the bytes, in 10 s
+    done = WEIGHTS["read"] + WEIGHTS["parse"] * 0.1
+    assert c.fraction == pytest.approx(done)
+    later = (1 - WEIGHTS["read"] - WEIGHTS["parse"]) * 10.0 / done
+    assert c.eta() == pytest.approx(90.0 + later)  # 90 s more parsing, not the 10 s the count says
+    c.update(1000, 1000, "parse")  # the phase's end, by its count
+    assert c.phase_fraction == 1.0
+    c.update(0, 1000, "resolve")  # the next phase's share is its count's again
+    t.now += 1.0
+    c.update(500, 1000, "resolve")
+    assert c.phase_fraction == 0.5
+
+
 def test_eta_words():
     assert eta_text(0.2) == "about 1 s left"
     assert eta_text(42) == "about 42 s left"

@@ -56,6 +56,18 @@ def test_workers_parse_every_language_as_this_process_does(workers_for_a_few_fil
         assert got["web/broken.ts"].symbols >= 1
 
 
+@pytest.mark.parametrize("workers", [1, 2])
+def test_progress_counts_files_and_bytes_parsed(workers_for_a_few_files, monkeypatch, workers):
+    monkeypatch.setattr(parsing, "BATCH_BYTES", 256)
+    items = _items()
+    calls: list[tuple[int, int]] = []
+    parse_many(items, workers=workers, keep=False, progress=lambda n, nbytes: calls.append((n, nbytes)))
+    assert calls == sorted(calls)  # both only grow
+    assert calls[-1] == (len(items), sum(len(data) for _, data in items))
+    if workers == 2:
+        assert len(calls) > 2  # one report per batch taken
+
+
 def test_an_index_keeps_what_a_broken_typescript_file_still_holds(store, workers_for_a_few_files):
     """The indexer takes TypeScript facts parsed by a worker even when the file has a syntax
     error (no last good graph to keep): its function is in the graph, its error reported."""

@@ -43,12 +43,12 @@ class ProgressBar:
         self.drawn = False
         self.clock = PhaseClock(clock)
 
-    def __call__(self, done: int, total: int, rel: str, phase: str = "read") -> None:
+    def __call__(self, done: int, total: int, rel: str, phase: str = "read", work: float | None = None) -> None:
         if self.on_start is not None:
             start, self.on_start = self.on_start, None
             start(total)
         word, unit = words(phase)
-        self.clock.update(done, total, phase)
+        self.clock.update(done, total, phase, work)
         left = eta_text(self.clock.eta())
         new_phase = phase != self.phase
         if new_phase:

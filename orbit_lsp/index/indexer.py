@@ -412,8 +412,10 @@ class WorkspaceIndexer(GraphSync, FullBuild, Incremental):
             report_progress(progress, 0, len(to_parse), "", "parse")
             # a full build keeps only the compact pickles of what this process parses too (the
             # decoded objects of a large workspace are gigabytes: ``_full_build`` decodes on use)
+            source_bytes = sum(len(data) for _, data in sources) or 1
             parsed = parse_many(sources, keep=consistent,
-                                progress=lambda n: report_progress(progress, n, len(to_parse), "", "parse"))
+                                progress=lambda n, nbytes: report_progress(progress, n, len(to_parse), "", "parse",
+                                                                           work=nbytes / source_bytes))
             for rel, data, h, old, sig in to_parse:
                 st = new_state[rel] = self._new_state(rel, data, h, old, parsed.get(rel), sig)
                 rep.parsed += 1

@@ -6,7 +6,7 @@ of it after the objects are freed. Done in a child process, that memory goes bac
 when the child exits; the server then re-opens the folder from the cache the child wrote (the
 incremental path: well under a second, and only the lean per-file state stays resident).
 
-The child gets the folder and the settings, reports progress ``(done, total, rel, phase)`` through a
+The child gets the folder and the settings, reports progress ``(done, total, rel, phase, work)`` through a
 pipe (passed on as ``indexer.report_progress`` does: every phase to a phase-aware callback), and stops between files when cancelled (as ``index_all`` does in-process). When the child
 cannot be started or fails, the build runs in this process instead, so errors (e.g.
 ``FalkorDBOffline``) surface exactly as they would have.
@@ -28,7 +28,7 @@ log = logging.getLogger("orbit_lsp.index")
 
 
 def _child(root: str, settings: Settings, conn, cancel, graph_name: str | None = None) -> None:
-    """Child process entry point: index ``root`` and send ``("progress", done, total, rel, phase)``
+    """Child process entry point: index ``root`` and send ``("progress", done, total, rel, phase, work)``
     messages, then ``("done", report)`` or ``("error", text)``."""
     from orbit_lsp.graph.connection import GraphStore
     from orbit_lsp.index.indexer import WorkspaceIndexer
@@ -41,8 +41,8 @@ def _child(root: str, settings: Settings, conn, cancel, graph_name: str | None =
         store = GraphStore(settings)
         ix = WorkspaceIndexer(root, store, settings, graph_name=graph_name)
 
-        def forward(done: int, total: int, rel: str, phase: str = "read") -> None:
-            conn.send(("progress", done, total, rel, phase))
+        def forward(done: int, total: int, rel: str, phase: str = "read", work: float | None = None) -> None:
+            conn.send(("progress", done, total, rel, phase, work))
         forward.phases = True  # every phase goes to the parent, which passes on what its callback takes
 
         rep = ix.index_all(progress=forward, cancel=_Cancel())

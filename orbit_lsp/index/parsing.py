@@ -324,7 +324,7 @@ def _batches(items: list[tuple[str, bytes]]) -> list[list[tuple[str, bytes]]]:
 
 
 def parse_many(items: list[tuple[str, bytes]], workers: int | None = None,
-               progress: Callable[[int], None] | None = None, keep: bool = True) -> dict[str, Parsed]:
+               progress: Callable[[int, int], None] | None = None, keep: bool = True) -> dict[str, Parsed]:
     """Parse many source files of the parsed languages: this process parses too, and
     ``workers - 1`` worker processes help when there are enough files to pay for starting them.
     Returns ``{rel: Parsed}``, ``Parsed.facts`` the objects when parsed in this process and
@@ -335,12 +335,14 @@ def parse_many(items: list[tuple[str, bytes]], workers: int | None = None,
     of parsing them), so this process does its share itself: it takes batches from the small
     end of a shared queue while the workers take from the large end, and keeps at most two
     batches queued per worker, so the split follows whichever side is faster.
-    ``progress(n)`` is called with the number of files parsed so far, after each batch."""
+    ``progress(files, nbytes)`` is called with the number of files and of bytes parsed so far,
+    after each batch (the bytes measure the work: this process's batches hold many small files,
+    the workers' few large ones)."""
     workers = workers or min(os.cpu_count() or 1, 8)
     if workers < 2 or len(items) < PARALLEL_MIN_FILES:
         out = dict(_parse_batch(items, keep=keep))
         if progress is not None:
-            progress(len(out))
+            progress(len(out), sum(len(data) for _, data in items))
         return out
     import collections
     import concurrent.futures as cf
@@ -348,10 +350,13 @@ def parse_many(items: list[tuple[str, bytes]], workers: int | None = None,
 
     out: dict[str, Parsed] = {}
     pending = collections.deque(_batches(items))
-    futures: set = set()
+    futures: dict = {}  # future -> bytes of its batch
+    parsed_bytes = 0
 
     def take(fut) -> None:
+        nonlocal parsed_bytes
         out.update(fut.result())
+        parsed_bytes += futures.pop(fut)
 
     pool = None
     try:
@@ -364,17 +369,19 @@ def parse_many(items: list[tuple[str, bytes]], workers: int | None = None,
         pool = cf.ProcessPoolExecutor(max_workers=workers - 1, mp_context=ctx)
         while pending or futures:
             while pending and len(futures) < 4 * (workers - 1):
-                futures.add(pool.submit(_parse_batch, pending.popleft()))
+                batch = pending.popleft()
+                futures[pool.submit(_parse_batch, batch)] = sum(len(data) for _, data in batch)
             if pending:
-                out.update(_parse_batch(pending.pop(), keep=keep))
+                batch = pending.pop()
+                out.update(_parse_batch(batch, keep=keep))
+                parsed_bytes += sum(len(data) for _, data in batch)
                 done = {f for f in futures if f.done()}
             else:
                 done, _ = cf.wait(futures, return_when=cf.FIRST_COMPLETED)
             for fut in done:
-                futures.discard(fut)
                 take(fut)
             if progress is not None:
-                progress(len(out))
+                progress(len(out), parsed_bytes)
     except (OSError, cf.process.BrokenProcessPool) as exc:
         log.warning("parallel parsing failed (%s); parsing in this process", exc)
         rest = [it for it in items if it[0] not in out]

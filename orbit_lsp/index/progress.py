@@ -1,11 +1,14 @@
 """Progress of an index as a whole: its phases, the share of the work done, the time left.
 
 The indexer reports each phase (``PHASES``) counting from 0 to its own total (see
-``indexer.report_progress``). ``PhaseClock`` turns those reports into one fraction of the whole
-index that only grows (each phase weighs its typical share of a cold index, ``WEIGHTS``,
-measured on the standard library and Django: reading is part of parsing's time, writes overlap
-resolution) and an estimate of the seconds left, from the rate of the phase under way for the
-rest of it and from the time the finished work took per unit of weight for the phases to come.
+``indexer.report_progress``), with the share of the phase's work done when it is not in
+proportion to that count (parsing: bytes; its files are of every size, and this process parses
+the small ones while worker processes take the large ones). ``PhaseClock`` turns those reports
+into one fraction of the whole index that only grows (each phase weighs its typical share of a
+cold index, ``WEIGHTS``, measured on the standard library and Django: reading is part of
+parsing's time, writes overlap resolution) and an estimate of the seconds left, from the rate
+of the phase under way for the rest of it and from the time the finished work took per unit of
+weight for the phases to come.
 Front ends (the command line's bar, the language server's ``$/progress``) word it with
 ``words`` and ``eta_text``.
 """
@@ -43,11 +46,14 @@ class PhaseClock:
         self.phase: str | None = None
         self.done = 0
         self.total = 0
+        self.work: float | None = None
         self.phase_start = 0.0
         self._finished_weight = 0.0  # weight of the phases finished before this one
         self._floor = 0.0  # the fraction never goes back
 
-    def update(self, done: int, total: int, phase: str = "read") -> None:
+    def update(self, done: int, total: int, phase: str = "read", work: float | None = None) -> None:
+        """One progress report: ``done`` of ``total`` in ``phase``; ``work``: the share of the
+        phase's work done (0..1), when the count is not in proportion to it."""
         now = self.clock()
         if self.start is None:
             self.start = now
@@ -57,7 +63,7 @@ class PhaseClock:
             if self.phase in UNWEIGHED:
                 self.start = now  # the rates of the work after it are its own
             self.phase, self.phase_start = phase, now
-        self.done, self.total = done, total
+        self.done, self.total, self.work = done, total, work
 
     def _weight_before(self, phase: str) -> float:
         if phase not in PHASES:
@@ -66,6 +72,9 @@ class PhaseClock:
 
     @property
     def phase_fraction(self) -> float:
+        """Share of the phase under way done: its ``work`` when reported, else its count's."""
+        if self.work is not None:
+            return min(1.0, max(0.0, self.work))
         return min(1.0, self.done / self.total) if self.total else 1.0
 
     @property

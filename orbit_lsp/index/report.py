@@ -12,17 +12,25 @@ from dataclasses import dataclass, field
 Progress = Callable[[int, int, str], None]  # (done, total, rel)
 # A callback whose ``phases`` attribute is true is phase-aware: it is called for every phase as
 # ``progress(done, total, rel, phase)``, each phase counting from 0 to its own total (files for
-# read, parse and resolve; write batches for write; ``rel`` "" when no file is meant). Any
-# other callback is called, as always, for the read phase only.
+# read, parse and resolve; write batches for write; ``rel`` "" when no file is meant), plus
+# ``work=`` (0..1) when the phase's work is not in proportion to its count (parsing: the share
+# of the bytes parsed). Any other callback is called, as always, for the read phase only.
 
 
-def report_progress(progress, done: int, total: int, rel: str, phase: str = "read") -> None:
+def report_progress(progress, done: int, total: int, rel: str, phase: str = "read",
+                    work: float | None = None) -> None:
     """Call ``progress`` (may be None) for ``phase`` if it takes that phase (see ``progress.PHASES``;
-    a callback that is not phase-aware takes the files read or checked only)."""
+    a callback that is not phase-aware takes the files read or checked only). ``work``: the
+    share of the phase's work done (0..1) when it is not in proportion to ``done`` (parsing:
+    the bytes parsed, the files being of every size), passed to a phase-aware callback as its
+    ``work`` keyword."""
     if progress is None:
         return
     if getattr(progress, "phases", False):
-        progress(done, total, rel, phase)
+        if work is None:
+            progress(done, total, rel, phase)
+        else:
+            progress(done, total, rel, phase, work=work)
     elif phase in ("read", "check"):
         progress(done, total, rel)
 

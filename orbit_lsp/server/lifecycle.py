@@ -360,11 +360,11 @@ class Feature:
         if first:
             ls.first_index.setdefault(ix.root, "")
 
-        def report(done: int, total: int, rel: str, phase: str = "read") -> None:  # index thread
+        def report(done: int, total: int, rel: str, phase: str = "read", work: float | None = None) -> None:  # index thread
             # every phase (reading, parsing, resolving, writing) with its own count; the
             # percentage is the whole index's share done, the message says the time left
             now = time.monotonic()
-            clock.update(done, total, phase)
+            clock.update(done, total, phase, work)
             if total == 0:  # a phase with nothing to do (a re-open that parses no file): no "0/0 files"
                 return
             if (progress or first) and (now - last[0] >= 0.1 or done >= total or phase != last[1]):
