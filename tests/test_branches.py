@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 import pytest_lsp
 from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 from pytest_lsp import LanguageClient
 
 from lsp_harness import SERVER, ExternalFalkorDB, request, start_session
@@ -475,10 +476,21 @@ async def test_language_server_follows_a_branch_switch(lsp: LanguageClient, tmp_
 
         git(repo, "checkout", "-q", "main")
         deadline = time.monotonic() + 60
-        while (await request(lsp, "orbit/status", {}))["workspaces"][0]["graph"] != g_main:
+
+        async def back_on_main() -> bool:  # main's graph served, and its re-open done (until then
+            # impact answers "indexing…": the graph is not final)
+            w = (await request(lsp, "orbit/status", {}))["workspaces"][0]
+            return w["graph"] == g_main and not w["indexing"]
+
+        while True:
+            try:  # (the status can show main's graph a moment before its re-open counts as begun)
+                if await back_on_main():
+                    answer = await request(lsp, "orbit/impact", {"textDocument": {"uri": (repo / "pkg/core.py").as_uri()}})
+                    break
+            except JsonRpcException as exc:
+                assert "indexing" in str(exc), exc  # the honest refusal while the graph is not final
             assert time.monotonic() < deadline
             await asyncio.sleep(0.1)
-        answer = await request(lsp, "orbit/impact", {"textDocument": {"uri": (repo / "pkg/core.py").as_uri()}})
         assert "pkg/extra.py" not in {d["path"] for d in answer["dependents"]}
     finally:
         drop(store, g_main, g_feature)
