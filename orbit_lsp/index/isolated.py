@@ -6,8 +6,9 @@ of it after the objects are freed. Done in a child process, that memory goes bac
 when the child exits; the server then re-opens the folder from the cache the child wrote (the
 incremental path: well under a second, and only the lean per-file state stays resident).
 
-The child gets the folder and the settings, reports progress ``(done, total, rel, phase, work)`` through a
-pipe (passed on as ``indexer.report_progress`` does: every phase to a phase-aware callback), and stops between files when cancelled (as ``index_all`` does in-process). When the child
+The child gets the folder and the settings, reports progress ``(done, total, rel, phase, work)``
+through a pipe (passed on as ``indexer.report_progress`` does: every phase to a phase-aware
+callback), and stops between files when cancelled (as ``index_all`` does in-process). When the child
 cannot be started or fails, the build runs in this process instead, so errors (e.g.
 ``FalkorDBOffline``) surface exactly as they would have.
 """

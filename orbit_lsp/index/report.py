@@ -11,10 +11,11 @@ from dataclasses import dataclass, field
 
 Progress = Callable[[int, int, str], None]  # (done, total, rel)
 # A callback whose ``phases`` attribute is true is phase-aware: it is called for every phase as
-# ``progress(done, total, rel, phase)``, each phase counting from 0 to its own total (files for
-# read, parse and resolve; write batches for write; ``rel`` "" when no file is meant), plus
-# ``work=`` (0..1) when the phase's work is not in proportion to its count (parsing: the share
-# of the bytes parsed). Any other callback is called, as always, for the read phase only.
+# ``progress(done, total, rel, phase, work=work)``, each phase counting from 0 to its own total
+# (files for read, parse and resolve; write batches for write; ``rel`` "" when no file is
+# meant); ``work`` (0..1) is the share of the phase's work done when it is not in proportion to
+# the count (parsing: the share of the bytes parsed), else None. Any other callback is called,
+# as always, for the read phase only.
 
 
 def report_progress(progress, done: int, total: int, rel: str, phase: str = "read",
@@ -27,10 +28,7 @@ def report_progress(progress, done: int, total: int, rel: str, phase: str = "rea
     if progress is None:
         return
     if getattr(progress, "phases", False):
-        if work is None:
-            progress(done, total, rel, phase)
-        else:
-            progress(done, total, rel, phase, work=work)
+        progress(done, total, rel, phase, work=work)
     elif phase in ("read", "check"):
         progress(done, total, rel)
 
