@@ -18,7 +18,9 @@ Measures, on a server serving the corpus (a copy, see ``bench.run.prepare_corpus
   a file), and of it followed by resolving every lens (Neovim's way; no target),
   ``textDocument/hover``, ``prepareCallHierarchy`` +
   ``callHierarchy/incomingCalls`` and ``orbit/impact`` on the most imported files and the most
-  called functions (p50/p95), each target asked once, its file open in the client (``didOpen``
+  called functions (p50/p95; ``orbit/impact`` as editors get it, at most ``maxDependents``
+  listed, then once more listing every dependent, for the record), each target asked once, its
+  file open in the client (``didOpen``
   before, ``didClose`` after, untimed, as an editor has it), after the diagnostics the server
   publishes once the index is done have settled (no client-side garbage collection meanwhile);
   the notes name the three slowest targets of each kind;
@@ -52,7 +54,9 @@ RSS_TARGET_MIB = 300
 SCREEN_LINES = 60  # the lines an editor window shows: the lenses an editor resolves first
 SHOWN = f"codeLens + resolve of the lenses on screen (first {SCREEN_LINES} lines)"
 EVERY = "codeLens + resolve of every lens (as Neovim does)"
-NO_TARGET = {EVERY}  # measured for the record: Neovim shows each lens as it is resolved
+LISTED_ALL = "orbit/impact listing every dependent (maxDependents 100,000)"
+NO_TARGET = {EVERY, LISTED_ALL}  # for the record: Neovim shows each lens as it is resolved; editors
+# get orbit/impact with the default orbit.maxDependents
 
 
 def _proc_mib(pid: int) -> tuple[float | None, float | None]:
@@ -141,6 +145,23 @@ async def _drain(stream: asyncio.StreamReader, tail: collections.deque) -> None:
     """Read ``stream`` to its end, keeping its last lines in ``tail``."""
     while line := await stream.readline():
         tail.append(line.decode("utf-8", "replace").rstrip())
+
+
+async def _impact(client: _Client, uri: str, rel: str, sizes: list | None = None) -> float | None:
+    """Seconds ``orbit/impact`` of a file took, None when it was answered with an error
+    (recorded in ``client.failures``, not fatal, as in ``_resolve``); ``sizes`` gains (rel,
+    dependents listed, dependents in all)."""
+    t = time.perf_counter()
+    try:
+        res = await client.protocol.send_request_async("orbit/impact", {"textDocument": {"uri": uri}})
+    except JsonRpcException as exc:
+        client.failures.append(f"orbit/impact of {rel}: {str(exc)[:160]}")
+        return None
+    took = time.perf_counter() - t
+    if sizes is not None:
+        listed = len(res["dependents"])
+        sizes.append((rel, listed, (res.get("dependentsTotal") or {}).get("all", listed)))
+    return took
 
 
 async def _start(root: Path, env: dict) -> tuple[_Client, float]:
@@ -349,6 +370,7 @@ async def _measure(corpus: Path, settings, n: int, saves: int, live: list) -> di
     lat: dict[str, list[float]] = {"codeLens": [], SHOWN: [], EVERY: [], "hover": [],
                                    "callHierarchy (prepare+incoming)": [], "orbit/impact": []}
     what: dict[str, list[str]] = {k: [] for k in lat}  # the target of each sample
+    sizes: list[tuple[str, int, int]] = []  # (file, dependents listed, dependents in all) of each impact
     for i, rel in enumerate(warm_file + imported):
         timed = i >= len(warm_file)
         uri = from_fs_path(str(corpus / rel))
@@ -363,19 +385,27 @@ async def _measure(corpus: Path, settings, n: int, saves: int, live: list) -> di
         t = time.perf_counter()
         await _resolve(client, lenses, None)
         every_s = lens_s + time.perf_counter() - t
-        t = time.perf_counter()
-        try:
-            await client.protocol.send_request_async("orbit/impact", {"textDocument": {"uri": uri}})
-            impact_s = time.perf_counter() - t
-        except JsonRpcException as exc:  # recorded and reported, not fatal (as in ``_resolve``)
-            client.failures.append(f"orbit/impact of {rel}: {str(exc)[:160]}")
-            impact_s = None
+        impact_s = await _impact(client, uri, rel, sizes if timed else None)
         _close(client, uri)
         if timed:
             for kind, value in (("codeLens", lens_s), (SHOWN, shown_s), (EVERY, every_s), ("orbit/impact", impact_s)):
                 if value is not None:
                     lat[kind].append(value)
                     what[kind].append(rel)
+    # the same impacts with every dependent listed (the size of the answer is most of its time)
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+        settings={"orbit": {"maxDependents": 100_000}}))
+    lat[LISTED_ALL], what[LISTED_ALL] = [], []
+    for rel in imported:
+        uri = from_fs_path(str(corpus / rel))
+        _open(client, corpus / rel, uri)
+        value = await _impact(client, uri, rel)
+        _close(client, uri)
+        if value is not None:
+            lat[LISTED_ALL].append(value)
+            what[LISTED_ALL].append(rel)
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"orbit": {}}))
+    out["impact_sizes"] = sizes
     for i, (file, line, col, _k) in enumerate(warm_call + called):
         timed = i >= len(warm_call)
         path = corpus / file
@@ -561,6 +591,10 @@ def run_lsp(corpus: Path, label: str, settings, command: str, n: int = 20, saves
         slow = sorted(zip(vals, data.get("latency_targets", {}).get(kind, [])), reverse=True)[:3]
         if slow:
             rep.notes.append(f"slowest {kind}: " + ", ".join(f"{t} {ms(v):.1f} ms" for v, t in slow))
+    if data.get("impact_sizes"):
+        rel, listed, total = max(data["impact_sizes"], key=lambda x: (x[2], x[0]))
+        rep.notes.append(f"orbit/impact answers list at most orbit.maxDependents (default) dependents, nearest "
+                         f"first, and count them all: the largest, {rel}, listed {listed:,} of {total:,}")
     rep.notes.append(f"workspace/codeLens/refresh requests received: {data['lens_refreshes']}")
     if data.get("tests_titles"):
         t = data["tests_titles"]

@@ -45,6 +45,10 @@ class Settings(BaseModel):
     - ``max_hops``: depth of impact traversals.
     - ``max_callers``: most callers one call-hierarchy level or ``orbit/impact`` answer lists (the
       total is always counted and said; lenses and hovers count every caller).
+    - ``max_dependents``: most dependent files one ``orbit/impact`` answer lists, nearest first
+      (by hops, then path); the total and how many at each hop are always given
+      (``dependentsTotal``), and a note says when the list is cut. Thousands of rows make an
+      answer of hundreds of kilobytes that the editor must parse before it shows anything.
     - ``tests_lens_wait_ms``: how long a "N tests reach this" lens waits for its selection
       before it says "tests: counting…" (the editor is asked to refresh its lenses once the
       count is known); 0: never waits.
@@ -98,6 +102,7 @@ class Settings(BaseModel):
     max_file_bytes: int = Field(default=2_000_000, ge=1)
     max_hops: int = Field(default=4, ge=1, le=10)
     max_callers: int = Field(default=100, ge=1, le=100_000)
+    max_dependents: int = Field(default=500, ge=1, le=100_000)
     tests_lens_wait_ms: int = Field(default=200, ge=0, le=60_000)
     exclude: list[str] = Field(default_factory=list)
     skip_build_output: bool = True

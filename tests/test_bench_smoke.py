@@ -186,6 +186,8 @@ def test_bench_lsp_on_tiny_corpus(tiny, settings):
     assert _run(["lsp", "--n", "2", "--saves", "1"], settings, ws, cache, results) == 0
     text = results.read_text()
     assert "· lsp ·" in text and "didSave → fresh lenses (ms)" in text and "orbit/impact (ms, n=2)" in text
+    assert "orbit/impact listing every dependent (maxDependents 100,000) (ms, n=2)" in text
+    assert "orbit/impact answers list at most orbit.maxDependents (default) dependents" in text
     assert "after re-open" in text
     assert {p.relative_to(ws): p.read_bytes() for p in ws.rglob("*.py")} == before
 

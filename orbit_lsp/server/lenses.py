@@ -565,8 +565,10 @@ def impact_message(result: dict) -> str:
     """One line for window/showMessage from an ``orbit/impact`` result."""
     t = result.get("target") or {}
     deps = result.get("dependents") or []
-    hops = max((d["hops"] for d in deps), default=0)
-    dep_text = f"{_plural(len(deps), 'dependent file')}" + (f" (up to {_plural(hops, 'hop')})" if deps else "")
+    dep_total = result.get("dependentsTotal") or {}
+    n_deps = dep_total.get("all", len(deps))  # every dependent, also those the list leaves out
+    hops = len(dep_total["byHops"]) if "byHops" in dep_total else max((d["hops"] for d in deps), default=0)
+    dep_text = f"{_plural(n_deps, 'dependent file')}" + (f" (up to {_plural(hops, 'hop')})" if n_deps else "")
     if t.get("type") == "symbol":
         callers = result.get("callers") or []
         total = result.get("callersTotal") or {}
@@ -577,7 +579,7 @@ def impact_message(result: dict) -> str:
                f"{_plural(n, 'caller')} in all" + (f" (up to {_plural(len(by_depth), 'hop')})" if by_depth else "")
                + f"; {t.get('path')} has {dep_text}")
     elif t.get("type") == "package":
-        msg = f"orbit: package {t.get('name')} is used by {_plural(len(deps), 'file')}"
+        msg = f"orbit: package {t.get('name')} is used by {_plural(n_deps, 'file')}"
     else:
         msg = f"orbit: {t.get('path')} has {dep_text}"
     notes = result.get("notes") or []

@@ -4,11 +4,15 @@ Params are taken raw and validated here, so a malformed request gets an InvalidP
 instead of no answer at all.
 
 ``orbit/impact`` params: ``{"textDocument": {"uri"}, "position"?: {"line", "character"}}``.
-Result: ``{"target": {...}, "dependents": [{"path", "uri", "hops"}], "callers": [...] | null,
-"cypher": [{"query", "params"}], "notes": [...]}``; ``target`` is ``{"type": "file", "path",
-"uri"}`` or ``{"type": "symbol", "qual", "name", "kind", "path", "uri", "line"}`` (1-based) or
-``{"type": "package", "name"}``; ``callers`` is set when a symbol is targeted (each with
-``path``, ``uri``, ``qual``, ``line``, ``depth``).
+Result: ``{"target": {...}, "dependents": [{"path", "uri", "hops"}], "dependentsTotal": {"all",
+"byHops"}, "callers": [...] | null, "callersTotal": {"all", "byDepth"} | null, "cypher": [{"query",
+"params"}], "notes": [...]}``; ``target`` is ``{"type": "file", "path", "uri"}`` or ``{"type":
+"symbol", "qual", "name", "kind", "path", "uri", "line"}`` (1-based) or ``{"type": "package",
+"name"}``; ``callers`` is set when a symbol is targeted (each with ``path``, ``uri``, ``qual``,
+``line``, ``depth``). Dependents are the files importing the target's file (for a package: the
+files using it, at 1 hop), nearest first (by hops, then path), at most ``settings.max_dependents``
+of them; callers at most ``settings.max_callers``. The totals count every one (``byHops``/
+``byDepth``: how many at each hop, the first at 1), and a note says when a list is cut.
 
 ``orbit/status`` params: none. Result: ``{"falkordb": {"where", "mode", "online", "error"},
 "workspaces": [{"root", "graph", "branch", "graph_key", "files", "symbols", "calls", "imports",
@@ -52,6 +56,15 @@ def agent_status(settings) -> dict:
     ``{"model": str | None, "endpoint": str, "apiKey": bool}`` (the key itself never)."""
     return {"model": settings.agent_model, "endpoint": settings.agent_base_url or OPENAI_DEFAULT_ENDPOINT,
             "apiKey": settings.agent_api_key is not None and bool(settings.agent_api_key.get_secret_value())}
+
+
+def cut_note(target: dict, total: int, listed: int, max_hops: int) -> str:
+    """The note of an ``orbit/impact`` answer about ``target`` listing ``listed`` of ``total``
+    dependent files (``total`` > ``listed``: the list was cut at ``max_dependents``)."""
+    which = (f"{total} files use package {target['name']}; listing the first {listed} by path"
+             if target["type"] == "package" else
+             f"{total} files depend on {target['path']} within {max_hops} hops; listing the nearest {listed}")
+    return f"{which} (setting orbit.maxDependents)"
 
 
 class Feature:
@@ -116,13 +129,18 @@ class Feature:
                       "path": s["file"], "uri": spell(ix.root, s["file"]), "line": s["line"]}
         cypher += ans.cypher
         notes += ans.notes
+        limit = ls.settings.max_dependents
         if target["type"] == "package":
-            dependents = [{"path": r["path"], "uri": spell(ix.root, r["path"]), "hops": 1} for r in ans.rows]
+            total, by_hops = len(ans.rows), [len(ans.rows)] if ans.rows else []
+            dependents = [{"path": r["path"], "uri": spell(ix.root, r["path"]), "hops": 1} for r in ans.rows[:limit]]
         else:
+            total, by_hops = ans.total or 0, list(ans.by_depth or [])
             dependents = [{"path": r["path"], "uri": spell(ix.root, r["path"]), "hops": r["hops"]}
-                          for r in ans.rows]
-        return {"target": target, "dependents": dependents, "callers": callers, "callersTotal": callers_total,
-                "cypher": cypher, "notes": notes}
+                          for r in ans.rows[:limit]]
+        if len(dependents) < total:
+            notes.append(cut_note(target, total, len(dependents), ls.settings.max_hops))
+        return {"target": target, "dependents": dependents, "dependentsTotal": {"all": total, "byHops": by_hops},
+                "callers": callers, "callersTotal": callers_total, "cypher": cypher, "notes": notes}
 
     async def status(self, params: Any = None) -> dict:
         raw_params(params)

@@ -100,6 +100,8 @@ function serverSettings(): Record<string, unknown> {
   const c = vscode.workspace.getConfiguration("orbit");
   const out: Record<string, unknown> = {
     maxHops: c.get("maxHops"),
+    maxCallers: c.get("maxCallers"),
+    maxDependents: c.get("maxDependents"),
     exclude: c.get("exclude"),
     skipBuildOutput: c.get("skipBuildOutput") ?? true,
     buildOutputDirs: c.get("buildOutputDirs") ?? ["dist", "build", "out"],

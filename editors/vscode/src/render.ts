@@ -33,10 +33,24 @@ export interface ImpactTarget {
 }
 export interface ImpactResult {
   target: ImpactTarget;
+  /** Nearest first, at most the server's orbit.maxDependents; `dependentsTotal` counts them all. */
   dependents: { path: string; uri: string; hops: number }[];
+  dependentsTotal?: { all: number; byHops: number[] };
+  /** At most the server's orbit.maxCallers; `callersTotal` counts them all. */
   callers: { qual: string; name: string; kind: string; path: string; uri: string; line: number; depth: number }[] | null;
+  callersTotal?: { all: number; byDepth: number[] } | null;
   cypher: Cypher[];
   notes: string[];
+}
+
+/** `listed` alone, or "`listed` of `total`" when the server cut the list. */
+function listedOf(listed: number, total: number | undefined): string {
+  return total !== undefined && total > listed ? `${listed} of ${total}` : `${listed}`;
+}
+
+/** What a cut list leaves out and the setting that would list it, or null when nothing is left out. */
+function moreLine(listed: number, total: number | undefined, setting: string): string | null {
+  return total !== undefined && total > listed ? `… ${total - listed} more (raise ${setting} to list them)` : null;
 }
 
 export interface Command { title: string; command: string; arguments?: unknown[] }
@@ -87,18 +101,26 @@ export function impactTree(r: ImpactResult): TreeNode[] {
   const t = r.target;
   out.push({ label: targetLabel(t), description: t.type === "symbol" ? `${t.path}:${t.line}` : t.type, uri: t.uri, line: t.line });
   if (r.callers) {
+    const total = r.callersTotal?.all;
+    const direct = r.callersTotal?.byDepth?.[0] ?? r.callers.filter((c) => c.depth === 1).length;
+    const more = moreLine(r.callers.length, total, "orbit.maxCallers");
     out.push({
-      label: `Callers (${r.callers.length})`,
-      description: r.callers.length ? `${plural(r.callers.filter((c) => c.depth === 1).length, "direct")}` : "none in the graph",
-      children: [...r.callers]
+      label: `Callers (${listedOf(r.callers.length, total)})`,
+      description: r.callers.length ? `${direct} direct` : "none in the graph",
+      children: [...[...r.callers]
         .sort((a, b) => a.depth - b.depth || a.path.localeCompare(b.path) || a.line - b.line)
         .map((c) => ({ label: c.qual, description: `${c.path}:${c.line} · depth ${c.depth}`, uri: c.uri, line: c.line })),
+        ...(more ? [{ label: more }] : [])],
     });
   }
+  const total = r.dependentsTotal?.all;
+  const hops = r.dependentsTotal ? r.dependentsTotal.byHops.length : Math.max(0, ...r.dependents.map((d) => d.hops));
+  const more = moreLine(r.dependents.length, total, "orbit.maxDependents");
   out.push({
-    label: `Dependents (${r.dependents.length})`,
-    description: r.dependents.length ? `up to ${plural(Math.max(...r.dependents.map((d) => d.hops)), "hop")}` : "no file imports it",
-    children: r.dependents.map((d) => ({ label: d.path, description: plural(d.hops, "hop"), uri: d.uri })),
+    label: `Dependents (${listedOf(r.dependents.length, total)})`,
+    description: hops ? `up to ${plural(hops, "hop")}` : "no file imports it",
+    children: [...r.dependents.map((d) => ({ label: d.path, description: plural(d.hops, "hop"), uri: d.uri })),
+      ...(more ? [{ label: more }] : [])],
   });
   if (r.notes?.length) {
     out.push({ label: `Notes (${r.notes.length})`, children: r.notes.map((n) => ({ label: n })) });
@@ -119,14 +141,18 @@ export function impactMarkdown(r: ImpactResult): string {
     : t.type === "package" ? `package ${code(t.name ?? "?")}` : code(t.path ?? "?");
   const lines = [`# Impact of ${what}`, ""];
   if (r.callers) {
-    lines.push(`## Callers (${r.callers.length})`, "");
+    lines.push(`## Callers (${listedOf(r.callers.length, r.callersTotal?.all)})`, "");
     for (const c of r.callers) lines.push(`- ${code(c.qual)} — ${code(`${c.path}:${c.line}`)} (depth ${c.depth})`);
     if (!r.callers.length) lines.push("- none in the graph");
+    const more = moreLine(r.callers.length, r.callersTotal?.all, "`orbit.maxCallers`");
+    if (more) lines.push(`- ${more}`);
     lines.push("");
   }
-  lines.push(`## Dependents (${r.dependents.length})`, "");
+  lines.push(`## Dependents (${listedOf(r.dependents.length, r.dependentsTotal?.all)})`, "");
   for (const d of r.dependents) lines.push(`- ${code(d.path)} (${plural(d.hops, "hop")})`);
   if (!r.dependents.length) lines.push("- no file imports it");
+  const more = moreLine(r.dependents.length, r.dependentsTotal?.all, "`orbit.maxDependents`");
+  if (more) lines.push(`- ${more}`);
   for (const n of r.notes ?? []) lines.push("", `> ${n}`);
   return lines.join("\n") + "\n";
 }

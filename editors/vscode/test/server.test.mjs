@@ -234,6 +234,28 @@ test("names and paths in Markdown are code spans (no __init__ read as bold)", ()
   assert.ok(md.startsWith("# Impact of `pkg/core.py`\n") && md.includes("- `pkg/__init__.py` (1 hop)"), md);
 });
 
+test("a cut list says how many there are and which setting lists the rest", () => {
+  const cut = { target: { type: "symbol", kind: "function", qual: "pkg.core.f", path: "pkg/core.py", line: 1 },
+    callers: [{ qual: "pkg.a.g", name: "g", kind: "function", path: "pkg/a.py", uri: "file:///a", line: 3, depth: 1 }],
+    callersTotal: { all: 7, byDepth: [4, 3] },
+    dependents: [{ path: "pkg/a.py", uri: "file:///a", hops: 1 }, { path: "pkg/b.py", uri: "file:///b", hops: 1 }],
+    dependentsTotal: { all: 2722, byHops: [2, 40, 2680] }, notes: [], cypher: [] };
+  const tree = render.impactTree(cut);
+  assert.equal(tree[1].label, "Callers (1 of 7)");
+  assert.equal(tree[1].description, "4 direct");
+  assert.equal(tree[1].children.at(-1).label, "… 6 more (raise orbit.maxCallers to list them)");
+  assert.equal(tree[2].label, "Dependents (2 of 2722)");
+  assert.equal(tree[2].description, "up to 3 hops");
+  assert.deepEqual(tree[2].children.map((c) => c.label), ["pkg/a.py", "pkg/b.py", "… 2720 more (raise orbit.maxDependents to list them)"]);
+  const md = render.impactMarkdown(cut);
+  assert.ok(md.includes("## Callers (1 of 7)") && md.includes("## Dependents (2 of 2722)"), md);
+  assert.ok(md.includes("- … 2720 more (raise `orbit.maxDependents` to list them)"), md);
+  // a whole list reads as before
+  const whole = render.impactTree({ ...cut, callersTotal: { all: 1, byDepth: [1] }, dependentsTotal: { all: 2, byHops: [2] } });
+  assert.equal(whole[1].label, "Callers (1)");
+  assert.deepEqual(whole[2].children.map((c) => c.label), ["pkg/a.py", "pkg/b.py"]);
+});
+
 test("status names the model endpoint that would receive the API key", async () => {
   const st = await conn.sendRequest("orbit/status", {});
   assert.deepEqual(st.agent, { model: null, endpoint: "https://api.openai.com/v1", apiKey: false });

@@ -18,7 +18,8 @@ M.defaults = {
   cmd_env = nil, -- e.g. { OPENAI_API_KEY = os.getenv("MY_KEY") }: the API key is never a setting
   filetypes = { "python", "javascript", "javascriptreact", "typescript", "typescriptreact" },
   root_markers = { "pyproject.toml", "package.json", ".git" },
-  -- falkordbUrl, maxHops, exclude, agent = { baseUrl, model, fallbackModels }, indexHomeOrRoot, graphKey,
+  -- falkordbUrl, maxHops, maxCallers, maxDependents, exclude, agent = { baseUrl, model, fallbackModels },
+  -- indexHomeOrRoot, graphKey,
   -- baseGraphKey (shared graphs: see the README, "Branches and shared graphs");
   -- looseFolders = "shallow": a file outside any project (no root marker) gets its folder's own
   -- files indexed, not the whole tree below it ("recursive" to index it all)
@@ -120,6 +121,29 @@ local function plural(n, word)
   return ("%d %s%s"):format(n, word, n == 1 and "" or "s")
 end
 
+--- The total of a list the server may cut (`callersTotal` / `dependentsTotal`), or nil.
+local function total_of(t)
+  if type(t) == "table" and type(t.all) == "number" then
+    return t.all
+  end
+  return nil
+end
+
+--- "N" or "N of TOTAL" when the server listed fewer than there are.
+local function listed_of(n, total)
+  if total and total > n then
+    return ("%d of %d"):format(n, total)
+  end
+  return tostring(n)
+end
+
+--- Adds to `out` what a cut list leaves out, as a Markdown item naming the setting that lists it.
+local function add_more_line(out, n, total, setting)
+  if total and total > n then
+    table.insert(out, ("- … %d more (raise `%s` to list them)"):format(total - n, setting))
+  end
+end
+
 function M.impact_markdown(r)
   local t = r.target or {}
   local what = t.type == "symbol" and ("%s %s"):format(t.kind, code(t.qual))
@@ -127,7 +151,8 @@ function M.impact_markdown(r)
     or code(t.path)
   local out = { "# Impact of " .. what, "" }
   if r.callers and r.callers ~= vim.NIL then
-    table.insert(out, ("## Callers (%d)"):format(#r.callers))
+    local total = total_of(r.callersTotal)
+    table.insert(out, ("## Callers (%s)"):format(listed_of(#r.callers, total)))
     table.insert(out, "")
     for _, c in ipairs(r.callers) do
       table.insert(out, ("- %s — %s (depth %d)"):format(code(c.qual), code(c.path .. ":" .. c.line), c.depth))
@@ -135,16 +160,20 @@ function M.impact_markdown(r)
     if #r.callers == 0 then
       table.insert(out, "- none in the graph")
     end
+    add_more_line(out, #r.callers, total, "orbit.maxCallers")
     table.insert(out, "")
   end
-  table.insert(out, ("## Dependents (%d)"):format(#(r.dependents or {})))
+  local deps = r.dependents or {}
+  local total = total_of(r.dependentsTotal)
+  table.insert(out, ("## Dependents (%s)"):format(listed_of(#deps, total)))
   table.insert(out, "")
-  for _, d in ipairs(r.dependents or {}) do
+  for _, d in ipairs(deps) do
     table.insert(out, ("- %s (%s)"):format(code(d.path), plural(d.hops, "hop")))
   end
-  if #(r.dependents or {}) == 0 then
+  if #deps == 0 then
     table.insert(out, "- no file imports it")
   end
+  add_more_line(out, #deps, total, "orbit.maxDependents")
   for _, n in ipairs(r.notes or {}) do
     table.insert(out, "")
     table.insert(out, "> " .. n)
