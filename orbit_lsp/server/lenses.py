@@ -564,10 +564,8 @@ def _position_arg(value: Any) -> types.Position | None:
 def impact_message(result: dict) -> str:
     """One line for window/showMessage from an ``orbit/impact`` result."""
     t = result.get("target") or {}
-    deps = result.get("dependents") or []
-    dep_total = result.get("dependentsTotal") or {}
-    n_deps = dep_total.get("all", len(deps))  # every dependent, also those the list leaves out
-    hops = len(dep_total["byHops"]) if "byHops" in dep_total else max((d["hops"] for d in deps), default=0)
+    dep_total = result["dependentsTotal"]  # every dependent, also those the list leaves out
+    n_deps, hops = dep_total["all"], len(dep_total["byHops"])
     dep_text = f"{_plural(n_deps, 'dependent file')}" + (f" (up to {_plural(hops, 'hop')})" if n_deps else "")
     if t.get("type") == "symbol":
         callers = result.get("callers") or []

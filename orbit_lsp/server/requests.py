@@ -129,14 +129,12 @@ class Feature:
                       "path": s["file"], "uri": spell(ix.root, s["file"]), "line": s["line"]}
         cypher += ans.cypher
         notes += ans.notes
-        limit = ls.settings.max_dependents
-        if target["type"] == "package":
+        if target["type"] == "package":  # its users import it directly: 1 hop each
             total, by_hops = len(ans.rows), [len(ans.rows)] if ans.rows else []
-            dependents = [{"path": r["path"], "uri": spell(ix.root, r["path"]), "hops": 1} for r in ans.rows[:limit]]
         else:
             total, by_hops = ans.total or 0, list(ans.by_depth or [])
-            dependents = [{"path": r["path"], "uri": spell(ix.root, r["path"]), "hops": r["hops"]}
-                          for r in ans.rows[:limit]]
+        dependents = [{"path": r["path"], "uri": spell(ix.root, r["path"]), "hops": r.get("hops", 1)}
+                      for r in ans.rows[:ls.settings.max_dependents]]
         if len(dependents) < total:
             notes.append(cut_note(target, total, len(dependents), ls.settings.max_hops))
         return {"target": target, "dependents": dependents, "dependentsTotal": {"all": total, "byHops": by_hops},
