@@ -289,7 +289,7 @@ class Resolver(CallBinding, ParameterFlow, PytestFixtures, ClassModel, Container
             if hit[2] > self._sub:
                 self._sub = hit[2]
             return hit[0]
-        return self._scc(key, self._ev, rel, si, ref)
+        return self._scc_unmemoised(key, self._ev, rel, si, ref)
 
     def _scc(self, key, compute, *args):
         """Evaluate ``compute(*args)`` for ``key`` with memoisation and cycles solved as strongly
@@ -308,6 +308,11 @@ class Resolver(CallBinding, ParameterFlow, PytestFixtures, ClassModel, Container
                 if used > self._sub:
                     self._sub = used
                 return val
+        return self._scc_unmemoised(key, compute, *args)
+
+    def _scc_unmemoised(self, key, compute, *args):
+        """``_scc`` for a ``key`` whose memo entry is missing or too deep to reuse here (what
+        ``ev`` has looked up already)."""
         idx = self._on_stack.get(key)
         if idx is not None:  # a cycle back to an evaluation in progress
             if idx < self._low:
@@ -374,15 +379,21 @@ class Resolver(CallBinding, ParameterFlow, PytestFixtures, ClassModel, Container
             self._member_order.append(key)
             return val
         # the root of a settled component: it and its members are exact now
-        members = self._member_order[start:]
-        del self._member_order[start:]
-        for m in members:
-            mval = self._members.pop(m)[0]
-            if not cut:
-                self._remember(m, mval, deps, used)
-        for m in members + [key]:
-            self._prov.pop(m, None)
-            self._back.discard(m)
+        order = self._member_order
+        if len(order) > start:
+            members = order[start:]
+            del order[start:]
+            for m in members:
+                mval = self._members.pop(m)[0]
+                if not cut:
+                    self._remember(m, mval, deps, used)
+            for m in members:
+                self._prov.pop(m, None)
+                self._back.discard(m)
+        if self._prov:
+            self._prov.pop(key, None)
+        if self._back:
+            self._back.discard(key)
         if not cut:
             self._remember(key, val, deps, used)
         elif not self._active:  # (a star-import lookup in progress cuts what it reaches)
