@@ -136,6 +136,9 @@ class Resolver(CallBinding, ParameterFlow, PytestFixtures, ClassModel, Container
         self._subclass_defs: tuple = (None, {}, {})
         self._class_outlines: dict[str, dict] = {}  # file -> class -> ``ClassModel._class_outline``
         self._inherits: dict[str, tuple] = {}  # file -> (its (class, base) pairs, entities consulted)
+        # file -> the files whose ``_inherits`` entities include one of it (a superset; None until
+        # ``implied`` first needs it: ``ClassModel._inherit_consulters_index``)
+        self._inherit_consulters: dict[str, set[str]] | None = None
         self._inherits_stale: set[str] = set()  # files whose pairs must be computed again
         self._checked_everyone: tuple | None = None  # (files with facts, their order): ``_ensure_subclasses``
 
@@ -402,6 +405,10 @@ class Resolver(CallBinding, ParameterFlow, PytestFixtures, ClassModel, Container
 
     @staticmethod
     def combine(values: list):
+        if len(values) == 1:  # the common case: one binding (what the loop below gives it)
+            v = values[0]
+            if v is not None and v[0] != "union" and v != BOTTOM:
+                return v
         out: dict = {}  # members in first-seen order, deduplicated in linear time
         unknown = False
         bottom = False
@@ -547,7 +554,10 @@ class Resolver(CallBinding, ParameterFlow, PytestFixtures, ClassModel, Container
                 first = True
                 continue
             if (first or sc.kind != "class") and name in sc.names:
-                return self.combine([self.ev(rel, idx, r) for r in sc.names[name]])
+                refs = sc.names[name]
+                if len(refs) == 1:
+                    return self.combine([self.ev(rel, idx, refs[0])])
+                return self.combine([self.ev(rel, idx, r) for r in refs])
             if sc.self_name == name and sc.class_qual is not None:
                 if sc.self_kind == "class":
                     return ("sym", rel, sc.class_qual, "class")
