@@ -74,7 +74,7 @@ class Resolver(CallBinding, ParameterFlow, PytestFixtures, ClassModel, Container
             sys_paths = {r: f.sys_path for r, f in facts.items() if getattr(f, "sys_path", ())}
         self.sys_paths = sys_paths
         self.pythonpath = tuple(pythonpath)
-        self._scoped_paths: dict[str, list[str]] | None = None  # see ``ModuleLookup._extra_roots``
+        self._scoped_paths: dict[str, list[str]] | None = None  # see ``ModuleLookup.scoped_paths``
         self._extra_roots_of: dict[str, tuple[str, ...]] = {}
         self.value_flow = value_flow  # False: parameters hold only their defaults and annotations
         # processes a round of ``resolve_fixpoint`` may use (``py_parallel.resolve_files``; a full
