@@ -89,8 +89,8 @@ class ModuleLookup:
 
     def scoped_paths(self) -> dict[str, list[str]]:
         """Directory -> the directories the ``sys.path`` additions of its ``conftest.py`` and
-        ``__init__.py`` put on the path (and a ``conftest.py``'s own package root, as pytest's
-        rootdir-relative import mode does), made once per module table (a pass over every file:
+        ``__init__.py`` put on the path (and each ``conftest.py``'s base directory: pytest's
+        ``prepend`` import mode, see the module docstring), made once per module table (a pass over every file:
         ~10 ms on 22,000 files, which the first edit paid unless ``WorkspaceResolver.prepare``
         made it first)."""
         if self._scoped_paths is None:
