@@ -650,6 +650,34 @@ def test_a_dependency_an_edit_adds_is_followed_by_the_next_interface_change(stor
             assert rows == [["lib.f"]]
 
 
+def test_a_base_an_edit_adds_is_followed_by_the_next_interface_change_of_its_file(store):
+    """Which files' subclass pairs an interface change finds again comes from an index of what
+    each file's pairs consulted (``ClassModel._inherit_consulters_index``), kept up to date edit
+    by edit: ``sub.py`` starts subclassing ``base.Base`` in one edit (so ``Base.run``'s
+    ``self.step()`` runs ``Sub.step``), and the next edit makes ``Base`` another name of a new
+    class ``Real`` — ``Sub`` now subclasses ``Real``, whose ``run`` calls ``Sub.step``, as in a
+    rebuild; the third edit brings the first ``base.py`` back. Prepared as the language server
+    prepares (the index is made then), and not prepared (made at the first interface change)."""
+    files = {"base.py": "class Base:\n    def run(self):\n        self.step()\n",
+             "sub.py": "class Sub:\n    def step(self):\n        pass\n", "other.py": "x = 1\n"}
+    calls = "MATCH (a:Symbol)-[:CALLS]->(b:Symbol {qual: 'sub.Sub.step'}) RETURN a.qual"
+    inherits = "MATCH (a:Symbol)-[:INHERITS]->(b:Symbol) RETURN a.qual, b.qual"
+    for prepared in (True, False):
+        with workspaces() as make:
+            root, ix = _setup(make, store, files)
+            if prepared:
+                ix.prepare_edits()
+            _edit_then_same(ix, make, store, "sub.py", "from base import Base\n\n\nclass Sub(Base):\n"
+                            "    def step(self):\n        pass\n", "after sub.py started subclassing base.Base")
+            assert ix.graph.ro_query(calls).rows == [["base.Base.run"]]
+            _edit_then_same(ix, make, store, "base.py", "class Real:\n    def run(self):\n        self.step()\n\n\n"
+                            "Base = Real\n", "after Base became another name of Real")
+            assert ix.graph.ro_query(inherits).rows == [["sub.Sub", "base.Real"]]
+            assert ix.graph.ro_query(calls).rows == [["base.Real.run"]]
+            _edit_then_same(ix, make, store, "base.py", files["base.py"], "after base.py came back")
+            assert ix.graph.ro_query(calls).rows == [["base.Base.run"]]
+
+
 SUBCLASS_ATTR_FILES = {
     "base.py": "class Base:\n    def run(self):\n        self.helper.work()\n",
     "tools.py": "class A:\n    def work(self):\n        pass\n\n\nclass B:\n    def work(self):\n        pass\n",

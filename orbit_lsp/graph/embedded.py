@@ -35,6 +35,16 @@ from redis.retry import Retry
 from orbit_lsp.graph.errors import FalkorDBOffline
 
 START_TIMEOUT_S = 30.0
+# when the server snapshots its data (``redis-server --save``, pairs of seconds and changes): at
+# most every five minutes while changes keep coming (100 or more: a full index, an editing
+# session's re-indexes, each ~10-30), 15 minutes after any change, and always when it stops
+# (``db stop``, SIGTERM). A snapshot forks the server, which stalls it for the fork (71 ms at
+# 1.1 GB on a 2-core VM), and writes every graph it holds with a core busy for seconds (4 s
+# there): with "60 1" that happened every minute of an index or of editing (three times during
+# a 150 s cold index of 22,000 files, beside its own processes), and an edit or request landing
+# on the fork waited for it. A server killed without stopping comes back from its last
+# snapshot, which orbit notices and re-indexes (``writelock``)
+SAVE_POLICY = "900 1 300 100"
 NOT_RESPONDING_S = 5.0  # how long a live server that does not answer at all is waited for
 _MAX_SOCKET_PATH = 100  # AF_UNIX paths are limited to ~107 bytes
 
@@ -274,7 +284,7 @@ def _start(paths: EmbeddedPaths) -> None:
         "--unixsocketperm", "700",
         "--dir", str(paths.dir),
         "--dbfilename", "orbit.rdb",
-        "--save", "60 1",
+        "--save", SAVE_POLICY,
         "--daemonize", "yes",
         "--pidfile", str(paths.pidfile),
         "--logfile", str(paths.logfile),

@@ -19,7 +19,7 @@ from orbit_lsp.index.languages import changed_entities
 from orbit_lsp.index.parsing import content_hash, gc_paused
 from orbit_lsp.index.report import GENERATIONS, IndexReport, tally_change, unbound_tally
 from orbit_lsp.index.py_edges import full_qual, package_info
-from orbit_lsp.index.py_values import PVAL
+from orbit_lsp.index.py_values import entity_file
 from orbit_lsp.index.state import FileState
 
 
@@ -31,11 +31,6 @@ def _import_edges(st) -> tuple:
 
 
 
-
-def _entity_file(ent: tuple) -> str:
-    """The file an entity belongs to (``(file, unit)``; a parameter's ``(PVAL, file, qual,
-    name)``; ``ALL_CLASSES`` is its own ``"*"``)."""
-    return ent[1] if ent[0] == PVAL else ent[0]
 
 class Incremental:
     """Re-indexing files of a ``WorkspaceIndexer`` one at a time."""
@@ -133,7 +128,7 @@ class Incremental:
             if iface_changed:  # the files that consulted a changed entity, through the index
                 ic = frozenset(iface_changed)
                 index = self._consulters()
-                near = set().union(*(index.get(_entity_file(ent), ()) for ent in ic))
+                near = set().union(*(index.get(entity_file(ent), ()) for ent in ic))
                 candidates.update(rel for rel in near if (st := self.state.get(rel)) is not None
                                   and (e := st.edges) is not None and not e.deps.isdisjoint(ic))
         rebind: set[str] = set()
@@ -226,7 +221,7 @@ class Incremental:
 
     def _consulters(self) -> dict[str, set[str]]:
         """File -> the files whose edges consulted an entity of it (``FileEdges.deps``; an
-        entity's file is ``_entity_file``): which files an interface change may affect, without
+        entity's file is ``py_values.entity_file``): which files an interface change may affect, without
         a pass over every file. A superset: entries are added as edges change (``_note_edges``),
         never taken away, and the exact test is the caller's. Made again when ``self.state`` is
         another dict than the one it was made for (a walk, a full build)."""
@@ -235,7 +230,7 @@ class Incremental:
             for rel, st in self.state.items():
                 if st.edges is not None:
                     for ent in st.edges.deps:
-                        index.setdefault(_entity_file(ent), set()).add(rel)
+                        index.setdefault(entity_file(ent), set()).add(rel)
             self._consult = (self.state, index)
         return self._consult[1]
 
@@ -248,7 +243,7 @@ class Incremental:
             st = self.state.get(rel)
             if st is not None and st.edges is not None:
                 for ent in st.edges.deps:
-                    index.setdefault(_entity_file(ent), set()).add(rel)
+                    index.setdefault(entity_file(ent), set()).add(rel)
 
     def prepare_edits(self) -> float:
         """Build now the resolver the next re-index would otherwise build first: seeded with the

@@ -103,8 +103,13 @@ class WorkspaceResolver:
 
     def prepare(self, everyone) -> None:
         """Compute now what the first ``resolve_many`` over ``everyone`` (every file with facts)
-        would compute before resolving anything: the Python subclass relation."""
+        would compute before resolving anything: the Python subclass relation; and what the first
+        edit would make before its first evaluation: the directories ``sys.path`` additions put on
+        the path (``ModuleLookup.scoped_paths``) and the index its interface changes look their
+        consulters up in (``ClassModel.implied``)."""
         self.python._ensure_subclasses(self._python_of(everyone))
+        self.python.scoped_paths()
+        self.python._inherit_consulters_index()
 
     def resolve_many(self, rels, previous, everyone, removed=(), progress=None) -> dict[str, FileEdges]:
         """Resolve ``rels`` (any language) and, for Python, follow value flows to a fixpoint

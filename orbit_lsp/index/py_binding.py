@@ -76,7 +76,7 @@ class CallBinding:
     def _bound_how(self, rel: str, si: int, name: str) -> str | None:
         """``param``, ``container``, ``return`` or ``decorated`` when ``name`` is bound, where it
         is found, through a value flow of that kind; else None."""
-        facts = self.facts[rel]
+        facts = self._facts(rel)
         idx = si
         while idx >= 0:
             sc = facts.scopes[idx]
@@ -99,7 +99,7 @@ class CallBinding:
             return "local" if target_file == rel else "import"
         if t == "a":
             base = ref[1]
-            facts = self.facts[rel]
+            facts = self._facts(rel)
             if base[0] == "n":
                 idx = si
                 while idx >= 0:
@@ -132,7 +132,10 @@ class CallBinding:
         what the change can affect."""
         if self.memo_budget is not None and len(self.memo) > self.memo_budget:
             self._age_memo()
-        facts = self.facts[rel].with_calls()
+        facts = self._facts(rel)  # (through the resolver's own table: ``self.facts`` decodes on use)
+        if facts is None:
+            raise KeyError(rel)
+        facts = facts.with_calls()
         if self._subclasses is None:  # resolved on its own (an unsaved buffer): every file seeded
             self._ensure_subclasses(sorted(set(self._inherits) | self._inherits_stale | {rel}))
         self._deps = set()

@@ -31,6 +31,13 @@ ALL_CLASSES = ("*", "#classes")  # entity: the subclass relation of the whole wo
 
 PVAL = "~param"  # entities ``(PVAL, file, qual, parameter)``: the value of one parameter of a function
 
+
+def entity_file(ent: tuple) -> str:
+    """The file an entity belongs to (``(file, unit)``; a parameter's ``(PVAL, file, qual,
+    name)``; ``ALL_CLASSES`` is its own ``"*"``)."""
+    return ent[1] if ent[0] == PVAL else ent[0]
+
+
 MAX_PARAM_VALUES = 16  # a parameter receiving more workspace values than this is taken as unknown
 
 MAX_PARAM_CHANGES = 2 * MAX_PARAM_VALUES + 4  # changes of one function's parameter values per run

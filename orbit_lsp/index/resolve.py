@@ -74,7 +74,7 @@ class Resolver(CallBinding, ParameterFlow, PytestFixtures, ClassModel, Container
             sys_paths = {r: f.sys_path for r, f in facts.items() if getattr(f, "sys_path", ())}
         self.sys_paths = sys_paths
         self.pythonpath = tuple(pythonpath)
-        self._scoped_paths: dict[str, list[str]] | None = None  # see ``ModuleLookup._extra_roots``
+        self._scoped_paths: dict[str, list[str]] | None = None  # see ``ModuleLookup.scoped_paths``
         self._extra_roots_of: dict[str, tuple[str, ...]] = {}
         self.value_flow = value_flow  # False: parameters hold only their defaults and annotations
         # processes a round of ``resolve_fixpoint`` may use (``py_parallel.resolve_files``; a full
@@ -136,6 +136,9 @@ class Resolver(CallBinding, ParameterFlow, PytestFixtures, ClassModel, Container
         self._subclass_defs: tuple = (None, {}, {})
         self._class_outlines: dict[str, dict] = {}  # file -> class -> ``ClassModel._class_outline``
         self._inherits: dict[str, tuple] = {}  # file -> (its (class, base) pairs, entities consulted)
+        # file -> the files whose ``_inherits`` entities include one of it (a superset; None until
+        # ``implied`` first needs it: ``ClassModel._inherit_consulters_index``)
+        self._inherit_consulters: dict[str, set[str]] | None = None
         self._inherits_stale: set[str] = set()  # files whose pairs must be computed again
         self._checked_everyone: tuple | None = None  # (files with facts, their order): ``_ensure_subclasses``
 
@@ -289,7 +292,7 @@ class Resolver(CallBinding, ParameterFlow, PytestFixtures, ClassModel, Container
             if hit[2] > self._sub:
                 self._sub = hit[2]
             return hit[0]
-        return self._scc(key, self._ev, rel, si, ref)
+        return self._scc_unmemoised(key, self._ev, rel, si, ref)
 
     def _scc(self, key, compute, *args):
         """Evaluate ``compute(*args)`` for ``key`` with memoisation and cycles solved as strongly
@@ -308,6 +311,11 @@ class Resolver(CallBinding, ParameterFlow, PytestFixtures, ClassModel, Container
                 if used > self._sub:
                     self._sub = used
                 return val
+        return self._scc_unmemoised(key, compute, *args)
+
+    def _scc_unmemoised(self, key, compute, *args):
+        """``_scc`` for a ``key`` whose memo entry is missing or too deep to reuse here (what
+        ``ev`` has looked up already)."""
         idx = self._on_stack.get(key)
         if idx is not None:  # a cycle back to an evaluation in progress
             if idx < self._low:
@@ -374,15 +382,21 @@ class Resolver(CallBinding, ParameterFlow, PytestFixtures, ClassModel, Container
             self._member_order.append(key)
             return val
         # the root of a settled component: it and its members are exact now
-        members = self._member_order[start:]
-        del self._member_order[start:]
-        for m in members:
-            mval = self._members.pop(m)[0]
-            if not cut:
-                self._remember(m, mval, deps, used)
-        for m in members + [key]:
-            self._prov.pop(m, None)
-            self._back.discard(m)
+        order = self._member_order
+        if len(order) > start:
+            members = order[start:]
+            del order[start:]
+            for m in members:
+                mval = self._members.pop(m)[0]
+                if not cut:
+                    self._remember(m, mval, deps, used)
+            for m in members:
+                self._prov.pop(m, None)
+                self._back.discard(m)
+        if self._prov:
+            self._prov.pop(key, None)
+        if self._back:
+            self._back.discard(key)
         if not cut:
             self._remember(key, val, deps, used)
         elif not self._active:  # (a star-import lookup in progress cuts what it reaches)
@@ -391,6 +405,10 @@ class Resolver(CallBinding, ParameterFlow, PytestFixtures, ClassModel, Container
 
     @staticmethod
     def combine(values: list):
+        if len(values) == 1:  # the common case: one binding (what the loop below gives it)
+            v = values[0]
+            if v is not None and v[0] != "union" and v != BOTTOM:
+                return v
         out: dict = {}  # members in first-seen order, deduplicated in linear time
         unknown = False
         bottom = False
@@ -536,7 +554,10 @@ class Resolver(CallBinding, ParameterFlow, PytestFixtures, ClassModel, Container
                 first = True
                 continue
             if (first or sc.kind != "class") and name in sc.names:
-                return self.combine([self.ev(rel, idx, r) for r in sc.names[name]])
+                refs = sc.names[name]
+                if len(refs) == 1:
+                    return self.combine([self.ev(rel, idx, refs[0])])
+                return self.combine([self.ev(rel, idx, r) for r in refs])
             if sc.self_name == name and sc.class_qual is not None:
                 if sc.self_kind == "class":
                     return ("sym", rel, sc.class_qual, "class")
