@@ -19,7 +19,7 @@ from orbit_lsp.index.languages import changed_entities
 from orbit_lsp.index.parsing import content_hash, gc_paused
 from orbit_lsp.index.report import GENERATIONS, IndexReport, tally_change, unbound_tally
 from orbit_lsp.index.py_edges import full_qual, package_info
-from orbit_lsp.index.py_values import entity_file
+from orbit_lsp.index.py_values import consulters_of, note_consulter
 from orbit_lsp.index.state import FileState
 
 
@@ -128,7 +128,7 @@ class Incremental:
             if iface_changed:  # the files that consulted a changed entity, through the index
                 ic = frozenset(iface_changed)
                 index = self._consulters()
-                near = set().union(*(index.get(entity_file(ent), ()) for ent in ic))
+                near = consulters_of(index, ic)
                 candidates.update(rel for rel in near if (st := self.state.get(rel)) is not None
                                   and (e := st.edges) is not None and not e.deps.isdisjoint(ic))
         rebind: set[str] = set()
@@ -229,8 +229,7 @@ class Incremental:
             index: dict[str, set[str]] = {}
             for rel, st in self.state.items():
                 if st.edges is not None:
-                    for ent in st.edges.deps:
-                        index.setdefault(entity_file(ent), set()).add(rel)
+                    note_consulter(index, rel, st.edges.deps)
             self._consult = (self.state, index)
         return self._consult[1]
 
@@ -242,8 +241,7 @@ class Incremental:
         for rel in rels:
             st = self.state.get(rel)
             if st is not None and st.edges is not None:
-                for ent in st.edges.deps:
-                    index.setdefault(entity_file(ent), set()).add(rel)
+                note_consulter(index, rel, st.edges.deps)
 
     def prepare_edits(self) -> float:
         """Build now the resolver the next re-index would otherwise build first: seeded with the

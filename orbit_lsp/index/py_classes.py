@@ -16,7 +16,8 @@ from orbit_lsp.index.py_values import (
     HAS_FACTS,
     _NoC3,
     _unit,
-    entity_file,
+    consulters_of,
+    note_consulter,
 )
 from orbit_lsp.index import py_parallel
 from orbit_lsp.index.py_facts import UNKNOWN
@@ -40,9 +41,8 @@ class ClassModel:
         if entities:  # (a body-only edit changes no entity)
             # the files that consulted one of them, through the index of the files consulted
             # (a pass over every file's pairs was most of an edit's time on 20,000 files)
-            index = self._inherit_consulters_index()
             inherits = self._inherits
-            near = set().union(*(index.get(entity_file(e), ()) for e in entities))
+            near = consulters_of(self._inherit_consulters_index(), entities)
             redo.update(r for r in near if r in inherits and not inherits[r][1].isdisjoint(entities))
         self._inherits_stale = set()
         moved = False
@@ -63,10 +63,8 @@ class ClassModel:
         """``_inherits[rel] = pairs_and_deps`` (``_file_inherits``' shape), noted in the index of
         the files consulted once it exists."""
         self._inherits[rel] = pairs_and_deps
-        index = self._inherit_consulters
-        if index is not None:
-            for ent in pairs_and_deps[1]:
-                index.setdefault(entity_file(ent), set()).add(rel)
+        if self._inherit_consulters is not None:
+            note_consulter(self._inherit_consulters, rel, pairs_and_deps[1])
 
     def _inherit_consulters_index(self) -> dict[str, set[str]]:
         """File -> the files whose subclass pairs (``_inherits``) consulted an entity of it
@@ -75,8 +73,7 @@ class ClassModel:
         if self._inherit_consulters is None:
             index: dict[str, set[str]] = {}
             for r, (_, deps) in self._inherits.items():
-                for ent in deps:
-                    index.setdefault(entity_file(ent), set()).add(r)
+                note_consulter(index, r, deps)
             self._inherit_consulters = index
         return self._inherit_consulters
 

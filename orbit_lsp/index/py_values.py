@@ -38,6 +38,20 @@ def entity_file(ent: tuple) -> str:
     return ent[1] if ent[0] == PVAL else ent[0]
 
 
+def note_consulter(index: dict[str, set[str]], rel: str, entities) -> None:
+    """Add ``rel`` to ``index[entity_file(e)]`` for each entity ``e`` of ``entities`` (what it
+    consulted): the file -> consulters indexes (``Incremental._consulters``,
+    ``ClassModel._inherit_consulters_index``)."""
+    for ent in entities:
+        index.setdefault(entity_file(ent), set()).add(rel)
+
+
+def consulters_of(index: dict[str, set[str]], entities) -> set[str]:
+    """The files ``index`` (``note_consulter``'s) holds for the files of ``entities``: a superset
+    of those that consulted one of them."""
+    return set().union(*(index.get(entity_file(ent), ()) for ent in entities))
+
+
 MAX_PARAM_VALUES = 16  # a parameter receiving more workspace values than this is taken as unknown
 
 MAX_PARAM_CHANGES = 2 * MAX_PARAM_VALUES + 4  # changes of one function's parameter values per run

@@ -137,7 +137,7 @@ class Resolver(CallBinding, ParameterFlow, PytestFixtures, ClassModel, Container
         self._class_outlines: dict[str, dict] = {}  # file -> class -> ``ClassModel._class_outline``
         self._inherits: dict[str, tuple] = {}  # file -> (its (class, base) pairs, entities consulted)
         # file -> the files whose ``_inherits`` entities include one of it (a superset; None until
-        # ``implied`` first needs it: ``ClassModel._inherit_consulters_index``)
+        # first needed: ``ClassModel._inherit_consulters_index``)
         self._inherit_consulters: dict[str, set[str]] | None = None
         self._inherits_stale: set[str] = set()  # files whose pairs must be computed again
         self._checked_everyone: tuple | None = None  # (files with facts, their order): ``_ensure_subclasses``
@@ -554,10 +554,7 @@ class Resolver(CallBinding, ParameterFlow, PytestFixtures, ClassModel, Container
                 first = True
                 continue
             if (first or sc.kind != "class") and name in sc.names:
-                refs = sc.names[name]
-                if len(refs) == 1:
-                    return self.combine([self.ev(rel, idx, refs[0])])
-                return self.combine([self.ev(rel, idx, r) for r in refs])
+                return self.combine([self.ev(rel, idx, r) for r in sc.names[name]])
             if sc.self_name == name and sc.class_qual is not None:
                 if sc.self_kind == "class":
                     return ("sym", rel, sc.class_qual, "class")
