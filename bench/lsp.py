@@ -33,8 +33,10 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import datetime
 import gc
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -46,6 +48,7 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.json_rpc import JsonRPCResponseMessage
 from pygls.uris import from_fs_path
 
+from orbit_lsp.graph.embedded import EmbeddedPaths
 from bench.run import Report, Table, child_pids, code_graph_name, ms, open_store, pct, proc_status
 
 LENS_TARGET_MS = 10.0
@@ -314,6 +317,37 @@ async def _stop(client: _Client) -> None:
     await client.stop()
 
 
+_SAVE_LINE = re.compile(r"^\d+:M (\d+ \w+ \d+ [\d:.]+) [*#-] (Background saving (started|terminated))")
+
+
+def _snapshots(logfile: Path) -> list[tuple[float, float | None]]:
+    """FalkorDB's snapshots (``BGSAVE``: a fork, then a child writing every graph) as wall-clock
+    (start, end) pairs read from its log (``redis-server --logfile``; times in local time, ms);
+    end None when the log does not show it ending. Empty when the log cannot be read."""
+    out: list[tuple[float, float | None]] = []
+    try:
+        lines = logfile.read_text(errors="replace").splitlines()
+    except OSError:
+        return out
+    for line in lines:
+        m = _SAVE_LINE.match(line)
+        if not m:
+            continue
+        at = datetime.datetime.strptime(m.group(1), "%d %b %Y %H:%M:%S.%f").timestamp()
+        if m.group(3) == "started":
+            out.append((at, None))
+        elif out and out[-1][1] is None:
+            out[-1] = (out[-1][0], at)
+    return out
+
+
+def _during_snapshots(span: tuple[float, float], snapshots: list[tuple[float, float | None]]) -> bool:
+    """Whether a request's wall-clock span overlaps one of ``_snapshots`` (an unended one lasts
+    to the end of time)."""
+    start, end = span
+    return any(s <= end and (e is None or e >= start) for s, e in snapshots)
+
+
 def _timed(samples: list, t: float) -> None:
     samples.append(time.perf_counter() - t)
 
@@ -370,11 +404,13 @@ async def _measure(corpus: Path, settings, n: int, saves: int, live: list) -> di
     lat: dict[str, list[float]] = {"codeLens": [], SHOWN: [], EVERY: [], "hover": [],
                                    "callHierarchy (prepare+incoming)": [], "orbit/impact": []}
     what: dict[str, list[str]] = {k: [] for k in lat}  # the target of each sample
+    spans: dict[str, list[tuple[float, float]]] = {k: [] for k in lat}  # wall clock (start, end) of each
     sizes: list[tuple[str, int, int]] = []  # (file, dependents listed, dependents in all) of each impact
     for i, rel in enumerate(warm_file + imported):
         timed = i >= len(warm_file)
         uri = from_fs_path(str(corpus / rel))
         _open(client, corpus / rel, uri)
+        began = time.time()  # the requests of one file share its span (for ``_during_snapshots``)
         t = time.perf_counter()
         lenses = await _lenses(client, uri)
         lens_s = time.perf_counter() - t
@@ -392,6 +428,7 @@ async def _measure(corpus: Path, settings, n: int, saves: int, live: list) -> di
                 if value is not None:
                     lat[kind].append(value)
                     what[kind].append(rel)
+                    spans[kind].append((began, time.time()))
     # the same impacts with every dependent listed (the size of the answer is most of its time)
     client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
         settings={"orbit": {"maxDependents": 100_000}}))
@@ -413,13 +450,16 @@ async def _measure(corpus: Path, settings, n: int, saves: int, live: list) -> di
         pos = pos_of(path, line, col)
         doc = types.TextDocumentIdentifier(uri=uri)
         _open(client, path, uri)
-        hover_s = hier_s = None  # None: answered with an error (recorded and reported, as in ``_resolve``)
+        hover_s = hier_s = hover_span = None  # None: answered with an error (recorded and reported, as in ``_resolve``)
+        began = time.time()
         t = time.perf_counter()
         try:
             await client.text_document_hover_async(types.HoverParams(text_document=doc, position=pos))
             hover_s = time.perf_counter() - t
+            hover_span = (began, time.time())
         except JsonRpcException as exc:
             client.failures.append(f"hover at {file}:{line}: {str(exc)[:160]}")
+        began = time.time()
         t = time.perf_counter()
         try:
             items = await client.text_document_prepare_call_hierarchy_async(
@@ -433,14 +473,19 @@ async def _measure(corpus: Path, settings, n: int, saves: int, live: list) -> di
         except JsonRpcException as exc:
             client.failures.append(f"call hierarchy at {file}:{line}: {str(exc)[:160]}")
             hier_s = None
+        hier_span = (began, time.time())
         _close(client, uri)
         if timed:
-            for kind, value in (("hover", hover_s), ("callHierarchy (prepare+incoming)", hier_s)):
+            for kind, value, span in (("hover", hover_s, hover_span),
+                                      ("callHierarchy (prepare+incoming)", hier_s, hier_span)):
                 if value is not None:
                     lat[kind].append(value)
                     what[kind].append(f"{file}:{line}")
+                    spans[kind].append(span)
     out["latency"] = lat
     out["latency_targets"] = what
+    out["latency_spans"] = spans
+    out["snapshots"] = _snapshots(EmbeddedPaths.for_data_dir(settings.data_dir).logfile)
 
     # save -> fresh lenses
     files = sorted((p for p in corpus.rglob("*.py") if "test" not in p.parts and p.stat().st_size < 40_000),
@@ -587,10 +632,21 @@ def run_lsp(corpus: Path, label: str, settings, command: str, n: int = 20, saves
                              ["after re-open", data["reopen_rss_mib"], data["reopen_rss_peak_mib"],
                               _pair(data.get("reopen_worker_rss_mib"), data.get("reopen_worker_rss_peak_mib")),
                               "ok" if (data["reopen_rss_peak_mib"] or 1e9) <= RSS_TARGET_MIB else "OVER"]]))
+    snapshots = data.get("snapshots") or []
     for kind, vals in data["latency"].items():
-        slow = sorted(zip(vals, data.get("latency_targets", {}).get(kind, [])), reverse=True)[:3]
+        spans = data.get("latency_spans", {}).get(kind) or [None] * len(vals)
+        marked = [(v, t + (" (during a FalkorDB snapshot)" if s and _during_snapshots(s, snapshots) else ""))
+                  for v, t, s in zip(vals, data.get("latency_targets", {}).get(kind, []), spans)]
+        slow = sorted(marked, reverse=True)[:3]
         if slow:
             rep.notes.append(f"slowest {kind}: " + ", ".join(f"{t} {ms(v):.1f} ms" for v, t in slow))
+    first = min((s for kind in data.get("latency_spans", {}).values() for s in kind), default=None)
+    if first is not None:
+        last = max(s[1] for kind in data["latency_spans"].values() for s in kind)
+        during = [time.strftime("%H:%M:%S", time.localtime(s)) + ("" if e is None else f" ({e - s:.1f} s)")
+                  for s, e in snapshots if s <= last and (e is None or e >= first[0])]
+        rep.notes.append(f"FalkorDB snapshots (its log) while the requests above were timed: {len(during)}"
+                         + (": began " + ", ".join(during) if during else ""))
     if data.get("impact_sizes"):
         rel, listed, total = max(data["impact_sizes"], key=lambda x: (x[2], x[0]))
         rep.notes.append(f"orbit/impact answers list at most orbit.maxDependents (default) dependents, nearest "

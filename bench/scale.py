@@ -187,6 +187,7 @@ class TreeRss:
         self.pss_samples = 0
         self.own_cpu_s = 0.0
         self.cpu: dict[int, float] = {}
+        self.busy: list[tuple[float, float]] = []  # (time.time(), busy cores machine-wide since the last)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
@@ -194,6 +195,7 @@ class TreeRss:
     def _run(self) -> None:
         start = time.thread_time()
         next_pss = 0.0
+        last_busy, next_busy = _machine_jiffies(), time.monotonic() + BUSY_INTERVAL_S
         while not self._stop.is_set():
             pids, todo = [], [self.pid]
             while todo:
@@ -212,6 +214,12 @@ class TreeRss:
                 next_pss = now + self.pss_interval
             for p in pids:
                 self.cpu[p] = max(self.cpu.get(p, 0.0), cpu_seconds(p) or 0.0)
+            if now >= next_busy:
+                jiffies = _machine_jiffies()
+                if jiffies and last_busy:
+                    (b1, t1), (b0, t0) = jiffies, last_busy
+                    self.busy.append((time.time(), (b1 - b0) / max(1, t1 - t0) * (os.cpu_count() or 1)))
+                last_busy, next_busy = jiffies, now + BUSY_INTERVAL_S
             self.own_cpu_s = time.thread_time() - start
             self._stop.wait(self.interval)
 
@@ -224,11 +232,49 @@ class TreeRss:
         self._thread.join()
 
 
+BUSY_INTERVAL_S = 0.5  # how often ``TreeRss`` reads the machine's busy cores
+
+
+def _machine_jiffies() -> tuple[int, int] | None:
+    """(busy, total) CPU time of the whole machine so far, in clock ticks (the ``cpu`` line of
+    ``/proc/stat``: idle and iowait are not busy); None where it cannot be read."""
+    try:
+        with open("/proc/stat") as fh:
+            ticks = [int(x) for x in fh.readline().split()[1:]]
+    except (OSError, ValueError):
+        return None
+    return sum(ticks) - ticks[3] - ticks[4], sum(ticks)
+
+
+def phase_busy(lines: list[tuple[float, str]], busy: list[tuple[float, float]], end: float,
+               cores: int) -> list[tuple[str, float, float | None, float | None]]:
+    """The phases of an index from its timestamped progress lines (``"indexing DIR: parsing
+    5653/22506 …"``: the word after the colon; ``"orbit-lsp: starting …"``) with, for each, its
+    seconds, the mean number of busy cores of the whole machine while it ran (``busy``:
+    ``TreeRss.busy``; None without a sample in it) and the core-seconds left idle
+    (``(cores - busy) * seconds``): ``[(phase, seconds, busy cores, idle core-seconds)]``."""
+    marks: list[tuple[float, str]] = []
+    for at, line in lines:
+        head, sep, rest = line.partition(": ")
+        if not sep or not (head.startswith("indexing ") or head == "orbit-lsp"):
+            continue  # a warning, not progress
+        phase = rest.split(" ", 1)[0]
+        if not marks or marks[-1][1] != phase:
+            marks.append((at, phase))
+    out = []
+    for (t0, phase), (t1, _) in zip(marks, marks[1:] + [(end, "")]):
+        samples = [b for at, b in busy if t0 < at <= t1]
+        mean = sum(samples) / len(samples) if samples else None
+        out.append((phase, t1 - t0, mean, None if mean is None else max(0.0, cores - mean) * (t1 - t0)))
+    return out
+
+
 def cli_index(ws: Path, settings, extra: tuple[str, ...] = ()) -> dict:
     """``orbit-lsp index WS --json`` in a child process: its JSON result, wall seconds, the
     peaks of its process tree (KiB), the CPU seconds of that tree (``cpu_s``) and of the
     embedded FalkorDB (``server_cpu_s``, None when none runs), what sampling them cost
-    (``sampler_cpu_s``, ``pss_samples``: see ``TreeRss``) and its stderr lines (the progress)."""
+    (``sampler_cpu_s``, ``pss_samples``: see ``TreeRss``), its stderr lines (the progress) and
+    ``phases`` (``phase_busy`` of those lines: seconds, busy cores and idle core-seconds of each)."""
     script = Path(sys.executable).parent / "orbit-lsp"
     cmd = [str(script)] if script.exists() else [sys.executable, "-m", "orbit_lsp"]
     env = dict(os.environ)
@@ -243,9 +289,20 @@ def cli_index(ws: Path, settings, extra: tuple[str, ...] = ()) -> dict:
     proc = subprocess.Popen(cmd + ["index", str(ws), "--json", *extra], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     rss = TreeRss(proc.pid)
-    out, err = proc.communicate()
-    wall = time.perf_counter() - t
+    lines: list[tuple[float, str]] = []  # (time.time() when read, line): the phases' times
+
+    def read_progress() -> None:
+        for line in proc.stderr:
+            lines.append((time.time(), line.rstrip("\n")))
+
+    reader = threading.Thread(target=read_progress, daemon=True)
+    reader.start()
+    out = proc.stdout.read()
+    proc.wait()
+    reader.join()
+    wall, ended = time.perf_counter() - t, time.time()
     rss.stop()
+    err = "\n".join(line for _, line in lines)
     server_cpu = (cpu_seconds(server) or 0.0) - server_cpu if server else None
     if proc.returncode != 0:
         raise SystemExit(f"bench: orbit-lsp index {ws} failed ({proc.returncode}): {out.strip()[-2000:]}\n"
@@ -253,7 +310,8 @@ def cli_index(ws: Path, settings, extra: tuple[str, ...] = ()) -> dict:
     return {"result": json.loads(out)["result"], "wall": wall, "peak_sum_kib": rss.peak_sum,
             "peak_pss_kib": rss.peak_pss, "peak_one_kib": rss.peak_one, "procs": rss.peak_procs,
             "cpu_s": rss.cpu_s, "server_cpu_s": server_cpu, "sampler_cpu_s": rss.own_cpu_s,
-            "pss_samples": rss.pss_samples, "stderr": err.splitlines()}
+            "pss_samples": rss.pss_samples, "stderr": err.splitlines(),
+            "phases": phase_busy(lines, rss.busy, ended, os.cpu_count() or 1)}
 
 
 def _mib(kib) -> float | None:
@@ -308,6 +366,7 @@ def run(args, settings, command: str, restart_server: bool = True) -> Report:
              [f"floor: read + ast.parse, {cores} processes (s)", all_cores, "–"]]
     store = open_store(settings)
     one_on_after = None  # the one-core GC-on floor again, after the cold index
+    phase_table = None
     if not args.no_cold:
         store.graph(gname).delete()
         (Path(settings.data_dir) / "cache" / f"{gname}.sqlite").unlink(missing_ok=True)
@@ -348,6 +407,20 @@ def run(args, settings, command: str, restart_server: bool = True) -> Report:
                  ["orbit processes at once (most)", cold["procs"], "–"],
                  ["CPU of this benchmark's sampling of them (s; PSS read "
                   f"{cold['pss_samples']} times, at most once a second)", cold["sampler_cpu_s"], "–"]]
+        phases = cold["phases"]
+        idle = sum(p[3] or 0.0 for p in phases)
+        work = cold["cpu_s"] + (cold["server_cpu_s"] or 0)
+        rows += [["core-seconds left idle during the cold index (the machine's, phases below)", idle, "–"],
+                 ["  ratio cold / floor had every idle core-second been used", (cold["wall"] - idle / cores) / floor_on,
+                  "–"],
+                 [f"  ratio the work allows on {cores} cores: CPU (orbit + FalkorDB) / {cores} / floor",
+                  work / cores / floor_on, "–"]]
+        phase_table = Table(
+            "cold index by phase (from its progress lines): seconds, cores busy on the whole machine "
+            f"(/proc/stat every {BUSY_INTERVAL_S} s; other work on the machine counts too) and core-seconds "
+            f"left idle, of {cores} cores",
+            ["phase", "seconds", "busy cores (mean)", "idle core-seconds"],
+            [[ph, sec, "–" if b is None else b, "–" if i is None else i] for ph, sec, b, i in phases])
         mem, notes = server_memory(store, settings, gname)
         report.notes += notes
         rows += [["FalkorDB VmHWM (MiB)", _mib(mem.get("vm_hwm_kb")), "–"],
@@ -362,6 +435,8 @@ def run(args, settings, command: str, restart_server: bool = True) -> Report:
              ["  re-open peak RSS summed (MiB)", _mib(reopen["peak_sum_kib"]), "–"]]
     load1 = os.getloadavg()
     report.tables.append(Table("cold index against the floor, memory, re-open", ["measure", "value", "target"], rows))
+    if phase_table is not None:
+        report.tables.append(phase_table)
     report.notes.append(f"load average (1 min) {load0[0]:.2f} at the floor, {load1[0]:.2f} after the re-open, on "
                         f"{cores} cores shared with other work: the ratios are measured in the same run.")
     report.data = {"files": len(walk.files), "python_files": len(py), "floor_one_core_s": one_on,

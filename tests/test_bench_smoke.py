@@ -339,6 +339,10 @@ def test_bench_cli_latency_and_scale_on_tiny_corpus(tiny, settings):
     assert rep.data["cold"]["result"]["facts_decoded"] >= 4
     captions = " ".join(t.caption for t in rep.tables)
     assert "cold index against the floor" in captions and "one-file re-index" in captions
+    # the index's phases, from its progress lines, each with its seconds
+    phases = [ph for ph, *_ in rep.data["cold"]["phases"]]
+    assert "parsing" in phases and "cold index by phase" in captions
+    assert all(sec >= 0 for _, sec, *_ in rep.data["cold"]["phases"])
     assert {p.relative_to(corpus): p.read_bytes() for p in corpus.rglob("*.py")} == before
 
 
@@ -359,6 +363,39 @@ def test_memory_sampler_reads_pss_at_most_once_an_interval():
     assert 1 <= rss.pss_samples <= 3  # t = 0, 0.5, 1.0 s at most, though RSS was read ~100 times
     assert 64 << 10 <= rss.peak_pss <= rss.peak_sum
     assert rss.own_cpu_s > 0
+
+
+def test_phases_of_an_index_with_the_busy_cores_while_each_ran():
+    """The scale bench splits a cold index into the phases its progress lines name (warnings
+    left out) and gives each its seconds, the machine's mean busy cores over the samples taken
+    while it ran, and the core-seconds left idle."""
+    from bench.scale import phase_busy
+
+    lines = [(0.0, "orbit-lsp: starting the embedded FalkorDB"), (1.0, "indexing /w: reading 10 files"),
+             (1.5, "skipped w/big.py: larger than 2000000 bytes"), (2.0, "indexing /w: reading 10/10 (100%)"),
+             (3.0, "indexing /w: parsing 10 files")]
+    busy = [(0.5, 1.0), (1.5, 1.0), (2.5, 2.0), (3.5, 2.0), (4.5, 1.0)]
+    assert phase_busy(lines, busy, 5.0, 2) == [("starting", 1.0, 1.0, 1.0), ("reading", 2.0, 1.5, 1.0),
+                                               ("parsing", 2.0, 1.5, 1.0)]
+    assert phase_busy(lines[:1], [], 1.0, 2) == [("starting", 1.0, None, None)]
+
+
+def test_lsp_bench_reads_falkordb_snapshots_from_its_log(tmp_path):
+    """The language-server bench reads FalkorDB's snapshots (fork + write, from its log: start
+    and end) and tells which timed requests overlapped one; a snapshot with no end yet lasts."""
+    from bench.lsp import _during_snapshots, _snapshots
+
+    log = tmp_path / "falkordb.log"
+    log.write_text("7:M 04 Dec 2026 04:26:01.000 * Background saving started by pid 9\n"
+                   "9:C 04 Dec 2026 04:26:03.000 * DB saved on disk\n"
+                   "7:M 04 Dec 2026 04:26:05.500 * Background saving terminated with success\n"
+                   "7:M 04 Dec 2026 04:31:01.000 * Background saving started by pid 10\n")
+    (s0, e0), (s1, e1) = _snapshots(log)
+    assert e0 - s0 == 4.5 and s1 - s0 == 300 and e1 is None
+    assert _during_snapshots((s0 + 1, s0 + 1.01), _snapshots(log))
+    assert not _during_snapshots((e0 + 1, e0 + 2), _snapshots(log))
+    assert _during_snapshots((s1 + 60, s1 + 61), _snapshots(log))
+    assert _snapshots(tmp_path / "missing.log") == []
 
 
 def test_reach_floor_of_the_tiny_project(tmp_path):
