@@ -124,3 +124,30 @@ def test_memo_ages_within_its_budget(tmp_path, store):
         assert biggest < len(free.memo)
     finally:
         ix.drop()
+
+
+def test_a_resolver_without_memo_keys_binds_the_same_and_forgets_all_on_invalidate(tmp_path, store):
+    """``Resolver.memo_keys`` off (a full build's resolution child, which never invalidates):
+    the memo ages without listing the keys of each deps set, every file binds as with them,
+    and an ``invalidate`` forgets every memoised value (which consulted what is not known)."""
+    for rel, text in FILES.items():
+        p = tmp_path / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    ix = WorkspaceIndexer(tmp_path, store)
+    try:
+        ix.index_all()
+        rels = sorted(r for r, st in ix.state.items() if st.facts_blob is not None)
+        keyed, bare = ix._resolver().python, ix._resolver().python
+        keyed.memo_budget = bare.memo_budget = 3  # aged many times over
+        bare.memo_keys = False
+        for rel in rels:
+            assert bare.resolve_file(rel) == keyed.resolve_file(rel)
+        assert any(keys for _, keys in keyed._interned.values())
+        assert not any(keys for _, keys in bare._interned.values())
+        held = len(bare.memo) + len(bare._old_memo)
+        assert held and bare.invalidate([(rels[0], "")]) == held
+        assert not bare.memo and not bare._old_memo
+        assert bare.resolve_file(rels[-1]) == keyed.resolve_file(rels[-1])  # and binds as before
+    finally:
+        ix.drop()

@@ -284,6 +284,7 @@ def _child(resolver: Resolver, chunks: list[list[str]], cursor, w: int, parent: 
     until it has resolved that many files), sending each chunk's edges, pickled, through ``w``.
     A child whose parent is gone (killed) stops at its next chunk instead of resolving for
     nobody."""
+    resolver.memo_keys = False  # a child never invalidates: see ``Resolver.memo_keys``
     taken = 0
     while max_files is None or taken < max_files:
         if os.getppid() != parent:
