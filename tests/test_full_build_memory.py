@@ -68,6 +68,21 @@ for i in range(12):  # a chain of modules whose values are read through each oth
     )
 
 
+def _write_files(root: Path) -> None:
+    for rel, text in FILES.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+
+
+def _indexed(root: Path, store) -> tuple[WorkspaceIndexer, list[str]]:
+    """``FILES`` indexed under ``root``: the indexer and the paths of the files with facts."""
+    _write_files(root)
+    ix = WorkspaceIndexer(root, store)
+    ix.index_all()
+    return ix, sorted(r for r, st in ix.state.items() if st.facts_blob is not None)
+
+
 def _build(root: Path, store, value_flow: bool) -> dict:
     settings = store.settings.model_copy(update={"value_flow": value_flow})
     ix = WorkspaceIndexer(root, store, settings)
@@ -81,10 +96,7 @@ def _build(root: Path, store, value_flow: bool) -> dict:
 
 @pytest.mark.parametrize("value_flow", [False, True])
 def test_bounded_full_build_equals_unbounded(tmp_path, store, monkeypatch, value_flow):
-    for rel, text in FILES.items():
-        p = tmp_path / "src" / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
+    _write_files(tmp_path / "src")
     shutil.copytree(tmp_path / "src", tmp_path / "bounded")
     monkeypatch.setattr(full_build, "BUILD_MEMO_BUDGET", None)
     monkeypatch.setattr(full_build, "BUILD_DECODED_FACTS", 4096)
@@ -103,14 +115,8 @@ def test_bounded_full_build_equals_unbounded(tmp_path, store, monkeypatch, value
 def test_memo_ages_within_its_budget(tmp_path, store):
     """With a budget, the memo holds at most the budget's entries a generation, plus what the
     file being resolved adds."""
-    for rel, text in FILES.items():
-        p = tmp_path / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
-    ix = WorkspaceIndexer(tmp_path, store)
+    ix, rels = _indexed(tmp_path, store)
     try:
-        ix.index_all()
-        rels = sorted(r for r, st in ix.state.items() if st.facts_blob is not None)
         free = ix._resolver().python
         free.resolve_fixpoint(rels, lambda r: None, rels)
         bounded = ix._resolver().python
@@ -130,14 +136,8 @@ def test_a_resolver_without_memo_keys_binds_the_same_and_forgets_all_on_invalida
     """``Resolver.memo_keys`` off (a full build's resolution child, which never invalidates):
     the memo ages without listing the keys of each deps set, every file binds as with them,
     and an ``invalidate`` forgets every memoised value (which consulted what is not known)."""
-    for rel, text in FILES.items():
-        p = tmp_path / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(text)
-    ix = WorkspaceIndexer(tmp_path, store)
+    ix, rels = _indexed(tmp_path, store)
     try:
-        ix.index_all()
-        rels = sorted(r for r, st in ix.state.items() if st.facts_blob is not None)
         keyed, bare = ix._resolver().python, ix._resolver().python
         keyed.memo_budget = bare.memo_budget = 3  # aged many times over
         bare.memo_keys = False
