@@ -23,7 +23,9 @@ Measures, on a server serving the corpus (a copy, see ``bench.run.prepare_corpus
   file open in the client (``didOpen``
   before, ``didClose`` after, untimed, as an editor has it), after the diagnostics the server
   publishes once the index is done have settled (no client-side garbage collection meanwhile);
-  the notes name the three slowest targets of each kind;
+  the notes name the three slowest targets of each kind (marked when one of FalkorDB's snapshots,
+  read from its log, overlapped them: its fork stalls the server) and the snapshots taken
+  while the requests were timed;
 - the server's RSS (now and peak, from /proc; FalkorDB excluded: it is another process), and
   that of its selection process (``server.worker``, a child of the server computing the tests
   lenses) apart.
@@ -48,8 +50,8 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.protocol.json_rpc import JsonRPCResponseMessage
 from pygls.uris import from_fs_path
 
-from orbit_lsp.graph.embedded import EmbeddedPaths
 from bench.run import Report, Table, child_pids, code_graph_name, ms, open_store, pct, proc_status
+from orbit_lsp.graph.embedded import EmbeddedPaths
 
 LENS_TARGET_MS = 10.0
 SAVE_TARGET_MS = 50.0
@@ -640,11 +642,11 @@ def run_lsp(corpus: Path, label: str, settings, command: str, n: int = 20, saves
         slow = sorted(marked, reverse=True)[:3]
         if slow:
             rep.notes.append(f"slowest {kind}: " + ", ".join(f"{t} {ms(v):.1f} ms" for v, t in slow))
-    first = min((s for kind in data.get("latency_spans", {}).values() for s in kind), default=None)
-    if first is not None:
-        last = max(s[1] for kind in data["latency_spans"].values() for s in kind)
+    timed = [span for spans in data.get("latency_spans", {}).values() for span in spans]
+    if timed:
+        began, ended = min(s for s, _ in timed), max(e for _, e in timed)
         during = [time.strftime("%H:%M:%S", time.localtime(s)) + ("" if e is None else f" ({e - s:.1f} s)")
-                  for s, e in snapshots if s <= last and (e is None or e >= first[0])]
+                  for s, e in snapshots if _during_snapshots((began, ended), [(s, e)])]
         rep.notes.append(f"FalkorDB snapshots (its log) while the requests above were timed: {len(during)}"
                          + (": began " + ", ".join(during) if during else ""))
     if data.get("impact_sizes"):

@@ -23,7 +23,9 @@ Measured, each in its own process as a user runs it:
   process, its parse workers and its forked resolution processes: as PSS, which the target is
   judged on, read at most once a second, and as RSS, read every 50 ms, which counts the pages a
   fork shares once per process; see ``TreeRss``) and of its largest process, FalkorDB's VmHWM
-  and ``used_memory_peak``;
+  and ``used_memory_peak``; and each phase of it (from its progress lines, ``phase_busy``) with the
+  cores busy on the whole machine meanwhile and the core-seconds left idle: what overlapping
+  the phases could still gain, against the ratio its CPU allows on this machine's cores;
 - re-open unchanged: the same command again (mode ``unchanged``);
 - one-file re-index p95 (``bench.run.run_reindex``: edits alternate an interface change and a
   body edit, each restored);
