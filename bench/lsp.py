@@ -319,28 +319,37 @@ async def _stop(client: _Client) -> None:
     await client.stop()
 
 
-_SAVE_LINE = re.compile(r"^\d+:M (\d+ \w+ \d+ [\d:.]+) [*#-] (Background saving (started|terminated))")
+_SERVER_LINE = re.compile(r"^\d+:M (\d+ \w+ \d+ [\d:.]+) [*#-] (.*)$")  # what the server's main process logs
+_SNAPSHOT_ENDS = ("Background saving terminated", "Background saving error", "User requested shutdown",
+                  "Server initialized")  # a snapshot the server's stop killed ends with its stop
 
 
 def _snapshots(logfile: Path) -> list[tuple[float, float | None]]:
     """FalkorDB's snapshots (``BGSAVE``: a fork, then a child writing every graph) as wall-clock
-    (start, end) pairs read from its log (``redis-server --logfile``; times in local time, ms);
-    end None when the log does not show it ending. Empty when the log cannot be read."""
+    (start, end) pairs read from its log (``redis-server --logfile``; times in local time, ms):
+    one ends when the server says it ended or failed, or when the server stops or starts again
+    (a stop kills the child); end None when the log does not show it ending. Empty when the log
+    cannot be read."""
     out: list[tuple[float, float | None]] = []
     try:
         lines = logfile.read_text(errors="replace").splitlines()
     except OSError:
         return out
     for line in lines:
-        m = _SAVE_LINE.match(line)
+        m = _SERVER_LINE.match(line)
         if not m:
             continue
-        at = datetime.datetime.strptime(m.group(1), "%d %b %Y %H:%M:%S.%f").timestamp()
-        if m.group(3) == "started":
-            out.append((at, None))
-        elif out and out[-1][1] is None:
-            out[-1] = (out[-1][0], at)
+        message = m.group(2)
+        if message.startswith("Background saving started"):
+            out.append((_log_time(m.group(1)), None))
+        elif message.startswith(_SNAPSHOT_ENDS) and out and out[-1][1] is None:
+            out[-1] = (out[-1][0], _log_time(m.group(1)))
     return out
+
+
+def _log_time(text: str) -> float:
+    """A FalkorDB log line's time (``04 Dec 2026 14:27:30.656``, local time) as ``time.time()``."""
+    return datetime.datetime.strptime(text, "%d %b %Y %H:%M:%S.%f").timestamp()
 
 
 def _during_snapshots(span: tuple[float, float], snapshots: list[tuple[float, float | None]]) -> bool:

@@ -389,9 +389,14 @@ def test_lsp_bench_reads_falkordb_snapshots_from_its_log(tmp_path):
     log.write_text("7:M 04 Dec 2026 04:26:01.000 * Background saving started by pid 9\n"
                    "9:C 04 Dec 2026 04:26:03.000 * DB saved on disk\n"
                    "7:M 04 Dec 2026 04:26:05.500 * Background saving terminated with success\n"
-                   "7:M 04 Dec 2026 04:31:01.000 * Background saving started by pid 10\n")
-    (s0, e0), (s1, e1) = _snapshots(log)
-    assert e0 - s0 == 4.5 and s1 - s0 == 300 and e1 is None
+                   # a snapshot the server's stop killed, then the next server's
+                   "7:M 04 Dec 2026 04:28:01.000 * Background saving started by pid 11\n"
+                   "7:M 04 Dec 2026 04:28:01.250 * User requested shutdown...\n"
+                   "7:M 04 Dec 2026 04:28:01.300 # There is a child saving an .rdb. Killing it!\n"
+                   "12:M 04 Dec 2026 04:28:03.000 * Server initialized\n"
+                   "12:M 04 Dec 2026 04:31:01.000 * Background saving started by pid 10\n")
+    (s0, e0), (k0, k1), (s1, e1) = _snapshots(log)
+    assert e0 - s0 == 4.5 and k1 - k0 == 0.25 and s1 - s0 == 300 and e1 is None
     assert _during_snapshots((s0 + 1, s0 + 1.01), _snapshots(log))
     assert not _during_snapshots((e0 + 1, e0 + 2), _snapshots(log))
     assert _during_snapshots((s1 + 60, s1 + 61), _snapshots(log))
