@@ -148,3 +148,16 @@ def test_walks_are_remembered_read_only_and_bounded():
         g.dependents(f"m{i}.py", 2)
     assert len(g._walks) == I.WALKS_KEPT
     assert g.dependents("m0.py", 3) is not first and dict(g.dependents("m0.py", 3)) == dict(first)
+
+
+def test_a_summary_walk_lists_the_first_files_of_each_hop_and_counts_all():
+    """``impact`` over an ``ImportGraph`` with ``shown`` (what a hover asks): the first
+    ``shown`` dependents of each hop by path, and every dependent counted by hop."""
+    g = ImportGraph({"core.py": ("c.py", "a.py", "b.py"), "b.py": ("e.py", "d.py"), "e.py": ("core.py",)})
+    ans = Q._walked(Q.Answer(), "core.py", 3, True, g, shown=2)
+    assert ans.rows == [{"path": "a.py", "hops": 1}, {"path": "b.py", "hops": 1},
+                        {"path": "d.py", "hops": 2}, {"path": "e.py", "hops": 2}]
+    assert ans.by_depth == [3, 2] and ans.total == 5
+    full = Q._walked(Q.Answer(), "core.py", 3, True, g)
+    assert [r["path"] for r in full.rows] == ["a.py", "b.py", "c.py", "d.py", "e.py"]
+    assert full.by_depth == ans.by_depth

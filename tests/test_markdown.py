@@ -59,18 +59,22 @@ def test_escaped_prose_renders_as_itself(text):
 
 
 def test_hover_lists_the_first_files_of_each_hop_and_counts_all():
-    """A hover shows at most ``MAX_FILES_PER_HOP`` dependents per hop, in the order the graph
-    gave them, as code spans, with "…" when there are more, and counts every one; a package's
+    """A hover lists the dependents its summary gives (``index.buffers.SHOWN_PER_HOP`` a hop at
+    most), as code spans, with "…" when a hop has more, and counts every one; a package's
     users are shown the same way up to ``MAX_CALLERS``."""
-    from orbit_lsp.index.buffers import MAX_CALLERS
-    from orbit_lsp.server.hover import MAX_FILES_PER_HOP, render
+    from orbit_lsp.index.buffers import MAX_CALLERS, SHOWN_PER_HOP
+    from orbit_lsp.server.hover import render
 
-    assert MAX_FILES_PER_HOP == 5
-    deps = [{"path": f"pkg/m{i}.py", "hops": 1} for i in range(7)] + [{"path": "pkg/__init__.py", "hops": 2}]
-    text = render({"type": "file", "path": "pkg/core.py", "symbols": 3, "dependents": deps, "packages": []}, 3)
+    assert SHOWN_PER_HOP == 5
+    deps = [{"path": f"pkg/m{i}.py", "hops": 1} for i in range(5)] + [{"path": "pkg/__init__.py", "hops": 2}]
+    text = render({"type": "file", "path": "pkg/core.py", "symbols": 3, "dependents": deps,
+                   "dependents_by_hop": [7, 1], "packages": []}, 3)
     assert "**Dependents** of `pkg/core.py`: 8 files" in text
     assert "- hop 1: 7 files (`pkg/m0.py`, `pkg/m1.py`, `pkg/m2.py`, `pkg/m3.py`, `pkg/m4.py`, …)" in text
     assert "- hop 2: 1 file (`pkg/__init__.py`)" in text
+    text = render({"type": "file", "path": "pkg/core.py", "symbols": 3, "dependents": [],
+                   "dependents_by_hop": [], "packages": []}, 3)
+    assert "**Dependents** of `pkg/core.py`: none (no workspace file imports it, up to 3 hops)" in text
     users = [f"u{i}.py" for i in range(MAX_CALLERS + 2)]
     text = render({"type": "package", "name": "requests", "about": [], "users": users}, 3)
     assert f"Used by {MAX_CALLERS + 2} workspace files: " in text

@@ -226,13 +226,15 @@ def targets_at(ix: WorkspaceIndexer, rel: str, data: bytes, line1: int, col: int
 
 MAX_CALLERS = 10  # callers listed in a symbol summary
 MAX_TARGETS = 4  # summaries at one position (an import line naming several modules)
+SHOWN_PER_HOP = 5  # dependents listed at each hop of a summary (the rest are counted)
 
 
 def summaries_at(ix: WorkspaceIndexer, rel: str, data: bytes, line1: int, col: int, max_hops: int) -> list[dict] | None:
     """The impact summaries of what sits at a position of a buffer (what a hover shows), each
     ``{"type": "symbol", "how", **queries.symbol_summary row}``, ``{"type": "file",
-    **queries.file_summary row}`` or ``{"type": "package", "name", "about", "users": [path]}``.
-    None when the file is not in the graph."""
+    **queries.file_summary row}`` or ``{"type": "package", "name", "about", "users": [path]}``;
+    the dependents listed are the first ``SHOWN_PER_HOP`` of each hop (``dependents_by_hop``
+    counts them all). None when the file is not in the graph."""
     found = targets_at(ix, rel, data, line1, col)
     if found is None:
         return None
@@ -241,11 +243,12 @@ def summaries_at(ix: WorkspaceIndexer, rel: str, data: bytes, line1: int, col: i
         if t["type"] == "symbol":
             s = t["symbol"]
             ans = ANSWERS.get(ix.graph, ix.generation, queries.symbol_summary, s["file"], s["qual"], max_hops,
-                              MAX_CALLERS, import_graph(ix))
+                              MAX_CALLERS, import_graph(ix), SHOWN_PER_HOP)
             if ans.found:
                 out.append({"type": "symbol", "how": t.get("how"), **ans.rows[0]})
         elif t["type"] == "file":
-            ans = ANSWERS.get(ix.graph, ix.generation, queries.file_summary, t["path"], max_hops, import_graph(ix))
+            ans = ANSWERS.get(ix.graph, ix.generation, queries.file_summary, t["path"], max_hops, import_graph(ix),
+                              SHOWN_PER_HOP)
             if ans.found:
                 out.append({"type": "file", **ans.rows[0]})
         elif t["type"] == "package":

@@ -30,8 +30,6 @@ from orbit_lsp.markdown import code, escape
 from orbit_lsp.server.app import OrbitServer
 from orbit_lsp.server.lenses import Snapshot
 
-MAX_FILES_PER_HOP = 5
-
 
 # -- Markdown -------------------------------------------------------------------------------------------
 def _plural(n: int, word: str) -> str:
@@ -45,18 +43,21 @@ def _some(items: list[str], limit: int) -> str:
     return shown + (", …" if len(items) > limit else "")
 
 
-def _dependents(path: str, deps: list[dict], max_hops: int) -> list[str]:
-    if not deps:
+def _dependents(path: str, deps: list[dict], by_hop: list[int], max_hops: int) -> list[str]:
+    """The dependents lines of a summary: ``by_hop`` counts them at each hop, ``deps`` lists the
+    first ``SHOWN_PER_HOP`` of each (``index.buffers.summaries_at``: a file of the scale corpus
+    has 2,500 dependents, and listing and sorting them all was half of a hover's time)."""
+    total = sum(by_hop)
+    if not total:
         return [f"**Dependents** of {code(path)}: none (no workspace file imports it, up to {_plural(max_hops, 'hop')})"]
-    lines = [f"**Dependents** of {code(path)}: {_plural(len(deps), 'file')}"]
-    # one pass, and only the paths shown are formatted (``_some``): a file of the scale corpus
-    # has 2,000+ dependents, and formatting them all was a fifth of a hover's time in the server
-    by_hop: dict[int, list[str]] = {}
+    lines = [f"**Dependents** of {code(path)}: {_plural(total, 'file')}"]
+    listed: dict[int, list[str]] = {}
     for d in deps:
-        by_hop.setdefault(d["hops"], []).append(d["path"])
-    for hop in sorted(by_hop):
-        at = by_hop[hop]
-        lines.append(f"- hop {hop}: {_plural(len(at), 'file')} ({_some(at, MAX_FILES_PER_HOP)})")
+        listed.setdefault(d["hops"], []).append(d["path"])
+    for hop, n in enumerate(by_hop, 1):
+        if n:
+            shown = ", ".join(code(p) for p in listed.get(hop, ())) + (", …" if n > len(listed.get(hop, ())) else "")
+            lines.append(f"- hop {hop}: {_plural(n, 'file')} ({shown})")
     return lines
 
 
@@ -77,7 +78,7 @@ def render(item: dict, max_hops: int) -> str:
                 + (f": {_some(users, MAX_CALLERS)}" if users else ""))
     if item["type"] == "file":
         parts = [f"**file** {code(item['path'])} · {_plural(item['symbols'], 'symbol')}"]
-        parts.append("\n".join(_dependents(item["path"], item["dependents"], max_hops)))
+        parts.append("\n".join(_dependents(item["path"], item["dependents"], item["dependents_by_hop"], max_hops)))
         parts.append(_packages(item["path"], item["packages"]))
         return "\n\n".join(parts)
     s = item["symbol"]
@@ -107,7 +108,7 @@ def render(item: dict, max_hops: int) -> str:
             parts.append("Unbound calls to this name: " + ", ".join(
                 f"`{x['file']}:{x['line']}` (in `{x['caller']}`)" for x in unbound["sites"])
                 + (f", … and {more} more" if more > 0 else ""))
-    parts.append("\n".join(_dependents(s["file"], item["dependents"], max_hops)))
+    parts.append("\n".join(_dependents(s["file"], item["dependents"], item["dependents_by_hop"], max_hops)))
     parts.append(_packages(s["file"], item["packages"]))
     return "\n\n".join(parts)
 
