@@ -24,7 +24,7 @@ import asyncio
 
 from lsprotocol import types
 
-from orbit_lsp.index.buffers import MAX_CALLERS, summaries_at
+from orbit_lsp.index.buffers import MAX_CALLERS, SHOWN_PER_HOP, summaries_at
 from orbit_lsp.index.cold import cold_definition_at
 from orbit_lsp.markdown import code, escape
 from orbit_lsp.server.app import OrbitServer
@@ -44,9 +44,10 @@ def _some(items: list[str], limit: int) -> str:
 
 
 def _dependents(path: str, deps: list[dict], by_hop: list[int], max_hops: int) -> list[str]:
-    """The dependents lines of a summary: ``by_hop`` counts them at each hop, ``deps`` lists the
-    first ``SHOWN_PER_HOP`` of each (``index.buffers.summaries_at``: a file of the scale corpus
-    has 2,500 dependents, and listing and sorting them all was half of a hover's time)."""
+    """The dependents lines of a summary: ``by_hop`` counts them at each hop, and the first
+    ``SHOWN_PER_HOP`` of each in ``deps`` (by path: ``index.buffers.summaries_at`` gives no more)
+    are listed: a file of the scale corpus has 2,500 dependents, and listing and sorting them
+    all was half of a hover's time."""
     total = sum(by_hop)
     if not total:
         return [f"**Dependents** of {code(path)}: none (no workspace file imports it, up to {_plural(max_hops, 'hop')})"]
@@ -56,7 +57,8 @@ def _dependents(path: str, deps: list[dict], by_hop: list[int], max_hops: int) -
         listed.setdefault(d["hops"], []).append(d["path"])
     for hop, n in enumerate(by_hop, 1):
         if n:
-            shown = ", ".join(code(p) for p in listed.get(hop, ())) + (", …" if n > len(listed.get(hop, ())) else "")
+            first = listed.get(hop, [])[:SHOWN_PER_HOP]
+            shown = ", ".join(code(p) for p in first) + (", …" if n > len(first) else "")
             lines.append(f"- hop {hop}: {_plural(n, 'file')} ({shown})")
     return lines
 
