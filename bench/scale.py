@@ -304,15 +304,16 @@ def cli_index(ws: Path, settings, extra: tuple[str, ...] = ()) -> dict:
     reader.join()
     wall, ended = time.perf_counter() - t, time.time()
     rss.stop()
-    err = "\n".join(line for _, line in lines)
+    stderr = [line for _, line in lines]
     server_cpu = (cpu_seconds(server) or 0.0) - server_cpu if server else None
     if proc.returncode != 0:
+        err = "\n".join(stderr).strip()
         raise SystemExit(f"bench: orbit-lsp index {ws} failed ({proc.returncode}): {out.strip()[-2000:]}\n"
-                         f"{err.strip()[-2000:]}")  # with --json the error is on stdout
+                         f"{err[-2000:]}")  # with --json the error is on stdout
     return {"result": json.loads(out)["result"], "wall": wall, "peak_sum_kib": rss.peak_sum,
             "peak_pss_kib": rss.peak_pss, "peak_one_kib": rss.peak_one, "procs": rss.peak_procs,
             "cpu_s": rss.cpu_s, "server_cpu_s": server_cpu, "sampler_cpu_s": rss.own_cpu_s,
-            "pss_samples": rss.pss_samples, "stderr": err.splitlines(),
+            "pss_samples": rss.pss_samples, "stderr": stderr,
             "phases": phase_busy(lines, rss.busy, ended, os.cpu_count() or 1)}
 
 

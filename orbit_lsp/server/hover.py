@@ -36,11 +36,12 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 
 
-def _some(items: list[str], limit: int) -> str:
+def _some(items: list[str], limit: int, count: int | None = None) -> str:
     """The first ``limit`` names or paths of ``items`` as code spans, with "…" when there are
-    more; only those shown are formatted (a file can have thousands of dependents)."""
-    shown = ", ".join(code(i) for i in items[:limit])
-    return shown + (", …" if len(items) > limit else "")
+    more (``count`` of them in all when ``items`` holds only the first; by default
+    ``len(items)``); only those shown are formatted (a file can have thousands of dependents)."""
+    shown = items[:limit]
+    return ", ".join(code(i) for i in shown) + (", …" if (len(items) if count is None else count) > len(shown) else "")
 
 
 def _dependents(path: str, deps: list[dict], by_hop: list[int], max_hops: int) -> list[str]:
@@ -57,9 +58,7 @@ def _dependents(path: str, deps: list[dict], by_hop: list[int], max_hops: int) -
         listed.setdefault(d["hops"], []).append(d["path"])
     for hop, n in enumerate(by_hop, 1):
         if n:
-            first = listed.get(hop, [])[:SHOWN_PER_HOP]
-            shown = ", ".join(code(p) for p in first) + (", …" if n > len(first) else "")
-            lines.append(f"- hop {hop}: {_plural(n, 'file')} ({shown})")
+            lines.append(f"- hop {hop}: {_plural(n, 'file')} ({_some(listed.get(hop, []), SHOWN_PER_HOP, n)})")
     return lines
 
 
