@@ -243,11 +243,14 @@ def test_a_query_the_helper_cannot_answer_runs_in_process(ws, helpers, tmp_path)
 def test_the_thin_client_imports_only_the_standard_library(ws, helpers):
     helpers.run(ws, "callers", "helper")
     helpers.pid()
+    # only what the client imports: what the interpreter loaded at start-up (a ``sitecustomize``
+    # on Debian's python3, ``.pth`` hooks) is not the client's
     probe = ("import sys\n"
+             "started = set(sys.modules)\n"
              "sys.argv = ['orbit-lsp', 'callers', 'helper']\n"
              "from orbit_lsp.launch import main\n"
              "rc = main()\n"
-             "mods = [m for m in sys.modules if m.split('.')[0] not in sys.stdlib_module_names]\n"
+             "mods = [m for m in sys.modules if m.split('.')[0] not in sys.stdlib_module_names and m not in started]\n"
              "sys.stderr.write('MODULES ' + ' '.join(sorted(mods)) + '\\n')\n"
              "raise SystemExit(rc)\n")
     rc, out, err = helpers.run(ws, cmd=[sys.executable, "-c", probe])
