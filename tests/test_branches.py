@@ -385,12 +385,14 @@ def test_a_shared_state_that_is_not_plain_data_is_refused(tmp_path):
     with pytest.raises(pickle.UnpicklingError):
         overlay.check_state_blob(pickle.dumps({"a": 1}))  # data, but not a FileState
     # facts inside a FileState are checked too, compressed as the indexer keeps them
-    import zlib
+    import zstandard
 
+    from orbit_lsp.index.parsing import pickle_facts
     from orbit_lsp.index.state import FileState
 
-    evil_facts = zlib.compress(pickle.dumps(Evil()))
-    for blob in (evil_facts, pickle.dumps(Evil()), zlib.compress(b"\0" * (65 << 20))):
+    evil_facts = pickle_facts(Evil())  # one zstd frame, as the indexer keeps facts other than Python's
+    bomb = zstandard.ZstdCompressor().compress(b"\0" * (65 << 20))
+    for blob in (evil_facts, pickle.dumps(Evil()), bomb, zlib.compress(pickle.dumps(Evil()))):
         with pytest.raises(pickle.UnpicklingError):
             overlay.check_state_blob(pickle.dumps(FileState("m.py", "python", "h", 1, facts_blob=blob)))
 

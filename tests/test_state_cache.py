@@ -94,6 +94,8 @@ def test_facts_are_kept_compressed_in_three_parts_and_a_bad_blob_is_refused():
     import struct
     import zlib
 
+    import zstandard
+
     from orbit_lsp.index.parsing import (FACTS_PARTS, facts_pickles, parse_python, pickle_facts, unpickle_facts,
                                          unpickle_symbols)
 
@@ -128,11 +130,18 @@ def test_facts_are_kept_compressed_in_three_parts_and_a_bad_blob_is_refused():
     with pytest.raises(pickle.UnpicklingError):
         unpickle_facts(broken_calls)
 
-    bomb = zlib.compress(b"\0" * (65 << 20))
-    bad_blobs = (plain, blob[:-4], bomb,  # not zlib, truncated, a bomb
+    bomb = zstandard.ZstdCompressor().compress(b"\0" * (65 << 20))  # says it holds 65 MiB: refused unread
+    stream = zstandard.ZstdCompressor().compressobj()
+    sizeless = stream.compress(plain) + stream.flush()  # a frame that does not say its size
+    flipped = bytearray(b)
+    flipped[len(b) // 2] ^= 0xFF  # its checksum fails
+    bad_blobs = (plain, blob[:-4], bomb, zlib.compress(plain),  # not zstd, truncated, a bomb, zlib
                  FACTS_PARTS + b"\0\0",  # no room for its lengths
                  FACTS_PARTS + struct.pack("<II", la + len(blob), lb) + a + b + c,  # lengths past its end
                  FACTS_PARTS + struct.pack("<II", la, len(bomb)) + a + bomb + c,  # a bomb as one of its parts
+                 FACTS_PARTS + struct.pack("<II", la, lb) + a + bytes(flipped) + c,
+                 FACTS_PARTS + struct.pack("<II", la, lb + 2) + a + b + b"\0\0" + c,  # bytes after a frame
+                 FACTS_PARTS + struct.pack("<II", la, len(sizeless)) + a + sizeless + c,
                  broken_calls)
     for bad in bad_blobs:
         with pytest.raises(pickle.UnpicklingError):

@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING
 
 from orbit_lsp.graph import keys, writelock
 from orbit_lsp.graph.errors import QueryRejected
-from orbit_lsp.index.parsing import facts_pickles, inflate_within
+from orbit_lsp.index.parsing import facts_pickles
 
 if TYPE_CHECKING:
     from orbit_lsp.graph.connection import GraphStore
@@ -137,6 +137,16 @@ def published_meta(store: "GraphStore", graph_name: str) -> dict | None:
 MAX_STATE_ROW = 64 << 20  # bytes one published state row may inflate to (a FileState pickle)
 MAX_STATE_RATIO = 16  # a published state inflates to at most this many times the bytes it came in
 #   (plus one row): real states inflate ~1.5x (their facts are compressed already), at most ~5x a row
+
+
+def inflate_within(data: bytes, limit: int) -> bytes:
+    """zlib ``data`` inflated, at most ``limit`` bytes. Raises ``zlib.error`` for data that is
+    not zlib, is truncated, or would inflate past ``limit`` (a bomb from a shared server)."""
+    inflate = zlib.decompressobj()
+    out = inflate.decompress(data, limit)
+    if inflate.unconsumed_tail or not inflate.eof:
+        raise zlib.error("truncated, or inflates past its limit")
+    return out
 
 
 def _inflate_row(data: bytes, limit: int = MAX_STATE_ROW) -> bytes:
