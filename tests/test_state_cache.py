@@ -146,3 +146,13 @@ def test_facts_are_kept_compressed_in_three_parts_and_a_bad_blob_is_refused():
     for bad in bad_blobs:
         with pytest.raises(pickle.UnpicklingError):
             facts_pickles(bad)
+
+
+def test_the_facts_codec_is_imported_with_the_parser_not_on_first_use():
+    """Resolution forks children while other threads of the process run (the graph writer decodes
+    symbols meanwhile): a child forked while one of them was importing ``zstandard`` waited
+    forever for that import's lock (a full build hung in CI). The codec is imported with
+    ``parsing``, before any thread or fork."""
+    code = "import sys, orbit_lsp.index.parsing; print('zstandard' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "True"

@@ -21,6 +21,11 @@ import threading
 from collections.abc import Callable
 from typing import NamedTuple
 
+# imported with this module, never on first use: resolution forks processes while other threads
+# run (``py_parallel``), and a child forked while a thread was importing it would wait forever
+# for that import's lock
+import zstandard
+
 from orbit_lsp.index import python as pyx
 from orbit_lsp.index.py_facts import PyFacts, Scope
 from orbit_lsp.index.fingerprint import content_hash  # noqa: F401 (re-exported)
@@ -161,8 +166,6 @@ def _zstd_contexts():
     """This thread's ``(zstandard.ZstdCompressor, zstandard.ZstdDecompressor)``, made on first use."""
     contexts = getattr(_ZSTD, "contexts", None)
     if contexts is None:
-        import zstandard  # here: the command line's queries never decode facts
-
         contexts = _ZSTD.contexts = (zstandard.ZstdCompressor(level=FACTS_ZSTD_LEVEL, write_checksum=True),
                                      zstandard.ZstdDecompressor())
     return contexts
@@ -193,8 +196,6 @@ def _inflate(data) -> bytes:
     content size, whose checksum fails, or that would decompress past ``MAX_FACTS_PICKLE``
     bytes (a bomb from a shared server): the size is read from the frame's header and checked
     before anything is allocated."""
-    import zstandard
-
     try:
         size = zstandard.frame_content_size(data)
         if not 0 <= size <= MAX_FACTS_PICKLE:
