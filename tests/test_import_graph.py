@@ -161,3 +161,8 @@ def test_a_summary_walk_lists_the_first_files_of_each_hop_and_counts_all():
     full = Q._walked(Q.Answer(), "core.py", 3, True, g)
     assert [r["path"] for r in full.rows] == ["a.py", "b.py", "c.py", "d.py", "e.py"]
     assert full.by_depth == ans.by_depth
+    # the walk by queries (no ImportGraph) lists through the same ``_dependents``: the same rows
+    # from the same {path: hops}, and no type-only marks on a shortened list
+    by_path = {"c.py": 1, "a.py": 1, "b.py": 1, "e.py": 2, "d.py": 2}
+    queried = Q._dependents(Q.Answer(), by_path, True, {"a.py"}, shown=2)
+    assert queried.rows == ans.rows and queried.by_depth == ans.by_depth

@@ -345,9 +345,9 @@ def impact(graph: Graph, path: str, max_hops: int = MAX_HOPS, paths: bool = True
     paths), then one query for the paths of everything found. With ``imports`` (the graph's
     IMPORTS edges as read by ``ImportGraph.load`` since they last changed): one query for the
     file's existence, the walk in memory; ``cypher`` then also lists the query that read the
-    edges. ``shown`` (with ``imports``): ``rows`` lists only the first ``shown`` dependents of
-    each hop by path, without ``type_only`` (what a hover shows: sorting and listing thousands
-    was half its time on a file 2,500 files depend on); ``total`` and ``by_depth`` count all."""
+    edges. ``shown``: ``rows`` lists only the first ``shown`` dependents of each hop by path,
+    without ``type_only`` (what a hover shows: sorting and listing thousands was half its time
+    on a file 2,500 files depend on); ``total`` and ``by_depth`` count all."""
     ans = Answer()
     if imports is not None:
         if not ans.run(graph, "MATCH (f:File {path: $p}) RETURN count(f)", {"p": path})[0][0]:
@@ -364,7 +364,7 @@ def impact(graph: Graph, path: str, max_hops: int = MAX_HOPS, paths: bool = True
          f"RETURN collect(DISTINCT id(d)), {typed}")
     hops, typed = _frontier_walk(graph, ans, start[0][0], (start[0][1], start[0][2]), q, max_hops)
     type_only: set = set()
-    if typed and hops and paths:  # walk again without the type-only edges: who is left out
+    if typed and hops and paths and shown is None:  # walk again without the type-only edges: who is left out
         q_run = ("UNWIND $frontier AS i MATCH (f) WHERE id(f) = i MATCH (d)-[e:IMPORTS]->(f) "
                  "WHERE e.type_only IS NULL OR NOT e.type_only RETURN collect(DISTINCT id(d)), sum(0)")
         first = (ans.run(graph, q_run, {"frontier": [start[0][0]]}) or [([], 0)])[0]
@@ -374,7 +374,7 @@ def impact(graph: Graph, path: str, max_hops: int = MAX_HOPS, paths: bool = True
         path_of = dict(ans.run(graph, "UNWIND $frontier AS i MATCH (f) WHERE id(f) = i RETURN id(f), f.path",
                                {"frontier": sorted(hops)}))
         return _dependents(ans, {path_of[i]: h for i, h in hops.items() if i in path_of}, True,
-                           {path_of[i] for i in type_only if i in path_of})
+                           {path_of[i] for i in type_only if i in path_of}, shown)
     return _dependents(ans, hops, False)
 
 
@@ -403,7 +403,7 @@ def known_impact(graph: Graph, path: str, max_hops: int, paths: bool, imports: I
     """``impact`` of a file its caller has just found in the graph (with ``imports``, no query
     is run: ``cypher`` lists the one that read the edges; ``shown`` as in ``impact``)."""
     if imports is None:
-        return impact(graph, path, max_hops, paths)
+        return impact(graph, path, max_hops, paths, shown=shown)
     return _walked(Answer(), path, max_hops, paths, imports, shown)
 
 
@@ -413,14 +413,8 @@ def _walked(ans: Answer, path: str, max_hops: int, paths: bool, imports: ImportG
     query that read the edges; ``shown`` as in ``impact``)."""
     ans.cypher += imports.cypher
     found = imports.dependents(path, max_hops)
-    if paths and shown is not None:
-        _dependents(ans, found, False)
-        by_hop: dict[int, list[str]] = {}
-        for p, h in found.items():
-            by_hop.setdefault(h, []).append(p)
-        ans.rows = [{"path": p, "hops": h} for h in sorted(by_hop) for p in heapq.nsmallest(shown, by_hop[h])]
-        return ans
-    return _dependents(ans, found, paths, imports.type_only_dependents(path, max_hops, found) if paths else ())
+    typed = imports.type_only_dependents(path, max_hops, found) if paths and shown is None else ()
+    return _dependents(ans, found, paths, typed, shown)
 
 
 def _not_in_graph(ans: Answer, path: str) -> Answer:
@@ -429,14 +423,20 @@ def _not_in_graph(ans: Answer, path: str) -> Answer:
     return ans
 
 
-def _dependents(ans: Answer, hops: dict, paths: bool, type_only=()) -> Answer:
+def _dependents(ans: Answer, hops: dict, paths: bool, type_only=(), shown: int | None = None) -> Answer:
     """Fill ``impact``'s answer from {dependent: minimal hops} (keys are paths when ``paths``);
-    ``type_only``: the dependents that depend on types only."""
+    ``type_only``: the dependents that depend on types only; ``shown``: list only the first
+    ``shown`` of each hop (by path; ``type_only`` is not marked then)."""
     by_depth = [0] * max(hops.values(), default=0)
     for h in hops.values():
         by_depth[h - 1] += 1
     ans.by_depth, ans.total = by_depth, len(hops)
-    if paths:
+    if paths and shown is not None:
+        by_hop: dict[int, list[str]] = {}
+        for p, h in hops.items():
+            by_hop.setdefault(h, []).append(p)
+        ans.rows = [{"path": p, "hops": h} for h in sorted(by_hop) for p in heapq.nsmallest(shown, by_hop[h])]
+    elif paths:
         order = sorted(hops.items(), key=itemgetter(1, 0))  # (hops, path)
         ans.rows = [{"path": p, "hops": h} for p, h in order]
         if type_only:
@@ -1183,8 +1183,8 @@ def symbol_summary(graph: Graph, path: str, qual: str, max_hops: int = MAX_HOPS,
     itself excluded), "callers": the first ``limit`` of them by (file, line), each a symbol dict +
     "lines" (call lines in the caller's file), "recursive": bool, "unresolved_elsewhere": int,
     "implicit": the syntax that runs a special method the graph does not follow, or None,
-    "decorators": [qual], "dependents": [{"path", "hops"}] (with ``imports`` and ``shown``: the
-    first ``shown`` of each hop, as ``impact``), "dependents_by_hop": [how many at hop 1, 2, …],
+    "decorators": [qual], "dependents": [{"path", "hops"}] (with ``shown``: the first
+    ``shown`` of each hop, as ``impact``), "dependents_by_hop": [how many at hop 1, 2, …],
     "packages": [{"name", "stdlib", "dist", "line"}]}]; empty with ``found`` False when the
     symbol is not in the graph.
     Only ``limit`` callers cross the wire: a symbol with a thousand callers costs a count. They
@@ -1233,7 +1233,7 @@ def symbol_summary(graph: Graph, path: str, qual: str, max_hops: int = MAX_HOPS,
 def file_summary(graph: Graph, path: str, max_hops: int = MAX_HOPS, imports: ImportGraph | None = None,
                  shown: int | None = None) -> Answer:
     """Impact summary of one file: ``rows`` = [{"path", "dependents": [{"path", "hops"}] (with
-    ``imports`` and ``shown``: the first ``shown`` of each hop, as ``impact``),
+    ``shown``: the first ``shown`` of each hop, as ``impact``),
     "dependents_by_hop": [how many at hop 1, 2, …], "packages": [{"name", "stdlib", "dist",
     "line"}], "symbols": int (modules excluded)}]; empty with ``found`` False when the file is
     not in the graph."""
