@@ -192,7 +192,8 @@ def record_coverage(root: Path, data_file: Path, contexts: bool = True) -> None:
     this interpreter and a context per test (``--cov-context=test``) unless ``contexts`` is
     false; the coverage data in ``data_file``. Failing tests are fine (exit status 1)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_CORE_", "COVERAGE_"))}
-    env.update(COVERAGE_FILE=str(data_file), PYTEST_DISABLE_PLUGIN_AUTOLOAD="1")
+    env.update(COVERAGE_FILE=str(data_file), PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
+               PYTHONDONTWRITEBYTECODE="1")  # no cached code of an edit for a later one (``pytest_run``)
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "pytest_cov.plugin",
            "--cov=app", "--cov-report="] + (["--cov-context=test"] if contexts else []) + ["tests"]
     res = subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, timeout=120)

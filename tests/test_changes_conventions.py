@@ -376,7 +376,11 @@ def suite(tmp_path_factory, store, settings):
 
 
 def pytest_run(root, *args) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(root), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    """pytest on the suite of ``root`` for real, in a child interpreter that writes no bytecode
+    cache: a test edits a function, runs the suite, restores it and edits the next within the
+    same second, and an edit of the same size would else run the previous edit's cached code
+    (a cache is valid for a source's mtime in seconds and its size)."""
+    env = {**os.environ, "PYTHONPATH": str(root), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1"}
     env.pop("PYTEST_ADDOPTS", None)
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
                           cwd=root, capture_output=True, text=True, env=env, timeout=120)
