@@ -21,9 +21,10 @@ from orbit_lsp.index.report import (GENERATIONS, IndexReport, Progress, report_p
 from orbit_lsp.index.languages import is_js
 from orbit_lsp.index.parsing import unpickle_symbols
 from orbit_lsp.index.py_parallel import default_workers, edges_sent
-from orbit_lsp.index.py_edges import full_qual, package_info
-from orbit_lsp.index.py_edges import FileEdges
+from orbit_lsp.index.py_edges import FileEdges, full_qual, package_info
 from orbit_lsp.index.state import DECODES, FACTS
+
+log = logging.getLogger("orbit_lsp.index")
 
 # decoded facts a full build keeps at once, in ``state.FACTS`` and in the resolver's own
 # ``Resolver.facts_seen_max`` (each up to this many): decoded facts are ~12x their pickle (~190
@@ -42,7 +43,6 @@ WRITES_IN_FLIGHT = 8  # batches of edge rows (``writer.BATCH`` each) built ahead
 # scale corpus, in-process full builds one after the other (2026-12-03): the write phase 11.4 s
 # with one thread (10.9 in a run before), 8.7 s with two
 WRITER_THREADS = 2
-log = logging.getLogger("orbit_lsp.index")
 BUILD_GRAPH_PREFIX = "orbit_build_"  # scratch graph of a full build: orbit_build_<code graph name>
 
 
