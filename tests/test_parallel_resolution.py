@@ -202,6 +202,85 @@ def test_short_lived_children_do_all_the_resolving(store, children_only, monkeyp
     assert edges_two == edges_one
 
 
+def test_each_short_lived_child_hands_its_edges_over_as_it_ends(store, children_only):
+    """``on_sent`` gets what each child sent as soon as it ended: decoded (``edges_sent``),
+    every file once over all the calls, with the edges ``resolve_files`` returns."""
+    with workspaces() as make:
+        ix, rels, resolver = _indexed_with_a_resolver(make, store, FLOWS)
+        sent: list[dict] = []
+        out = py_parallel.resolve_files(resolver, rels, 2, on_sent=lambda data: sent.append(
+            py_parallel.edges_sent(data)))
+        # a call a child, as it ended: each resolved at most CHILD_FILES files (one forked as the
+        # last chunk was taken sends none)
+        assert len([got for got in sent if got]) >= -(-len(rels) // py_parallel.CHILD_FILES)
+        handed = [rel for got in sent for rel in got]
+        assert sorted(handed) == rels  # each file once
+        assert {rel: e.key() for got in sent for rel, e in got.items()} == {rel: e.key() for rel, e in out.items()}
+        assert {rel: (e.deps, e.flows) for got in sent for rel, e in got.items()} == {
+            rel: (e.deps, e.flows) for rel, e in out.items()}
+
+
+def test_a_large_build_writes_each_childs_edges_while_the_others_resolve(store, children_only, monkeypatch):
+    """Without value flow a child's edges are final when it ends: the full build writes them
+    then (``FullBuild``'s edge rows, from ``on_final``), not after the whole resolution, and
+    the graph and edges are those of one process. With value flow (later rounds may change
+    them) nothing is handed over early."""
+    from orbit_lsp.index import full_build
+
+    taken: list[int] = []
+    decode = full_build.edges_sent
+
+    def counting(data):
+        got = decode(data)
+        taken.append(len(got))
+        return got
+
+    monkeypatch.setattr(full_build, "edges_sent", counting)
+    with workspaces() as make:
+        _same_in_one_and_three_processes(store, FLOWS)
+        # one process: nothing is resolved in children; three: each child's files, before the end
+        assert sum(taken) == len([r for r in FLOWS if r.endswith(".py")])
+        taken.clear()
+        VALUE_FLOW[0] = True
+        try:
+            _build(make, FLOWS, store, 2)
+        finally:
+            VALUE_FLOW[0] = False
+        assert taken == []
+
+
+def test_a_build_that_fails_while_edges_are_written_stops_and_keeps_the_graph(store, children_only, monkeypatch):
+    """The resolution fails after a child's edges were handed over: the build raises, its
+    edge writing stops (no thread left behind), the workspace keeps its graph and the half
+    written scratch graph is dropped."""
+    from orbit_lsp.index.full_build import build_graph_name
+    from orbit_lsp.index.languages import WorkspaceResolver
+    import threading
+
+    with workspaces() as make:
+        root = make() / "ws"
+        for rel, text in FLOWS.items():
+            write(root, rel, text)
+        ix = new_indexer(make, root, store)
+        ix.resolve_workers = 2
+        assert ix.index_all().mode == "full"
+        before = export(ix.graph)
+        resolve_many = WorkspaceResolver.resolve_many
+
+        def fails_after_the_first_child(self, *args, on_final=None, **kw):
+            def once(data):
+                on_final(data)
+                raise RuntimeError("resolution failed")
+            return resolve_many(self, *args, on_final=once if on_final else None, **kw)
+
+        monkeypatch.setattr(WorkspaceResolver, "resolve_many", fails_after_the_first_child)
+        with pytest.raises(RuntimeError, match="resolution failed"):
+            ix.index_all(rebuild=True)
+        assert not [t for t in threading.enumerate() if t.name.startswith(("orbit-edge-rows", "orbit-graph-write"))]
+        assert export(ix.graph) == before
+        assert build_graph_name(ix.graph.name) not in store.list_graphs()  # its scratch graph is dropped
+
+
 def test_a_short_lived_child_that_dies_loses_nothing(store, children_only, monkeypatch):
     """A child that dies on its second file has sent its first; the parent resolves the file
     it died on, and the graph is that of one process."""
