@@ -249,6 +249,25 @@ def test_a_large_build_writes_each_childs_edges_while_the_others_resolve(store, 
         assert taken == []
 
 
+def test_the_cache_a_large_build_stages_while_it_resolves_is_its_state(store, children_only):
+    """The states staged as each child's edges are written (before the resolution ends) are
+    those the build ends with: the cache read back equals the indexer's state, file by file,
+    and a re-open of it changes nothing."""
+    with workspaces() as make:
+        root = make() / "ws"
+        for rel, text in FLOWS.items():
+            write(root, rel, text)
+        ix = new_indexer(make, root, store)
+        ix.resolve_workers = 2
+        assert ix.index_all().mode == "full"
+        cached, _ = ix._cache.load()
+        assert set(cached) == set(ix.state)
+        for rel, st in ix.state.items():
+            assert cached[rel] == st, rel
+        again = new_indexer(make, root, store)
+        assert again.index_all().mode == "unchanged"
+
+
 def test_a_build_that_fails_while_edges_are_written_stops_and_keeps_the_graph(store, children_only, monkeypatch):
     """The resolution fails after a child's edges were handed over: the build raises, its
     edge writing stops (no thread left behind), the workspace keeps its graph and the half

@@ -7,6 +7,7 @@ into a scratch graph (``build_graph_name``) renamed over the workspace's graph w
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import queue
 import time
@@ -95,10 +96,12 @@ class FullBuild:
         children without value flow: ``resolve_many``'s ``on_final``) are written as each
         child ends, while the others are resolved: FalkorDB would otherwise write all of them
         after the resolution with this process's core mostly idle (on the 22,506-file scale
-        corpus, ~10 s). Once every file is resolved, another thread stages the per-file
-        states in the cache a batch at a time (``StateCache.stage``).
-        Timings: ``resolve`` is this thread's; ``cache`` the staging thread's (it overlaps the
-        edge rows); ``write`` is the rest of the build's wall time."""
+        corpus, ~10 s). Another thread stages the per-file states in the cache a batch at a
+        time (``StateCache.stage``, ``_timed_stage``): those whose edges were written early as
+        they are written, the others once every file is resolved.
+        Timings: ``resolve`` is this thread's; ``cache`` the seconds staging went on after the
+        resolution (it overlaps the last edge rows); ``write`` is the rest of the build's wall
+        time."""
         import concurrent.futures as cf
 
         t = time.perf_counter()
@@ -119,6 +122,10 @@ class FullBuild:
         # then None once every file's edges are in the state (it writes the others), or False
         # when the build stopped
         resolved_q: queue.SimpleQueue = queue.SimpleQueue()
+        # what the staging thread takes: lists of (file, final state) from the edge rows' thread,
+        # then None once every state is final (it stages the others), or False when the build stopped
+        stage_q: queue.SimpleQueue = queue.SimpleQueue()
+        stager = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="orbit-cache-stage")
         swapped = False
         try:
             file_rows = [self._file_row(r, resolved=False) for r in rels]
@@ -170,11 +177,18 @@ class FullBuild:
                     got = edges_sent(item)
                     rows.add(sorted(got.items()))
                     written.update(got)
+                    # final states: no parameter values without value flow (``_store_param_values``)
+                    stage_q.put([(rel, dataclasses.replace(self.state[rel], edges=e, pvals=None))
+                                 for rel, e in got.items()])
                     del got
                 rows.add((rel, e) for rel in rels if rel not in written and (e := self.state[rel].edges) is not None)
                 rows.finish()
 
             edges_job = edge_rows.submit(write_edges)
+            # the cache's states are pickled in a thread of their own while the edge rows are
+            # built and the writer threads wait on FalkorDB (committed by _persist, once every
+            # write succeeded)
+            staged = stager.submit(self._timed_stage, stage_q)
             t_res = time.perf_counter()
             facts = None
             resolver = self._resolver()  # over LazyFacts
@@ -199,24 +213,18 @@ class FullBuild:
             del resolved
             resolved_q.put(None)  # the edges of the files not written yet are in the state
             self._store_param_values(resolver, None)
+            stage_q.put(None)  # every state is final
             flow = resolver.python.flow_stats
             rep.timings["flow"] = flow["more_s"]  # value-flow rounds after the first resolution
             rep.flow_rounds, rep.flow_files = flow["rounds"], flow["again"]
-            rep.timings["resolve"] = time.perf_counter() - t_res - flow["more_s"]
+            t_resolved = time.perf_counter()
+            rep.timings["resolve"] = t_resolved - t_res - flow["more_s"]
             # the first edit builds a resolver of its own: keeping this one would keep the whole
             # workspace's memo (hundreds of MB on the stdlib)
             del resolver
             self._live = None
-            # the cache's states are pickled in a thread of their own while the edge rows are
-            # built and the writer threads wait on FalkorDB (committed by _persist, once every
-            # write succeeded)
-            stager = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="orbit-cache-stage")
-            try:
-                staged = stager.submit(self._timed_stage)
-                edges_job.result()
-                rep.timings["cache"] = staged.result()
-            finally:
-                stager.shutdown(wait=True)
+            edges_job.result()
+            rep.timings["cache"] = max(0.0, staged.result() - t_resolved)
             done_before = sum(j.done() for j in jobs)
             report_progress(progress, done_before, len(jobs), "", "write")
             for i, job in enumerate(jobs, 1):
@@ -232,7 +240,9 @@ class FullBuild:
             swapped = True
         finally:
             resolved_q.put(False)  # (after None: nothing left to take) a build that stopped: stop writing
+            stage_q.put(False)  # ... and staging
             edge_rows.shutdown(wait=True, cancel_futures=True)
+            stager.shutdown(wait=True, cancel_futures=True)
             bg.shutdown(wait=True, cancel_futures=True)
             if not swapped:
                 _drop_scratch(target)
@@ -247,11 +257,27 @@ class FullBuild:
         rep.timings["write"] = (time.perf_counter() - t - rep.timings["resolve"] - rep.timings["flow"]
                                 - rep.timings["cache"])
 
-    def _timed_stage(self) -> float:
-        """Stage every file's state in the cache (``StateCache.stage``); the seconds it took."""
-        t = time.perf_counter()
-        self._cache.stage(self.state)
-        return time.perf_counter() - t
+    def _timed_stage(self, final: queue.SimpleQueue) -> float:
+        """Stage every file's state in the cache (``StateCache.stage``): first the lists of
+        ``(file, its final state)`` taken from ``final`` (the edges written while others are
+        resolved), then, after None, every other state of ``self.state``; False stops it (a
+        build that stopped: the stage is not committed). Returns when it ended
+        (``time.perf_counter``)."""
+
+        def states():
+            staged: set[str] = set()
+            while (item := final.get()) is not None:
+                if item is False:
+                    raise _Stopped
+                yield from item
+                staged.update(rel for rel, _ in item)
+            yield from ((rel, st) for rel, st in self.state.items() if rel not in staged)
+
+        try:
+            self._cache.stage(states())
+        except _Stopped:
+            pass
+        return time.perf_counter()
 
     def _swap_in(self, built) -> None:
         """Replace the workspace's graph by the fully written ``built`` graph and set a new
@@ -261,6 +287,10 @@ class FullBuild:
                               ("SET", writelock.marker_key(self.graph.name), token))
         self._token = token
         self._meta_dirty = True
+
+
+class _Stopped(Exception):
+    """The build stopped while its states were being staged (``FullBuild._timed_stage``)."""
 
 
 class EdgeRows:
