@@ -209,7 +209,7 @@ def test_each_short_lived_child_hands_its_edges_over_as_it_ends(store, children_
         ix, rels, resolver = _indexed_with_a_resolver(make, store, FLOWS)
         sent: list[dict] = []
         out = py_parallel.resolve_files(resolver, rels, 2, on_sent=lambda data: sent.append(
-            py_parallel.edges_sent(data)))
+            {rel: e for chunk in py_parallel.edges_sent(data) for rel, e in chunk.items()}))
         # a call a child, as it ended: each resolved at most CHILD_FILES files (one forked as the
         # last chunk was taken sends none)
         assert len([got for got in sent if got]) >= -(-len(rels) // py_parallel.CHILD_FILES)
@@ -231,9 +231,9 @@ def test_a_large_build_writes_each_childs_edges_while_the_others_resolve(store, 
     decode = full_build.edges_sent
 
     def counting(data):
-        got = decode(data)
-        taken.append(len(got))
-        return got
+        for got in decode(data):
+            taken.append(len(got))
+            yield got
 
     monkeypatch.setattr(full_build, "edges_sent", counting)
     with workspaces() as make:

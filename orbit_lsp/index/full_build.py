@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import pickle
 import queue
 import time
 from collections.abc import Callable, Iterable
@@ -122,7 +123,7 @@ class FullBuild:
         # then None once every file's edges are in the state (it writes the others), or False
         # when the build stopped
         resolved_q: queue.SimpleQueue = queue.SimpleQueue()
-        # what the staging thread takes: lists of (file, final state) from the edge rows' thread,
+        # what the staging thread takes: lists of (file, final state pickled) from the edge rows' thread,
         # then None once every state is final (it stages the others), or False when the build stopped
         stage_q: queue.SimpleQueue = queue.SimpleQueue()
         stager = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="orbit-cache-stage")
@@ -174,13 +175,15 @@ class FullBuild:
                 while (item := resolved_q.get()) is not None:
                     if item is False:
                         return
-                    got = edges_sent(item)
-                    rows.add(sorted(got.items()))
-                    written.update(got)
-                    # final states: no parameter values without value flow (``_store_param_values``)
-                    stage_q.put([(rel, dataclasses.replace(self.state[rel], edges=e, pvals=None))
-                                 for rel, e in got.items()])
-                    del got
+                    for got in edges_sent(item):  # a chunk at a time: one chunk decoded at once
+                        rows.add(sorted(got.items()))
+                        written.update(got)
+                        # the final states, pickled now (the edges decoded once for both); no
+                        # parameter values without value flow (``_store_param_values``)
+                        stage_q.put([(rel, pickle.dumps(dataclasses.replace(self.state[rel], edges=e, pvals=None),
+                                                        protocol=pickle.HIGHEST_PROTOCOL))
+                                     for rel, e in got.items()])
+                    del item
                 rows.add((rel, e) for rel in rels if rel not in written and (e := self.state[rel].edges) is not None)
                 rows.finish()
 
@@ -259,7 +262,7 @@ class FullBuild:
 
     def _timed_stage(self, final: queue.SimpleQueue) -> float:
         """Stage every file's state in the cache (``StateCache.stage``): first the lists of
-        ``(file, its final state)`` taken from ``final`` (the edges written while others are
+        ``(file, its final state pickled)`` taken from ``final`` (the edges written while others are
         resolved), then, after None, every other state of ``self.state``; False stops it (a
         build that stopped: the stage is not committed). Returns when it ended
         (``time.perf_counter``)."""

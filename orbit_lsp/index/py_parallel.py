@@ -30,7 +30,7 @@ import pickle
 import threading
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from orbit_lsp.index.state import DECODES
@@ -92,7 +92,7 @@ def resolve_files(resolver: Resolver, rels: list[str], workers: int = 1,
 
     ``on_sent(data)``, when given, is called in this thread with what each short-lived child
     sent (``_resolve_in_children``), as soon as it ended: ``edges_sent(data)`` decodes it into
-    ``{rel: FileEdges}`` (each file at most once over all the calls; the returned dict has them
+    chunks of ``{rel: FileEdges}`` (each file at most once over all the calls; the returned dict has them
     too), so a caller may write those edges while the other files are still being resolved."""
     n = len(rels)
     if in_short_lived_children(n, workers):
@@ -300,13 +300,20 @@ def _take(reader: threading.Thread, parts: list[bytes], status: int, out: dict, 
         DECODES.add(decoded, children=True)
 
 
-def edges_sent(data: bytes) -> dict[str, FileEdges]:
-    """``{rel: FileEdges}`` of what a resolution child sent (``data``, as ``resolve_files``'s
-    ``on_sent`` receives it): its complete chunks (``_decode_chunks``)."""
-    out: dict = {}
-    _decode_chunks([data], out)
-    out.pop(_DECODED, None)
-    return out
+def edges_sent(data: bytes) -> Iterator[dict[str, FileEdges]]:
+    """The edges in what a resolution child sent (``data``, as ``resolve_files``'s ``on_sent``
+    receives it), a chunk (``{rel: FileEdges}`` of at most ``CHUNK_FILES`` files) at a time, so
+    a caller holds one chunk's decoded edges at once: its complete chunks, as ``_decode_chunks``
+    takes them."""
+    size, stream = len(data), io.BytesIO(data)
+    while stream.tell() < size:
+        try:
+            chunk = pickle.load(stream)
+        except Exception:  # noqa: BLE001 - a truncated chunk: resolved in this process
+            return
+        chunk.pop(_DECODED, None)
+        if chunk:
+            yield chunk
 
 
 def _resolve_here(resolver: Resolver, rels: list[str], progress) -> dict[str, FileEdges]:
