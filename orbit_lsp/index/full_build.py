@@ -7,12 +7,9 @@ into a scratch graph (``build_graph_name``) renamed over the workspace's graph w
 
 from __future__ import annotations
 
-import dataclasses
 import logging
-import pickle
-import queue
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 from orbit_lsp.graph import writelock
 from orbit_lsp.graph.errors import FalkorDBOffline
@@ -22,8 +19,8 @@ from orbit_lsp.index.report import (GENERATIONS, IndexReport, Progress, report_p
                                    unresolved_sites)
 from orbit_lsp.index.languages import is_js
 from orbit_lsp.index.parsing import unpickle_symbols
-from orbit_lsp.index.py_parallel import default_workers, edges_sent
-from orbit_lsp.index.py_edges import FileEdges, full_qual, package_info
+from orbit_lsp.index.py_parallel import default_workers
+from orbit_lsp.index.py_edges import full_qual, package_info
 from orbit_lsp.index.state import DECODES, FACTS
 
 log = logging.getLogger("orbit_lsp.index")
@@ -90,19 +87,12 @@ class FullBuild:
 
         The writes run in background threads and overlap this thread's work: File and Symbol
         nodes (which need no resolution) are written while the files are resolved, so FalkorDB
-        works on another core meanwhile; then the edges, by the node ids those writes returned
-        (``EdgeRows``, in a thread of their own), at most ``WRITES_IN_FLIGHT`` batches ahead of
-        ``WRITER_THREADS`` writers (in any order: each batch stands alone once the nodes exist).
-        Edges final before the resolution ends (a large workspace's, resolved by short-lived
-        children without value flow: ``resolve_many``'s ``on_final``) are written as each
-        child ends, while the others are resolved: FalkorDB would otherwise write all of them
-        after the resolution with this process's core mostly idle (on the 22,506-file scale
-        corpus, ~10 s). Another thread stages the per-file states in the cache a batch at a
-        time (``StateCache.stage``, ``_timed_stage``): those whose edges were written early as
-        they are written, the others once every file is resolved.
-        Timings: ``resolve`` is this thread's; ``cache`` the seconds staging went on after the
-        resolution (it overlaps the last edge rows); ``write`` is the rest of the build's wall
-        time."""
+        works on another core meanwhile; then the edges, by the node ids those writes returned,
+        at most ``WRITES_IN_FLIGHT`` batches ahead of ``WRITER_THREADS`` writers (in any order:
+        each batch stands alone once the nodes exist), while another thread
+        stages the per-file states in the cache a batch at a time (``StateCache.stage``).
+        Timings: ``resolve`` is this thread's; ``cache`` the staging thread's (it overlaps the
+        edge rows); ``write`` is the rest of the build's wall time."""
         import concurrent.futures as cf
 
         t = time.perf_counter()
@@ -117,16 +107,7 @@ class FullBuild:
         rels = sorted(self.state)
         have = [r for r in rels if self.state[r].facts_blob is not None]
         bg = cf.ThreadPoolExecutor(max_workers=WRITER_THREADS, thread_name_prefix="orbit-graph-write")
-        edge_rows = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="orbit-edge-rows")
         jobs: list[cf.Future] = []
-        # what the edge rows' thread takes: what a resolution child sent (bytes, ``edges_sent``),
-        # then None once every file's edges are in the state (it writes the others), or False
-        # when the build stopped
-        resolved_q: queue.SimpleQueue = queue.SimpleQueue()
-        # what the staging thread takes: lists of (file, final state pickled) from the edge rows' thread,
-        # then None once every state is final (it stages the others), or False when the build stopped
-        stage_q: queue.SimpleQueue = queue.SimpleQueue()
-        stager = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="orbit-cache-stage")
         swapped = False
         try:
             file_rows = [self._file_row(r, resolved=False) for r in rels]
@@ -160,38 +141,6 @@ class FullBuild:
             node_job = bg.submit(nodes, file_rows)
             del file_rows
             jobs.append(node_job)
-
-            def submit(fn, *args) -> None:
-                # at most WRITES_IN_FLIGHT batches of rows wait for the writers: every edge's
-                # row at once was ~250 MB on 700,000 calls
-                if len(jobs) > WRITES_IN_FLIGHT:
-                    jobs[-WRITES_IN_FLIGHT - 1].result()
-                jobs.append(bg.submit(fn, *args))
-
-            def write_edges() -> None:
-                file_ids, sym_ids = node_job.result()
-                rows = EdgeRows(w, file_ids, sym_ids, submit)
-                written: set[str] = set()
-                while (item := resolved_q.get()) is not None:
-                    if item is False:
-                        return
-                    for got in edges_sent(item):  # a chunk at a time: one chunk decoded at once
-                        rows.add(sorted(got.items()))
-                        written.update(got)
-                        # the final states, pickled now (the edges decoded once for both); no
-                        # parameter values without value flow (``_store_param_values``)
-                        stage_q.put([(rel, pickle.dumps(dataclasses.replace(self.state[rel], edges=e, pvals=None),
-                                                        protocol=pickle.HIGHEST_PROTOCOL))
-                                     for rel, e in got.items()])
-                    del item
-                rows.add((rel, e) for rel in rels if rel not in written and (e := self.state[rel].edges) is not None)
-                rows.finish()
-
-            edges_job = edge_rows.submit(write_edges)
-            # the cache's states are pickled in a thread of their own while the edge rows are
-            # built and the writer threads wait on FalkorDB (committed by _persist, once every
-            # write succeeded)
-            staged = stager.submit(self._timed_stage, stage_q)
             t_res = time.perf_counter()
             facts = None
             resolver = self._resolver()  # over LazyFacts
@@ -205,29 +154,41 @@ class FullBuild:
             try:
                 resolved = resolver.resolve_many(
                     have, lambda r: None, have,
-                    progress=lambda i, n, rel: report_progress(progress, i, n, rel, "resolve"),
-                    on_final=resolved_q.put)
+                    progress=lambda i, n, rel: report_progress(progress, i, n, rel, "resolve"))
             finally:
                 FACTS.max_entries = cap
                 FACTS.clear()
             for rel, st in self.state.items():
                 st.edges = resolved.get(rel)
                 st.pvals = None
-            del resolved
-            resolved_q.put(None)  # the edges of the files not written yet are in the state
             self._store_param_values(resolver, None)
-            stage_q.put(None)  # every state is final
             flow = resolver.python.flow_stats
             rep.timings["flow"] = flow["more_s"]  # value-flow rounds after the first resolution
             rep.flow_rounds, rep.flow_files = flow["rounds"], flow["again"]
-            t_resolved = time.perf_counter()
-            rep.timings["resolve"] = t_resolved - t_res - flow["more_s"]
+            rep.timings["resolve"] = time.perf_counter() - t_res - flow["more_s"]
             # the first edit builds a resolver of its own: keeping this one would keep the whole
             # workspace's memo (hundreds of MB on the stdlib)
             del resolver
             self._live = None
-            edges_job.result()
-            rep.timings["cache"] = max(0.0, staged.result() - t_resolved)
+            file_ids, sym_ids = node_job.result()
+            # the cache's states are pickled in a thread of their own while this one builds the
+            # edge rows and the writer threads wait on FalkorDB (committed by _persist, once
+            # every write succeeded)
+            stager = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="orbit-cache-stage")
+            try:
+                staged = stager.submit(self._timed_stage)
+
+                def submit(fn, *args) -> None:
+                    # at most WRITES_IN_FLIGHT batches of rows wait for the writers: every edge's
+                    # row at once was ~250 MB on 700,000 calls
+                    if len(jobs) > WRITES_IN_FLIGHT:
+                        jobs[-WRITES_IN_FLIGHT - 1].result()
+                    jobs.append(bg.submit(fn, *args))
+
+                self._write_edges_by_id(w, rels, file_ids, sym_ids, submit)
+                rep.timings["cache"] = staged.result()
+            finally:
+                stager.shutdown(wait=True)
             done_before = sum(j.done() for j in jobs)
             report_progress(progress, done_before, len(jobs), "", "write")
             for i, job in enumerate(jobs, 1):
@@ -242,10 +203,6 @@ class FullBuild:
             self._cache_staged = True
             swapped = True
         finally:
-            resolved_q.put(False)  # (after None: nothing left to take) a build that stopped: stop writing
-            stage_q.put(False)  # ... and staging
-            edge_rows.shutdown(wait=True, cancel_futures=True)
-            stager.shutdown(wait=True, cancel_futures=True)
             bg.shutdown(wait=True, cancel_futures=True)
             if not swapped:
                 _drop_scratch(target)
@@ -260,27 +217,11 @@ class FullBuild:
         rep.timings["write"] = (time.perf_counter() - t - rep.timings["resolve"] - rep.timings["flow"]
                                 - rep.timings["cache"])
 
-    def _timed_stage(self, final: queue.SimpleQueue) -> float:
-        """Stage every file's state in the cache (``StateCache.stage``): first the lists of
-        ``(file, its final state pickled)`` taken from ``final`` (the edges written while others are
-        resolved), then, after None, every other state of ``self.state``; False stops it (a
-        build that stopped: the stage is not committed). Returns when it ended
-        (``time.perf_counter``)."""
-
-        def states():
-            staged: set[str] = set()
-            while (item := final.get()) is not None:
-                if item is False:
-                    raise _Stopped
-                yield from item
-                staged.update(rel for rel, _ in item)
-            yield from ((rel, st) for rel, st in self.state.items() if rel not in staged)
-
-        try:
-            self._cache.stage(states())
-        except _Stopped:
-            pass
-        return time.perf_counter()
+    def _timed_stage(self) -> float:
+        """Stage every file's state in the cache (``StateCache.stage``); the seconds it took."""
+        t = time.perf_counter()
+        self._cache.stage(self.state)
+        return time.perf_counter() - t
 
     def _swap_in(self, built) -> None:
         """Replace the workspace's graph by the fully written ``built`` graph and set a new
@@ -291,80 +232,62 @@ class FullBuild:
         self._token = token
         self._meta_dirty = True
 
-
-class _Stopped(Exception):
-    """The build stopped while its states were being staged (``FullBuild._timed_stage``)."""
-
-
-class EdgeRows:
-    """The resolution results of a full build as rows, by the node ids of ``file_ids`` and
-    ``sym_ids`` (``GraphWriter.create_files``/``create_symbols``): unresolved counts on the
-    nodes, then IMPORTS, USES_PACKAGE, CALLS and INHERITS edges. ``add`` takes files' edges in
-    any order and hands the rows to ``submit(writer method, rows)`` a batch (``writer.BATCH``
-    rows) at a time, so the server writes one while the next is built; ``finish`` hands over
-    what is left and the unbound names' tally (``queries.unbound_counts``)."""
-
-    def __init__(self, w: GraphWriter, file_ids: dict[str, int], sym_ids: dict[tuple[str, str], int],
-                 submit: Callable) -> None:
-        self.w, self.file_ids, self.sym_ids, self.submit = w, file_ids, sym_ids, submit
-        self.sym_unres: list[list] = []
-        self.calls: list[list] = []
-        self.tally: dict[str, list[int]] = {}
-        self.file_unres: list[list] = []
-        self.imports: list[list] = []
-        self.pkgs: list[list] = []
-        self.inherits: list[list] = []
-
-    def add(self, edges: Iterable[tuple[str, FileEdges]]) -> None:
-        """The rows of each ``(file, its edges)``, handed over by full batches."""
+    def _write_edges_by_id(self, w: GraphWriter, rels: list[str], file_ids: dict[str, int],
+                           sym_ids: dict[tuple[str, str], int], submit: Callable) -> None:
+        """The resolution results of a full build: unresolved counts on the nodes, then IMPORTS,
+        USES_PACKAGE, CALLS and INHERITS edges by node id. Rows are built here and handed to
+        ``submit`` one batch at a time, so the server writes one while the next is built."""
         from orbit_lsp.graph.writer import BATCH
 
-        w, sym_ids, file_ids = self.w, self.sym_ids, self.file_ids
-        sym_unres, calls = self.sym_unres, self.calls
-        for rel, e in edges:
+        sym_unres: list[list] = []
+        calls: list[list] = []
+        tally: dict[str, list[int]] = {}
+        for rel in rels:
+            e = self.state[rel].edges
+            if e is None:
+                continue
             for qual, names in e.unresolved.items():
                 sid = sym_ids.get((rel, qual))
                 if sid is not None and names:
                     sym_unres.append([sid, len(names), sorted(set(names)),
                                       unresolved_sites(names, e.unresolved_lines.get(qual))])
-                    unbound_tally([sym_unres[-1][2:]], self.tally)
+                    unbound_tally([sym_unres[-1][2:]], tally)
             for (src, dst_file, dst), c in sorted(e.calls.items()):
                 a, b = sym_ids.get((rel, src)), sym_ids.get((dst_file, dst))
                 if a is not None and b is not None:
                     calls.append([a, b, c.lines[0], c.lines, c.cols, c.end_cols, c.resolved])
+            if len(calls) >= BATCH:
+                submit(w.create_calls_by_id, calls)
+                calls = []
+            if len(sym_unres) >= BATCH:
+                submit(w.update_symbols_by_id, sym_unres, UNRESOLVED_FIELDS)
+                sym_unres = []
+        submit(w.create_calls_by_id, calls)
+        submit(w.update_symbols_by_id, sym_unres, UNRESOLVED_FIELDS)
+        # and the node that marks a graph keeping these counts (``queries.unbound_counts``)
+        submit(w.create_unbound_names, [[UNBOUND_MARKER, 0, 0]] + [[n, *t] for n, t in sorted(tally.items())])
+        # the file-level rows are few (one a file, or one an import): built at once
+        file_unres, imports, pkgs, inherits = [], [], [], []
+        for rel in rels:
+            e = self.state[rel].edges
+            if e is None:
+                continue
             fid = file_ids.get(rel)
+            if e.unresolved_imports and fid is not None:
+                file_unres.append([fid, list(e.unresolved_imports)])
             if fid is not None:
-                if e.unresolved_imports:
-                    self.file_unres.append([fid, list(e.unresolved_imports)])
                 for dst, line in sorted(e.imports.items()):
                     did = file_ids.get(dst)
                     if did is not None:
-                        self.imports.append([fid, did, line, dst in e.type_only])
+                        imports.append([fid, did, line, dst in e.type_only])
             for name, line in sorted(e.packages.items()):
                 n, stdlib, dist = package_info(name)
-                self.pkgs.append([rel, n, stdlib, dist, line])
+                pkgs.append([rel, n, stdlib, dist, line])
             for src, dst_file, dst in sorted(e.inherits):
                 a, b = sym_ids.get((rel, src)), sym_ids.get((dst_file, dst))
                 if a is not None and b is not None:
-                    self.inherits.append([a, b])
-            if len(calls) >= BATCH:
-                self.submit(w.create_calls_by_id, calls)
-                self.calls = calls = []
-            if len(sym_unres) >= BATCH:
-                self.submit(w.update_symbols_by_id, sym_unres, UNRESOLVED_FIELDS)
-                self.sym_unres = sym_unres = []
-            if len(self.imports) >= BATCH:
-                self.submit(w.create_imports_by_id, self.imports)
-                self.imports = []
-
-    def finish(self) -> None:
-        """Hand over every row left, and the node that marks a graph keeping the unbound names'
-        counts with them (``queries.unbound_counts``)."""
-        w, submit = self.w, self.submit
-        submit(w.create_calls_by_id, self.calls)
-        submit(w.update_symbols_by_id, self.sym_unres, UNRESOLVED_FIELDS)
-        submit(w.create_unbound_names, [[UNBOUND_MARKER, 0, 0]] + [[n, *t] for n, t in sorted(self.tally.items())])
-        submit(w.update_files_by_id, self.file_unres, ("unresolved_imports",))
-        submit(w.create_imports_by_id, self.imports)
-        submit(w.create_package_uses, self.pkgs, self.file_ids)
-        submit(w.create_inherits_by_id, self.inherits)
+                    inherits.append([a, b])
+        submit(w.update_files_by_id, file_unres, ("unresolved_imports",))
+        submit(w.create_imports_by_id, imports)
+        submit(w.create_package_uses, pkgs, file_ids)
+        submit(w.create_inherits_by_id, inherits)
