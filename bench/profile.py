@@ -64,14 +64,12 @@ def category(file_path: str | None, function: str | None) -> str | None:
         return "resolve"
     if name == "walk.py":
         return "walk"
-    if name == "full_build.py" and function in ("add", "finish", "write_edges"):  # EdgeRows
-        return "graph writes (client)"
     if name in ("indexer.py", "parsing.py", "state.py"):
         if function in ("_persist", "_pickle_states", "pickle_states", "save_cache", "save", "load", "_load_cache", "_graph_hashes"):
             return "cache"
         if function in ("parse_python", "parse_many", "_parse_batch", "_read", "_new_state", "content_hash"):
             return "parse"
-        if function == "_file_row":
+        if function in ("_write_edges_by_id", "_file_row"):
             return "graph writes (client)"
         if function == "_resolver":
             return "resolve"

@@ -223,6 +223,35 @@ def test_full_build_replaces_the_graph_in_one_step(tmp_path, store):
         _drop(store, ws)
 
 
+def test_a_build_that_fails_half_way_keeps_the_graph_and_drops_its_scratch_graph(tmp_path, store, monkeypatch):
+    """A rebuild whose resolution raises while its File and Symbol nodes are being written: the
+    error reaches the caller, no writer thread is left behind, readers keep the previous graph,
+    and the half-written scratch graph is deleted (not left holding FalkorDB memory until the
+    workspace's next build)."""
+    import threading
+
+    from orbit_lsp.index.full_build import build_graph_name
+    from orbit_lsp.index.languages import WorkspaceResolver
+
+    ws = make_workspace(tmp_path / "ws", 20)
+    ix = WorkspaceIndexer(ws, store)
+
+    def fails(self, *args, **kwargs):
+        raise RuntimeError("resolution failed")
+
+    try:
+        ix.index_all()
+        before = counts(ix.graph)
+        monkeypatch.setattr(WorkspaceResolver, "resolve_many", fails)
+        with pytest.raises(RuntimeError, match="resolution failed"):
+            ix.index_all(rebuild=True)
+        assert not [t for t in threading.enumerate() if t.name.startswith("orbit-graph-write")]
+        assert counts(ix.graph) == before == expected(20)
+        assert build_graph_name(ix.graph.name) not in store.list_graphs()
+    finally:
+        _drop(store, ws)
+
+
 # -- FalkorDB killed ----------------------------------------------------------------------------
 
 

@@ -112,3 +112,76 @@ def test_a_bug_extracting_one_file_is_its_parse_error_and_the_index_goes_on(stor
         assert rep.mode == "full" and rep.parsed == len(FILES)
         assert rep.parse_errors["pkg/sub.py"] == "line 0: orbit could not extract this file (RuntimeError: a bug)"
         assert ix.state["pkg/base.py"].facts_blob is not None and "pkg/base.py" not in rep.parse_errors
+
+
+def test_workers_parse_while_the_files_are_still_read(workers_for_a_few_files, monkeypatch):
+    """``items`` may be a generator that reads as it goes (the indexer's): the workers are
+    started once ``PARALLEL_MIN_FILES`` files were given, before the last one is read, and the
+    result is that of a list."""
+    import multiprocessing
+
+    monkeypatch.setattr(parsing, "BATCH_BYTES", 64)
+    monkeypatch.setattr(parsing, "PARALLEL_MIN_FILES", 20)
+    items = _items()
+    workers_seen: list[int] = []
+
+    def reading():
+        for i, item in enumerate(items):
+            if i == len(items) - 1:
+                workers_seen.append(len(multiprocessing.active_children()))
+            yield item
+
+    assert parse_many(reading(), workers=2, keep=False) == parse_many(items, workers=1, keep=False)
+    assert workers_seen[0] >= 1
+
+
+def test_an_error_reading_the_files_is_raised_as_it_is(workers_for_a_few_files, monkeypatch):
+    """What the items raise while the workers run is raised, not taken for a failed worker
+    (whose files this process would parse instead, dropping the files not read yet)."""
+    monkeypatch.setattr(parsing, "BATCH_BYTES", 64)
+    items = _items()
+
+    def reading():
+        yield from items[:100]
+        raise PermissionError("the disk said no")
+
+    with pytest.raises(PermissionError, match="the disk said no"):
+        parse_many(reading(), workers=2, keep=False)
+
+
+def test_a_stopped_parse_returns_early_and_a_cancelled_index_writes_nothing(store, workers_for_a_few_files):
+    """``stop`` set while the files are read: ``parse_many`` returns without parsing the rest,
+    and the index is "cancelled", its graph as before."""
+    import threading
+
+    from orbit_lsp.graph.queries import export
+
+    items = _items()
+    stop = threading.Event()
+
+    def reading():
+        for i, item in enumerate(items):
+            if i == 40:
+                stop.set()
+            yield item
+
+    assert len(parse_many(reading(), workers=2, keep=False, stop=stop)) < len(items)
+    with workspaces() as make:
+        root = make() / "ws"
+        for i in range(20):
+            for rel, text in FILES.items():
+                write(root, f"c{i}/{rel}", text)
+        ix = new_indexer(make, root, store)
+        assert ix.index_all().mode == "full"
+        before = export(ix.graph)
+        write(root, "c0/pkg/extra.py", "def extra():\n    pass\n")
+        cancel = threading.Event()
+
+        def progress(done, total, rel, phase="read", work=None):
+            if phase in ("read", "check") and done > 1:
+                cancel.set()
+        progress.phases = True
+
+        rep = ix.index_all(progress=progress, cancel=cancel, rebuild=True)
+        assert rep.mode == "cancelled"
+        assert export(ix.graph) == before

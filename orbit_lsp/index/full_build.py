@@ -8,9 +8,8 @@ into a scratch graph (``build_graph_name``) renamed over the workspace's graph w
 from __future__ import annotations
 
 import logging
-import queue
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 
 from orbit_lsp.graph import writelock
 from orbit_lsp.graph.errors import FalkorDBOffline
@@ -20,8 +19,8 @@ from orbit_lsp.index.report import (GENERATIONS, IndexReport, Progress, report_p
                                    unresolved_sites)
 from orbit_lsp.index.languages import is_js
 from orbit_lsp.index.parsing import unpickle_symbols
-from orbit_lsp.index.py_parallel import default_workers, edges_sent
-from orbit_lsp.index.py_edges import FileEdges, full_qual, package_info
+from orbit_lsp.index.py_parallel import default_workers
+from orbit_lsp.index.py_edges import full_qual, package_info
 from orbit_lsp.index.state import DECODES, FACTS
 
 log = logging.getLogger("orbit_lsp.index")
@@ -88,15 +87,10 @@ class FullBuild:
 
         The writes run in background threads and overlap this thread's work: File and Symbol
         nodes (which need no resolution) are written while the files are resolved, so FalkorDB
-        works on another core meanwhile; then the edges, by the node ids those writes returned
-        (``EdgeRows``, in a thread of their own), at most ``WRITES_IN_FLIGHT`` batches ahead of
-        ``WRITER_THREADS`` writers (in any order: each batch stands alone once the nodes exist).
-        Edges final before the resolution ends (a large workspace's, resolved by short-lived
-        children without value flow: ``resolve_many``'s ``on_final``) are written as each
-        child ends, while the others are resolved: FalkorDB would otherwise write all of them
-        after the resolution with this process's core mostly idle (on the 22,506-file scale
-        corpus, ~10 s). Once every file is resolved, another thread stages the per-file
-        states in the cache a batch at a time (``StateCache.stage``).
+        works on another core meanwhile; then the edges, by the node ids those writes returned,
+        at most ``WRITES_IN_FLIGHT`` batches ahead of ``WRITER_THREADS`` writers (in any order:
+        each batch stands alone once the nodes exist), while another thread
+        stages the per-file states in the cache a batch at a time (``StateCache.stage``).
         Timings: ``resolve`` is this thread's; ``cache`` the staging thread's (it overlaps the
         edge rows); ``write`` is the rest of the build's wall time."""
         import concurrent.futures as cf
@@ -113,12 +107,7 @@ class FullBuild:
         rels = sorted(self.state)
         have = [r for r in rels if self.state[r].facts_blob is not None]
         bg = cf.ThreadPoolExecutor(max_workers=WRITER_THREADS, thread_name_prefix="orbit-graph-write")
-        edge_rows = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="orbit-edge-rows")
         jobs: list[cf.Future] = []
-        # what the edge rows' thread takes: what a resolution child sent (bytes, ``edges_sent``),
-        # then None once every file's edges are in the state (it writes the others), or False
-        # when the build stopped
-        resolved_q: queue.SimpleQueue = queue.SimpleQueue()
         swapped = False
         try:
             file_rows = [self._file_row(r, resolved=False) for r in rels]
@@ -152,29 +141,6 @@ class FullBuild:
             node_job = bg.submit(nodes, file_rows)
             del file_rows
             jobs.append(node_job)
-
-            def submit(fn, *args) -> None:
-                # at most WRITES_IN_FLIGHT batches of rows wait for the writers: every edge's
-                # row at once was ~250 MB on 700,000 calls
-                if len(jobs) > WRITES_IN_FLIGHT:
-                    jobs[-WRITES_IN_FLIGHT - 1].result()
-                jobs.append(bg.submit(fn, *args))
-
-            def write_edges() -> None:
-                file_ids, sym_ids = node_job.result()
-                rows = EdgeRows(w, file_ids, sym_ids, submit)
-                written: set[str] = set()
-                while (item := resolved_q.get()) is not None:
-                    if item is False:
-                        return
-                    got = edges_sent(item)
-                    rows.add(sorted(got.items()))
-                    written.update(got)
-                    del got
-                rows.add((rel, e) for rel in rels if rel not in written and (e := self.state[rel].edges) is not None)
-                rows.finish()
-
-            edges_job = edge_rows.submit(write_edges)
             t_res = time.perf_counter()
             facts = None
             resolver = self._resolver()  # over LazyFacts
@@ -188,16 +154,13 @@ class FullBuild:
             try:
                 resolved = resolver.resolve_many(
                     have, lambda r: None, have,
-                    progress=lambda i, n, rel: report_progress(progress, i, n, rel, "resolve"),
-                    on_final=resolved_q.put)
+                    progress=lambda i, n, rel: report_progress(progress, i, n, rel, "resolve"))
             finally:
                 FACTS.max_entries = cap
                 FACTS.clear()
             for rel, st in self.state.items():
                 st.edges = resolved.get(rel)
                 st.pvals = None
-            del resolved
-            resolved_q.put(None)  # the edges of the files not written yet are in the state
             self._store_param_values(resolver, None)
             flow = resolver.python.flow_stats
             rep.timings["flow"] = flow["more_s"]  # value-flow rounds after the first resolution
@@ -207,13 +170,22 @@ class FullBuild:
             # workspace's memo (hundreds of MB on the stdlib)
             del resolver
             self._live = None
-            # the cache's states are pickled in a thread of their own while the edge rows are
-            # built and the writer threads wait on FalkorDB (committed by _persist, once every
-            # write succeeded)
+            file_ids, sym_ids = node_job.result()
+            # the cache's states are pickled in a thread of their own while this one builds the
+            # edge rows and the writer threads wait on FalkorDB (committed by _persist, once
+            # every write succeeded)
             stager = cf.ThreadPoolExecutor(max_workers=1, thread_name_prefix="orbit-cache-stage")
             try:
                 staged = stager.submit(self._timed_stage)
-                edges_job.result()
+
+                def submit(fn, *args) -> None:
+                    # at most WRITES_IN_FLIGHT batches of rows wait for the writers: every edge's
+                    # row at once was ~250 MB on 700,000 calls
+                    if len(jobs) > WRITES_IN_FLIGHT:
+                        jobs[-WRITES_IN_FLIGHT - 1].result()
+                    jobs.append(bg.submit(fn, *args))
+
+                self._write_edges_by_id(w, rels, file_ids, sym_ids, submit)
                 rep.timings["cache"] = staged.result()
             finally:
                 stager.shutdown(wait=True)
@@ -231,8 +203,6 @@ class FullBuild:
             self._cache_staged = True
             swapped = True
         finally:
-            resolved_q.put(False)  # (after None: nothing left to take) a build that stopped: stop writing
-            edge_rows.shutdown(wait=True, cancel_futures=True)
             bg.shutdown(wait=True, cancel_futures=True)
             if not swapped:
                 _drop_scratch(target)
@@ -262,76 +232,62 @@ class FullBuild:
         self._token = token
         self._meta_dirty = True
 
-
-class EdgeRows:
-    """The resolution results of a full build as rows, by the node ids of ``file_ids`` and
-    ``sym_ids`` (``GraphWriter.create_files``/``create_symbols``): unresolved counts on the
-    nodes, then IMPORTS, USES_PACKAGE, CALLS and INHERITS edges. ``add`` takes files' edges in
-    any order and hands the rows to ``submit(writer method, rows)`` a batch (``writer.BATCH``
-    rows) at a time, so the server writes one while the next is built; ``finish`` hands over
-    what is left and the unbound names' tally (``queries.unbound_counts``)."""
-
-    def __init__(self, w: GraphWriter, file_ids: dict[str, int], sym_ids: dict[tuple[str, str], int],
-                 submit: Callable) -> None:
-        self.w, self.file_ids, self.sym_ids, self.submit = w, file_ids, sym_ids, submit
-        self.sym_unres: list[list] = []
-        self.calls: list[list] = []
-        self.tally: dict[str, list[int]] = {}
-        self.file_unres: list[list] = []
-        self.imports: list[list] = []
-        self.pkgs: list[list] = []
-        self.inherits: list[list] = []
-
-    def add(self, edges: Iterable[tuple[str, FileEdges]]) -> None:
-        """The rows of each ``(file, its edges)``, handed over by full batches."""
+    def _write_edges_by_id(self, w: GraphWriter, rels: list[str], file_ids: dict[str, int],
+                           sym_ids: dict[tuple[str, str], int], submit: Callable) -> None:
+        """The resolution results of a full build: unresolved counts on the nodes, then IMPORTS,
+        USES_PACKAGE, CALLS and INHERITS edges by node id. Rows are built here and handed to
+        ``submit`` one batch at a time, so the server writes one while the next is built."""
         from orbit_lsp.graph.writer import BATCH
 
-        w, sym_ids, file_ids = self.w, self.sym_ids, self.file_ids
-        sym_unres, calls = self.sym_unres, self.calls
-        for rel, e in edges:
+        sym_unres: list[list] = []
+        calls: list[list] = []
+        tally: dict[str, list[int]] = {}
+        for rel in rels:
+            e = self.state[rel].edges
+            if e is None:
+                continue
             for qual, names in e.unresolved.items():
                 sid = sym_ids.get((rel, qual))
                 if sid is not None and names:
                     sym_unres.append([sid, len(names), sorted(set(names)),
                                       unresolved_sites(names, e.unresolved_lines.get(qual))])
-                    unbound_tally([sym_unres[-1][2:]], self.tally)
+                    unbound_tally([sym_unres[-1][2:]], tally)
             for (src, dst_file, dst), c in sorted(e.calls.items()):
                 a, b = sym_ids.get((rel, src)), sym_ids.get((dst_file, dst))
                 if a is not None and b is not None:
                     calls.append([a, b, c.lines[0], c.lines, c.cols, c.end_cols, c.resolved])
+            if len(calls) >= BATCH:
+                submit(w.create_calls_by_id, calls)
+                calls = []
+            if len(sym_unres) >= BATCH:
+                submit(w.update_symbols_by_id, sym_unres, UNRESOLVED_FIELDS)
+                sym_unres = []
+        submit(w.create_calls_by_id, calls)
+        submit(w.update_symbols_by_id, sym_unres, UNRESOLVED_FIELDS)
+        # and the node that marks a graph keeping these counts (``queries.unbound_counts``)
+        submit(w.create_unbound_names, [[UNBOUND_MARKER, 0, 0]] + [[n, *t] for n, t in sorted(tally.items())])
+        # the file-level rows are few (one a file, or one an import): built at once
+        file_unres, imports, pkgs, inherits = [], [], [], []
+        for rel in rels:
+            e = self.state[rel].edges
+            if e is None:
+                continue
             fid = file_ids.get(rel)
+            if e.unresolved_imports and fid is not None:
+                file_unres.append([fid, list(e.unresolved_imports)])
             if fid is not None:
-                if e.unresolved_imports:
-                    self.file_unres.append([fid, list(e.unresolved_imports)])
                 for dst, line in sorted(e.imports.items()):
                     did = file_ids.get(dst)
                     if did is not None:
-                        self.imports.append([fid, did, line, dst in e.type_only])
+                        imports.append([fid, did, line, dst in e.type_only])
             for name, line in sorted(e.packages.items()):
                 n, stdlib, dist = package_info(name)
-                self.pkgs.append([rel, n, stdlib, dist, line])
+                pkgs.append([rel, n, stdlib, dist, line])
             for src, dst_file, dst in sorted(e.inherits):
                 a, b = sym_ids.get((rel, src)), sym_ids.get((dst_file, dst))
                 if a is not None and b is not None:
-                    self.inherits.append([a, b])
-            if len(calls) >= BATCH:
-                self.submit(w.create_calls_by_id, calls)
-                self.calls = calls = []
-            if len(sym_unres) >= BATCH:
-                self.submit(w.update_symbols_by_id, sym_unres, UNRESOLVED_FIELDS)
-                self.sym_unres = sym_unres = []
-            if len(self.imports) >= BATCH:
-                self.submit(w.create_imports_by_id, self.imports)
-                self.imports = []
-
-    def finish(self) -> None:
-        """Hand over every row left, and the node that marks a graph keeping the unbound names'
-        counts with them (``queries.unbound_counts``)."""
-        w, submit = self.w, self.submit
-        submit(w.create_calls_by_id, self.calls)
-        submit(w.update_symbols_by_id, self.sym_unres, UNRESOLVED_FIELDS)
-        submit(w.create_unbound_names, [[UNBOUND_MARKER, 0, 0]] + [[n, *t] for n, t in sorted(self.tally.items())])
-        submit(w.update_files_by_id, self.file_unres, ("unresolved_imports",))
-        submit(w.create_imports_by_id, self.imports)
-        submit(w.create_package_uses, self.pkgs, self.file_ids)
-        submit(w.create_inherits_by_id, self.inherits)
+                    inherits.append([a, b])
+        submit(w.update_files_by_id, file_unres, ("unresolved_imports",))
+        submit(w.create_imports_by_id, imports)
+        submit(w.create_package_uses, pkgs, file_ids)
+        submit(w.create_inherits_by_id, inherits)

@@ -372,34 +372,50 @@ class WorkspaceIndexer(GraphSync, FullBuild, Incremental):
             resigned: set[str] = set()  # unchanged files whose stat signature is new: saved below
             now_ns = time.time_ns()  # before any stat: a file changed from here on is not settled
             first_phase = "check" if consistent else "read"  # a re-open compares; a full build reads all
-            for i, sf in enumerate(walk.files):
-                if cancel is not None and cancel.is_set():
-                    break
-                rel = sf.rel
-                fst = self._stat(rel)
-                if fst is None:
-                    continue
-                old = cache.get(rel) if consistent else cache_for_parse.get(rel)
-                sig = stat_signature(fst, now_ns)
-                if old is not None and sig is not None and old.seen_stat == sig:
-                    new_state[rel] = old  # unchanged since it was last read: not read again
-                    rep.reused += 1
-                else:
-                    data = self._read(rel, fst)
-                    if data is None:
+            source_bytes = [0]  # of the sources to parse, once ``read_sources`` has ended
+
+            def read_sources():
+                """Read the walk's files (not those whose stat signature is as when last read),
+                noting in ``to_parse`` those whose content changed, and yield the sources among
+                them to parse: ``parse_many``'s workers parse the first ones while this reads on."""
+                for i, sf in enumerate(walk.files):
+                    if cancel is not None and cancel.is_set():
+                        return
+                    rel = sf.rel
+                    fst = self._stat(rel)
+                    if fst is None:
                         continue
-                    rep.read += 1
-                    h = content_hash(data)
-                    if old is not None and old.seen_hash == h:
-                        new_state[rel] = old
+                    old = cache.get(rel) if consistent else cache_for_parse.get(rel)
+                    sig = stat_signature(fst, now_ns)
+                    if old is not None and sig is not None and old.seen_stat == sig:
+                        new_state[rel] = old  # unchanged since it was last read: not read again
                         rep.reused += 1
-                        if old.seen_stat != sig:
-                            old.seen_stat = sig
-                            resigned.add(rel)
                     else:
-                        to_parse.append((rel, data, h, old, sig))
-                if progress is not None and (i % 200 == 0 or i == total - 1):
-                    report_progress(progress, i + 1, total, rel, first_phase)
+                        data = self._read(rel, fst)
+                        if data is None:
+                            continue
+                        rep.read += 1
+                        h = content_hash(data)
+                        if old is not None and old.seen_hash == h:
+                            new_state[rel] = old
+                            rep.reused += 1
+                            if old.seen_stat != sig:
+                                old.seen_stat = sig
+                                resigned.add(rel)
+                        else:
+                            to_parse.append((rel, data, h, old, sig))
+                            if LANGS.get(os.path.splitext(rel)[1].lower()) in PARSED_LANGS:
+                                source_bytes[0] += len(data)
+                                yield rel, data
+                    if progress is not None and (i % 200 == 0 or i == total - 1):
+                        report_progress(progress, i + 1, total, rel, first_phase)
+                report_progress(progress, 0, len(to_parse), "", "parse")
+
+            # a full build keeps only the compact pickles of what this process parses too (the
+            # decoded objects of a large workspace are gigabytes: ``_full_build`` decodes on use)
+            parsed = parse_many(read_sources(), keep=consistent, stop=cancel,
+                                progress=lambda n, nbytes: report_progress(progress, n, len(to_parse), "", "parse",
+                                                                           work=nbytes / (source_bytes[0] or 1)))
             if cancel is not None and cancel.is_set():
                 # cancelled before anything was written: the graph keeps its last state (files
                 # not read yet must not look deleted)
@@ -407,15 +423,6 @@ class WorkspaceIndexer(GraphSync, FullBuild, Incremental):
                 rep.seconds = time.perf_counter() - t0
                 return rep
             rep.parsed_paths = sorted(rel for rel, *_ in to_parse)
-            sources = [(rel, data) for rel, data, *_ in to_parse
-                       if LANGS.get(os.path.splitext(rel)[1].lower()) in PARSED_LANGS]
-            report_progress(progress, 0, len(to_parse), "", "parse")
-            # a full build keeps only the compact pickles of what this process parses too (the
-            # decoded objects of a large workspace are gigabytes: ``_full_build`` decodes on use)
-            source_bytes = sum(len(data) for _, data in sources) or 1
-            parsed = parse_many(sources, keep=consistent,
-                                progress=lambda n, nbytes: report_progress(progress, n, len(to_parse), "", "parse",
-                                                                           work=nbytes / source_bytes))
             for rel, data, h, old, sig in to_parse:
                 st = new_state[rel] = self._new_state(rel, data, h, old, parsed.get(rel), sig)
                 rep.parsed += 1
@@ -425,7 +432,7 @@ class WorkspaceIndexer(GraphSync, FullBuild, Incremental):
             timings["parse"] = time.perf_counter() - t1
             rep.skipped = sorted(self.skipped.items())
 
-            del parsed, sources, to_parse  # the sources read: not needed past here
+            del parsed, to_parse  # the sources read: not needed past here
             self._touched |= resigned  # saved with the cache even when nothing else changed
             if not consistent:
                 self.state = new_state

@@ -111,14 +111,12 @@ class WorkspaceResolver:
         self.python.scoped_paths()
         self.python._inherit_consulters_index()
 
-    def resolve_many(self, rels, previous, everyone, removed=(), progress=None, on_final=None) -> dict[str, FileEdges]:
+    def resolve_many(self, rels, previous, everyone, removed=(), progress=None) -> dict[str, FileEdges]:
         """Resolve ``rels`` (any language) and, for Python, follow value flows to a fixpoint
         (``Resolver.resolve_fixpoint``): returns the new edges of every file resolved.
         ``previous(rel)``: a file's edges before (whose flows the resolver holds); ``everyone``:
         every file with facts; ``removed``: files gone since ``previous`` (their flows leave);
-        ``progress(done, total, rel)``: called every 200 files of the first resolution;
-        ``on_final(data)``: Python edges final before the whole returns, handed over as they come
-        (``Resolver.resolve_fixpoint``; ``py_parallel.edges_sent(data)`` decodes them)."""
+        ``progress(done, total, rel)``: called every 200 files of the first resolution."""
         total = len(rels)
         out = {}
         for rel in sorted(r for r in rels if is_js(r)):
@@ -134,7 +132,7 @@ class WorkspaceResolver:
             e = previous(rel)
             if e is not None and e.flows and not is_js(rel):
                 self.python.apply_flows(e.flows, None)
-        out.update(self.python.resolve_fixpoint(py, previous, self._python_of(everyone), progress, on_final))
+        out.update(self.python.resolve_fixpoint(py, previous, self._python_of(everyone), progress))
         return out
 
     def _python_of(self, everyone) -> list[str]:

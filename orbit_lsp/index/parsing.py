@@ -18,7 +18,7 @@ import pickle
 import re
 import struct
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
 # imported with this module, never on first use: resolution forks processes while other threads
@@ -345,40 +345,79 @@ def _batches(items: list[tuple[str, bytes]]) -> list[list[tuple[str, bytes]]]:
     return out
 
 
-def parse_many(items: list[tuple[str, bytes]], workers: int | None = None,
-               progress: Callable[[int, int], None] | None = None, keep: bool = True) -> dict[str, Parsed]:
+class _ItemsRaised(Exception):
+    """What ``parse_many``'s ``items`` raised (its ``__cause__``), apart from the workers' errors."""
+
+
+def _raised_apart(it):
+    """The items of ``it``; what getting one raises is raised as ``_ItemsRaised`` from it."""
+    while True:
+        try:
+            item = next(it)
+        except StopIteration:
+            return
+        except BaseException as exc:
+            raise _ItemsRaised() from exc
+        yield item
+
+
+def parse_many(items: Iterable[tuple[str, bytes]], workers: int | None = None,
+               progress: Callable[[int, int], None] | None = None, keep: bool = True,
+               stop: threading.Event | None = None) -> dict[str, Parsed]:
     """Parse many source files of the parsed languages: this process parses too, and
     ``workers - 1`` worker processes help when there are enough files to pay for starting them.
     Returns ``{rel: Parsed}``, ``Parsed.facts`` the objects when parsed in this process and
     ``keep`` (else None: a large workspace's full build keeps only the compact blobs, see
     ``full_build.FullBuild._full_build``).
 
+    ``items`` may be a generator that reads the files as it goes (the indexer's): once it has
+    given ``PARALLEL_MIN_FILES`` files the workers start, and they parse batches of the files
+    given so far while this process takes the next ones from ``items`` (reading a large
+    workspace takes seconds of this process's core, during which the workers' cores would
+    otherwise wait). This process parses only once ``items`` is exhausted.
+
     The facts a worker parses cost a pickle there and an unpickle here (together about a third
     of parsing them), so this process does its share itself: it takes batches from the small
     end of a shared queue while the workers take from the large end, and keeps at most two
     batches queued per worker, so the split follows whichever side is faster.
     ``progress(files, nbytes)`` is called with the number of files and of bytes parsed so far,
-    after each batch (the bytes measure the work: this process's batches hold many small files,
-    the workers' few large ones)."""
+    after each batch once ``items`` is exhausted (the bytes measure the work: this process's
+    batches hold many small files, the workers' few large ones). ``stop`` set: returns what was
+    parsed so far, the rest not parsed (a cancelled index)."""
+    import itertools
+
     workers = workers or min(os.cpu_count() or 1, 8)
-    if workers < 2 or len(items) < PARALLEL_MIN_FILES:
-        out = dict(_parse_batch(items, keep=keep))
+    it = iter(items)
+    head = list(itertools.islice(it, PARALLEL_MIN_FILES))
+    source = itertools.chain(head, it)
+    if workers < 2 or len(head) < PARALLEL_MIN_FILES:
+        rest = head + list(it)
+        if stop is not None and stop.is_set():
+            return {}
+        out = dict(_parse_batch(rest, keep=keep))
         if progress is not None:
-            progress(len(out), sum(len(data) for _, data in items))
+            progress(len(out), sum(len(data) for _, data in rest))
         return out
     import collections
     import concurrent.futures as cf
     import multiprocessing
 
     out: dict[str, Parsed] = {}
-    pending = collections.deque(_batches(items))
+    given: list[tuple[str, bytes]] = []  # every item taken from ``items`` (what a failed pool leaves is parsed here)
+    pending: collections.deque = collections.deque()  # batches not handed out yet
     futures: dict = {}  # future -> bytes of its batch
     parsed_bytes = 0
+    in_flight = 4 * (workers - 1)
 
     def take(fut) -> None:
         nonlocal parsed_bytes
         out.update(fut.result())
         parsed_bytes += futures.pop(fut)
+
+    def hand_out(pool) -> None:
+        while pending and len(futures) < in_flight:
+            batch = pending.popleft()
+            futures[pool.submit(_parse_batch, batch)] = sum(len(data) for _, data in batch)
 
     pool = None
     try:
@@ -389,10 +428,29 @@ def parse_many(items: list[tuple[str, bytes]], workers: int | None = None,
         if method == "forkserver":
             ctx.set_forkserver_preload(["__main__", __name__])
         pool = cf.ProcessPoolExecutor(max_workers=workers - 1, mp_context=ctx)
+        # while ``items`` reads: batches in the order given, to the workers as they free up
+        batch: list[tuple[str, bytes]] = []
+        size = 0
+        for item in _raised_apart(source):
+            given.append(item)
+            batch.append(item)
+            size += len(item[1])
+            if size >= BATCH_BYTES:
+                pending.append(batch)
+                batch, size = [], 0
+                for fut in [f for f in futures if f.done()]:
+                    take(fut)
+                hand_out(pool)
+        del head
+        # the rest, largest files first to the workers, this process from the small end
+        rest = [item for b in pending for item in b] + batch
+        pending.clear()
+        pending.extend(_batches(rest))
+        del rest, batch
         while pending or futures:
-            while pending and len(futures) < 4 * (workers - 1):
-                batch = pending.popleft()
-                futures[pool.submit(_parse_batch, batch)] = sum(len(data) for _, data in batch)
+            if stop is not None and stop.is_set():
+                break
+            hand_out(pool)
             if pending:
                 batch = pending.pop()
                 out.update(_parse_batch(batch, keep=keep))
@@ -404,9 +462,12 @@ def parse_many(items: list[tuple[str, bytes]], workers: int | None = None,
                 take(fut)
             if progress is not None:
                 progress(len(out), parsed_bytes)
+    except _ItemsRaised as exc:
+        raise exc.__cause__ from None  # an error of ``items`` (reading), not of the workers
     except (OSError, cf.process.BrokenProcessPool) as exc:
         log.warning("parallel parsing failed (%s); parsing in this process", exc)
-        rest = [it for it in items if it[0] not in out]
+        given.extend(source)  # what was not read yet
+        rest = [item for item in given if item[0] not in out]
         out.update(_parse_batch(rest, keep=keep))
     finally:
         if pool is not None:

@@ -198,8 +198,7 @@ class ParameterFlow:
             self._pending |= self._pdep_rev.get(e, set())
 
     def resolve_fixpoint(self, rels, previous: Callable[[str], FileEdges | None], everyone,
-                         progress: Callable[[int, int, str], None] | None = None,
-                         on_final: Callable[[bytes], None] | None = None) -> dict[str, FileEdges]:
+                         progress: Callable[[int, int, str], None] | None = None) -> dict[str, FileEdges]:
         """Resolve ``rels``, then follow the value flows to a fixpoint.
 
         Parameter values live in a table (``pval``): evaluating a parameter reads it (entity
@@ -211,11 +210,7 @@ class ParameterFlow:
         flows that remain (delete and re-derive), so the result equals a build from scratch.
 
         ``previous(rel)``: the edges whose flows ``param_in`` holds now (None: none);
-        ``everyone``: every file with facts. Returns the new edges of every file resolved.
-
-        ``on_final``: without value flow (one round, so the first resolution's edges are final),
-        given to ``py_parallel.resolve_files`` as its ``on_sent``: edges handed over while the
-        other files are resolved. With value flow a later round may change them: not called."""
+        ``everyone``: every file with facts. Returns the new edges of every file resolved."""
 
         out: dict[str, FileEdges] = {}
         todo = set(rels)
@@ -227,8 +222,7 @@ class ParameterFlow:
             if not todo and not self._pending:
                 break
             t = time.perf_counter()
-            fresh = resolve_files(self, sorted(todo), self.workers, progress if round_no == 0 else None,
-                                  on_final if round_no == 0 and not self.value_flow else None)
+            fresh = resolve_files(self, sorted(todo), self.workers, progress if round_no == 0 else None)
             for rel, e in fresh.items():
                 before = out[rel] if rel in out else previous(rel)
                 self.apply_flows(before.flows if before is not None else None, e.flows)

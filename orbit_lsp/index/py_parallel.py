@@ -81,22 +81,16 @@ def in_short_lived_children(files: int, workers: int) -> bool:
 
 
 def resolve_files(resolver: Resolver, rels: list[str], workers: int = 1,
-                  progress: Callable[[int, int, str], None] | None = None,
-                  on_sent: Callable[[bytes], None] | None = None) -> dict[str, FileEdges]:
+                  progress: Callable[[int, int, str], None] | None = None) -> dict[str, FileEdges]:
     """``{rel: resolver.resolve_file(rel)}`` for ``rels`` (sorted), with ``workers`` processes
     (this one and ``workers - 1`` forked children) when there are at least
     ``PARALLEL_MIN_FILES`` files and the platform can fork (above ``PARALLEL_MAX_FILES``:
     ``workers`` short-lived children, ``_resolve_in_children``); else in this process.
     ``progress(done, total, rel)`` is called about every 200 files. A child that fails (killed,
-    out of memory) loses nothing: this process resolves the files it did not send back.
-
-    ``on_sent(data)``, when given, is called in this thread with what each short-lived child
-    sent (``_resolve_in_children``), as soon as it ended: ``edges_sent(data)`` decodes it into
-    ``{rel: FileEdges}`` (each file at most once over all the calls; the returned dict has them
-    too), so a caller may write those edges while the other files are still being resolved."""
+    out of memory) loses nothing: this process resolves the files it did not send back."""
     n = len(rels)
     if in_short_lived_children(n, workers):
-        return _resolve_in_children(resolver, rels, workers, progress, on_sent)
+        return _resolve_in_children(resolver, rels, workers, progress)
     if workers < 2 or n < PARALLEL_MIN_FILES or not hasattr(os, "fork"):
         return _resolve_here(resolver, rels, progress)
     import multiprocessing
@@ -136,8 +130,7 @@ def resolve_files(resolver: Resolver, rels: list[str], workers: int = 1,
 
 
 def _resolve_in_children(resolver: Resolver, rels: list[str], workers: int,
-                         progress: Callable[[int, int, str], None] | None,
-                         on_sent: Callable[[bytes], None] | None = None) -> dict[str, FileEdges]:
+                         progress: Callable[[int, int, str], None] | None) -> dict[str, FileEdges]:
     """``resolve_files`` of a large workspace: ``workers`` forked children resolve every file
     while this process only waits for them and keeps the pickled chunks they send; a child
     ends after ``CHILD_FILES`` files and a new one is forked from this process in its place.
@@ -146,9 +139,7 @@ def _resolve_in_children(resolver: Resolver, rels: list[str], workers: int,
     decoded facts it keeps replacing leave its heap's pages part-used, pinned by the values it
     keeps), and a forked child soon writes most of its parent's pages; a child that lives for a
     bounded number of files, forked from a parent that resolves nothing, gives all of that back
-    when it exits. The edges are decoded once every child has ended: this process keeps what
-    each child sent as the bytes it came in (about a third of the decoded edges' memory) while
-    children run, and hands them to ``on_sent`` as each child ends."""
+    when it exits. The edges are decoded once every child has ended."""
     import multiprocessing
 
     n = len(rels)
@@ -157,7 +148,7 @@ def _resolve_in_children(resolver: Resolver, rels: list[str], workers: int,
     cursor = ctx.Array("q", [0, len(chunks), 0])  # as in ``resolve_files``; only the front moves
     parent = os.getpid()
     running: dict[int, tuple[threading.Thread, list[bytes]]] = {}
-    finished: list[tuple[threading.Thread, list[bytes], int]] = []  # (reader, [what it sent], exit status)
+    finished: list[tuple[threading.Thread, list[bytes], int]] = []  # (reader, what it read, exit status)
     reported = 0
 
     def more_chunks() -> bool:
@@ -175,13 +166,7 @@ def _resolve_in_children(resolver: Resolver, rels: list[str], workers: int,
         if not ended:
             time.sleep(0.05)
         for pid, status in ended:
-            reader, parts = running.pop(pid)
-            reader.join()
-            data = b"".join(parts)
-            finished.append((reader, [data], status))  # decoded once every child has ended
-            if on_sent is not None:
-                on_sent(data)
-            del data
+            finished.append((*running.pop(pid), status))  # decoded once every child has ended
         if progress is not None:
             with cursor.get_lock():
                 done = cursor[2]
@@ -189,8 +174,8 @@ def _resolve_in_children(resolver: Resolver, rels: list[str], workers: int,
                 reported = done
                 progress(done, n, rels[min(done, n) - 1])
     out: dict[str, FileEdges] = {}
-    while finished:
-        _take(*finished.pop(0), out, "a resolution process")  # its bytes freed as it goes
+    for reader, parts, status in finished:
+        _take(reader, parts, status, out, "a resolution process")
     for rel in rels:
         if rel not in out:
             out[rel] = resolver.resolve_file(rel)
@@ -240,7 +225,6 @@ def _fork(work: Callable[[int], None]) -> tuple[int, threading.Thread, list[byte
     child's pid, and a started thread of this process appending what the child writes to the
     returned list until the child closes its end or exits."""
     r, w = os.pipe()
-    _widen_pipe(w)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)  # 3.12+: fork with threads (see above)
         pid = os.fork()
@@ -264,22 +248,6 @@ def _fork(work: Callable[[int], None]) -> tuple[int, threading.Thread, list[byte
     return pid, reader, parts
 
 
-PIPE_BYTES = 1 << 20  # a resolution child's pipe (Linux's default is 64 KiB, the most unprivileged: 1 MiB)
-
-
-def _widen_pipe(fd: int) -> None:
-    """Give pipe ``fd`` ``PIPE_BYTES`` of buffer where the platform allows it (Linux
-    ``F_SETPIPE_SZ``; elsewhere, or when refused, it keeps its own): a child then rarely waits
-    for this process's reader thread, which needs the GIL that this process's other threads
-    (a full build's edge writes) hold most of the time."""
-    try:
-        import fcntl
-
-        fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
-    except (ImportError, AttributeError, OSError):
-        pass
-
-
 def _send(w: int, value) -> None:
     """Write ``value`` pickled to pipe ``w`` (whole: a reader decodes what arrived complete)."""
     view = memoryview(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
@@ -298,15 +266,6 @@ def _take(reader: threading.Thread, parts: list[bytes], status: int, out: dict, 
     decoded = out.pop(_DECODED, None)
     if decoded:
         DECODES.add(decoded, children=True)
-
-
-def edges_sent(data: bytes) -> dict[str, FileEdges]:
-    """``{rel: FileEdges}`` of what a resolution child sent (``data``, as ``resolve_files``'s
-    ``on_sent`` receives it): its complete chunks (``_decode_chunks``)."""
-    out: dict = {}
-    _decode_chunks([data], out)
-    out.pop(_DECODED, None)
-    return out
 
 
 def _resolve_here(resolver: Resolver, rels: list[str], progress) -> dict[str, FileEdges]:
