@@ -68,15 +68,20 @@ def test_progress_counts_files_and_bytes_parsed(workers_for_a_few_files, monkeyp
         assert len(calls) > 2  # one report per batch taken
 
 
+def _twenty_copies(make, store):
+    """A workspace of 20 copies of ``FILES`` (``c0/`` to ``c19/``) and its indexer, not indexed yet."""
+    root = make() / "ws"
+    for i in range(20):
+        for rel, text in FILES.items():
+            write(root, f"c{i}/{rel}", text)
+    return root, new_indexer(make, root, store)
+
+
 def test_an_index_keeps_what_a_broken_typescript_file_still_holds(store, workers_for_a_few_files):
     """The indexer takes TypeScript facts parsed by a worker even when the file has a syntax
     error (no last good graph to keep): its function is in the graph, its error reported."""
     with workspaces() as make:
-        root = make() / "ws"
-        for i in range(20):
-            for rel, text in FILES.items():
-                write(root, f"c{i}/{rel}", text)
-        ix = new_indexer(make, root, store)
+        _, ix = _twenty_copies(make, store)
         rep = ix.index_all()
         assert rep.mode == "full" and rep.parsed == 20 * len(FILES)
         assert set(rep.parse_errors) == {f"c{i}/{rel}" for i in range(20) for rel in ("pkg/broken.py", "web/broken.ts")}
@@ -167,11 +172,7 @@ def test_a_stopped_parse_returns_early_and_a_cancelled_index_writes_nothing(stor
 
     assert len(parse_many(reading(), workers=2, keep=False, stop=stop)) < len(items)
     with workspaces() as make:
-        root = make() / "ws"
-        for i in range(20):
-            for rel, text in FILES.items():
-                write(root, f"c{i}/{rel}", text)
-        ix = new_indexer(make, root, store)
+        root, ix = _twenty_copies(make, store)
         assert ix.index_all().mode == "full"
         before = export(ix.graph)
         write(root, "c0/pkg/extra.py", "def extra():\n    pass\n")
