@@ -12,6 +12,7 @@ import contextlib
 import copyreg
 import gc
 import io
+import itertools
 import logging
 import os
 import pickle
@@ -378,14 +379,12 @@ def parse_many(items: Iterable[tuple[str, bytes]], workers: int | None = None,
 
     The facts a worker parses cost a pickle there and an unpickle here (together about a third
     of parsing them), so this process does its share itself: it takes batches from the small
-    end of a shared queue while the workers take from the large end, and keeps at most two
-    batches queued per worker, so the split follows whichever side is faster.
+    end of a shared queue while the workers take from the large end, and keeps at most four
+    batches handed to each worker, so the split follows whichever side is faster.
     ``progress(files, nbytes)`` is called with the number of files and of bytes parsed so far,
     after each batch once ``items`` is exhausted (the bytes measure the work: this process's
     batches hold many small files, the workers' few large ones). ``stop`` set: returns what was
     parsed so far, the rest not parsed (a cancelled index)."""
-    import itertools
-
     workers = workers or min(os.cpu_count() or 1, 8)
     it = iter(items)
     head = list(itertools.islice(it, PARALLEL_MIN_FILES))
@@ -409,10 +408,11 @@ def parse_many(items: Iterable[tuple[str, bytes]], workers: int | None = None,
     parsed_bytes = 0
     in_flight = 4 * (workers - 1)
 
-    def take(fut) -> None:
+    def take_done() -> None:
         nonlocal parsed_bytes
-        out.update(fut.result())
-        parsed_bytes += futures.pop(fut)
+        for fut in [f for f in futures if f.done()]:
+            out.update(fut.result())
+            parsed_bytes += futures.pop(fut)
 
     def hand_out(pool) -> None:
         while pending and len(futures) < in_flight:
@@ -438,10 +438,8 @@ def parse_many(items: Iterable[tuple[str, bytes]], workers: int | None = None,
             if size >= BATCH_BYTES:
                 pending.append(batch)
                 batch, size = [], 0
-                for fut in [f for f in futures if f.done()]:
-                    take(fut)
+                take_done()
                 hand_out(pool)
-        del head
         # the rest, largest files first to the workers, this process from the small end
         rest = [item for b in pending for item in b] + batch
         pending.clear()
@@ -455,11 +453,9 @@ def parse_many(items: Iterable[tuple[str, bytes]], workers: int | None = None,
                 batch = pending.pop()
                 out.update(_parse_batch(batch, keep=keep))
                 parsed_bytes += sum(len(data) for _, data in batch)
-                done = {f for f in futures if f.done()}
             else:
-                done, _ = cf.wait(futures, return_when=cf.FIRST_COMPLETED)
-            for fut in done:
-                take(fut)
+                cf.wait(futures, return_when=cf.FIRST_COMPLETED)
+            take_done()
             if progress is not None:
                 progress(len(out), parsed_bytes)
     except _ItemsRaised as exc:
