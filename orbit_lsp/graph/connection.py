@@ -25,7 +25,7 @@ from redis.retry import Retry
 
 from orbit_lsp.config import Settings
 from orbit_lsp.graph import embedded
-from orbit_lsp.graph.errors import FalkorDBOffline, QueryRejected, QueryTimeout
+from orbit_lsp.graph.errors import CommandUnavailable, FalkorDBOffline, QueryRejected, QueryTimeout
 
 CODE_GRAPH_PREFIX = "orbit_code_"  # also graph.keys.CODE_GRAPH_PREFIX
 WRITE_TIMEOUT_MS = 120_000  # server-side timeout of bulk index writes (GraphWriter)
@@ -370,6 +370,28 @@ class Graph:
         if queries:
             self.store.atomically(*[("GRAPH.QUERY", self.name, self._text(c, p), "--compact", "timeout", timeout)
                                     for c, p in queries])
+
+    def bulk_edges(self, section: bytes, edges: int, server: str | None = None) -> None:
+        """Add ``edges`` edges from one ``GRAPH.BULK`` edge section (``graph.bulk.edge_section``)
+        to this existing graph. The server trusts the node ids in it, so with ``server`` (the
+        ``GraphStore.server_id`` that created those nodes) nothing is sent to a server that has
+        restarted since: its graph may lack them. The server runs it without a timeout (keep
+        sections to tens of thousands of edges). Raises ``FalkorDBOffline`` (also for such a
+        restart) or ``QueryRejected`` (the server refused it: a graph that does not exist), of
+        which ``CommandUnavailable`` for a server without the command or a user not allowed to
+        run it."""
+        db = self.store.connect()
+        if server is not None and self.store.server_id != server:
+            raise FalkorDBOffline(self.store.where, "the server restarted while orbit was writing the graph; "
+                                                    "the next index brings it up to date")
+        try:
+            db.connection.execute_command("GRAPH.BULK", self.name, 0, edges, 0, 1, section)
+        except _TRANSPORT_ERRORS as exc:
+            self.store.reset()
+            raise FalkorDBOffline(self.store.where, str(exc) or type(exc).__name__) from exc
+        except redis.exceptions.ResponseError as exc:
+            unavailable = isinstance(exc, redis.exceptions.NoPermissionError) or "unknown command" in str(exc).lower()
+            raise (CommandUnavailable if unavailable else QueryRejected)(str(exc), "GRAPH.BULK") from exc
 
     def ro_query(self, cypher: str, params: dict | None = None, timeout_ms: int | None = None) -> QueryResult:
         """Run a query with ``GRAPH.RO_QUERY`` (the server refuses writes)."""

@@ -34,6 +34,11 @@ class QueryRejected(GraphError):
         return type(self), (str(self), self.query)
 
 
+class CommandUnavailable(QueryRejected):
+    """The server does not have a command (another server, an older FalkorDB) or does not let
+    this user run it (an ACL): what can be done without it should be."""
+
+
 class QueryInvalid(QueryRejected):
     """FalkorDB could not compile a query: a Cypher syntax error (``syntax`` True) or a semantic
     one such as an undefined variable. Not a refusal: the message says what FalkorDB reported."""

@@ -237,7 +237,7 @@ class FullBuild:
         """The resolution results of a full build: unresolved counts on the nodes, then IMPORTS,
         USES_PACKAGE, CALLS and INHERITS edges by node id. Rows are built here and handed to
         ``submit`` one batch at a time, so the server writes one while the next is built."""
-        from orbit_lsp.graph.writer import BATCH
+        from orbit_lsp.graph.writer import BATCH, BULK_EDGES
 
         sym_unres: list[list] = []
         calls: list[list] = []
@@ -256,7 +256,7 @@ class FullBuild:
                 a, b = sym_ids.get((rel, src)), sym_ids.get((dst_file, dst))
                 if a is not None and b is not None:
                     calls.append([a, b, c.lines[0], c.lines, c.cols, c.end_cols, c.resolved])
-            if len(calls) >= BATCH:
+            if len(calls) >= BULK_EDGES:
                 submit(w.create_calls_by_id, calls)
                 calls = []
             if len(sym_unres) >= BATCH:
