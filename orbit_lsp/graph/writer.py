@@ -10,7 +10,7 @@ Two ways to name an endpoint:
 
 - by indexed properties (``File.path``, ``Symbol.qual`` then ``Symbol.file``): for incremental
   updates of an existing graph;
-- by the node ids that ``create_files``/``create_symbols`` return, within one full build of a
+- by the node ids that ``create_files``/``create_unresolved_symbols`` return, within one full build of a
   fresh graph: a ``NodeByIdSeek`` instead of an index lookup and a filter, and no strings to
   send (measured on the standard library: CALLS edges 2.6 s -> 0.6 s). Ids are never kept beyond
   the build that created the nodes (FalkorDB reuses the ids of deleted nodes). Edges by id go
@@ -157,19 +157,26 @@ class GraphWriter:
         self._run(f"UNWIND $rows AS r WITH r, r[0] AS fid MATCH (f) WHERE id(f) = fid SET {_sets('f', fields, 1)}",
                   rows)
 
-    def create_symbols(self, rows: Sequence[list], file_ids: dict[str, int] | None = None) -> list[int | None]:
+    def create_symbols(self, rows: Sequence[list]) -> list[int | None]:
         """rows: ``SYMBOL_FIELDS``; each Symbol is created together with its DEFINES edge from
-        its File, found by path, or by id through ``file_ids`` (path -> id). Returns the new
-        node ids."""
-        n = len(SYMBOL_FIELDS)
-        if file_ids is None:
-            return self._run_ids(f"UNWIND $rows AS r MATCH (f:File {{path: r[0]}}) "
-                                 f"CREATE (f)-[:DEFINES]->(s:Symbol {{{_props(SYMBOL_FIELDS)}}}) RETURN r[{n}], id(s)",
-                                 rows)
-        rows = [[file_ids.get(r[0]), *r] for r in rows]
-        return self._run_ids(f"UNWIND $rows AS r WITH r, r[0] AS fid MATCH (f) WHERE id(f) = fid "
-                             f"CREATE (f)-[:DEFINES]->(s:Symbol {{{_props(SYMBOL_FIELDS, 1)}}}) RETURN r[{n + 1}], id(s)",
-                             rows)
+        its File, found by path. Returns the new node ids."""
+        return self._run_ids(f"UNWIND $rows AS r MATCH (f:File {{path: r[0]}}) "
+                             f"CREATE (f)-[:DEFINES]->(s:Symbol {{{_props(SYMBOL_FIELDS)}}}) "
+                             f"RETURN r[{len(SYMBOL_FIELDS)}], id(s)", rows)
+
+    def create_unresolved_symbols(self, rows: Sequence[list], file_ids: dict[str, int]) -> list[int | None]:
+        """A full build's symbols before their calls are resolved, rows: ``SYMBOL_FIELDS`` up to
+        ``col`` (``[file, qual, name, kind, line, end_line, col]``), each created with its
+        DEFINES edge from its File, found by id through ``file_ids`` (path -> id); ``file`` is
+        that File's path and there are no unbound calls yet (``unresolved_calls`` 0,
+        ``unresolved_names`` []: set by ``update_symbols_by_id`` after the resolution). Rows
+        carry neither, which halves the parameter text (~50 bytes a symbol). Returns the new
+        node ids (None for a row whose file has no id)."""
+        rows = [[file_ids.get(r[0]), *r[1:]] for r in rows]
+        return self._run_ids("UNWIND $rows AS r WITH r, r[0] AS fid MATCH (f) WHERE id(f) = fid "
+                             "CREATE (f)-[:DEFINES]->(s:Symbol {file: f.path, qual: r[1], name: r[2], kind: r[3], "
+                             "line: r[4], end_line: r[5], col: r[6], unresolved_calls: 0, unresolved_names: []}) "
+                             "RETURN r[7], id(s)", rows)
 
     def update_symbols(self, rows: Sequence[list]) -> None:
         """rows: ``SYMBOL_FIELDS``; matched by (qual, file), every property replaced."""

@@ -122,7 +122,7 @@ class FullBuild:
                 rows: list[list] = []
 
                 def flush() -> None:
-                    for k, i in zip(keys, w.create_symbols(rows, file_ids)):
+                    for k, i in zip(keys, w.create_unresolved_symbols(rows, file_ids)):
                         if i is not None:
                             sym_ids[k] = i
                     keys.clear()
@@ -131,8 +131,7 @@ class FullBuild:
                 for r, blob in blobs_of:
                     for sy in unpickle_symbols(blob):  # one file at a time, not cached
                         keys.append((r, sy.qual))
-                        rows.append([r, full_qual(r, sy.qual, rp), sy.name, sy.kind, sy.line, sy.end_line, sy.col, 0,
-                                     [], None])
+                        rows.append([r, full_qual(r, sy.qual, rp), sy.name, sy.kind, sy.line, sy.end_line, sy.col])
                     if len(rows) >= SYMBOL_BATCH:
                         flush()
                 flush()

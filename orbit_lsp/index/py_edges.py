@@ -37,11 +37,13 @@ def package_info(top: str) -> tuple[str, bool, str]:
     return top, top in STDLIB, dists[0] if dists else ""
 
 
+@lru_cache(maxsize=1 << 16)
 def module_name(rel: str, root_package: str = "") -> str:
     """Dotted module name of a workspace path: ``app/jenkins/build_tree.py`` ->
     ``app.jenkins.build_tree``; ``pkg/__init__.py`` -> ``pkg``; a leading ``src/`` is dropped
     (``src`` layouts). When the workspace root is itself a package (``root_package``, its
-    directory name), names are prefixed with it, as Python would import them."""
+    directory name), names are prefixed with it, as Python would import them. Memoised: a full
+    build asks it once a symbol (~490,000 times for ~22,000 files on the scale corpus)."""
     path = rel[:-3] if rel.endswith(".py") else rel
     if path.endswith("/__init__") or path == "__init__":
         path = path[: -len("__init__")].rstrip("/")
