@@ -110,6 +110,26 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+def kill9_embedded(store) -> None:
+    """SIGKILL the embedded FalkorDB of ``store`` (a ``GraphStore``) and wait (up to 10 s)
+    until the process is gone."""
+    import os
+    import signal
+    import time
+
+    from orbit_lsp.graph import embedded
+
+    pid = embedded.status(store.settings.data_dir)["pid"]
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return
+        time.sleep(0.02)
+
+
 class ExternalFalkorDB:
     """A FalkorDB of its own for a test, reached over TCP like an external server
     (``ORBIT_FALKORDB_URL=redis://127.0.0.1:<port>``): redis-server with the FalkorDB module

@@ -159,9 +159,7 @@ def test_a_server_that_refuses_graph_bulk_gets_the_same_graph_by_cypher(tmp_path
 def test_edges_by_id_are_not_sent_to_a_server_that_restarted_since_the_nodes(tmp_path):
     """The server trusts a section's node ids: after a restart (here from a snapshot taken
     before the nodes were written), nothing is sent and the writer says FalkorDB restarted."""
-    import os
-    import signal
-    import time
+    from lsp_harness import kill9_embedded
 
     from orbit_lsp.graph import embedded
     from orbit_lsp.graph.errors import FalkorDBOffline
@@ -173,15 +171,7 @@ def test_edges_by_id_are_not_sent_to_a_server_that_restarted_since_the_nodes(tmp
         store.execute("SAVE")  # the server comes back with this graph, without the nodes below
         w = GraphWriter(graph)
         ids = w.create_files([[f"m{i}.py", "python", 1, "h", None, None] for i in range(3)])
-        pid = embedded.status(store.settings.data_dir)["pid"]
-        os.kill(pid, signal.SIGKILL)
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                os.kill(pid, 0)
-            except ProcessLookupError:
-                break
-            time.sleep(0.02)
+        kill9_embedded(store)
         for _ in range(2):  # the first try finds the connection gone, the second a new server
             with pytest.raises(FalkorDBOffline) as exc:
                 w.create_imports_by_id([[ids[0], ids[1], 1, False], [ids[1], ids[2], 2, True]])

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -30,6 +29,7 @@ from orbit_lsp.graph.connection import GraphStore
 from orbit_lsp.graph.errors import FalkorDBOffline
 from orbit_lsp.graph.queries import export
 from orbit_lsp.index.indexer import WorkspaceIndexer
+from lsp_harness import kill9_embedded as _kill9
 
 ORBIT = str(Path(sys.executable).parent / "orbit-lsp")
 WORKER = str(Path(__file__).parent / "index_worker.py")
@@ -267,18 +267,6 @@ def private_store():
         s.close()
         embedded.stop(d)
         shutil.rmtree(d, ignore_errors=True)
-
-
-def _kill9(store: GraphStore) -> None:
-    pid = embedded.status(store.settings.data_dir)["pid"]
-    os.kill(pid, signal.SIGKILL)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
-        time.sleep(0.02)
 
 
 def _retry_once(fn):
