@@ -78,27 +78,32 @@ def _struct_for(structs: dict, key: str) -> struct.Struct:
     return st
 
 
+def _edge_bytes(row: Sequence, structs: dict[str, struct.Struct]) -> bytes:
+    """One edge of a section by the general rules (``edge_section``): ids, then each value."""
+    a, b = row[0], row[1]
+    if a.__class__ is not int or b.__class__ is not int or a < 0 or b < 0:
+        raise ValueError(f"GRAPH.BULK: node ids must be non-negative integers, got {a!r}, {b!r}")
+    fmt = ["<QQ"]
+    args = [a, b]
+    for v in row[2:]:
+        _put(v, fmt, args)
+    return _struct_for(structs, "".join(fmt)).pack(*args)
+
+
 def edge_section(rel_type: str, props: Sequence[str], rows: Sequence[Sequence]) -> bytes:
     """One edge section of ``rows``: ``[source id, destination id, *values of props]``, ids as
     returned by the node-creating queries of the same graph. Values: None (the property is
     left out), bool, int (64 bits), float, str (without NUL), and lists of those. Raises
     ``ValueError`` (an id that is not a non-negative int, an integer past 64 bits, a NUL in a
-    string, a row of the wrong width) or
-    ``TypeError`` (any other value) before anything is sent."""
+    string, a row of the wrong width) or ``TypeError`` (any other value) before anything is
+    sent."""
     width = 2 + len(props)
     structs: dict[str, struct.Struct] = {}
     out = [edge_header(rel_type, props)]
     for row in rows:
         if len(row) != width:
             raise ValueError(f"GRAPH.BULK: a row of {len(row)} values, expected {width}")
-        a, b = row[0], row[1]
-        if a.__class__ is not int or b.__class__ is not int or a < 0 or b < 0:
-            raise ValueError(f"GRAPH.BULK: node ids must be non-negative integers, got {a!r}, {b!r}")
-        fmt = ["<QQ"]
-        args = [a, b]
-        for v in row[2:]:
-            _put(v, fmt, args)
-        out.append(_struct_for(structs, "".join(fmt)).pack(*args))
+        out.append(_edge_bytes(row, structs))
     return b"".join(out)
 
 
@@ -106,8 +111,8 @@ def site_edge_section(rel_type: str, props: Sequence[str], rows: Sequence[Sequen
     """``edge_section`` of rows shaped as CALLS rows (``writer.CALL_PROPS``): ``[source id,
     destination id, line, lines, cols, end_cols, resolved]``, three integer sequences of one
     length and a string; four times faster (one precompiled ``struct`` a length and resolution
-    kind: 1.4 µs a row against 6.1 on the scale corpus's calls). A row of any other shape is encoded by
-    ``edge_section``'s rules. Raises ``ValueError`` for a row neither can encode."""
+    kind: 1.4 µs a row against 6.1 on the scale corpus's calls). A row of any other shape is
+    encoded by ``edge_section``'s rules. Raises ``ValueError`` for a row neither can encode."""
     if len(props) != 5:
         raise ValueError(f"GRAPH.BULK: call rows have 5 properties, got {len(props)}")
     structs: dict = {}  # (sites, resolved) -> (struct, resolved as bytes)
@@ -118,22 +123,16 @@ def site_edge_section(rel_type: str, props: Sequence[str], rows: Sequence[Sequen
         for row in rows:
             a, b, line, lines, cols, ends, res = row
             n = len(lines)
-            got = structs.get((n, res)) if len(cols) == n and len(ends) == n and res.__class__ is str else None
+            if res.__class__ is not str or len(cols) != n or len(ends) != n:  # another shape: the general rules
+                append(_edge_bytes(row, general))
+                continue
+            got = structs.get((n, res))
             if got is None:
-                if res.__class__ is str and len(cols) == n and len(ends) == n:
-                    data = res.encode()
-                    if b"\0" in data:
-                        raise ValueError("GRAPH.BULK: a NUL character in a string property")
-                    sites = "Bq" * n
-                    got = structs[(n, res)] = (struct.Struct(f"<QQBqBq{sites}Bq{sites}Bq{sites}B{len(data) + 1}s"), data)
-                else:  # another shape: the general rules
-                    if a.__class__ is not int or b.__class__ is not int:
-                        raise ValueError(f"GRAPH.BULK: node ids must be non-negative integers, got {a!r}, {b!r}")
-                    fmt, args = ["<QQ"], [a, b]
-                    for v in row[2:]:
-                        _put(v, fmt, args)
-                    append(_struct_for(general, "".join(fmt)).pack(*args))
-                    continue
+                data = res.encode()
+                if b"\0" in data:
+                    raise ValueError("GRAPH.BULK: a NUL character in a string property")
+                sites = "Bq" * n
+                got = structs[(n, res)] = (struct.Struct(f"<QQBqBq{sites}Bq{sites}Bq{sites}B{len(data) + 1}s"), data)
             st, data = got
             if a.__class__ is not int or b.__class__ is not int or line.__class__ is not int:
                 raise ValueError(f"GRAPH.BULK: node ids and lines must be integers, got {a!r}, {b!r}, {line!r}")

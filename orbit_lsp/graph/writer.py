@@ -264,6 +264,9 @@ class GraphWriter:
             self._run(cypher, rows)
             return
         for chunk in _batched(list(rows), BULK_EDGES):
+            if not self.bulk:  # refused by the server for an earlier chunk (or by another thread)
+                self._run(cypher, chunk)
+                continue
             try:
                 section = encode(rel_type, props, chunk)
             except (TypeError, ValueError):
