@@ -331,8 +331,12 @@ def test_bench_cli_latency_and_scale_on_tiny_corpus(tiny, settings):
     assert rep.data["cold"]["result"]["files"] == 4 and rep.data["reopen_mode"] == "unchanged"
     assert rep.data["cold"]["peak_sum_kib"] > 0 and rep.data["floor_one_core_s"] > 0
     assert rep.data["floor_one_core_after_s"] > 0  # the floor again, right after the cold index
-    assert 0 < rep.data["cold"]["peak_pss_kib"] <= rep.data["cold"]["peak_sum_kib"]
-    assert rep.data["cold"]["pss_samples"] >= 1 and rep.data["cold"]["sampler_cpu_s"] >= 0
+    # the timed cold index reads no PSS; the second one, from scratch again, measures memory
+    assert rep.data["cold"]["pss_samples"] == 0 and rep.data["cold"]["peak_pss_kib"] == 0
+    memory = rep.data["cold_memory"]
+    assert memory["result"]["mode"] == "full" and memory["result"]["files"] == 4
+    assert 0 < memory["peak_pss_kib"] <= memory["peak_sum_kib"]
+    assert memory["pss_samples"] >= 1 and memory["sampler_cpu_s"] >= 0
     # the index process ran Python for a while; the server is shared with the tests (running)
     assert rep.data["cold"]["cpu_s"] > 0 and rep.data["cold"]["server_cpu_s"] is not None
     # each of the 4 files is resolved from its own facts, decoded at least once
@@ -355,14 +359,18 @@ def test_memory_sampler_reads_pss_at_most_once_an_interval():
     try:
         time.sleep(0.5)  # the child has started and holds its 64 MiB
         rss = TreeRss(child.pid, interval=0.01, pss_interval=0.5)
+        unobserved = TreeRss(child.pid, interval=0.01, pss_interval=None)  # a timed run's sampler
         time.sleep(1.2)
         rss.stop()
+        unobserved.stop()
     finally:
         child.kill()
         child.wait()
     assert 1 <= rss.pss_samples <= 3  # t = 0, 0.5, 1.0 s at most, though RSS was read ~100 times
     assert 64 << 10 <= rss.peak_pss <= rss.peak_sum
     assert rss.own_cpu_s > 0
+    assert unobserved.pss_samples == 0 and unobserved.peak_pss == 0
+    assert unobserved.peak_sum >= 64 << 10  # RSS and CPU are still read
 
 
 def test_phases_of_an_index_with_the_busy_cores_while_each_ran():

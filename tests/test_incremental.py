@@ -716,3 +716,28 @@ def test_an_attribute_only_a_subclass_sets_follows_an_edit_of_the_subclass(store
                         "    def __init__(self):\n        self.helper = B()\n",
                         "after a second subclass appeared")
         assert from_run() == ["tools.A.work", "tools.B.work"]
+
+
+def test_a_full_builds_tally_of_one_symbol_counts_as_the_site_strings_do():
+    """``report.tally_symbol`` (what a full build adds per symbol) gives the counts of
+    ``report.unbound_tally`` over the symbol's ``unresolved_sites`` strings: a name once per
+    symbol, its sites as often as it is called, one site when the lines are not known."""
+    from orbit_lsp.index.report import tally_symbol, unbound_tally, unresolved_sites
+
+    symbols = [
+        (["run", "log", "run", "x"], [12, 3, 7, 7]),  # "run" twice, two names on line 7
+        (["log"], [40]),
+        (["run", "run"], None),  # sites not known (edges of an older version)
+        (["log", "x"], [1]),  # lines that do not match the names: not known either
+        ([], []),  # no unbound call
+    ]
+    by_strings: dict = {}
+    by_symbol: dict = {}
+    for names, lines in symbols:
+        if not names:
+            continue
+        distinct = sorted(set(names))
+        sites = unresolved_sites(names, lines)
+        unbound_tally([(distinct, sites)], by_strings)
+        tally_symbol(by_symbol, distinct, names if sites is not None else None)
+    assert by_symbol == by_strings == {"run": [2, 3], "log": [3, 3], "x": [2, 2]}

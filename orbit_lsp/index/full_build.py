@@ -15,7 +15,7 @@ from orbit_lsp.graph import writelock
 from orbit_lsp.graph.errors import FalkorDBOffline
 from orbit_lsp.graph.schema import UNBOUND_MARKER, ensure_indexes
 from orbit_lsp.graph.writer import BATCH as SYMBOL_BATCH, GraphWriter
-from orbit_lsp.index.report import (GENERATIONS, IndexReport, Progress, report_progress, unbound_tally,
+from orbit_lsp.index.report import (GENERATIONS, IndexReport, Progress, report_progress, tally_symbol,
                                    unresolved_sites)
 from orbit_lsp.index.languages import is_js
 from orbit_lsp.index.parsing import unpickle_symbols
@@ -113,18 +113,21 @@ class FullBuild:
             file_rows = [self._file_row(r, resolved=False) for r in rels]
             blobs_of = [(r, self.state[r].facts_blob) for r in have]  # the state's own bytes
 
-            def nodes(file_rows: list) -> tuple[dict[str, int], dict[tuple[str, str], int]]:
+            def nodes(file_rows: list) -> tuple[dict[str, int], dict[str, dict[str, int]]]:
                 # in this (the writer's) thread, a batch at a time: every symbol's row at once
                 # was ~450 bytes a symbol held through the whole resolution
                 file_ids = {r: i for r, i in zip(rels, w.create_files(file_rows)) if i is not None}
-                sym_ids: dict[tuple[str, str], int] = {}
+                sym_ids: dict[str, dict[str, int]] = {}  # file -> qual -> node id
                 keys: list[tuple[str, str]] = []
                 rows: list[list] = []
 
                 def flush() -> None:
-                    for k, i in zip(keys, w.create_unresolved_symbols(rows, file_ids)):
+                    for (r, qual), i in zip(keys, w.create_unresolved_symbols(rows, file_ids)):
                         if i is not None:
-                            sym_ids[k] = i
+                            ids = sym_ids.get(r)
+                            if ids is None:
+                                ids = sym_ids[r] = {}
+                            ids[qual] = i
                     keys.clear()
                     rows.clear()
 
@@ -232,7 +235,7 @@ class FullBuild:
         self._meta_dirty = True
 
     def _write_edges_by_id(self, w: GraphWriter, rels: list[str], file_ids: dict[str, int],
-                           sym_ids: dict[tuple[str, str], int], submit: Callable) -> None:
+                           sym_ids: dict[str, dict[str, int]], submit: Callable) -> None:
         """The resolution results of a full build: unresolved counts on the nodes, then IMPORTS,
         USES_PACKAGE, CALLS and INHERITS edges by node id. Rows are built here and handed to
         ``submit`` one batch at a time, so the server writes one while the next is built."""
@@ -241,18 +244,22 @@ class FullBuild:
         sym_unres: list[list] = []
         calls: list[list] = []
         tally: dict[str, list[int]] = {}
+        none: dict[str, int] = {}
         for rel in rels:
             e = self.state[rel].edges
             if e is None:
                 continue
+            mine = sym_ids.get(rel, none)
             for qual, names in e.unresolved.items():
-                sid = sym_ids.get((rel, qual))
+                sid = mine.get(qual)
                 if sid is not None and names:
-                    sym_unres.append([sid, len(names), sorted(set(names)),
-                                      unresolved_sites(names, e.unresolved_lines.get(qual))])
-                    unbound_tally([sym_unres[-1][2:]], tally)
+                    distinct = sorted(set(names))
+                    sites = unresolved_sites(names, e.unresolved_lines.get(qual))
+                    sym_unres.append([sid, len(names), distinct, sites])
+                    tally_symbol(tally, distinct, names if sites is not None else None)
             for (src, dst_file, dst), c in sorted(e.calls.items()):
-                a, b = sym_ids.get((rel, src)), sym_ids.get((dst_file, dst))
+                a = mine.get(src)
+                b = sym_ids.get(dst_file, none).get(dst)
                 if a is not None and b is not None:
                     calls.append([a, b, c.lines[0], c.lines, c.cols, c.end_cols, c.resolved])
             if len(calls) >= BULK_EDGES:
@@ -283,7 +290,7 @@ class FullBuild:
                 n, stdlib, dist = package_info(name)
                 pkgs.append([rel, n, stdlib, dist, line])
             for src, dst_file, dst in sorted(e.inherits):
-                a, b = sym_ids.get((rel, src)), sym_ids.get((dst_file, dst))
+                a, b = sym_ids.get(rel, none).get(src), sym_ids.get(dst_file, none).get(dst)
                 if a is not None and b is not None:
                     inherits.append([a, b])
         submit(w.update_files_by_id, file_unres, ("unresolved_imports",))

@@ -101,6 +101,24 @@ def unbound_tally(symbols: Iterable[tuple[list[str] | None, list[str] | None]],
     return out
 
 
+def tally_symbol(out: dict[str, list[int]], distinct: list[str], calls: list[str] | None) -> None:
+    """Add one symbol to ``unbound_tally`` counts ``out``: ``distinct``, the names of its unbound
+    calls, each once; ``calls``, the name of each of its unbound call sites, or None when the
+    sites are not known (each name then counts one site). The counts of
+    ``unbound_tally([(distinct, unresolved_sites(calls, lines))], out)``, without making and
+    parsing the ``"name@line"`` strings (a full build tallies every symbol of the workspace)."""
+    per: dict[str, int] = {}
+    if calls is not None:
+        for n in calls:
+            per[n] = per.get(n, 0) + 1
+    for n in distinct:
+        t = out.get(n)
+        if t is None:
+            t = out[n] = [0, 0]
+        t[0] += 1
+        t[1] += per.get(n) or 1
+
+
 def tally_change(new: dict[str, list[int]], old: dict[str, list[int]]) -> list[list]:
     """``[name, symbols, sites]`` rows taking ``old`` counts to ``new`` ones (``unbound_tally``
     of the same symbols before and after a change), sorted by name, names left unchanged out."""
