@@ -244,12 +244,12 @@ class FullBuild:
         sym_unres: list[list] = []
         calls: list[list] = []
         tally: dict[str, list[int]] = {}
-        none: dict[str, int] = {}
+        no_ids: dict[str, int] = {}  # a file without symbol nodes
         for rel in rels:
             e = self.state[rel].edges
             if e is None:
                 continue
-            mine = sym_ids.get(rel, none)
+            mine = sym_ids.get(rel, no_ids)
             for qual, names in e.unresolved.items():
                 sid = mine.get(qual)
                 if sid is not None and names:
@@ -259,7 +259,7 @@ class FullBuild:
                     tally_symbol(tally, distinct, names if sites is not None else None)
             for (src, dst_file, dst), c in sorted(e.calls.items()):
                 a = mine.get(src)
-                b = sym_ids.get(dst_file, none).get(dst)
+                b = sym_ids.get(dst_file, no_ids).get(dst)
                 if a is not None and b is not None:
                     calls.append([a, b, c.lines[0], c.lines, c.cols, c.end_cols, c.resolved])
             if len(calls) >= BULK_EDGES:
@@ -290,7 +290,7 @@ class FullBuild:
                 n, stdlib, dist = package_info(name)
                 pkgs.append([rel, n, stdlib, dist, line])
             for src, dst_file, dst in sorted(e.inherits):
-                a, b = sym_ids.get(rel, none).get(src), sym_ids.get(dst_file, none).get(dst)
+                a, b = sym_ids.get(rel, no_ids).get(src), sym_ids.get(dst_file, no_ids).get(dst)
                 if a is not None and b is not None:
                     inherits.append([a, b])
         submit(w.update_files_by_id, file_unres, ("unresolved_imports",))
