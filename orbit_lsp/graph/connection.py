@@ -25,7 +25,8 @@ from redis.retry import Retry
 
 from orbit_lsp.config import Settings
 from orbit_lsp.graph import embedded
-from orbit_lsp.graph.errors import CommandUnavailable, FalkorDBOffline, QueryRejected, QueryTimeout
+from orbit_lsp.graph.errors import (RESTARTED_WHILE_WRITING, CommandUnavailable, FalkorDBOffline, QueryRejected,
+                                     QueryTimeout)
 
 CODE_GRAPH_PREFIX = "orbit_code_"  # also graph.keys.CODE_GRAPH_PREFIX
 WRITE_TIMEOUT_MS = 120_000  # server-side timeout of bulk index writes (GraphWriter)
@@ -382,8 +383,7 @@ class Graph:
         run it."""
         db = self.store.connect()
         if server is not None and self.store.server_id != server:
-            raise FalkorDBOffline(self.store.where, "the server restarted while orbit was writing the graph; "
-                                                    "the next index brings it up to date")
+            raise FalkorDBOffline(self.store.where, RESTARTED_WHILE_WRITING)
         try:
             db.connection.execute_command("GRAPH.BULK", self.name, 0, edges, 0, 1, section)
         except _TRANSPORT_ERRORS as exc:

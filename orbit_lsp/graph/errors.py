@@ -34,6 +34,12 @@ class QueryRejected(GraphError):
         return type(self), (str(self), self.query)
 
 
+# what a write says when the FalkorDB server restarted during it (the graph may lack its first
+# writes: ``GraphStore.server_id`` changed), raised as ``FalkorDBOffline``
+RESTARTED_WHILE_WRITING = ("the server restarted while orbit was writing the graph; the next index brings it up "
+                           "to date")
+
+
 class CommandUnavailable(QueryRejected):
     """The server does not have a command (another server, an older FalkorDB) or does not let
     this user run it (an ACL): what can be done without it should be."""

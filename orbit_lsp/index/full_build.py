@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 
 from orbit_lsp.graph import writelock
-from orbit_lsp.graph.errors import FalkorDBOffline
+from orbit_lsp.graph.errors import RESTARTED_WHILE_WRITING, FalkorDBOffline
 from orbit_lsp.graph.schema import UNBOUND_MARKER, ensure_indexes
 from orbit_lsp.graph.writer import BATCH as SYMBOL_BATCH, GraphWriter
 from orbit_lsp.index.report import (GENERATIONS, IndexReport, Progress, report_progress, tally_symbol,
@@ -199,8 +199,7 @@ class FullBuild:
                     report_progress(progress, i, len(jobs), "", "write")
             if self.store.server_id != server:
                 # FalkorDB restarted during the build: the scratch graph lost its first writes
-                raise FalkorDBOffline(self.store.where, "the server restarted while orbit was writing the "
-                                      "graph; the next index brings it up to date")
+                raise FalkorDBOffline(self.store.where, RESTARTED_WHILE_WRITING)
             self._swap_in(target)
             self._cache_staged = True
             swapped = True

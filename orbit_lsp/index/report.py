@@ -86,18 +86,8 @@ def unbound_tally(symbols: Iterable[tuple[list[str] | None, list[str] | None]],
     thousands of times costs one read."""
     out = {} if out is None else out
     for names, sites in symbols:
-        if not names:
-            continue
-        per: dict[str, int] = {}
-        for x in sites or ():
-            n = x[:x.rfind("@")]
-            per[n] = per.get(n, 0) + 1
-        for n in names:  # distinct, as the property holds them
-            t = out.get(n)
-            if t is None:
-                t = out[n] = [0, 0]
-            t[0] += 1
-            t[1] += per.get(n) or 1
+        if names:  # distinct, as the property holds them; a site is "name@line"
+            tally_symbol(out, names, [x[:x.rfind("@")] for x in sites] if sites else None)
     return out
 
 

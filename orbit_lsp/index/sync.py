@@ -16,7 +16,7 @@ import sqlite3
 from pathlib import Path
 
 from orbit_lsp.graph import writelock
-from orbit_lsp.graph.errors import FalkorDBOffline, QueryRejected
+from orbit_lsp.graph.errors import RESTARTED_WHILE_WRITING, FalkorDBOffline, QueryRejected
 from orbit_lsp.index.full_build import build_graph_name
 from orbit_lsp.index.report import GENERATIONS, IndexReport
 from orbit_lsp.index.state import FileState, StateCache
@@ -69,13 +69,11 @@ class GraphSync:
             except QueryRejected as exc:
                 if self.store.server_id != server or "empty key" in str(exc):
                     self._token = None
-                    raise FalkorDBOffline(self.store.where, "the server restarted while orbit was writing "
-                                          "the graph; the next index brings it up to date") from exc
+                    raise FalkorDBOffline(self.store.where, RESTARTED_WHILE_WRITING) from exc
                 raise
             if self.store.server_id != server:
                 self._token = None
-                raise FalkorDBOffline(self.store.where, "the server restarted while orbit was writing the "
-                                      "graph; the next index brings it up to date")
+                raise FalkorDBOffline(self.store.where, RESTARTED_WHILE_WRITING)
 
     def drop(self) -> None:
         """Remove this workspace's graph, the scratch graph of an interrupted build, the graph's
