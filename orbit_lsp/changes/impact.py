@@ -11,6 +11,7 @@ layer.
 from __future__ import annotations
 
 import ast
+import hashlib
 import re
 import time
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from orbit_lsp.graph.connection import Graph
 from orbit_lsp.graph.implicit import PYTHON2
 from orbit_lsp.graph.imports import ImportGraph
 from orbit_lsp.index.py_edges import full_qual, module_name
+from orbit_lsp.lru import LRU
 
 DEFAULT_DEPTH = 4
 DEFAULT_TEST_DEPTH = 12
@@ -443,7 +445,9 @@ def library_classes(graph: Graph, ans: queries.Answer, read, classes: set[tuple[
     imported from a standard-library module, directly or re-exported by a workspace module
     (``from .compat import cookielib``). Bases from other packages are not known (their
     members cannot be read without importing them): not counted. ``read`` gives a file's
-    bytes; ``cache`` keeps answers per class."""
+    bytes; ``cache`` keeps answers per class, and per ancestor class with its base names
+    (``("ancestor", file, qual, bases)``: a much-used base is an ancestor of most classes,
+    and its file is parsed once)."""
     cache = {} if cache is None else cache
     todo = sorted(c for c in classes if c not in cache and c[1])
     if todo:
@@ -453,12 +457,46 @@ def library_classes(graph: Graph, ans: queries.Answer, read, classes: set[tuple[
         ancestors: dict[tuple[str, str], list[tuple[str, str, set[str]]]] = {}
         for cf, cq, af, aq, bases in rows:
             ancestors.setdefault((cf, cq), []).append((af, aq, set(bases)))
+        # each ancestor once, a file's together (its parsed tree stays in ``parse_cached``'s cache)
+        for af, aq, bases in sorted({(af, aq, frozenset(bases)) for c in todo for af, aq, bases in ancestors.get(c, [])},
+                                    key=lambda a: (a[0], a[1], sorted(a[2]))):
+            if ("ancestor", af, aq, bases) not in cache:
+                cache[("ancestor", af, aq, bases)] = _library_names_kept(read, af, aq, bases, root_package)
         for c in todo:
             names: set[str] = set()
             for af, aq, bases in ancestors.get(c, []):
-                names |= _library_names(read, af, aq, bases, root_package)
+                names |= cache[("ancestor", af, aq, frozenset(bases))]
             cache[c] = frozenset(names)
     return {c: cache[c] for c in classes if cache.get(c)}
+
+
+# (file, class qual, its workspace bases' names, root package) -> (``_library_names``, the files
+# it read with their contents' digests): kept across answers while those files keep their
+# contents (a lens on a file of a large class hierarchy parses each ancestor's file once a
+# process, not once an answer)
+_LIBRARY_NAMES = LRU(8192)
+
+
+def _digest(data: bytes | None) -> bytes | None:
+    return None if data is None else hashlib.blake2b(data, digest_size=16).digest()
+
+
+def _library_names_kept(read, file: str, qual: str, bases: frozenset[str], root_package: str) -> frozenset[str]:
+    """``_library_names``, kept in ``_LIBRARY_NAMES``: a kept answer is given again when every
+    file it read (through ``read``) has the same content now."""
+    key = (file, qual, bases, root_package)
+    found, kept = _LIBRARY_NAMES.lookup(key)
+    if found and all(_digest(read(path)) == digest for path, digest in kept[1]):
+        return kept[0]
+    reads: list[tuple[str, bytes | None]] = []
+
+    def recording(path: str) -> bytes | None:
+        data = read(path)
+        reads.append((path, _digest(data)))
+        return data
+    names = frozenset(_library_names(recording, file, qual, set(bases), root_package))
+    _LIBRARY_NAMES.put(key, (names, tuple(reads)))
+    return names
 
 
 def _class_node(tree, file: str, qual: str, root_package: str):

@@ -149,30 +149,46 @@ def tests_reaching(graph: Graph, targets: list[dict], index: TestIndex, root_pac
         frontier = sorted(nxt)
         depth += 1
 
+    # the walks below run once per target over the same caller graph (tens of thousands of
+    # symbols above a much-used function): its symbols as integers, neighbours as lists sorted
+    # by key, so that which of two paths as short names a test's reason does not depend on the
+    # order of a set (string hashes differ from one process to the next)
+    keys = list(info)
+    number = {k: i for i, k in enumerate(keys)}
+    callers = [()] * len(keys)
+    for u, ks in callers_of.items():
+        callers[number[u]] = [number[k] for k in sorted(ks)]
+    stands = [()] * len(keys)
+    for u, ks in stands_for.items():
+        stands[number[u]] = [number[k] for k in sorted(ks)]
+    method_of = [k[1].rpartition(".")[2] if info[k].get("kind") == "method" else None for k in keys]
+    test_local: list = [False] * len(keys)  # symbol -> (test file, in-file qual) | None; False: not known yet
     classes_of_fixture: dict[tuple[str, str], list[tuple[str, str]]] = {}
-    test_local: dict[Key, tuple[str, str] | None | bool] = {}  # graph key -> (test file, in-file qual) | None
     out: dict[Key, list[dict]] = {}
+    beyond = test_depth + 1
     for t in targets:
         start = (t["file"], t["qual"])
-        dist = {start: 0}
-        todo = deque([start])
+        dist = {number[start]: 0}
+        todo = deque(dist)
         while todo:  # 0-1 BFS: a class stands for its special method at the same depth
             u = todo.popleft()
             d = dist[u]
-            for k in stands_for.get(u, ()):
-                if dist.get(k, test_depth + 1) > d:
+            for k in stands[u]:
+                if dist.get(k, beyond) > d:
                     dist[k] = d
                     todo.appendleft(k)
             if d < test_depth:
-                for k in callers_of.get(u, ()):
-                    if dist.get(k, test_depth + 1) > d + 1:
-                        dist[k] = d + 1
+                d += 1
+                for k in callers[u]:
+                    if dist.get(k, beyond) > d:
+                        dist[k] = d
                         todo.append(k)
         reached: dict = {}
-        for key, d in dist.items():
-            local = test_local.get(key, False)
+        for i, d in dist.items():
+            local = test_local[i]
             if local is False:
-                local = test_local[key] = (key[0], in_file_qual(key[0], key[1], root_package)) \
+                key = keys[i]
+                local = test_local[i] = (key[0], in_file_qual(key[0], key[1], root_package)) \
                     if is_test_support(key[0]) else None
             if local is not None:
                 how = f"changed: {t['qual']}" if d == 0 else f"calls {t['qual']} ({d} hop{'s' * (d > 1)})"
@@ -183,13 +199,13 @@ def tests_reaching(graph: Graph, targets: list[dict], index: TestIndex, root_pac
             if key not in classes_of_fixture:
                 classes_of_fixture[key] = _fixture_classes(graph, ans, fx, root_package)
             for cfile, cqual in classes_of_fixture[key]:
-                d = dist.get((cfile, f"{cqual}.{method}"))
+                i = number.get((cfile, f"{cqual}.{method}"))
+                d = dist.get(i) if i is not None else None
                 if d is not None and d < test_depth:
                     return d, target, f"{cqual}.{method}"
             return None
 
-        selected = index.select(reached, {}, method_hit,
-                                {k[1].rpartition(".")[2] for k in dist if info.get(k, {}).get("kind") == "method"})
+        selected = index.select(reached, {}, method_hit, {m for i in dist if (m := method_of[i]) is not None})
         out[start] = keep(start, selected) if keep is not None else selected
     return out
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import operator
 import re
 import shlex
 import sys
@@ -355,6 +356,9 @@ class TestIndex:
         self._users_of: dict[tuple[str, str], tuple | None] = {}
         self._lines: dict[str, dict[str, int]] = {}
         self._quals: dict[str, dict] = {}
+        self._selected: dict[tuple[str, str], list] = {}  # (file, in-file qual) -> ``_selected_by``
+        self._may_call: list[str] | None = None  # ``_fixture_callers``
+        self._kinds: dict[str, str | None] = {}  # file -> ``_test_kind``
         self._returning: dict[str, frozenset[str]] = {}
 
     def scan(self, path: str) -> PyTestFile:
@@ -448,33 +452,31 @@ class TestIndex:
         for (file, qual), info in reached.items():
             by_file.setdefault(file, []).append((qual, info))
         for file, quals in by_file.items():
-            if is_js_test_file(file):
+            kind = self._test_kind(file)
+            if kind == "js":
                 d, reaches, how = min(info for _, info in quals)
                 pick(file, file, "js", d, reaches, how)
                 continue
-            if not (is_python_test_file(file) or is_conftest(file)):
+            if kind is None:
                 continue
             tf = self.scan(file)
             for qual, (d, reaches, how) in quals:
                 if qual == "" or qual in tf.module_setup:
                     what = "module-level code" if qual == "" else qual
-                    for item in self._items_under(file) if is_conftest(file) else tf.items:
+                    for item in self._items_under(file) if kind == "conftest" else tf.items:
                         pick(item.id, item.file, "pytest", d, reaches, f"{how}; {what} of {file}")
                     continue
-                by_qual = self._by_qual(file)
-                parts = qual.split(".")
-                for k in range(len(parts), 0, -1):  # the symbol and what it is nested in
-                    for kind, x in by_qual.get(".".join(parts[:k]), ()):
-                        if kind == "item":
-                            pick(x.id, file, "pytest", d, reaches, how)
-                        elif kind == "fixture":
-                            key = (file, x.qual)
-                            if key not in fixtures or d < fixtures[key][0]:
-                                fixtures[key] = (d, reaches, f"{how}; fixture '{x.name}'")
-                        else:
-                            setup, items = x
-                            for item in items:
-                                pick(item.id, file, "pytest", d, reaches, f"{how}; {setup}")
+                for kind, x in self._selected_by(file, qual):
+                    if kind == "item":
+                        pick(x.id, file, "pytest", d, reaches, how)
+                    elif kind == "fixture":
+                        key = (file, x.qual)
+                        if key not in fixtures or d < fixtures[key][0]:
+                            fixtures[key] = (d, reaches, f"{how}; fixture '{x.name}'")
+                    else:
+                        setup, items = x
+                        for item in items:
+                            pick(item.id, file, "pytest", d, reaches, f"{how}; {setup}")
         if method_hit is not None:
             self._typed_calls(method_hit, pick, fixtures, method_names)
         self._fixtures(fixtures, pick)
@@ -492,7 +494,28 @@ class TestIndex:
                 if t["file"] not in self._lines:
                     self._lines[t["file"]] = {i.id: i.line for i in self.scan(t["file"]).items}
                 t["line"] = self._lines[t["file"]].get(t["id"], 1)
-        return sorted(best.values(), key=lambda t: t["id"])
+        return sorted(best.values(), key=operator.itemgetter("id"))
+
+    def _test_kind(self, file: str) -> str | None:
+        """"js" for a JS/TS test file, "conftest", "py" for a Python test file, else None
+        (cached per index)."""
+        kind = self._kinds.get(file, False)
+        if kind is False:
+            kind = self._kinds[file] = ("js" if is_js_test_file(file) else "conftest" if is_conftest(file)
+                                        else "py" if is_python_test_file(file) else None)
+        return kind
+
+    def _selected_by(self, file: str, qual: str) -> list[tuple[str, object]]:
+        """What a reached symbol of in-file qual ``qual`` of ``file`` selects (``_by_qual`` of
+        the symbol, then of what it is nested in, innermost first). Cached per index: a lens
+        asks it again for every function of a file whose tests it counts."""
+        got = self._selected.get((file, qual))
+        if got is None:
+            by_qual = self._by_qual(file)
+            parts = qual.split(".")
+            got = self._selected[(file, qual)] = [
+                x for k in range(len(parts), 0, -1) for x in by_qual.get(".".join(parts[:k]), ())]
+        return got
 
     def _by_qual(self, file: str) -> dict[str, list[tuple[str, object]]]:
         """In-file qual -> what a reached symbol of that qual (or nested in it) selects in
@@ -519,15 +542,21 @@ class TestIndex:
         whose fixture returns a known class. A file's sites are found once per index; with
         ``names`` only the files whose bytes call one of them (``called_names``) are read."""
         sites: dict = {}
-        for f in self.py_tests + self.conftests:
+        for f in self._fixture_callers():
             if names is not None and not (self.called_names(f) & names):
-                continue
-            if not self._may_call_on_fixture(f):
                 continue
             for holder, param, m, fx in self._sites_of(f):
                 if names is None or m in names:
                     sites.setdefault((fx.file, fx.qual, m), (fx, []))[1].append((holder, f, param))
         return sites
+
+    def _fixture_callers(self) -> list[str]:
+        """The test files and conftests that may call a method on a fixture parameter
+        (``_may_call_on_fixture``), in the order of ``py_tests`` then ``conftests``. Cached per
+        index: ``_typed_sites`` runs once per symbol a lens counts tests for."""
+        if self._may_call is None:
+            self._may_call = [f for f in self.py_tests + self.conftests if self._may_call_on_fixture(f)]
+        return self._may_call
 
     def _sites_of(self, f: str) -> list[tuple[object, str, str, Fixture]]:
         """(test or fixture, parameter, method, fixture) of the methods file ``f`` calls on

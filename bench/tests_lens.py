@@ -1,0 +1,65 @@
+"""How long the "N tests reach this" lenses of whole files take to count (what a tests lens
+shows as "tests: counting…" meanwhile): ``python -m bench.tests_lens WORKSPACE FILE...
+[--data-dir DIR]``.
+
+The workspace is indexed (or re-opened from ``--data-dir``, the embedded FalkorDB's folder,
+when it was indexed there before), then, for each file in the order given, every function and
+method of it is counted as a lens does (``reach.tests_for``, the lists the lens command shows;
+the counts are their lengths) twice in this process: *first*, as the first lens of that file
+after the server started (the test files scanned for earlier files of the list stay scanned, as
+in a server), and *again* with the computed answers forgotten (``reach.forget_answers``: what a
+file's lenses cost after an edit elsewhere changed the graph's generation, the test files'
+scans kept). Prints one Markdown table: files, functions, seconds first and again, tests
+counted, and a digest of every list (two runs of the same code and corpus give the same
+digest; with another ``PYTHONHASHSEED`` too).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import time
+from pathlib import Path
+
+from orbit_lsp.changes import reach
+from orbit_lsp.config import Settings
+from orbit_lsp.graph.connection import GraphStore
+from orbit_lsp.index.full_build import full_qual
+from orbit_lsp.index.indexer import WorkspaceIndexer
+from orbit_lsp.index.parsing import unpickle_symbols
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(prog="python -m bench.tests_lens", description=__doc__.split("\n\n")[0])
+    ap.add_argument("workspace", type=Path)
+    ap.add_argument("files", nargs="+", help="workspace-relative Python files whose functions are counted")
+    ap.add_argument("--data-dir", type=Path, default=None, help="ORBIT data folder (default: the user's)")
+    args = ap.parse_args(argv)
+    settings = Settings(data_dir=args.data_dir) if args.data_dir else Settings()
+    store = GraphStore(settings)
+    store.connect()
+    ix = WorkspaceIndexer(args.workspace.resolve(), store, settings)
+    t = time.perf_counter()
+    rep = ix.index_all()
+    print(f"index ({rep.mode}): {time.perf_counter() - t:.1f} s, {rep.files:,} files\n")
+    print("| file | functions | first (s) | again (s) | tests counted | lists' digest |")
+    print("|---|---|---|---|---|---|")
+    for rel in args.files:
+        st = ix.state[rel]
+        quals = [full_qual(rel, s.qual, ix.root_package) for s in unpickle_symbols(st.facts_blob)
+                 if s.kind in ("function", "method")]
+        seconds = []
+        for _ in range(2):
+            reach.forget_answers()
+            t = time.perf_counter()
+            lists = reach.tests_for(ix, rel, quals)
+            seconds.append(time.perf_counter() - t)
+        digest = hashlib.blake2b(json.dumps(sorted(lists.items()), sort_keys=True).encode(), digest_size=6).hexdigest()
+        counted = sum(len(v) for v in lists.values() if v)
+        print(f"| {rel} | {len(quals)} | {seconds[0]:.2f} | {seconds[1]:.2f} | {counted:,} | {digest} |", flush=True)
+    store.close()
+
+
+if __name__ == "__main__":
+    main()
