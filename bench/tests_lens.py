@@ -4,14 +4,14 @@ shows as "tests: counting…" meanwhile): ``python -m bench.tests_lens WORKSPACE
 
 The workspace is indexed (or re-opened from ``--data-dir``, the embedded FalkorDB's folder,
 when it was indexed there before), then, for each file in the order given, every function and
-method of it is counted as a lens does (``reach.tests_for``, the lists the lens command shows;
-the counts are their lengths) twice in this process: *first*, as the first lens of that file
-after the server started (the test files scanned for earlier files of the list stay scanned, as
-in a server), and *again* with the computed answers forgotten (``reach.forget_answers``: what a
-file's lenses cost after an edit elsewhere changed the graph's generation, the test files'
-scans kept). Prints one Markdown table: files, functions, seconds first and again, tests
-counted, and a digest of every list (two runs of the same code and corpus give the same
-digest; with another ``PYTHONHASHSEED`` too).
+method of it is counted as the lenses do (``reach.test_counts``) twice in this process:
+*first*, as the first lenses of that file after the server started (the test files scanned for
+earlier files of the list stay scanned, as in a server), and *again* with the computed answers
+forgotten (``reach.forget_answers``: what a file's lenses cost after an edit elsewhere changed
+the graph's generation, the test files' scans kept); then the lists of tests the lens command
+shows, for every function at once (``reach.tests_for``). Prints one Markdown table: files,
+functions, seconds first, again and for the lists, tests counted, and a digest of every list
+(two runs of the same code and corpus give the same digest, whatever ``PYTHONHASHSEED``).
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ def main(argv: list[str] | None = None) -> None:
     t = time.perf_counter()
     rep = ix.index_all()
     print(f"index ({rep.mode}): {time.perf_counter() - t:.1f} s, {rep.files:,} files\n")
-    print("| file | functions | first (s) | again (s) | tests counted | lists' digest |")
-    print("|---|---|---|---|---|---|")
+    print("| file | functions | first (s) | again (s) | lists (s) | tests counted | lists' digest |")
+    print("|---|---|---|---|---|---|---|")
     for rel in args.files:
         st = ix.state[rel]
         quals = [full_qual(rel, s.qual, ix.root_package) for s in unpickle_symbols(st.facts_blob)
@@ -53,11 +53,18 @@ def main(argv: list[str] | None = None) -> None:
         for _ in range(2):
             reach.forget_answers()
             t = time.perf_counter()
-            lists = reach.tests_for(ix, rel, quals)
+            counts = reach.test_counts(ix, rel, quals)
             seconds.append(time.perf_counter() - t)
+        reach.forget_answers()
+        t = time.perf_counter()
+        lists = reach.tests_for(ix, rel, quals)
+        seconds.append(time.perf_counter() - t)
+        if any(counts[q] != (None if v is None else len(v)) for q, v in lists.items()):
+            raise SystemExit(f"{rel}: the lens's numbers differ from the lists' lengths")
         digest = hashlib.blake2b(json.dumps(sorted(lists.items()), sort_keys=True).encode(), digest_size=6).hexdigest()
-        counted = sum(len(v) for v in lists.values() if v)
-        print(f"| {rel} | {len(quals)} | {seconds[0]:.2f} | {seconds[1]:.2f} | {counted:,} | {digest} |", flush=True)
+        counted = sum(n for n in counts.values() if n)
+        print(f"| {rel} | {len(quals)} | {seconds[0]:.2f} | {seconds[1]:.2f} | {seconds[2]:.2f} | {counted:,} | {digest} |",
+              flush=True)
     store.close()
 
 

@@ -104,7 +104,7 @@ def test_library_names_kept_are_read_again_when_a_file_they_came_from_changes():
 
 def test_the_tests_lens_bench_counts_a_files_functions(index_files, store, capsys):
     """``bench/tests_lens.py`` on the workspace above (re-opened from the graph ``index_files``
-    built, deleted after): one function, reached by one test, counted the same twice."""
+    built, deleted after): one function, reached by one test, counted twice and listed."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `bench` is not an installed package
     from bench import tests_lens
 
@@ -114,5 +114,55 @@ def test_the_tests_lens_bench_counts_a_files_functions(index_files, store, capsy
     out = capsys.readouterr().out
     row = next(line for line in out.splitlines() if line.startswith("| pkg/lib.py |"))
     cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells[1] == "1" and cells[4] == "1"  # one function; test_x reaches it
-    assert float(cells[2]) >= 0 and float(cells[3]) >= 0
+    assert cells[1] == "1" and cells[5] == "1"  # one function; test_x reaches it
+    assert all(float(c) >= 0 for c in cells[2:5])
+
+
+CONFTEST_FILES = {
+    "pkg/__init__.py": "",
+    "pkg/lib.py": """
+        def target():
+            return 1
+
+        def helper():
+            return target()
+    """,
+    "tests/conftest.py": """
+        import pytest
+
+        from pkg.lib import helper, target
+
+        VALUE = helper()
+
+        @pytest.fixture
+        def f():
+            return target()
+    """,
+    "tests/test_a.py": """
+        def test_x(f):
+            assert f == 1
+    """,
+    "tests/test_b.py": """
+        def test_y():
+            assert True
+    """,
+}
+
+
+def test_a_lens_counts_what_the_list_holds_through_a_conftests_fixture_and_its_module_code(index_files):
+    """``target`` runs in the conftest's fixture ``f`` (one hop) and in its module-level code
+    through ``helper`` (two hops): pytest imports a conftest before the tests under it, so both
+    ``test_x`` (which requests ``f``) and ``test_y`` (which requests nothing) run it. The lens's
+    number (counted without making the list) is the list's length, for each function."""
+    from orbit_lsp.changes import reach
+
+    ix = index_files(CONFTEST_FILES)
+    quals = ["pkg.lib.target", "pkg.lib.helper"]
+    reach.forget_answers()
+    counts = reach.test_counts(ix, "pkg/lib.py", quals)
+    reach.forget_answers()
+    lists = reach.tests_for(ix, "pkg/lib.py", quals)
+    assert {q: [(t["id"], t["depth"]) for t in tests] for q, tests in lists.items()} == {
+        "pkg.lib.target": [("tests/test_a.py::test_x", 1), ("tests/test_b.py::test_y", 2)],
+        "pkg.lib.helper": [("tests/test_a.py::test_x", 1), ("tests/test_b.py::test_y", 1)]}
+    assert counts == {q: len(tests) for q, tests in lists.items()} == {"pkg.lib.target": 2, "pkg.lib.helper": 2}

@@ -30,6 +30,7 @@ from orbit_lsp.graph.cache import ANSWERS
 from orbit_lsp.graph.connection import Graph
 from orbit_lsp.graph.implicit import PYTHON2
 from orbit_lsp.graph.imports import ImportGraph
+from orbit_lsp.index.parsing import gc_paused
 from orbit_lsp.index.walk import read_workspace_file
 from orbit_lsp.lru import LRU
 
@@ -57,7 +58,7 @@ def tests_reaching(graph: Graph, targets: list[dict], index: TestIndex, root_pac
                    read: Callable[[str], bytes | None] | None = None, test_depth: int = DEFAULT_TEST_DEPTH,
                    ans: queries.Answer | None = None,
                    importers: dict[str, tuple[str, ...]] | None = None,
-                   keep: Callable[[Key, list[dict]], Any] | None = None) -> dict[Key, Any]:
+                   keep: Callable[[Key, Any], Any] | None = None, count: bool = False) -> dict[Key, Any]:
     """For each target (dicts with "file", "qual" (graph qual), "name", "kind", "line"), the
     tests that reach it: ``{(file, qual): [test dict as in Selection.tests]}`` (sorted by id; a
     target no test reaches maps to []), or what ``keep(key, tests)`` makes of them, called as
@@ -66,7 +67,8 @@ def tests_reaching(graph: Graph, targets: list[dict], index: TestIndex, root_pac
     once). ``index`` holds the workspace's test files; ``read`` gives a file's bytes (the
     property check; default ``index.read``); ``ans`` collects the Cypher run; ``importers``:
     ``ImportGraph.importers`` of the graph when known (else read when a function is looked up
-    as a value)."""
+    as a value). ``count``: each target's number of tests instead of their list (what a tests
+    lens shows; the entries are not made)."""
     ans = ans if ans is not None else queries.Answer()
     read = read or index.read
     lines = _Lines(read)
@@ -205,7 +207,8 @@ def tests_reaching(graph: Graph, targets: list[dict], index: TestIndex, root_pac
                     return d, target, f"{cqual}.{method}"
             return None
 
-        selected = index.select(reached, {}, method_hit, {m for i in dist if (m := method_of[i]) is not None})
+        names = {m for i in dist if (m := method_of[i]) is not None}
+        selected = index.count(reached, {}, method_hit, names) if count else index.select(reached, {}, method_hit, names)
         out[start] = keep(start, selected) if keep is not None else selected
     return out
 
@@ -301,21 +304,28 @@ def keep_counts(ix, file: str, counts: dict[str, int | None]) -> None:
 def _compute(ix, file: str, quals: list[str], ans: queries.Answer,
              lists: dict[str, list[dict]] | None = None) -> dict[str, int | None]:
     """Compute the tests reaching ``quals`` of ``file`` (``tests_reaching``): their numbers
-    are kept in ``_COUNTS``, their lists in ``_LISTS`` (within ``LISTS_KEPT``) and in
-    ``lists`` when given (qual -> tests). Returns the numbers (None: not in the graph now)."""
+    are kept in ``_COUNTS``; with ``lists`` (qual -> tests, filled), their lists too, in
+    ``_LISTS`` (within ``LISTS_KEPT``); without, only the numbers are computed (a lens's:
+    the lens command lists one symbol's tests when asked). Returns the numbers (None: not in
+    the graph now)."""
     gen = (ix.graph.name, ix.generation)
     rows = ans.run(ix.graph, "UNWIND $q AS q MATCH (s:Symbol {qual: q}) WHERE s.file = $f "
                              "RETURN s.qual, s.name, s.kind, s.line", {"q": quals, "f": file})
     targets = [{"file": file, "qual": q, "name": n, "kind": k, "line": ln} for q, n, k, ln in rows]
 
-    def keep(key: Key, tests: list[dict]) -> int:
+    def keep(key: Key, tests: list[dict] | int) -> int:
+        if isinstance(tests, int):
+            _COUNTS.put((*gen, *key), tests)
+            return tests
         if lists is not None:
             lists[key[1]] = tests
         _LISTS.put((*gen, *key), tests, len(tests) + 1)
         _COUNTS.put((*gen, *key), len(tests))
         return len(tests)
-    got = tests_reaching(ix.graph, targets, test_index(ix), ix.root_package, ans=ans,
-                         importers=ANSWERS.get(ix.graph, ix.generation, _importers), keep=keep) if targets else {}
+    with gc_paused():  # the walks make many short-lived objects; the test files' scans stay (~10%)
+        got = tests_reaching(ix.graph, targets, test_index(ix), ix.root_package, ans=ans,
+                             importers=ANSWERS.get(ix.graph, ix.generation, _importers), keep=keep,
+                             count=lists is None) if targets else {}
     out: dict[str, int | None] = {}
     for q in quals:
         out[q] = got.get((file, q))

@@ -447,23 +447,44 @@ class TestIndex:
                 best[item_id] = {"id": item_id, "file": file, "line": 1, "runner": runner,
                                  "depth": depth, "reaches": reaches, "reason": reason}
 
+        self._pick_all(reached, whole_files, method_hit, method_names, pick)
+        for t in best.values():
+            if t["runner"] == "pytest":
+                if t["file"] not in self._lines:
+                    self._lines[t["file"]] = {i.id: i.line for i in self.scan(t["file"]).items}
+                t["line"] = self._lines[t["file"]].get(t["id"], 1)
+        return sorted(best.values(), key=operator.itemgetter("id"))
+
+    def count(self, reached: dict[tuple[str, str], tuple[int, str | None, str]],
+              whole_files: dict[str, tuple[int, str | None, str]],
+              method_hit: Callable[[Fixture, str], tuple[int, str, str] | None] | None = None,
+              method_names: set[str] | frozenset[str] | None = None) -> int:
+        """``len(select(...))`` without making the tests' entries (a tests lens shows only the
+        number: a much-used function of a large workspace is reached by thousands of tests)."""
+        ids: set[str] = set()
+        self._pick_all(reached, whole_files, method_hit, method_names, lambda item_id, *_: ids.add(item_id))
+        return len(ids)
+
+    def _pick_all(self, reached, whole_files, method_hit, method_names, pick: Callable) -> None:
+        """``pick(test id, file, runner, depth, changed qual, reason)`` for every test ``select``
+        selects (its arguments), as often as a way to reach it is found."""
         fixtures: dict[tuple[str, str], tuple[int, str | None, str]] = {}  # (file, fixture qual) -> ...
         by_file: dict[str, list[tuple[str, tuple]]] = {}
         for (file, qual), info in reached.items():
             by_file.setdefault(file, []).append((qual, info))
         for file, quals in by_file.items():
-            kind = self._test_kind(file)
-            if kind == "js":
+            file_kind = self._test_kind(file)
+            if file_kind == "js":
                 d, reaches, how = min(info for _, info in quals)
                 pick(file, file, "js", d, reaches, how)
                 continue
-            if kind is None:
+            if file_kind is None:
                 continue
             tf = self.scan(file)
             for qual, (d, reaches, how) in quals:
                 if qual == "" or qual in tf.module_setup:
                     what = "module-level code" if qual == "" else qual
-                    for item in self._items_under(file) if kind == "conftest" else tf.items:
+                    for item in self._items_under(file) if file_kind == "conftest" else tf.items:
                         pick(item.id, item.file, "pytest", d, reaches, f"{how}; {what} of {file}")
                     continue
                 for kind, x in self._selected_by(file, qual):
@@ -489,12 +510,6 @@ class TestIndex:
             elif is_python_test_file(file):
                 for item in self.scan(file).items:
                     pick(item.id, file, "pytest", hops, reaches, how)
-        for t in best.values():
-            if t["runner"] == "pytest":
-                if t["file"] not in self._lines:
-                    self._lines[t["file"]] = {i.id: i.line for i in self.scan(t["file"]).items}
-                t["line"] = self._lines[t["file"]].get(t["id"], 1)
-        return sorted(best.values(), key=operator.itemgetter("id"))
 
     def _test_kind(self, file: str) -> str | None:
         """"js" for a JS/TS test file, "conftest", "py" for a Python test file, else None
