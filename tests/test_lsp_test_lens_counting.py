@@ -102,3 +102,35 @@ async def test_a_folder_whose_selections_are_slow_is_not_waited_for():
     times.add(b, math.inf)
     times.add(b, 0.4)
     assert times.all_over(b, 0.2) and not times.all_over(b, 0.5)
+
+
+async def test_a_lens_counting_again_after_an_edit_says_what_it_was(client: LanguageClient, repo):
+    """A test calling ``helper`` is added and saved: the graph changes, so each lens counts again.
+    Meanwhile it says "counting…" with the count it showed before the edit (4, from the first
+    test here), then the new count once known (5: the new test calls ``helper`` directly)."""
+    before = len(client.refreshes)
+    known = await tests_lenses(client, repo.root / "app/core.py")
+    if known["app.core.helper"].command.title == COUNTING:  # this test run alone: not counted yet
+        await wait_refresh(client, before)
+        known = await tests_lenses(client, repo.root / "app/core.py")
+    assert known["app.core.helper"].command.title == "4 tests reach this"
+    path = repo.root / "tests/test_core.py"
+    text = path.read_text() + "\n\ndef test_helper_again():\n    assert helper(2) == 3\n"
+    since = time.time()
+    path.write_text(text)
+    client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(
+        uri=uri(path), language_id="python", version=1, text=text)))
+    client.text_document_did_save(types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(uri(path)), text))
+    deadline = time.monotonic() + T
+    while True:
+        st = as_dict(await client.protocol.send_request_async("orbit/status", {}))
+        if all((as_dict(w)["last_index"] or 0) > since for w in st["workspaces"]):
+            break
+        assert time.monotonic() < deadline, "not re-indexed"
+        await asyncio.sleep(0.1)
+    before = len(client.refreshes)
+    during = await tests_lenses(client, repo.root / "app/core.py")
+    assert during["app.core.helper"].command.title == "tests: counting… (was 4)"
+    await wait_refresh(client, before)
+    after = await tests_lenses(client, repo.root / "app/core.py")
+    assert after["app.core.helper"].command.title == "5 tests reach this"

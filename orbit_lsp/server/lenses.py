@@ -70,6 +70,7 @@ from orbit_lsp.index.cold import cold_sites
 from orbit_lsp.index.py_fixtures import is_python_test_file
 from orbit_lsp.index.indexer import WorkspaceIndexer
 from orbit_lsp.index.walk import read_workspace_file
+from orbit_lsp.lru import LRU
 from orbit_lsp.server.app import REQUEST_FAILED, OrbitServer, lsp_position
 from orbit_lsp.server.lines import Lines
 
@@ -81,6 +82,7 @@ SHOW_INDEXING = "orbit.indexing"
 INDEXING_TITLE = "indexing…"
 TEST_LENS_KINDS = ("function", "method")
 COUNTING_TITLE = "tests: counting…"
+LAST_COUNTS_KEPT = 4096  # tests lenses whose last count is kept to show while they count again
 FAILURE_KEPT_S = 60.0  # a failed selection is answered with its error this long before it is tried again
 SLOW_SELECTIONS = 3  # a folder's last selections all slower than the lens's wait: it does not wait
 REFRESH_DELAY_S = 0.2  # selections ending within this of each other share one lens refresh
@@ -192,6 +194,14 @@ def symbol_title(name: str, counts: dict) -> str:
     return title
 
 
+def counting_title(last: tuple[bool, int | None]) -> str:
+    """The title of a tests lens whose count is not known yet: "tests: counting…", with the
+    count it showed before (an edit changed the graph since) when there is one (``last``:
+    ``LRU.lookup``'s ``(found, count)``)."""
+    found, n = last
+    return f"{COUNTING_TITLE} (was {n})" if found and n is not None else COUNTING_TITLE
+
+
 def tests_title(n: int) -> str:
     """The title of a tests lens reached by ``n`` tests."""
     return "no test reaches this" if n == 0 else f"{_plural(n, 'test')} reach{'es' * (n == 1)} this"
@@ -216,6 +226,9 @@ class Feature:
         self._test_failed: dict[tuple, tuple[float, JsonRpcException]] = {}
         self._reading: set[asyncio.Task] = set()
         self.selection_times = SelectionTimes()
+        # (graph, file, qual) -> the last count a tests lens showed, whatever the generation: a
+        # lens counting again after an edit says what it was (``counting_title``)
+        self._last_counts = LRU(LAST_COUNTS_KEPT)
 
     def register(self) -> None:
         ls = self.server
@@ -342,12 +355,13 @@ class Feature:
                 if wait > 0:  # its selection takes longer than the wait: a lower bound
                     self.selection_times.add(ix.root, math.inf)
                 work.add_done_callback(self._refresh_when_known)
-                title = COUNTING_TITLE
+                title = counting_title(self._last_counts.lookup((ix.graph.name, rel, qual)))
             except JsonRpcException as exc:
                 title = f"tests unknown: {exc.message}"
             else:
                 if count is not None:
                     title = tests_title(count)
+                    self._last_counts.put((ix.graph.name, rel, qual), count)
         r = lens.range
         start = {"line": r.start.line, "character": r.start.character}
         return {"range": {"start": start, "end": {"line": r.end.line, "character": r.end.character}},
