@@ -59,6 +59,26 @@ async def tests_lenses(client, path: Path, timeout: float = 30.0) -> dict:
 tests_lenses.__test__ = False  # a helper, not a test (its name starts with "test")
 
 
+async def save_and_wait_indexed(client, path: Path, text: str, timeout: float = 30.0) -> None:
+    """Write ``text`` to ``path``, open and save it in the client, and return once every folder
+    has been indexed since (``orbit/status``'s ``last_index``)."""
+    import time
+
+    since = time.time()
+    path.write_text(text)
+    client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(
+        uri=uri(path), language_id="python", version=1, text=text)))
+    client.text_document_did_save(types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(uri(path)), text))
+    deadline = time.monotonic() + timeout
+    while True:
+        st = as_dict(await client.protocol.send_request_async("orbit/status", {}))
+        if all((as_dict(w)["last_index"] or 0) > since for w in st["workspaces"]):
+            return
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{path.name} saved, not re-indexed: {st}")
+        await asyncio.sleep(0.1)
+
+
 async def wait_indexed(client, timeout: float = 60.0) -> dict:
     """Poll ``orbit/status`` until every folder has been indexed."""
     deadline = asyncio.get_running_loop().time() + timeout

@@ -12,7 +12,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from changes_repo import make_repo
-from lsp_harness import SERVER, as_dict, start_session, tests_lenses, uri
+from lsp_harness import SERVER, as_dict, save_and_wait_indexed, start_session, tests_lenses, uri
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 T = 30
@@ -98,19 +98,12 @@ async def test_counts_move_with_the_graph(client: LanguageClient, repo):
     path = repo.root / "tests/test_core.py"
     before = (await tests_lenses(client, repo.root / "app/core.py"))["app.core.helper"].command.title
     assert before == "4 tests reach this"
-    text = path.read_text() + "\n\ndef test_helper_again():\n    assert helper(2) == 3\n"
-    since = time.time()
-    path.write_text(text)
-    client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(
-        uri=uri(path), language_id="python", version=1, text=text)))
-    client.text_document_did_save(types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(uri(path)), text))
+    await save_and_wait_indexed(client, path, path.read_text() + "\n\ndef test_helper_again():\n    assert helper(2) == 3\n")
     deadline = time.monotonic() + T
     title = before
     while time.monotonic() < deadline:
-        st = as_dict(await client.protocol.send_request_async("orbit/status", {}))
-        if all((as_dict(w)["last_index"] or 0) > since for w in st["workspaces"]):
-            title = (await tests_lenses(client, repo.root / "app/core.py"))["app.core.helper"].command.title
-            if title != before:
-                break
+        title = (await tests_lenses(client, repo.root / "app/core.py"))["app.core.helper"].command.title
+        if title != before:
+            break
         await asyncio.sleep(0.1)
     assert title == "5 tests reach this"

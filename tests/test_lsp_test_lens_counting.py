@@ -14,7 +14,7 @@ from lsprotocol import types
 from pytest_lsp import LanguageClient
 
 from changes_repo import make_repo
-from lsp_harness import SERVER, as_dict, start_session, tests_lenses, uri
+from lsp_harness import SERVER, as_dict, save_and_wait_indexed, start_session, tests_lenses, uri
 
 pytestmark = pytest.mark.asyncio(loop_scope="module")
 T = 30
@@ -115,19 +115,7 @@ async def test_a_lens_counting_again_after_an_edit_says_what_it_was(client: Lang
         known = await tests_lenses(client, repo.root / "app/core.py")
     assert known["app.core.helper"].command.title == "4 tests reach this"
     path = repo.root / "tests/test_core.py"
-    text = path.read_text() + "\n\ndef test_helper_again():\n    assert helper(2) == 3\n"
-    since = time.time()
-    path.write_text(text)
-    client.text_document_did_open(types.DidOpenTextDocumentParams(types.TextDocumentItem(
-        uri=uri(path), language_id="python", version=1, text=text)))
-    client.text_document_did_save(types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(uri(path)), text))
-    deadline = time.monotonic() + T
-    while True:
-        st = as_dict(await client.protocol.send_request_async("orbit/status", {}))
-        if all((as_dict(w)["last_index"] or 0) > since for w in st["workspaces"]):
-            break
-        assert time.monotonic() < deadline, "not re-indexed"
-        await asyncio.sleep(0.1)
+    await save_and_wait_indexed(client, path, path.read_text() + "\n\ndef test_helper_again():\n    assert helper(2) == 3\n")
     before = len(client.refreshes)
     during = await tests_lenses(client, repo.root / "app/core.py")
     assert during["app.core.helper"].command.title == "tests: counting… (was 4)"
