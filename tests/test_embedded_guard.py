@@ -148,3 +148,44 @@ def test_db_stop_stops_a_paused_server(data_dir_own, workspace):
     assert not embedded.is_our_server(pid, paths) and not embedded.server_lock_held(paths)
     r = orbit(data_dir_own, "index", str(workspace))  # a new server, with the data saved on stop
     assert r.returncode == 0 and "unchanged" in r.stdout, r.stdout + r.stderr
+
+
+def _serving(pid: int, paths: embedded.EmbeddedPaths) -> bool:
+    # a killed daemon may stay a zombie here (no reaper): gone means not our server any more
+    return embedded.is_our_server(pid, paths)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds orphans through /proc")
+def test_a_server_whose_data_dir_was_deleted_is_ended_by_the_next_start(data_dir_own, workspace):
+    """The data dir is deleted while its server runs (``rm -rf`` of orbit's folder). The server
+    cannot save in a folder that is gone, so a TERM does not stop it; the next orbit command
+    starts a new server in the new folder and ends the old one, which nothing could reach."""
+    paths = embedded.EmbeddedPaths.for_data_dir(data_dir_own)
+    assert orbit(data_dir_own, "index", str(workspace)).returncode == 0
+    old = embedded.status(data_dir_own)["pid"]
+    shutil.rmtree(data_dir_own)
+    os.kill(old, signal.SIGTERM)
+    time.sleep(1.0)
+    assert _serving(old, paths)  # refuses to stop: its save fails
+    r = orbit(data_dir_own, "index", str(workspace))
+    assert r.returncode == 0, r.stdout + r.stderr
+    deadline = time.monotonic() + 10
+    while _serving(old, paths) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _serving(old, paths)
+    new = embedded.status(data_dir_own)["pid"]
+    assert new != old and our_servers(paths) == [new]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds orphans through /proc")
+def test_db_stop_ends_a_server_whose_data_dir_was_deleted(data_dir_own):
+    paths = embedded.EmbeddedPaths.for_data_dir(data_dir_own)
+    embedded.ensure_running(data_dir_own)
+    old = embedded.status(data_dir_own)["pid"]
+    shutil.rmtree(data_dir_own)
+    assert embedded.stop(data_dir_own) is True
+    deadline = time.monotonic() + 10
+    while _serving(old, paths) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _serving(old, paths) and our_servers(paths) == []
+    assert embedded.stop(data_dir_own) is False  # nothing left

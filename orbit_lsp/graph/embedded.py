@@ -214,9 +214,41 @@ def ensure_running(data_dir: Path) -> Path:
         if server_lock_held(paths) or (pid is not None and is_our_server(pid, paths)):
             _wait_for_live_server(paths, pid)
             return paths.socket
+        end_orphans(paths)
         _clean_stale(paths)
         _start(paths)
     return paths.socket
+
+
+def end_orphans(paths: EmbeddedPaths) -> list[int]:
+    """Kill the servers still running on this data dir's socket path after the data dir was
+    deleted under them (``rm -rf`` of the folder while orbit ran). Such a server can no longer
+    be reached (its socket and pid file went with the folder) and never exits by itself: a
+    shutdown saves first, the save fails in a folder that is gone, and the server refuses to
+    stop, holding its graph in memory and retrying the save every few seconds. Its data went
+    with the folder; the next index builds the graph again. A server is taken for such an
+    orphan only when it is a ``redis-server`` naming this socket (``is_our_server``) whose
+    working directory (its data dir: the server moves into it) is deleted; it gets SIGKILL,
+    the one signal that does not wait for the save. Linux only (``/proc``); elsewhere nothing
+    is done. Returns the pids killed."""
+    if not sys.platform.startswith("linux"):
+        return []
+    ended = []
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == os.getpid():
+            continue
+        pid = int(name)
+        try:
+            deleted = os.readlink(f"/proc/{pid}/cwd").endswith(" (deleted)")
+        except OSError:  # gone, or another user's
+            continue
+        if deleted and is_our_server(pid, paths):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                continue
+            ended.append(pid)
+    return ended
 
 
 def _wait_for_live_server(paths: EmbeddedPaths, pid: int | None) -> None:
@@ -313,7 +345,8 @@ def _start(paths: EmbeddedPaths) -> None:
 
 def stop(data_dir: Path, timeout: float = 30.0) -> bool:
     """Stop the embedded server of ``data_dir`` (saving its data). Returns True if one was
-    running. Processes still connected will report "FalkorDB offline" until it is started again.
+    running (or was left running after ``data_dir`` was deleted under it: ``end_orphans``).
+    Processes still connected will report "FalkorDB offline" until it is started again.
     """
     paths = EmbeddedPaths.for_data_dir(data_dir)
     pid = _read_pid(paths)
@@ -335,6 +368,8 @@ def stop(data_dir: Path, timeout: float = 30.0) -> bool:
             os.kill(pid, signal.SIGCONT)
         except ProcessLookupError:
             pass
+        was_running = True
+    elif end_orphans(paths):  # the data dir was deleted under it: nothing left to save
         was_running = True
     def alive() -> bool:
         # ``pid`` was checked to be our server above: wait until it is gone (the title check
