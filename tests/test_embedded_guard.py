@@ -189,3 +189,24 @@ def test_db_stop_ends_a_server_whose_data_dir_was_deleted(data_dir_own):
         time.sleep(0.05)
     assert not _serving(old, paths) and our_servers(paths) == []
     assert embedded.stop(data_dir_own) is False  # nothing left
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="finds orphans through /proc")
+def test_a_deleted_data_dir_whose_socket_lives_elsewhere_gets_a_new_server():
+    """A data dir whose path is too long for a unix socket has its socket in the temp dir: the
+    socket outlives the deleted folder and the orphan still answers on it. The next start does
+    not take it for the data dir's server: it ends it and starts one that can save."""
+    d = Path(tempfile.mkdtemp(prefix="orbit-g-")) / ("long-" * 20)
+    paths = embedded.EmbeddedPaths.for_data_dir(d)
+    assert not str(paths.socket).startswith(str(paths.dir))  # the socket is outside the data dir
+    try:
+        embedded.ensure_running(d)
+        old = embedded.status(d)["pid"]
+        shutil.rmtree(d.parent)
+        embedded.ensure_running(d)
+        new = embedded.status(d)["pid"]
+        assert new != old and not _serving(old, paths) and our_servers(paths) == [new]
+        assert paths.pidfile.is_file()  # the new server writes into the new folder
+    finally:
+        embedded.stop(d)
+        shutil.rmtree(d.parent, ignore_errors=True)

@@ -203,18 +203,22 @@ def ensure_running(data_dir: Path) -> Path:
     (the message points at the log file).
     """
     paths = EmbeddedPaths.for_data_dir(data_dir)
-    if ping(paths.socket):
+    fresh = not paths.dir.is_dir()  # a socket outside the data dir (a long path) outlives it
+    if not fresh and ping(paths.socket):
         return paths.socket
     paths.dir.mkdir(parents=True, exist_ok=True)
     with open(paths.lockfile, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
+        if fresh:
+            end_orphans(paths)
         if ping(paths.socket):  # another process started it while we waited
             return paths.socket
         pid = _read_pid(paths)
         if server_lock_held(paths) or (pid is not None and is_our_server(pid, paths)):
             _wait_for_live_server(paths, pid)
             return paths.socket
-        end_orphans(paths)
+        if not fresh:  # (a folder deleted, then made again by someone else)
+            end_orphans(paths)
         _clean_stale(paths)
         _start(paths)
     return paths.socket
@@ -248,6 +252,9 @@ def end_orphans(paths: EmbeddedPaths) -> list[int]:
             except (ProcessLookupError, PermissionError):
                 continue
             ended.append(pid)
+    deadline = time.monotonic() + 5  # gone before its socket is looked at again
+    while any(is_our_server(pid, paths) for pid in ended) and time.monotonic() < deadline:
+        time.sleep(0.02)
     return ended
 
 
