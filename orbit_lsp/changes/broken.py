@@ -24,7 +24,6 @@ read from the new version's source with ``ast``.
 from __future__ import annotations
 
 import ast
-import hashlib
 import re
 from dataclasses import dataclass, field
 
@@ -33,6 +32,7 @@ from orbit_lsp.graph import queries
 from orbit_lsp.graph.connection import Graph
 from orbit_lsp.index.py_edges import full_qual, module_name
 from orbit_lsp.lru import LRU
+from orbit_lsp.index.fingerprint import content_digest
 
 CATCHES_IMPORT_ERROR = frozenset({"ImportError", "Exception", "BaseException"})
 
@@ -136,7 +136,7 @@ def parse_cached(data: bytes | None) -> ast.Module | None:
     only read, never changed."""
     if data is None:
         return None
-    key = hashlib.blake2b(data, digest_size=16).digest()
+    key = content_digest(data)
     found, tree = TREES.lookup(key)
     if not found:
         try:

@@ -34,7 +34,6 @@ the totals narrowed and ``tests["coverage"]`` describing what was done (see ``an
 from __future__ import annotations
 
 import ast
-import hashlib
 import os
 import sqlite3
 import threading
@@ -45,6 +44,7 @@ from pathlib import Path
 from orbit_lsp.changes.selection import TestIndex, commands, is_test_support
 from orbit_lsp.changes.symbols import code_lines, python_tokens, read_version
 from orbit_lsp.lru import LRU
+from orbit_lsp.index.fingerprint import content_digest
 
 PHASES = ("setup", "run", "teardown")
 BROAD_SCOPES = frozenset({"module", "class", "package", "session"})
@@ -202,7 +202,7 @@ class CoverageMap:
         line it says ran is past the end of ``source`` or holds no code there (blank, comment
         only): coverage.py records only lines of statements. A file that does not tokenize is
         stale too. Kept per content."""
-        key = (rel, hashlib.blake2b(source, digest_size=16).digest() if source is not None else None)
+        key = (rel, content_digest(source) if source is not None else None)
         got = self._stale.get(key)
         if got is None:
             ran = [ln for ln in self.contexts(rel) if ln > 0]

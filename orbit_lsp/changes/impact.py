@@ -11,7 +11,6 @@ layer.
 from __future__ import annotations
 
 import ast
-import hashlib
 import re
 import time
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from orbit_lsp.graph.implicit import PYTHON2
 from orbit_lsp.graph.imports import ImportGraph
 from orbit_lsp.index.py_edges import full_qual, module_name
 from orbit_lsp.lru import LRU
+from orbit_lsp.index.fingerprint import content_digest
 
 DEFAULT_DEPTH = 4
 DEFAULT_TEST_DEPTH = 12
@@ -478,7 +478,7 @@ _LIBRARY_NAMES = LRU(8192)
 
 
 def _digest(data: bytes | None) -> bytes | None:
-    return None if data is None else hashlib.blake2b(data, digest_size=16).digest()
+    return None if data is None else content_digest(data)
 
 
 def _library_names_kept(read, file: str, qual: str, bases: frozenset[str], root_package: str) -> frozenset[str]:

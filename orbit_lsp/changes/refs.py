@@ -23,7 +23,6 @@ module itself is): a bound on the time, at the cost of missing such references.
 from __future__ import annotations
 
 import ast
-import hashlib
 from typing import Callable
 
 from orbit_lsp.changes.broken import _bound_in_scopes, _module_of_import, _parents, parse_cached
@@ -31,6 +30,7 @@ from orbit_lsp.graph import queries
 from orbit_lsp.graph.connection import Graph
 from orbit_lsp.index.py_edges import full_qual, module_name
 from orbit_lsp.lru import LRU
+from orbit_lsp.index.fingerprint import content_digest
 
 PARSED = LRU(512)  # content digest -> Parsed | None
 MAX_IMPORTERS = 200  # importers of a module read for references to one of its functions, at most
@@ -64,7 +64,7 @@ class Parsed:
 
 
 def _tree(data: bytes) -> Parsed | None:
-    key = hashlib.blake2b(data, digest_size=16).digest()
+    key = content_digest(data)
     found, got = PARSED.lookup(key)
     if not found:
         tree = parse_cached(data)

@@ -21,7 +21,6 @@ buffers included), so a test added by the change is found.
 from __future__ import annotations
 
 import ast
-import hashlib
 import operator
 import re
 import shlex
@@ -31,6 +30,7 @@ from typing import Callable
 
 from orbit_lsp.index.py_fixtures import is_conftest, is_python_test_file
 from orbit_lsp.lru import LRU
+from orbit_lsp.index.fingerprint import content_digest
 
 JS_TEST_FILE = re.compile(r"(^|/)([^/]+\.(test|spec)\.[cm]?[jt]sx?|__tests__/.+\.[cm]?[jt]sx?)$")
 CLASS_SETUP = frozenset({"setUp", "tearDown", "setUpClass", "tearDownClass", "setup_method", "teardown_method",
@@ -368,7 +368,7 @@ class TestIndex:
             if data is None:
                 got = PyTestFile(path)
             else:  # the same bytes scanned by an earlier answer of this process are not parsed again
-                key = (path, hashlib.blake2b(data, digest_size=16).digest())
+                key = (path, content_digest(data))
                 found, got = SCANS.lookup(key)
                 if not found:
                     got = scan_python(path, data)
@@ -395,7 +395,7 @@ class TestIndex:
             if data is None:
                 got = NO_MARKS
             else:
-                key = (path, hashlib.blake2b(data, digest_size=16).digest())
+                key = (path, content_digest(data))
                 found, got = MARKS.lookup(key)
                 if not found:
                     got = FileMarks.of(data)
@@ -502,12 +502,13 @@ class TestIndex:
             self._typed_calls(method_hit, pick, fixtures, method_names)
         self._fixtures(fixtures, pick)
         for file, (hops, reaches, how) in whole_files.items():
-            if is_js_test_file(file):
+            file_kind = self._test_kind(file)
+            if file_kind == "js":
                 pick(file, file, "js", hops, reaches, how)
-            elif is_conftest(file):
+            elif file_kind == "conftest":
                 for item in self._items_under(file):
                     pick(item.id, item.file, "pytest", hops, reaches, how)
-            elif is_python_test_file(file):
+            elif file_kind == "py":
                 for item in self.scan(file).items:
                     pick(item.id, file, "pytest", hops, reaches, how)
 

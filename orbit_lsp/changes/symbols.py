@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import ast
 import difflib
-import hashlib
 import io
 import tokenize
 from dataclasses import dataclass, field
@@ -28,6 +27,7 @@ from orbit_lsp.index.languages import PARSED_LANGS, parse_file
 from orbit_lsp.index.py_edges import full_qual
 from orbit_lsp.index.walk import LANGS
 from orbit_lsp.lru import LRU
+from orbit_lsp.index.fingerprint import content_digest
 
 SPAN_KINDS = frozenset({"module", "class", "function", "method"})
 RENAME_MIN_RATIO = 0.6  # body similarity above which a removed and an added symbol are one renamed
@@ -152,7 +152,7 @@ def read_version(path: str | None, data: bytes | None, root_package: str) -> Ver
     (``VERSIONS``; a ``Version`` is never changed once made)."""
     if path is None or data is None:
         return None
-    key = (path, hashlib.blake2b(data, digest_size=16).digest(), root_package)
+    key = (path, content_digest(data), root_package)
     found, got = VERSIONS.lookup(key)
     if not found:
         got = _read_version(path, data, root_package)

@@ -203,22 +203,19 @@ def ensure_running(data_dir: Path) -> Path:
     (the message points at the log file).
     """
     paths = EmbeddedPaths.for_data_dir(data_dir)
-    fresh = not paths.dir.is_dir()  # a socket outside the data dir (a long path) outlives it
-    if not fresh and ping(paths.socket):
+    # a socket outside the data dir (a long path) outlives a deleted folder: not trusted then
+    if paths.dir.is_dir() and ping(paths.socket):
         return paths.socket
     paths.dir.mkdir(parents=True, exist_ok=True)
     with open(paths.lockfile, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if fresh:
-            end_orphans(paths)
+        end_orphans(paths)  # before the ping: an orphan may still answer on such a socket
         if ping(paths.socket):  # another process started it while we waited
             return paths.socket
         pid = _read_pid(paths)
         if server_lock_held(paths) or (pid is not None and is_our_server(pid, paths)):
             _wait_for_live_server(paths, pid)
             return paths.socket
-        if not fresh:  # (a folder deleted, then made again by someone else)
-            end_orphans(paths)
         _clean_stale(paths)
         _start(paths)
     return paths.socket
