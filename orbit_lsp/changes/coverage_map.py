@@ -41,6 +41,7 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
+from orbit_lsp.changes.scan_store import store_of_graph
 from orbit_lsp.changes.selection import TestIndex, commands, is_test_support
 from orbit_lsp.changes.symbols import code_lines, python_tokens, read_version
 from orbit_lsp.lru import LRU
@@ -645,5 +646,5 @@ def _test_index(graph, change, result: dict) -> TestIndex:
     files += [f["path"] for f in result["files"] if f["status"] != "removed"]
     gone = {f["path"] for f in result["files"] if f["status"] == "removed"}
     gone |= {f["old_path"] for f in result["files"] if f["status"] == "renamed"}
-    return TestIndex([f for f in files if f not in gone], change.new_bytes)
+    return TestIndex([f for f in files if f not in gone], change.new_bytes, store_of_graph(graph))
 

@@ -20,6 +20,7 @@ from orbit_lsp.changes.broken import Broken, removed_names
 from orbit_lsp.changes.broken import find as find_broken
 from orbit_lsp.changes import refs
 from orbit_lsp.changes.diff import Change
+from orbit_lsp.changes.scan_store import store_of_graph
 from orbit_lsp.changes.selection import TestIndex, commands, is_test_support
 from orbit_lsp.changes.symbols import symbol_changes
 from orbit_lsp.graph import queries
@@ -813,7 +814,7 @@ def _tests(graph: Graph, ans: queries.Answer, change: Change, sc, root_package: 
     files += [f["path"] for f in sc.files if f["status"] != "removed"]
     removed_files = {f["path"] for f in sc.files if f["status"] == "removed"}
     removed_files |= {f["old_path"] for f in sc.files if f["status"] == "renamed"}
-    index = TestIndex([f for f in files if f not in removed_files], change.new_bytes)
+    index = TestIndex([f for f in files if f not in removed_files], change.new_bytes, store_of_graph(graph))
 
     def reached_of(rows: list[dict], extra: list[dict]) -> dict:
         out: dict = {}

@@ -24,6 +24,7 @@ from orbit_lsp.changes.impact import (DEFAULT_TEST_DEPTH, REFERENCE_DEPTH, _fixt
                                       _is_special, class_families, decorated_as_property, in_file_qual,
                                       library_classes)
 from orbit_lsp.changes.refs import referrers
+from orbit_lsp.changes.scan_store import store_of_graph
 from orbit_lsp.changes.selection import TestIndex, is_test_support
 from orbit_lsp.graph import queries
 from orbit_lsp.graph.cache import ANSWERS
@@ -258,7 +259,8 @@ def test_index(ix) -> TestIndex | None:
             index = TestIndex.of_same_files(last[1], read) if last[1] is not None else None
         else:
             files = ANSWERS.get(ix.graph, ix.generation, workspace_files)
-            index = TestIndex(list(files), read) if any(is_test_support(f) for f in files) else None
+            index = (TestIndex(list(files), read, store_of_graph(ix.graph))
+                     if any(is_test_support(f) for f in files) else None)
             if names:
                 _LAYOUTS.put(ix.graph.name, (names, index))
         _INDEXES.put(key, index)

@@ -31,6 +31,7 @@ from typing import Callable
 from orbit_lsp.index.py_fixtures import is_conftest, is_python_test_file
 from orbit_lsp.lru import LRU
 from orbit_lsp.index.fingerprint import content_digest
+from orbit_lsp.changes.scan_store import ScanStore
 
 JS_TEST_FILE = re.compile(r"(^|/)([^/]+\.(test|spec)\.[cm]?[jt]sx?|__tests__/.+\.[cm]?[jt]sx?)$")
 CLASS_SETUP = frozenset({"setUp", "tearDown", "setUpClass", "tearDownClass", "setup_method", "teardown_method",
@@ -330,12 +331,14 @@ class TestIndex:
 
     __test__ = False
 
-    def __init__(self, files: list[str], read: Callable[[str], bytes | None]):
+    def __init__(self, files: list[str], read: Callable[[str], bytes | None], store: ScanStore | None = None):
+        """``store``: where scans are kept between processes (``scan_store``; None: only in
+        this process's ``SCANS`` and ``MARKS``)."""
         self.files = sorted(set(files))
         self.py_tests = [f for f in self.files if is_python_test_file(f)]
         self.conftests = [f for f in self.files if is_conftest(f)]
         self.js_tests = [f for f in self.files if is_js_test_file(f)]
-        self._start(read)
+        self._start(read, store)
 
     @classmethod
     def of_same_files(cls, other: "TestIndex", read: Callable[[str], bytes | None]) -> "TestIndex":
@@ -345,11 +348,12 @@ class TestIndex:
         index = cls.__new__(cls)
         index.files, index.py_tests, index.conftests, index.js_tests = (other.files, other.py_tests, other.conftests,
                                                                         other.js_tests)
-        index._start(read)
+        index._start(read, other.store)
         return index
 
-    def _start(self, read: Callable[[str], bytes | None]) -> None:
+    def _start(self, read: Callable[[str], bytes | None], store: ScanStore | None) -> None:
         self.read = read
+        self.store = store
         self._scanned: dict[str, PyTestFile] = {}
         self._marks: dict[str, FileMarks] = {}
         self._file_sites: dict[str, list[tuple[object, str, str, Fixture]]] = {}
@@ -367,13 +371,25 @@ class TestIndex:
             data = self.read(path)
             if data is None:
                 got = PyTestFile(path)
-            else:  # the same bytes scanned by an earlier answer of this process are not parsed again
-                key = (path, content_digest(data))
-                found, got = SCANS.lookup(key)
-                if not found:
-                    got = scan_python(path, data)
-                    SCANS.put(key, got)
+            else:  # the same bytes scanned before (by this process, or kept in the store) are not parsed again
+                got = self._kept(SCANS, "scan", path, data, scan_python)
             self._scanned[path] = got
+        return got
+
+    def _kept(self, cache: LRU, kind: str, path: str, data: bytes, make: Callable):
+        """``make(path, data)``, from ``cache`` (this process's) or the store when it has the
+        value for these bytes; a value made is kept in both."""
+        digest = content_digest(data)
+        key = (path, digest)
+        found, got = cache.lookup(key)
+        if not found:
+            store = self.store
+            got = store.get(kind, path, digest) if store is not None else None
+            if got is None:
+                got = make(path, data)
+                if store is not None:
+                    store.put(kind, path, digest, got)
+            cache.put(key, got)
         return got
 
     def total(self) -> int:
@@ -395,11 +411,7 @@ class TestIndex:
             if data is None:
                 got = NO_MARKS
             else:
-                key = (path, content_digest(data))
-                found, got = MARKS.lookup(key)
-                if not found:
-                    got = FileMarks.of(data)
-                    MARKS.put(key, got)
+                got = self._kept(MARKS, "marks", path, data, lambda _, b: FileMarks.of(b))
             self._marks[path] = got
         return got
 
@@ -465,6 +477,11 @@ class TestIndex:
         self._pick_all(reached, whole_files, method_hit, method_names, lambda item_id, *_: ids.add(item_id))
         return len(ids)
 
+    def flush(self) -> None:
+        """Write the scans made since the last write to the store (``scan_store``)."""
+        if self.store is not None:
+            self.store.flush()
+
     def _pick_all(self, reached, whole_files, method_hit, method_names, pick: Callable) -> None:
         """``pick(test id, file, runner, depth, changed qual, reason)`` for every test ``select``
         selects (its arguments), as often as a way to reach it is found."""
@@ -511,6 +528,7 @@ class TestIndex:
             elif file_kind == "py":
                 for item in self.scan(file).items:
                     pick(item.id, file, "pytest", hops, reaches, how)
+        self.flush()  # the scans this answer made, for the next process
 
     def _test_kind(self, file: str) -> str | None:
         """"js" for a JS/TS test file, "conftest", "py" for a Python test file, else None

@@ -121,11 +121,15 @@ def workspace_file_refusal(root: str | Path, path: str | Path) -> str | None:
     """Why ``path`` must not be opened for a client of workspace ``root``, or None: a ``.env*``
     name (of the file or a directory on its way), a real location (links resolved) outside
     ``root`` or named ``.env*``. Performs only ``realpath`` (lstat/readlink) calls."""
-    top = os.path.realpath(os.fspath(root))
     p = os.path.abspath(os.fspath(path))
+    return _refusal(os.path.realpath(os.fspath(root)), p, os.path.realpath(p))
+
+
+def _refusal(top: str, p: str, real: str) -> str | None:
+    """``workspace_file_refusal`` of absolute path ``p`` whose real location is ``real``, in a
+    workspace whose real location is ``top``."""
     if any(is_dotenv(part) for part in Path(p).parts):
         return "a .env file"
-    real = os.path.realpath(p)
     if is_dotenv(real) or any(is_dotenv(part) for part in Path(real).parts):
         return "a link to a .env file"
     if not _inside(real, top):
@@ -135,12 +139,15 @@ def workspace_file_refusal(root: str | Path, path: str | Path) -> str | None:
 
 def read_workspace_file(root: str | Path, path: str | Path, limit: int | None = None) -> bytes:
     """The bytes of ``path`` for a client of workspace ``root``: ``workspace_file_refusal``
-    checked before anything is opened, then ``read_regular_file(real path, limit)``. Raises
-    ``RefusedFile`` or ``OSError``. Blocking file I/O: call it off the event loop."""
-    why = workspace_file_refusal(root, path)
+    checked before anything is opened, then ``read_regular_file(real path, limit)`` of the real
+    path that was checked. Raises ``RefusedFile`` or ``OSError``. Blocking file I/O: call it off
+    the event loop."""
+    p = os.path.abspath(os.fspath(path))
+    real = os.path.realpath(p)
+    why = _refusal(os.path.realpath(os.fspath(root)), p, real)
     if why is not None:
         raise RefusedFile(errno.EACCES, why, os.fspath(path))
-    return read_regular_file(os.path.realpath(os.fspath(path)), limit)
+    return read_regular_file(real, limit)
 
 
 def read_text(data: bytes) -> str:

@@ -1,0 +1,250 @@
+"""Test-file scans kept between processes: ``ScanStore``, one SQLite file in the data folder's
+``cache`` (``<data_dir>/cache/test-scans.sqlite``), shared by every workspace and process.
+
+A tests lens, ``orbit-lsp changes`` and the MCP server's test selection read every test file of
+the workspace: a pattern scan of its bytes (``selection.FileMarks``) and, for test modules
+and ``conftest.py`` files that may matter, an ``ast`` scan (``selection.scan_python``). In one
+process they are kept by content (``selection.SCANS``/``MARKS``); this store keeps them for the
+next process too, so the first answer of a new server, worker or command reads the test files
+but parses and scans only those whose content it has not seen (on the 5,001 test files of the
+scale corpus, the first tests lenses of a process: 12.9 s without the store, 4.3 s with it).
+
+A row is keyed by what the scan depends on: its kind (``marks``, ``scan``), the file's
+workspace-relative path (test ids carry it), the 16-byte digest of the file's bytes
+(``fingerprint.content_digest``) and the digest of the scanning code (``selection.py``, this
+module, the Python version): a new version of orbit never reads another version's rows, and
+deletes them when it opens the store. Values are pickles read back through an unpickler that
+builds only the scan classes and sets (``_ScanUnpickler``): a row that holds anything else is
+dropped and the file scanned again.
+
+The store is a cache: a store that cannot be opened, is locked past ``BUSY_TIMEOUT_S``, or is
+not a database is left alone for the rest of the process (answers are computed as without
+it); one that is not a database is replaced once. Rows are written in batches
+(``FLUSH_ROWS``, and at ``flush``); at most ``MAX_ROWS`` are kept (the oldest written go first).
+"""
+
+from __future__ import annotations
+
+import atexit
+import hashlib
+import io
+import logging
+import pickle
+import sqlite3
+import sys
+import threading
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+STORE_FILE = "test-scans.sqlite"
+BUSY_TIMEOUT_S = 2.0  # another process writing: wait this long, then do without the store
+FLUSH_ROWS = 256  # rows written at once
+MAX_ROWS = 100_000  # rows kept (0.4-3 KB each: at most ~150 MB); past it the oldest written go
+PRUNE_TO = 75_000  # rows left after pruning
+KINDS = ("marks", "scan")
+
+
+def _code_digest() -> str:
+    """Digest of the code that makes the stored values: ``selection.py``, this module, and the
+    Python version (its ``ast``)."""
+    from orbit_lsp.changes import selection
+
+    h = hashlib.blake2b(digest_size=8)
+    h.update(sys.version.encode())
+    for module in (selection.__file__, __file__):
+        try:
+            h.update(Path(module).read_bytes())
+        except OSError:  # (a frozen build without sources: the package's version decides)
+            from orbit_lsp import __version__
+
+            h.update(__version__.encode())
+    return h.hexdigest()
+
+
+class _ScanUnpickler(pickle.Unpickler):
+    """Builds the scan dataclasses, frozensets and sets, nothing else (a row another program
+    wrote into the file cannot run code)."""
+
+    def find_class(self, module: str, name: str):
+        if module == "orbit_lsp.changes.selection" and name in ("FileMarks", "PyTestFile", "TestItem", "Fixture"):
+            from orbit_lsp.changes import selection
+
+            return getattr(selection, name)
+        if module == "builtins" and name in ("frozenset", "set"):
+            return {"frozenset": frozenset, "set": set}[name]
+        raise pickle.UnpicklingError(f"a test scan may not hold {module}.{name}")
+
+
+def _loads(blob: bytes):
+    return _ScanUnpickler(io.BytesIO(blob)).load()
+
+
+class ScanStore:
+    """The rows of ``path`` (see the module's docstring). Thread-safe; every method returns
+    or does nothing when the store is unusable."""
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self.version = _code_digest()
+        self._lock = threading.Lock()
+        self._db: sqlite3.Connection | None = None
+        self._failed = False
+        self._pending: list[tuple[str, str, bytes, str, bytes]] = []
+        self.hits = self.misses = self.written = 0  # rows found, not found, written by this process
+
+    # -- connection ---------------------------------------------------------------------------
+    def _connect(self) -> sqlite3.Connection | None:
+        if self._db is not None or self._failed:
+            return self._db
+        try:
+            self._db = self._open()
+        except sqlite3.DatabaseError as exc:
+            if "not a database" in str(exc) or "malformed" in str(exc):
+                log.warning("%s is not a usable database (%s): made anew", self.path, exc)
+                try:
+                    self.path.unlink(missing_ok=True)
+                    self._db = self._open()
+                except (sqlite3.Error, OSError) as again:
+                    self._give_up(again)
+            else:
+                self._give_up(exc)
+        except OSError as exc:
+            self._give_up(exc)
+        return self._db
+
+    def _open(self) -> sqlite3.Connection:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, check_same_thread=False, isolation_level=None)
+        try:
+            db.execute("PRAGMA journal_mode = WAL")  # readers never wait for a writer
+            db.execute("PRAGMA synchronous = NORMAL")  # a cache: a lost last batch is scanned again
+            # a rowid table: a row replaced gets a new rowid, so rowids follow the writes (``_prune``)
+            db.execute("CREATE TABLE IF NOT EXISTS scans (kind TEXT, path TEXT, digest BLOB, version TEXT, "
+                       "value BLOB, UNIQUE (kind, path, digest, version))")
+            db.execute("DELETE FROM scans WHERE version != ?", (self.version,))
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _give_up(self, exc: BaseException) -> None:
+        log.info("test scans are not kept between processes (%s: %s)", self.path, exc)
+        self._failed = True
+        self._pending.clear()
+        if self._db is not None:
+            try:
+                self._db.close()
+            except sqlite3.Error:
+                pass
+            self._db = None
+
+    # -- rows ---------------------------------------------------------------------------------
+    def get(self, kind: str, path: str, digest: bytes):
+        """The value stored for a file of content ``digest`` at ``path``, or None."""
+        with self._lock:
+            db = self._connect()
+            if db is None:
+                return None
+            try:
+                row = db.execute("SELECT value FROM scans WHERE kind = ? AND path = ? AND digest = ? AND version = ?",
+                                 (kind, path, digest, self.version)).fetchone()
+            except sqlite3.Error as exc:
+                self._give_up(exc)
+                return None
+        if row is None:
+            self.misses += 1
+            return None
+        try:
+            value = _loads(row[0])
+        except Exception as exc:  # noqa: BLE001 - a row that is not ours: scanned again
+            log.warning("a stored test scan of %s was refused (%s): scanned again", path, exc)
+            self.misses += 1
+            return None
+        self.hits += 1
+        return value
+
+    def put(self, kind: str, path: str, digest: bytes, value) -> None:
+        """Keep ``value`` for ``path`` at ``digest`` (written with the next batch)."""
+        blob = pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+        with self._lock:
+            if self._failed:
+                return
+            self._pending.append((kind, path, digest, self.version, blob))
+            if len(self._pending) >= FLUSH_ROWS:
+                self._flush_locked()
+
+    def flush(self) -> None:
+        """Write the rows kept since the last write."""
+        with self._lock:
+            self._flush_locked()
+
+    def _flush_locked(self) -> None:
+        if not self._pending:
+            return
+        db = self._connect()
+        if db is None:
+            return
+        rows, self._pending = self._pending, []
+        try:
+            with db:  # one transaction
+                db.execute("BEGIN IMMEDIATE")
+                db.executemany("INSERT OR REPLACE INTO scans VALUES (?, ?, ?, ?, ?)", rows)
+            self.written += len(rows)
+            self._prune(db)
+        except sqlite3.Error as exc:
+            self._give_up(exc)
+
+    def _prune(self, db: sqlite3.Connection) -> None:
+        """At most ``MAX_ROWS`` rows: past it, the rows written longest ago go, down to
+        ``PRUNE_TO`` (rare: a workspace's test files are a few thousand rows of each kind)."""
+        n = db.execute("SELECT count(*) FROM scans").fetchone()[0]
+        if n <= MAX_ROWS:
+            return
+        with db:
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("DELETE FROM scans WHERE rowid IN (SELECT rowid FROM scans ORDER BY rowid LIMIT ?)",
+                       (n - PRUNE_TO,))
+
+    def close(self) -> None:
+        """Write what is pending and close the connection."""
+        with self._lock:
+            self._flush_locked()
+            if self._db is not None:
+                try:
+                    self._db.close()
+                except sqlite3.Error:
+                    pass
+                self._db = None
+
+
+_STORES: dict[Path, ScanStore] = {}
+_STORES_LOCK = threading.Lock()
+
+
+def store_for(data_dir: Path | str | None) -> ScanStore | None:
+    """The process's ``ScanStore`` of data folder ``data_dir`` (None: no store). Its pending
+    rows are written when the process exits normally."""
+    if data_dir is None:
+        return None
+    path = Path(data_dir).expanduser() / "cache" / STORE_FILE
+    with _STORES_LOCK:
+        store = _STORES.get(path)
+        if store is None:
+            store = _STORES[path] = ScanStore(path)
+            if len(_STORES) == 1:
+                atexit.register(_close_all)
+    return store
+
+
+def store_of_graph(graph) -> ScanStore | None:
+    """``store_for`` the data folder of ``graph``'s store settings (None when it has none)."""
+    settings = getattr(getattr(graph, "store", None), "settings", None)
+    return store_for(getattr(settings, "data_dir", None))
+
+
+def _close_all() -> None:
+    with _STORES_LOCK:
+        stores = list(_STORES.values())
+    for store in stores:
+        store.close()
