@@ -210,3 +210,35 @@ def test_past_its_bound_the_store_keeps_the_rows_written_last(ws, tmp_path, monk
         kept = [p for (p,) in db.execute("SELECT path FROM scans ORDER BY rowid")]
     # at the fifth row the two written first went (down to 3); the sixth makes 4 again
     assert kept == ["tests/test_2.py", "tests/test_3.py", "tests/test_4.py", "tests/test_5.py"]
+
+
+def test_processes_writing_the_store_at_once_each_keep_their_rows(tmp_path):
+    """Two processes fill one store at the same moment (two servers of two workspaces): SQLite's
+    write lock makes them take turns; every row of both is kept and reads back whole."""
+    script = textwrap.dedent("""
+        import sys
+        from pathlib import Path
+        from orbit_lsp.changes import scan_store, selection
+        store = scan_store.store_for(Path(sys.argv[1]))
+        sys.stdin.readline()  # both start writing together
+        for i in range(2000):
+            store.put("marks", f"{sys.argv[2]}/test_{i}.py", i.to_bytes(16, "big"),
+                      selection.FileMarks(frozenset({f"m{i}"}), frozenset(), False))
+        store.close()
+        print(store.written, store.path.exists())
+    """)
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(tmp_path / "data"), name], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True, cwd=str(Path(__file__).parent.parent))
+             for name in ("one", "two")]
+    for p in procs:
+        p.stdin.write("go\n")
+        p.stdin.flush()
+    outs = [p.communicate(timeout=120)[0].split() for p in procs]
+    assert outs == [["2000", "True"], ["2000", "True"]]
+    store = ScanStore(tmp_path / "data" / "cache" / scan_store.STORE_FILE)
+    for name in ("one", "two"):
+        for i in (0, 999, 1999):
+            assert store.get("marks", f"{name}/test_{i}.py", i.to_bytes(16, "big")) == \
+                selection.FileMarks(frozenset({f"m{i}"}), frozenset(), False)
+    with sqlite3.connect(store.path) as db:
+        assert db.execute("SELECT count(*) FROM scans").fetchone() == (4000,)
