@@ -6,12 +6,14 @@ The workspace is indexed (or re-opened from ``--data-dir``, the embedded FalkorD
 when it was indexed there before), then, for each file in the order given, every function and
 method of it is counted as the lenses do (``reach.test_counts``) twice in this process:
 *first*, as the first lenses of that file after the server started (the test files scanned for
-earlier files of the list stay scanned, as in a server), and *again* with the computed answers
-forgotten (``reach.forget_answers``: what a file's lenses cost after an edit elsewhere changed
-the graph's generation, the test files' scans kept); then the lists of tests the lens command
-shows, for every function at once (``reach.tests_for``). Prints one Markdown table: files,
-functions, seconds first, again and for the lists, tests counted, and a digest of every list
-(two runs of the same code and corpus give the same digest, whatever ``PYTHONHASHSEED``).
+earlier files of the list stay scanned, as in a server; so do the scans earlier processes kept
+in the data dir, ``changes.scan_store``: ``--fresh-scans`` starts without them), and *again*
+with the computed answers forgotten (``reach.forget_answers``: what a file's lenses cost after
+an edit elsewhere changed the graph's generation, the test files' scans kept); then the lists of
+tests the lens command shows, for every function at once (``reach.tests_for``). Prints how many
+scans the data dir kept at the start, then one Markdown table: files, functions, seconds first,
+again and for the lists, tests counted, and a digest of every list (two runs of the same code
+and corpus give the same digest, whatever ``PYTHONHASHSEED``).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import json
 import time
 from pathlib import Path
 
-from orbit_lsp.changes import reach
+from orbit_lsp.changes import reach, scan_store
 from orbit_lsp.config import Settings
 from orbit_lsp.graph.connection import GraphStore
 from orbit_lsp.index.full_build import full_qual
@@ -35,8 +37,16 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("workspace", type=Path)
     ap.add_argument("files", nargs="+", help="workspace-relative Python files whose functions are counted")
     ap.add_argument("--data-dir", type=Path, default=None, help="ORBIT data folder (default: the user's)")
+    ap.add_argument("--fresh-scans", action="store_true",
+                    help="start without the test scans kept in the data dir (deletes its cache/test-scans.sqlite)")
     args = ap.parse_args(argv)
     settings = Settings(data_dir=args.data_dir) if args.data_dir else Settings()
+    kept = Path(settings.data_dir).expanduser() / "cache" / scan_store.STORE_FILE
+    if args.fresh_scans:
+        for p in kept.parent.glob(kept.name + "*"):
+            p.unlink()
+    rows = scan_store.ScanStore(kept).rows() if kept.exists() else 0
+    print(f"test scans kept in {kept}: {rows:,} rows of this code at the start")
     store = GraphStore(settings)
     store.connect()
     ix = WorkspaceIndexer(args.workspace.resolve(), store, settings)

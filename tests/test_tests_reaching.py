@@ -104,18 +104,26 @@ def test_library_names_kept_are_read_again_when_a_file_they_came_from_changes():
 
 def test_the_tests_lens_bench_counts_a_files_functions(index_files, store, capsys):
     """``bench/tests_lens.py`` on the workspace above (re-opened from the graph ``index_files``
-    built, deleted after): one function, reached by one test, counted twice and listed."""
+    built, deleted after): one function, reached by one test, counted twice and listed; run again,
+    it starts from the test scans the first run kept in the data dir and lists the same."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # `bench` is not an installed package
     from bench import tests_lens
 
     ix = index_files(FILES)
     capsys.readouterr()
-    tests_lens.main([str(ix.root), "pkg/lib.py", "--data-dir", str(store.settings.data_dir)])
-    out = capsys.readouterr().out
-    row = next(line for line in out.splitlines() if line.startswith("| pkg/lib.py |"))
-    cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells[1] == "1" and cells[5] == "1"  # one function; test_x reaches it
-    assert all(float(c) >= 0 for c in cells[2:5])
+    rows, kept = [], []
+    for fresh in (["--fresh-scans"], []):  # the second run starts from the scans the first kept
+        tests_lens.main([str(ix.root), "pkg/lib.py", "--data-dir", str(store.settings.data_dir), *fresh])
+        out = capsys.readouterr().out
+        kept.append(int(next(line for line in out.splitlines() if line.startswith("test scans kept"))
+                        .split(": ")[1].split()[0].replace(",", "")))
+        row = next(line for line in out.splitlines() if line.startswith("| pkg/lib.py |"))
+        rows.append([c.strip() for c in row.strip("|").split("|")])
+    for cells in rows:
+        assert cells[1] == "1" and cells[5] == "1"  # one function; test_x reaches it
+        assert all(float(c) >= 0 for c in cells[2:5])
+    assert kept[0] == 0 and kept[1] > 0
+    assert rows[0][6] == rows[1][6]  # the same lists, scanned or kept
 
 
 CONFTEST_FILES = {

@@ -206,6 +206,18 @@ class ScanStore:
             db.execute("DELETE FROM scans WHERE rowid IN (SELECT rowid FROM scans ORDER BY rowid LIMIT ?)",
                        (n - PRUNE_TO,))
 
+    def rows(self) -> int:
+        """How many rows of this version of the scanning code the store holds (0 when unusable)."""
+        with self._lock:
+            db = self._connect()
+            if db is None:
+                return 0
+            try:
+                return db.execute("SELECT count(*) FROM scans WHERE version = ?", (self.version,)).fetchone()[0]
+            except sqlite3.Error as exc:
+                self._give_up(exc)
+                return 0
+
     def close(self) -> None:
         """Write what is pending and close the connection."""
         with self._lock:
