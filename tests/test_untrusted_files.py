@@ -100,3 +100,27 @@ def test_refusals_name_the_reason(traps):
     assert read_workspace_file(traps, traps / "app.py").startswith(b"def helper")
     with pytest.raises(RefusedFile, match="larger than 3 bytes"):
         read_workspace_file(traps, traps / "app.py", limit=3)
+
+
+def test_a_dot_dot_after_a_link_is_refused_where_the_system_would_open_it(tmp_path):
+    """``ws/link/../secret`` with ``link -> ../out/dir`` opens ``out/secret`` (the system follows
+    the link before it applies ``..``): outside the workspace, so refused, and never read;
+    ``ws/sub/back/../secret`` with ``back -> ../src`` opens ``ws/secret``: inside, read. The
+    check and the read take the same real path."""
+    ws, out = tmp_path / "ws", tmp_path / "out"
+    (out / "dir").mkdir(parents=True)
+    (out / "secret").write_text("OUTSIDE\n")
+    (ws / "src").mkdir(parents=True)
+    (ws / "sub").mkdir()
+    (ws / "secret").write_text("inside\n")
+    (ws / "link").symlink_to("../out/dir")
+    (ws / "sub" / "back").symlink_to("../src")
+    escape = f"{ws}/link/../secret"
+    assert open(escape).read() == "OUTSIDE\n"  # (what the system opens)
+    assert workspace_file_refusal(ws, escape) == "outside the workspace"
+    with pytest.raises(RefusedFile, match="outside the workspace"):
+        read_workspace_file(ws, escape)
+    inside = f"{ws}/sub/back/../secret"
+    assert open(inside).read() == "inside\n"
+    assert workspace_file_refusal(ws, inside) is None
+    assert read_workspace_file(ws, inside) == b"inside\n"

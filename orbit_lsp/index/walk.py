@@ -119,16 +119,17 @@ def read_regular_file(path: str | Path, limit: int | None = None) -> bytes:
 
 def workspace_file_refusal(root: str | Path, path: str | Path) -> str | None:
     """Why ``path`` must not be opened for a client of workspace ``root``, or None: a ``.env*``
-    name (of the file or a directory on its way), a real location (links resolved) outside
-    ``root`` or named ``.env*``. Performs only ``realpath`` (lstat/readlink) calls."""
-    p = os.path.abspath(os.fspath(path))
-    return _refusal(os.path.realpath(os.fspath(root)), p, os.path.realpath(p))
+    name (of the file or a directory on its way), a real location outside ``root`` or named
+    ``.env*``. The real location is the one the system opens: links are followed before a
+    ``..`` after them is applied (``link/../x`` is ``x`` beside the link's target, not beside
+    the link). Performs only ``realpath`` (lstat/readlink) calls."""
+    return _refusal(os.path.realpath(os.fspath(root)), os.fspath(path), os.path.realpath(os.fspath(path)))
 
 
-def _refusal(top: str, p: str, real: str) -> str | None:
-    """``workspace_file_refusal`` of absolute path ``p`` whose real location is ``real``, in a
-    workspace whose real location is ``top``."""
-    if any(is_dotenv(part) for part in Path(p).parts):
+def _refusal(top: str, path: str, real: str) -> str | None:
+    """``workspace_file_refusal`` of ``path`` whose real location is ``real``, in a workspace
+    whose real location is ``top``."""
+    if any(is_dotenv(part) for part in Path(os.path.abspath(path)).parts):
         return "a .env file"
     if is_dotenv(real) or any(is_dotenv(part) for part in Path(real).parts):
         return "a link to a .env file"
@@ -142,9 +143,8 @@ def read_workspace_file(root: str | Path, path: str | Path, limit: int | None = 
     checked before anything is opened, then ``read_regular_file(real path, limit)`` of the real
     path that was checked. Raises ``RefusedFile`` or ``OSError``. Blocking file I/O: call it off
     the event loop."""
-    p = os.path.abspath(os.fspath(path))
-    real = os.path.realpath(p)
-    why = _refusal(os.path.realpath(os.fspath(root)), p, real)
+    real = os.path.realpath(os.fspath(path))
+    why = _refusal(os.path.realpath(os.fspath(root)), os.fspath(path), real)
     if why is not None:
         raise RefusedFile(errno.EACCES, why, os.fspath(path))
     return read_regular_file(real, limit)
