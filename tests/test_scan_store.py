@@ -174,6 +174,29 @@ def test_a_row_that_would_build_anything_but_a_scan_is_refused_and_the_file_scan
     assert (store.hits, store.misses) == (0, 2)
 
 
+def test_a_row_of_the_scan_classes_with_wrong_fields_is_refused_and_the_file_scanned(ws, tmp_path):
+    """Rows that build only allowed classes, but not as scanning makes them (another program
+    wrote the file): marks of the wrong field types, a scan whose tests are not a list, a scan
+    of another file kept as a file's marks. Each is refused: the files are scanned again."""
+    path = tmp_path / "data" / "cache" / scan_store.STORE_FILE
+    store = ScanStore(path)
+    assert store.get("scan", "tests/none.py", bytes(16)) is None  # (opens it: the table is made)
+    test_file, conftest = "tests/test_engine.py", "tests/conftest.py"
+    bad_marks = selection.FileMarks.__new__(selection.FileMarks)
+    object.__setattr__(bad_marks, "__dict__", {"methods": 5, "receivers": [], "fixtures": "x"})
+    no_items = scan_python(test_file, (ws / test_file).read_bytes())
+    no_items.items = None
+    elsewhere = scan_python("tests/other.py", (ws / test_file).read_bytes())
+    with sqlite3.connect(path) as db:
+        for kind, rel, value in (("marks", test_file, bad_marks), ("scan", test_file, no_items),
+                                 ("marks", conftest, elsewhere), ("scan", conftest, elsewhere)):
+            db.execute("INSERT INTO scans VALUES (?, ?, ?, ?, ?)",
+                       (kind, rel, content_digest((ws / rel).read_bytes()), store.version, pickle.dumps(value)))
+    _new_process_caches()
+    assert _answers(_index(ws, store)) == _answers(_index(ws, None))
+    assert store.hits == 0
+
+
 def test_a_store_that_is_not_a_database_is_made_anew(ws, tmp_path):
     path = tmp_path / "data" / "cache" / scan_store.STORE_FILE
     path.parent.mkdir(parents=True)

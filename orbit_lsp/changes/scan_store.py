@@ -14,8 +14,8 @@ workspace-relative path (test ids carry it), the 16-byte digest of the file's by
 (``fingerprint.content_digest``) and the digest of the scanning code (``selection.py``, this
 module, the Python version): a new version of orbit never reads another version's rows, and
 deletes them when it opens the store. Values are pickles read back through an unpickler that
-builds only the scan classes and sets (``_ScanUnpickler``): a row that holds anything else is
-dropped and the file scanned again.
+builds only the scan classes and sets (``_ScanUnpickler``), then checked field by field
+(``_loads``): a row that holds anything else is dropped and the file scanned again.
 
 The store is a cache: a store that cannot be opened, is locked past ``BUSY_TIMEOUT_S``, or is
 not a database is left alone for the rest of the process (answers are computed as without
@@ -33,6 +33,7 @@ import pickle
 import sqlite3
 import sys
 import threading
+import time
 from pathlib import Path
 
 log = logging.getLogger(__name__)
@@ -46,13 +47,14 @@ KINDS = ("marks", "scan")
 
 
 def _code_digest() -> str:
-    """Digest of the code that makes the stored values: ``selection.py``, this module, and the
-    Python version (its ``ast``)."""
+    """Digest of the code that makes the stored values: ``selection.py``, the test-file rules it
+    applies (``index/py_fixtures.py``), this module, and the Python version (its ``ast``)."""
     from orbit_lsp.changes import selection
+    from orbit_lsp.index import py_fixtures
 
     h = hashlib.blake2b(digest_size=8)
     h.update(sys.version.encode())
-    for module in (selection.__file__, __file__):
+    for module in (selection.__file__, py_fixtures.__file__, __file__):
         try:
             h.update(Path(module).read_bytes())
         except OSError:  # (a frozen build without sources: the package's version decides)
@@ -76,8 +78,61 @@ class _ScanUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"a test scan may not hold {module}.{name}")
 
 
-def _loads(blob: bytes):
-    return _ScanUnpickler(io.BytesIO(blob)).load()
+def _loads(kind: str, path: str, blob: bytes):
+    """The value of a row, checked to be what ``kind`` makes for ``path`` (its classes, its
+    fields and their types); raises ``pickle.UnpicklingError`` otherwise."""
+    value = _ScanUnpickler(io.BytesIO(blob)).load()
+    if not (_marks_ok(value) if kind == "marks" else _scan_ok(value, path)):
+        raise pickle.UnpicklingError(f"a stored {kind} is not one {kind} makes")
+    return value
+
+
+def _names(value) -> bool:
+    return type(value) is frozenset and all(type(n) is str for n in value)
+
+
+def _optional_str(value) -> bool:
+    return value is None or type(value) is str
+
+
+def _attr_calls_ok(value) -> bool:
+    return type(value) is dict and all(type(k) is str and _names(v) for k, v in value.items())
+
+
+def _fields_ok(obj, cls) -> bool:
+    """``obj`` is exactly a ``cls`` with its dataclass fields and nothing else."""
+    import dataclasses
+
+    return type(obj) is cls and set(vars(obj)) == {f.name for f in dataclasses.fields(cls)}
+
+
+def _marks_ok(m) -> bool:
+    from orbit_lsp.changes.selection import FileMarks
+
+    return _fields_ok(m, FileMarks) and _names(m.methods) and _names(m.receivers) and type(m.fixtures) is bool
+
+
+def _scan_ok(tf, path: str) -> bool:
+    from orbit_lsp.changes.selection import Fixture, PyTestFile, TestItem
+
+    if not (_fields_ok(tf, PyTestFile) and tf.path == path and type(tf.items) is list
+            and type(tf.fixtures) is list and type(tf.class_setup) is list and type(tf.module_setup) is set):
+        return False
+    if not all(type(q) is str for q in tf.module_setup):
+        return False
+    if not all(type(c) is tuple and len(c) == 2 and all(type(x) is str for x in c) for c in tf.class_setup):
+        return False
+    for it in tf.items:
+        if not (_fields_ok(it, TestItem) and type(it.id) is str and it.file == path and type(it.qual) is str
+                and _optional_str(it.cls) and type(it.line) is int and _names(it.uses)
+                and _attr_calls_ok(it.attr_calls)):
+            return False
+    for fx in tf.fixtures:
+        if not (_fields_ok(fx, Fixture) and type(fx.name) is str and fx.file == path and type(fx.qual) is str
+                and _optional_str(fx.cls) and _names(fx.uses) and type(fx.autouse) is bool
+                and _optional_str(fx.returns) and _attr_calls_ok(fx.attr_calls)):
+            return False
+    return True
 
 
 class ScanStore:
@@ -98,13 +153,14 @@ class ScanStore:
         if self._db is not None or self._failed:
             return self._db
         try:
-            self._db = self._open()
+            self._db = self._open_when_free()
         except sqlite3.DatabaseError as exc:
             if "not a database" in str(exc) or "malformed" in str(exc):
                 log.warning("%s is not a usable database (%s): made anew", self.path, exc)
                 try:
-                    self.path.unlink(missing_ok=True)
-                    self._db = self._open()
+                    for stale in (self.path, *(self.path.with_name(self.path.name + x) for x in ("-wal", "-shm"))):
+                        stale.unlink(missing_ok=True)
+                    self._db = self._open_when_free()
                 except (sqlite3.Error, OSError) as again:
                     self._give_up(again)
             else:
@@ -112,6 +168,19 @@ class ScanStore:
         except OSError as exc:
             self._give_up(exc)
         return self._db
+
+    def _open_when_free(self) -> sqlite3.Connection:
+        """``_open``, tried again for up to ``BUSY_TIMEOUT_S`` while another process holds the
+        file's lock (switching a new file to WAL fails at once, without SQLite's busy wait,
+        when another process is making it too)."""
+        deadline = time.monotonic() + BUSY_TIMEOUT_S
+        while True:
+            try:
+                return self._open()
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() > deadline:
+                    raise
+                time.sleep(0.02)
 
     def _open(self) -> sqlite3.Connection:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -132,6 +201,9 @@ class ScanStore:
         log.info("test scans are not kept between processes (%s: %s)", self.path, exc)
         self._failed = True
         self._pending.clear()
+        self._disconnect()
+
+    def _disconnect(self) -> None:
         if self._db is not None:
             try:
                 self._db.close()
@@ -156,7 +228,7 @@ class ScanStore:
             self.misses += 1
             return None
         try:
-            value = _loads(row[0])
+            value = _loads(kind, path, row[0])
         except Exception as exc:  # noqa: BLE001 - a row that is not ours: scanned again
             log.warning("a stored test scan of %s was refused (%s): scanned again", path, exc)
             self.misses += 1
@@ -222,12 +294,7 @@ class ScanStore:
         """Write what is pending and close the connection."""
         with self._lock:
             self._flush_locked()
-            if self._db is not None:
-                try:
-                    self._db.close()
-                except sqlite3.Error:
-                    pass
-                self._db = None
+            self._disconnect()
 
 
 _STORES: dict[Path, ScanStore] = {}
