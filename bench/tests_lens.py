@@ -24,7 +24,7 @@ import json
 import time
 from pathlib import Path
 
-from orbit_lsp.changes import reach, scan_store
+from orbit_lsp.changes import reach, scan_store, selection
 from orbit_lsp.config import Settings
 from orbit_lsp.graph.connection import GraphStore
 from orbit_lsp.index.full_build import full_qual
@@ -38,15 +38,15 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("files", nargs="+", help="workspace-relative Python files whose functions are counted")
     ap.add_argument("--data-dir", type=Path, default=None, help="ORBIT data folder (default: the user's)")
     ap.add_argument("--fresh-scans", action="store_true",
-                    help="start without the test scans kept in the data dir (deletes its cache/test-scans.sqlite)")
+                    help="start without the test scans kept in the data dir (empties its cache/test-scans.sqlite)")
     args = ap.parse_args(argv)
     settings = Settings(data_dir=args.data_dir) if args.data_dir else Settings()
-    kept = Path(settings.data_dir).expanduser() / "cache" / scan_store.STORE_FILE
-    if args.fresh_scans:
-        for p in kept.parent.glob(kept.name + "*"):
-            p.unlink()
-    rows = scan_store.ScanStore(kept).rows() if kept.exists() else 0
-    print(f"test scans kept in {kept}: {rows:,} rows of this code at the start")
+    kept = scan_store.store_for(settings.data_dir)
+    if args.fresh_scans:  # as a new process that finds none: the store emptied, this process's scans forgotten
+        kept.clear()
+        selection.SCANS.clear()
+        selection.MARKS.clear()
+    print(f"test scans kept in {kept.path}: {kept.rows():,} rows of this code at the start")
     store = GraphStore(settings)
     store.connect()
     ix = WorkspaceIndexer(args.workspace.resolve(), store, settings)

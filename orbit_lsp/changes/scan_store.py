@@ -278,6 +278,20 @@ class ScanStore:
             db.execute("DELETE FROM scans WHERE rowid IN (SELECT rowid FROM scans ORDER BY rowid LIMIT ?)",
                        (n - PRUNE_TO,))
 
+    def clear(self) -> None:
+        """Delete every row (and forget those not written yet)."""
+        with self._lock:
+            self._pending.clear()
+            db = self._connect()
+            if db is None:
+                return
+            try:
+                with db:
+                    db.execute("BEGIN IMMEDIATE")
+                    db.execute("DELETE FROM scans")
+            except sqlite3.Error as exc:
+                self._give_up(exc)
+
     def rows(self) -> int:
         """How many rows of this version of the scanning code the store holds (0 when unusable)."""
         with self._lock:
