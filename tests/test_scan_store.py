@@ -265,3 +265,13 @@ def test_processes_writing_the_store_at_once_each_keep_their_rows(tmp_path):
                 selection.FileMarks(frozenset({f"m{i}"}), frozenset(), False)
     with sqlite3.connect(store.path) as db:
         assert db.execute("SELECT count(*) FROM scans").fetchone() == (4000,)
+
+
+def test_closing_a_store_never_opened_makes_no_folder(tmp_path):
+    """A process's exit closes every store it made (``store_for``): one that was never opened
+    (its rows all pending) does not make its data dir again after the folder was removed."""
+    data = tmp_path / "data"
+    store = ScanStore(data / "cache" / scan_store.STORE_FILE)
+    store.put("marks", "tests/test_a.py", bytes(16), selection.NO_MARKS)
+    store.close()
+    assert not data.exists() and store.written == 0

@@ -305,9 +305,13 @@ class ScanStore:
                 return 0
 
     def close(self) -> None:
-        """Write what is pending and close the connection."""
+        """Write what is pending and close the connection. A store this process never opened
+        is not opened now (its data dir may be gone: a process's exit closes every store): what
+        is pending then is dropped."""
         with self._lock:
-            self._flush_locked()
+            if self._db is not None:
+                self._flush_locked()
+            self._pending.clear()
             self._disconnect()
 
 
@@ -317,7 +321,7 @@ _STORES_LOCK = threading.Lock()
 
 def store_for(data_dir: Path | str | None) -> ScanStore | None:
     """The process's ``ScanStore`` of data folder ``data_dir`` (None: no store). Its pending
-    rows are written when the process exits normally."""
+    rows are written when the process exits normally (if it was opened before)."""
     if data_dir is None:
         return None
     path = Path(data_dir).expanduser() / "cache" / STORE_FILE
