@@ -43,7 +43,6 @@ BUSY_TIMEOUT_S = 2.0  # another process writing: wait this long, then do without
 FLUSH_ROWS = 256  # rows written at once
 MAX_ROWS = 100_000  # rows kept (0.4-3 KB each: at most ~150 MB); past it the oldest written go
 PRUNE_TO = 75_000  # rows left after pruning
-KINDS = ("marks", "scan")
 
 
 def _code_digest() -> str:
