@@ -26,6 +26,8 @@ it); one that is not a database is replaced once. Rows are written in batches
 from __future__ import annotations
 
 import atexit
+import dataclasses
+import functools
 import hashlib
 import io
 import logging
@@ -35,6 +37,10 @@ import sys
 import threading
 import time
 from pathlib import Path
+
+from orbit_lsp.changes import selection
+from orbit_lsp.changes.selection import FileMarks, Fixture, PyTestFile, TestItem
+from orbit_lsp.index import py_fixtures
 
 log = logging.getLogger(__name__)
 
@@ -48,9 +54,6 @@ PRUNE_TO = 75_000  # rows left after pruning
 def _code_digest() -> str:
     """Digest of the code that makes the stored values: ``selection.py``, the test-file rules it
     applies (``index/py_fixtures.py``), this module, and the Python version (its ``ast``)."""
-    from orbit_lsp.changes import selection
-    from orbit_lsp.index import py_fixtures
-
     h = hashlib.blake2b(digest_size=8)
     h.update(sys.version.encode())
     for module in (selection.__file__, py_fixtures.__file__, __file__):
@@ -67,13 +70,12 @@ class _ScanUnpickler(pickle.Unpickler):
     """Builds the scan dataclasses, frozensets and sets, nothing else (a row another program
     wrote into the file cannot run code)."""
 
-    def find_class(self, module: str, name: str):
-        if module == "orbit_lsp.changes.selection" and name in ("FileMarks", "PyTestFile", "TestItem", "Fixture"):
-            from orbit_lsp.changes import selection
+    ALLOWED = {(c.__module__, c.__qualname__): c for c in (FileMarks, PyTestFile, TestItem, Fixture, frozenset, set)}
 
-            return getattr(selection, name)
-        if module == "builtins" and name in ("frozenset", "set"):
-            return {"frozenset": frozenset, "set": set}[name]
+    def find_class(self, module: str, name: str):
+        cls = self.ALLOWED.get((module, name))
+        if cls is not None:
+            return cls
         raise pickle.UnpicklingError(f"a test scan may not hold {module}.{name}")
 
 
@@ -98,22 +100,21 @@ def _attr_calls_ok(value) -> bool:
     return type(value) is dict and all(type(k) is str and _names(v) for k, v in value.items())
 
 
+@functools.cache
+def _field_names(cls) -> frozenset[str]:
+    return frozenset(f.name for f in dataclasses.fields(cls))
+
+
 def _fields_ok(obj, cls) -> bool:
     """``obj`` is exactly a ``cls`` with its dataclass fields and nothing else."""
-    import dataclasses
-
-    return type(obj) is cls and set(vars(obj)) == {f.name for f in dataclasses.fields(cls)}
+    return type(obj) is cls and vars(obj).keys() == _field_names(cls)
 
 
 def _marks_ok(m) -> bool:
-    from orbit_lsp.changes.selection import FileMarks
-
     return _fields_ok(m, FileMarks) and _names(m.methods) and _names(m.receivers) and type(m.fixtures) is bool
 
 
 def _scan_ok(tf, path: str) -> bool:
-    from orbit_lsp.changes.selection import Fixture, PyTestFile, TestItem
-
     if not (_fields_ok(tf, PyTestFile) and tf.path == path and type(tf.items) is list
             and type(tf.fixtures) is list and type(tf.class_setup) is list and type(tf.module_setup) is set):
         return False

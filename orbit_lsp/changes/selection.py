@@ -26,12 +26,14 @@ import re
 import shlex
 import sys
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from orbit_lsp.index.py_fixtures import is_conftest, is_python_test_file
 from orbit_lsp.lru import LRU
 from orbit_lsp.index.fingerprint import content_digest
-from orbit_lsp.changes.scan_store import ScanStore
+
+if TYPE_CHECKING:  # (scan_store builds this module's classes: it imports it)
+    from orbit_lsp.changes.scan_store import ScanStore
 
 JS_TEST_FILE = re.compile(r"(^|/)([^/]+\.(test|spec)\.[cm]?[jt]sx?|__tests__/.+\.[cm]?[jt]sx?)$")
 CLASS_SETUP = frozenset({"setUp", "tearDown", "setUpClass", "tearDownClass", "setup_method", "teardown_method",
