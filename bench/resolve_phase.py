@@ -95,6 +95,7 @@ def resolve_phase(ix: WorkspaceIndexer, profile: Path | None = None) -> tuple[di
     resolver.python.workers = 1
     cap = FACTS.max_entries
     FACTS.max_entries = max(cap, BUILD_DECODED_FACTS)
+    FACTS.clear()  # as in a new index process: facts decoded before (another run, a test) are not at hand
     misses = FACTS.misses
     prof = None
     if profile is not None:

@@ -149,6 +149,9 @@ class ImportSite:
     line: int
 
 
+STAR_NAMES_UNREAD = ("*",)  # ``PyFacts.star_names`` of a module whose ``__all__`` is not a literal
+
+
 @compact_pickle
 @dataclass(slots=True)
 class PyFacts:
@@ -160,11 +163,16 @@ class PyFacts:
     scopes: list[Scope]
     classes: dict[str, PyClass]
     imports: list[ImportSite]
-    stars: list[tuple]
+    stars: list[tuple]  # module specs of the star imports at module level, in the order they bind
+    #   (source order; a ``try`` body's after its handlers': ``python._Extractor.visit_Try``)
     scope_of: dict[str, int]  # qual of a function/class -> its body scope index
     sys_path: tuple = ()  # workspace-relative directories the file adds to ``sys.path``
     #   (``py_syspath.sys_path_dirs``; ``""`` the root). Not in ``interface``: they change
     #   other files' module lookup, which the indexer's module table follows
+    star_names: tuple[str, ...] | None = None  # what ``from <this module> import *`` binds:
+    #   None when the module sets no ``__all__`` (then its names without a leading underscore),
+    #   else the names of its ``__all__`` (``python.star_names``; ``STAR_NAMES_UNREAD`` when
+    #   ``__all__`` is computed in a way not read here: any name may be)
     pending_calls: bytes | None = field(default=None, compare=False, repr=False)  # the call sites
     #   of every scope, still compressed (``parsing.unpickle_facts(blob, calls=False)``): until
     #   ``with_calls`` the scopes' ``calls`` are empty
@@ -189,5 +197,6 @@ class PyFacts:
             tuple(s.interface() for s in self.scopes),
             tuple(c.interface() for c in sorted(self.classes.values(), key=lambda c: c.qual)),
             tuple(self.stars),
+            self.star_names,
             tuple(sorted(self.scope_of.items())),
         )

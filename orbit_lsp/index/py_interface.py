@@ -16,8 +16,9 @@ if TYPE_CHECKING:
 def interface_units(facts: PyFacts | None) -> dict[str, tuple[list, tuple]]:
     """What other files' resolution can consult in one file, grouped by *unit*: a top-level name
     (what scope 0 binds it to, and the scopes, classes and symbols defined under it), plus
-    ``STARS`` (the star imports) and ``HAS_FACTS``. Returns unit -> (content, scope indices);
-    a unit absent from the dict is one that nothing defines (a lookup that found nothing).
+    ``STARS`` (the star imports, and the names a star import of this file binds) and
+    ``HAS_FACTS``. Returns unit -> (content, scope indices); a unit absent from the dict is one
+    that nothing defines (a lookup that found nothing).
 
     Scope indices in the content are relative to the unit's first scope, so a unit that only
     moved (a definition inserted above it) keeps its content; its indices tell that it moved."""
@@ -32,7 +33,7 @@ def interface_units(facts: PyFacts | None) -> dict[str, tuple[list, tuple]]:
     def norm(i: int):  # a scope index as (unit, offset in the unit); the module scope is 0
         return i if i <= 0 else (unit_of[i], i - where[unit_of[i]][0])
 
-    out: dict[str, list] = {HAS_FACTS: [True], STARS: [tuple(facts.stars)],
+    out: dict[str, list] = {HAS_FACTS: [True], STARS: [tuple(facts.stars), facts.star_names],
                             STORES: [tuple((norm(si), tuple(sc.stores)) for si, sc in enumerate(scopes) if sc.stores)],
                             FIXTURES: [tuple((sc.fixture, sc.qual) for sc in scopes if sc.fixture)]}
     top = scopes[0]

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from orbit_lsp.index.py_facts import STAR_NAMES_UNREAD
 from orbit_lsp.index.py_values import BOTTOM, STARS
 
 if TYPE_CHECKING:
@@ -49,6 +50,9 @@ def canonical_path(path: str, aliases: dict[str, str]) -> str:
         else:
             return path
     return path
+
+
+FOUND_MAX = 200_000  # answers ``find_module`` and ``roots_for`` keep at most (then forget them all)
 
 
 class ModuleLookup:
@@ -76,6 +80,17 @@ class ModuleLookup:
         return "/".join(parts)
 
     def roots_for(self, rel: str) -> list[str]:
+        """The roots an absolute import in ``rel`` is looked up under, in order (see the module
+        docstring); kept per file (``_roots_of``: the module table does not change for a
+        resolver's life)."""
+        roots = self._roots_of.get(rel)
+        if roots is None:
+            if len(self._roots_of) >= FOUND_MAX:
+                self._roots_of.clear()
+            roots = self._roots_of[rel] = self._roots(rel)
+        return roots
+
+    def _roots(self, rel: str) -> list[str]:
         roots = [""]
         if self.src_root:
             roots.append(self.src_root)
@@ -124,7 +139,21 @@ class ModuleLookup:
         return got
 
     def find_module(self, spec: tuple, importer: str):
-        """Resolve a module spec: ('mod', key) | ('ext', dotted) | ('missing', text)."""
+        """Resolve a module spec (``(base directory or None, dotted name)``, as ``PyFacts``
+        records imports) from file ``importer``: ('mod', key) | ('ext', dotted) |
+        ('missing', text). Answers are kept (``_found``, at most ``FOUND_MAX``): they depend
+        only on the module table, which does not change for a resolver's life (the indexer
+        builds a new resolver when a file is added or removed or a ``sys.path`` addition
+        changes), and a star-import lookup asks the same ones again for every name."""
+        key = (spec, None if spec[0] is not None else importer)  # a relative spec names its base
+        got = self._found.get(key)
+        if got is None:
+            if len(self._found) >= FOUND_MAX:
+                self._found.clear()
+            got = self._found[key] = self._find_module(spec, importer)
+        return got
+
+    def _find_module(self, spec: tuple, importer: str):
         base, dotted = spec
         sub = dotted.replace(".", "/")
         if base == "<outside>":
@@ -187,26 +216,58 @@ class ModuleLookup:
         return self._module_at(f"{base}/{name}" if base else name)
 
     def _star_lookup(self, rel: str, facts: PyFacts, name: str):
+        """What ``name`` is bound to through the star imports of file ``rel`` (whose facts are
+        ``facts``), as Python runs them: each ``from m import *`` binds the names ``m`` exports
+        (its ``__all__``, else its names without a leading underscore: ``_star_exports``) over
+        what the earlier ones bound, so the *last* star-imported module that exports the name
+        wins. None when none does, or when an external module imported after the last one
+        that does may bind it (unknown). Memoised per (file, name) like an evaluation
+        (``_scc``): a name of a package re-exported through a hundred star imports
+        (``networkx``, ``sympy``) is searched for once, not once per file that uses it, and
+        star imports that import each other are solved as a cycle (its least fixpoint).
+
+        Not modelled: a star import's order against the file's own bindings (a name the file
+        binds itself wins, wherever the star import stands)."""
         self._deps.add((rel, STARS))
         if not facts.stars:
             return None
-        key = ("*", rel, name)
-        if key in self._active:  # star-import cycle
-            self._cut += 1
+        return self._scc(("star", rel, name), self._star_walk, rel, facts, name)
+
+    def _star_walk(self, rel: str, facts: PyFacts, name: str):
+        self._deps.add((rel, STARS))  # (the memo entry's own: its value follows the star imports)
+        for spec in reversed(facts.stars):  # the last star import that binds the name wins
+            m = self.find_module(spec, rel)
+            if m[0] == "mod":
+                exported = self._star_exports(m, name)
+                if exported is False:
+                    continue
+                v = self.module_binding(m, name)
+                if v is not None and v != BOTTOM:
+                    return v
+                if exported is True:  # a submodule listed in a package's ``__all__``: imported
+                    sub = self.submodule(m, name)
+                    if sub is not None:
+                        return sub
+            elif m[0] == "ext":
+                return None  # could come from the external module: unknown
+        return None
+
+    def _star_exports(self, mod, name: str) -> bool | None:
+        """Whether ``from mod import *`` binds ``name``: True when ``mod``'s ``__all__`` lists
+        it, False when ``mod`` cannot export it (not in its literal ``__all__``; without one, a
+        name with a leading underscore), None when it may (a public name of a module without
+        ``__all__``, a module whose ``__all__`` is not read, or that has no facts)."""
+        key = self.module_file(mod)
+        facts = self._facts(key) if key is not None else None
+        if facts is None:
             return None
-        self._active.add(key)
-        try:
-            for spec in facts.stars:
-                m = self.find_module(spec, rel)
-                if m[0] == "mod":
-                    v = self.module_binding(m, name)
-                    if v is not None and v != BOTTOM:
-                        return v
-                elif m[0] == "ext":
-                    return None  # could come from the external module: unknown
+        self._deps.add((key, STARS))  # (its ``star_names`` are part of that entity)
+        names = facts.star_names
+        if names is None:
+            return False if name.startswith("_") else None
+        if names == STAR_NAMES_UNREAD:
             return None
-        finally:
-            self._active.discard(key)
+        return name in names
 
     def module_binding(self, mod, name: str):
         key = self.module_file(mod)

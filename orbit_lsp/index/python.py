@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import re
 
-from orbit_lsp.index.py_facts import UNKNOWN, CallSite, ImportSite, PyClass, PyFacts, PySymbol, Scope
+from orbit_lsp.index.py_facts import STAR_NAMES_UNREAD, UNKNOWN, CallSite, ImportSite, PyClass, PyFacts, PySymbol, Scope
 from orbit_lsp.index.py_syspath import OTHER_PATH_CALLS as _OTHER_PATH_CALLS
 from orbit_lsp.index.py_syspath import SYS_PATH_METHODS as _SYS_PATH_METHODS
 from orbit_lsp.index.py_syspath import added_by_assign as sys_path_added_by_assign
@@ -132,8 +132,16 @@ class _Extractor:
         self._visit_all(node.values)
 
     def visit_Try(self, node) -> None:
+        stars = self.stars
+        start = len(stars)
         self._visit_all(node.body)
+        mid = len(stars)
         self._visit_all(node.handlers)
+        if start < mid < len(stars):
+            # ``try: from _speedups import *`` / ``except ImportError: from _pure import *``: the
+            # handler's star imports bind only when the body's failed, so the body's take
+            # precedence: ``PyFacts.stars`` lists them after (a later star import wins)
+            stars[start:] = stars[mid:] + stars[start:mid]
         self._visit_all(node.orelse)
         self._visit_all(node.finalbody)
 
@@ -929,6 +937,70 @@ def _const_key(node: ast.AST):
     return None
 
 
+_BLOCKS = (ast.If, ast.Try, ast.With, ast.For, ast.While) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
+
+
+def _module_statements(body: list):
+    """The statements that run at a module's top level: ``body`` and, recursively, the bodies
+    of its ``if``/``try``/``with``/``for``/``while`` blocks (not those of definitions)."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, _BLOCKS):
+            for field in ("body", "orelse", "finalbody"):
+                yield from _module_statements(getattr(stmt, field, None) or [])
+            for handler in getattr(stmt, "handlers", None) or []:
+                yield from _module_statements(handler.body)
+
+
+def _literal_names(node) -> list[str] | None:
+    """The strings of a list or tuple display of string constants, else None."""
+    if isinstance(node, (ast.List, ast.Tuple)) and all(
+            isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
+        return [e.value for e in node.elts]
+    return None
+
+
+def _is_all(node) -> bool:
+    return isinstance(node, ast.Name) and node.id == "__all__"
+
+
+def star_names(body: list) -> tuple[str, ...] | None:
+    """What ``from <module> import *`` binds, from the module's top-level statements ``body``
+    (``PyFacts.star_names``): None when no statement sets ``__all__`` (Python then binds the
+    names without a leading underscore); else the names its literal assignments, ``+=``,
+    ``extend`` and ``append`` give it, all of them (a binding in one branch of an ``if``
+    counts); ``STAR_NAMES_UNREAD`` when ``__all__`` is set any other way (``mod.__all__ +
+    [...]``, a loop, an import of it): any name may be bound then."""
+    names: dict[str, None] | None = None
+    for stmt in _module_statements(body):
+        cls = stmt.__class__
+        if cls is ast.Assign:
+            if not any(_is_all(n) for t in stmt.targets for n in ([t] if isinstance(t, ast.Name) else ast.walk(t))):
+                continue
+            got = _literal_names(stmt.value) if len(stmt.targets) == 1 and _is_all(stmt.targets[0]) else None
+        elif cls is ast.AnnAssign or cls is ast.AugAssign:
+            if not _is_all(stmt.target) or stmt.value is None:
+                continue
+            got = _literal_names(stmt.value) if cls is ast.AnnAssign or isinstance(stmt.op, ast.Add) else None
+        elif cls is ast.Expr and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Attribute) \
+                and _is_all(stmt.value.func.value):
+            call, method = stmt.value, stmt.value.func.attr
+            got = None
+            if method == "extend" and len(call.args) == 1 and not call.keywords:
+                got = _literal_names(call.args[0])
+            elif method == "append" and len(call.args) == 1 and not call.keywords \
+                    and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str):
+                got = [call.args[0].value]
+        elif cls in (ast.Import, ast.ImportFrom) and any((a.asname or a.name) == "__all__" for a in stmt.names):
+            got = None
+        else:
+            continue
+        if got is None:
+            return STAR_NAMES_UNREAD
+        names = dict.fromkeys([*(names or ()), *got])
+    return None if names is None else tuple(names)
+
+
 def extract(rel: str, source: bytes, text: str | None = None) -> PyFacts:
     """Parse one file. ``rel`` is its workspace-relative path, ``source`` its bytes (``text`` the
     decoded text, when the caller already has it).
@@ -946,5 +1018,8 @@ def extract(rel: str, source: bytes, text: str | None = None) -> PyFacts:
         ex.visit(stmt)
     # every directory followed is computed from ``__file__`` (``py_syspath``): without it, none
     sys_path = sys_path_dirs(rel, tree, ex.sys_path_exprs) if ex.sys_path_exprs and b"__file__" in source else ()
+    # ``__all__``: read only where the module binds it (a pass over its top-level statements)
+    exported = star_names(tree.body) if "__all__" in ex.scopes[0].names else None
     return PyFacts(rel=rel, lines=n_lines, symbols=ex.symbols, scopes=ex.scopes, classes=ex.classes,
-                   imports=ex.imports, stars=ex.stars, scope_of=ex.scope_of, sys_path=sys_path)
+                   imports=ex.imports, stars=ex.stars, scope_of=ex.scope_of, sys_path=sys_path,
+                   star_names=exported)

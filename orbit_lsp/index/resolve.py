@@ -76,6 +76,8 @@ class Resolver(CallBinding, ParameterFlow, PytestFixtures, ClassModel, Container
         self.pythonpath = tuple(pythonpath)
         self._scoped_paths: dict[str, list[str]] | None = None  # see ``ModuleLookup.scoped_paths``
         self._extra_roots_of: dict[str, tuple[str, ...]] = {}
+        self._roots_of: dict[str, list[str]] = {}  # file -> ``roots_for`` it
+        self._found: dict[tuple, tuple] = {}  # (spec, importer or None) -> ``find_module``'s answer
         self.value_flow = value_flow  # False: parameters hold only their defaults and annotations
         # processes a round of ``resolve_fixpoint`` may use (``py_parallel.resolve_files``; a full
         # build sets it): 1 resolves in this process only
@@ -108,7 +110,6 @@ class Resolver(CallBinding, ParameterFlow, PytestFixtures, ClassModel, Container
         self._kinds: dict[str, dict[str, str]] = {}  # file -> symbol qual -> kind (first symbol)
         self._units: dict[str, list] = {}  # file -> entity (file, unit) of each scope (None for the module)
         self._deps: set[tuple] = set()
-        self._active: set = set()  # star-import lookups in progress
         self._stack: list = []  # evaluations in progress (``_scc``), outermost first
         self._on_stack: dict = {}  # key -> its index in ``_stack``
         self._low = 0  # lowest stack index a cycle of the current evaluation reached
@@ -348,7 +349,7 @@ class Resolver(CallBinding, ParameterFlow, PytestFixtures, ClassModel, Container
             self._cut += 1
             return None
         my = len(self._stack)
-        again = self._unsettled.get((key, my)) if not self._active else None
+        again = self._unsettled.get((key, my))
         if again is not None:  # evaluated here before and did not settle: the same again
             val, deps, used, cut = again
             self._deps |= deps
@@ -412,7 +413,7 @@ class Resolver(CallBinding, ParameterFlow, PytestFixtures, ClassModel, Container
             self._back.discard(key)
         if not cut:
             self._remember(key, val, deps, used)
-        elif not self._active:  # (a star-import lookup in progress cuts what it reaches)
+        else:
             self._unsettled[(key, my)] = (val, frozenset(deps), used, cut)
         return val
 
