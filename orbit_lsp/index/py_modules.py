@@ -52,6 +52,7 @@ def canonical_path(path: str, aliases: dict[str, str]) -> str:
     return path
 
 
+_NOT_BOUND = ("<not bound>",)  # no star import binds the name (``ModuleLookup._star_walk``)
 FOUND_MAX = 200_000  # answers ``find_module`` and ``roots_for`` keep at most (then forget them all)
 
 
@@ -79,7 +80,7 @@ class ModuleLookup:
             parts.pop()
         return "/".join(parts)
 
-    def roots_for(self, rel: str) -> list[str]:
+    def roots_for(self, rel: str) -> tuple[str, ...]:
         """The roots an absolute import in ``rel`` is looked up under, in order (see the module
         docstring); kept per file (``_roots_of``: the module table does not change for a
         resolver's life)."""
@@ -87,7 +88,7 @@ class ModuleLookup:
         if roots is None:
             if len(self._roots_of) >= FOUND_MAX:
                 self._roots_of.clear()
-            roots = self._roots_of[rel] = self._roots(rel)
+            roots = self._roots_of[rel] = tuple(self._roots(rel))
         return roots
 
     def _roots(self, rel: str) -> list[str]:
@@ -219,38 +220,64 @@ class ModuleLookup:
         """What ``name`` is bound to through the star imports of file ``rel`` (whose facts are
         ``facts``), as Python runs them: each ``from m import *`` binds the names ``m`` exports
         (its ``__all__``, else its names without a leading underscore: ``_star_exports``) over
-        what the earlier ones bound, so the *last* star-imported module that exports the name
-        wins. None when none does, or when an external module imported after the last one
-        that does may bind it (unknown). Memoised per (file, name) like an evaluation
-        (``_scc``): a name of a package re-exported through a hundred star imports
-        (``networkx``, ``sympy``) is searched for once, not once per file that uses it, and
-        star imports that import each other are solved as a cycle (its least fixpoint).
+        what the earlier ones bound, so the *last* star-imported module that binds the name
+        wins, whatever it binds it to. None when none does, or when that module binds it to
+        something unknown, or an external module imported after the last one that binds it
+        may (unknown). Memoised per (file, name) like an evaluation (``_scc``): a name of a
+        package re-exported through a hundred star imports (``networkx``, ``sympy``) is
+        searched for once, not once per file that uses it, and star imports that import each
+        other are solved as a cycle (its least fixpoint).
 
         Not modelled: a star import's order against the file's own bindings (a name the file
-        binds itself wins, wherever the star import stands)."""
+        binds itself wins, wherever the star import stands), and the submodules a package
+        without ``__all__`` exports because it imported them."""
         self._deps.add((rel, STARS))
         if not facts.stars:
             return None
-        return self._scc(("star", rel, name), self._star_walk, rel, facts, name)
+        v = self._scc(("star", rel, name), self._star_walk, rel, facts, name)
+        return None if v == _NOT_BOUND else v
 
     def _star_walk(self, rel: str, facts: PyFacts, name: str):
+        """``_star_lookup``'s search, memoised per (file, name): a value, None (bound to
+        something unknown) or ``_NOT_BOUND`` (no star import binds the name)."""
         self._deps.add((rel, STARS))  # (the memo entry's own: its value follows the star imports)
         for spec in reversed(facts.stars):  # the last star import that binds the name wins
             m = self.find_module(spec, rel)
-            if m[0] == "mod":
-                exported = self._star_exports(m, name)
-                if exported is False:
-                    continue
-                v = self.module_binding(m, name)
-                if v is not None and v != BOTTOM:
-                    return v
+            if m[0] == "ext":
+                return None  # could come from the external module: unknown
+            if m[0] != "mod":
+                continue  # (a missing module: the import fails, it binds nothing)
+            exported = self._star_exports(m, name)
+            if exported is False:
+                continue
+            v = self._bound_in(m, name)
+            if v == _NOT_BOUND or v == BOTTOM:  # (BOTTOM: not bound yet, in a cycle)
                 if exported is True:  # a submodule listed in a package's ``__all__``: imported
                     sub = self.submodule(m, name)
                     if sub is not None:
                         return sub
-            elif m[0] == "ext":
-                return None  # could come from the external module: unknown
-        return None
+                continue
+            return v
+        return _NOT_BOUND
+
+    def _bound_in(self, mod, name: str):
+        """What module ``mod`` binds ``name`` to at its top level (its own bindings first, then
+        its star imports): a value, None (bound to something unknown, or a file without facts
+        to tell) or ``_NOT_BOUND``."""
+        key = self.module_file(mod)
+        if key is None:
+            return _NOT_BOUND  # a namespace package: no ``__init__`` to bind anything
+        facts = self._facts(key)
+        if facts is None:
+            return None
+        top = facts.scopes[0]
+        self._deps.add((key, name))
+        if name in top.names:
+            return self.combine([self.ev(key, 0, r) for r in top.names[name]])
+        self._deps.add((key, STARS))
+        if not facts.stars:
+            return _NOT_BOUND
+        return self._scc(("star", key, name), self._star_walk, key, facts, name)
 
     def _star_exports(self, mod, name: str) -> bool | None:
         """Whether ``from mod import *`` binds ``name``: True when ``mod``'s ``__all__`` lists
@@ -270,17 +297,10 @@ class ModuleLookup:
         return name in names
 
     def module_binding(self, mod, name: str):
-        key = self.module_file(mod)
-        if key is None:
-            return None
-        facts = self._facts(key)
-        if facts is None:
-            return None
-        top = facts.scopes[0]
-        self._deps.add((key, name))
-        if name in top.names:
-            return self.combine([self.ev(key, 0, r) for r in top.names[name]])
-        return self._star_lookup(key, facts, name)
+        """What module ``mod`` binds ``name`` to at its top level (``_bound_in``), None when
+        it binds nothing or something unknown."""
+        v = self._bound_in(mod, name)
+        return None if v == _NOT_BOUND else v
 
     def _may_bind(self, mod, name: str) -> bool:
         """Whether module ``mod`` binds ``name`` at its top level, or may: a definition,

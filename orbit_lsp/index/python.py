@@ -139,8 +139,8 @@ class _Extractor:
         self._visit_all(node.handlers)
         if start < mid < len(stars):
             # ``try: from _speedups import *`` / ``except ImportError: from _pure import *``: the
-            # handler's star imports bind only when the body's failed, so the body's take
-            # precedence: ``PyFacts.stars`` lists them after (a later star import wins)
+            # handler runs when the body failed, most often its star import itself, so the body's
+            # take precedence: ``PyFacts.stars`` lists them after (a later star import wins)
             stars[start:] = stars[mid:] + stars[start:mid]
         self._visit_all(node.orelse)
         self._visit_all(node.finalbody)
@@ -940,16 +940,17 @@ def _const_key(node: ast.AST):
 _BLOCKS = (ast.If, ast.Try, ast.With, ast.For, ast.While) + ((ast.TryStar,) if hasattr(ast, "TryStar") else ())
 
 
-def _module_statements(body: list):
-    """The statements that run at a module's top level: ``body`` and, recursively, the bodies
-    of its ``if``/``try``/``with``/``for``/``while`` blocks (not those of definitions)."""
+def _module_statements(body: list, nested: bool = False):
+    """``(statement, nested)`` for the statements that run at a module's top level: ``body``
+    (``nested`` False) and, recursively, the bodies of its ``if``/``try``/``with``/``for``/
+    ``while`` blocks (``nested`` True; not those of definitions)."""
     for stmt in body:
-        yield stmt
+        yield stmt, nested
         if isinstance(stmt, _BLOCKS):
             for field in ("body", "orelse", "finalbody"):
-                yield from _module_statements(getattr(stmt, field, None) or [])
+                yield from _module_statements(getattr(stmt, field, None) or [], True)
             for handler in getattr(stmt, "handlers", None) or []:
-                yield from _module_statements(handler.body)
+                yield from _module_statements(handler.body, True)
 
 
 def _literal_names(node) -> list[str] | None:
@@ -964,41 +965,52 @@ def _is_all(node) -> bool:
     return isinstance(node, ast.Name) and node.id == "__all__"
 
 
-def star_names(body: list) -> tuple[str, ...] | None:
-    """What ``from <module> import *`` binds, from the module's top-level statements ``body``
-    (``PyFacts.star_names``): None when no statement sets ``__all__`` (Python then binds the
-    names without a leading underscore); else the names its literal assignments, ``+=``,
-    ``extend`` and ``append`` give it, all of them (a binding in one branch of an ``if``
-    counts); ``STAR_NAMES_UNREAD`` when ``__all__`` is set any other way (``mod.__all__ +
-    [...]``, a loop, an import of it): any name may be bound then."""
-    names: dict[str, None] | None = None
-    for stmt in _module_statements(body):
+def star_names(body: list, source: bytes) -> tuple[str, ...] | None:
+    """What ``from <module> import *`` binds (``PyFacts.star_names``), from the module's
+    top-level statements ``body`` and its ``source``: None when it never names ``__all__``
+    (Python then binds the names without a leading underscore); else the names its
+    ``__all__`` is given by literal assignments, ``+=``, ``extend`` and ``append`` at module
+    level, a later assignment at the top level replacing the names before it, those in
+    blocks (one branch of an ``if``) adding to them; ``STAR_NAMES_UNREAD`` when the source
+    names ``__all__`` anywhere else (a computed value, a function that appends to it, a
+    ``del``, a loop, even a comment): any name may be bound then."""
+    names: dict[str, None] = {}
+    read = 0  # the statements read, each naming ``__all__`` once
+    for stmt, nested in _module_statements(body):
         cls = stmt.__class__
+        got = None
         if cls is ast.Assign:
-            if not any(_is_all(n) for t in stmt.targets for n in ([t] if isinstance(t, ast.Name) else ast.walk(t))):
+            if len(stmt.targets) != 1 or not _is_all(stmt.targets[0]):
                 continue
-            got = _literal_names(stmt.value) if len(stmt.targets) == 1 and _is_all(stmt.targets[0]) else None
+            got = _literal_names(stmt.value)
+            if got is not None and not nested:
+                names.clear()  # ``__all__ = [...]`` again: what it held before is gone
         elif cls is ast.AnnAssign or cls is ast.AugAssign:
             if not _is_all(stmt.target) or stmt.value is None:
                 continue
-            got = _literal_names(stmt.value) if cls is ast.AnnAssign or isinstance(stmt.op, ast.Add) else None
+            if cls is ast.AnnAssign or isinstance(stmt.op, ast.Add):
+                got = _literal_names(stmt.value)
+            if got is not None and cls is ast.AnnAssign and not nested:
+                names.clear()
         elif cls is ast.Expr and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Attribute) \
                 and _is_all(stmt.value.func.value):
             call, method = stmt.value, stmt.value.func.attr
-            got = None
             if method == "extend" and len(call.args) == 1 and not call.keywords:
                 got = _literal_names(call.args[0])
             elif method == "append" and len(call.args) == 1 and not call.keywords \
                     and isinstance(call.args[0], ast.Constant) and isinstance(call.args[0].value, str):
                 got = [call.args[0].value]
-        elif cls in (ast.Import, ast.ImportFrom) and any((a.asname or a.name) == "__all__" for a in stmt.names):
-            got = None
         else:
             continue
         if got is None:
             return STAR_NAMES_UNREAD
-        names = dict.fromkeys([*(names or ()), *got])
-    return None if names is None else tuple(names)
+        names.update(dict.fromkeys(got))
+        read += 1
+    if not read:
+        return None if b"__all__" not in source else STAR_NAMES_UNREAD
+    if source.count(b"__all__") != read:
+        return STAR_NAMES_UNREAD  # named somewhere else too: set or changed in a way not read here
+    return tuple(names)
 
 
 def extract(rel: str, source: bytes, text: str | None = None) -> PyFacts:
@@ -1019,7 +1031,7 @@ def extract(rel: str, source: bytes, text: str | None = None) -> PyFacts:
     # every directory followed is computed from ``__file__`` (``py_syspath``): without it, none
     sys_path = sys_path_dirs(rel, tree, ex.sys_path_exprs) if ex.sys_path_exprs and b"__file__" in source else ()
     # ``__all__``: read only where the module binds it (a pass over its top-level statements)
-    exported = star_names(tree.body) if "__all__" in ex.scopes[0].names else None
+    exported = star_names(tree.body, source) if "__all__" in ex.scopes[0].names else None
     return PyFacts(rel=rel, lines=n_lines, symbols=ex.symbols, scopes=ex.scopes, classes=ex.classes,
                    imports=ex.imports, stars=ex.stars, scope_of=ex.scope_of, sys_path=sys_path,
                    star_names=exported)

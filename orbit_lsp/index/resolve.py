@@ -76,7 +76,7 @@ class Resolver(CallBinding, ParameterFlow, PytestFixtures, ClassModel, Container
         self.pythonpath = tuple(pythonpath)
         self._scoped_paths: dict[str, list[str]] | None = None  # see ``ModuleLookup.scoped_paths``
         self._extra_roots_of: dict[str, tuple[str, ...]] = {}
-        self._roots_of: dict[str, list[str]] = {}  # file -> ``roots_for`` it
+        self._roots_of: dict[str, tuple[str, ...]] = {}  # file -> ``roots_for`` it
         self._found: dict[tuple, tuple] = {}  # (spec, importer or None) -> ``find_module``'s answer
         self.value_flow = value_flow  # False: parameters hold only their defaults and annotations
         # processes a round of ``resolve_fixpoint`` may use (``py_parallel.resolve_files``; a full
