@@ -247,10 +247,16 @@ class ModuleLookup:
                 return None  # could come from the external module: unknown
             if m[0] != "mod":
                 continue  # (a missing module: the import fails, it binds nothing)
-            exported = self._star_exports(m, name)
+            key = self.module_file(m)
+            if key is None:
+                continue  # a namespace package: no ``__init__`` to bind anything
+            found = self._facts(key)
+            if found is None:
+                return None  # a file without facts to tell: it may bind the name
+            exported = self._star_exports(key, found, name)
             if exported is False:
                 continue
-            v = self._bound_in(m, name)
+            v = self._bound_in(key, found, name)
             if v == _NOT_BOUND or v == BOTTOM:  # (BOTTOM: not bound yet, in a cycle)
                 if exported is True:  # a submodule listed in a package's ``__all__``: imported
                     sub = self.submodule(m, name)
@@ -260,16 +266,10 @@ class ModuleLookup:
             return v
         return _NOT_BOUND
 
-    def _bound_in(self, mod, name: str):
-        """What module ``mod`` binds ``name`` to at its top level (its own bindings first, then
-        its star imports): a value, None (bound to something unknown, or a file without facts
-        to tell) or ``_NOT_BOUND``."""
-        key = self.module_file(mod)
-        if key is None:
-            return _NOT_BOUND  # a namespace package: no ``__init__`` to bind anything
-        facts = self._facts(key)
-        if facts is None:
-            return None
+    def _bound_in(self, key: str, facts: PyFacts, name: str):
+        """What file ``key`` (whose facts are ``facts``) binds ``name`` to at its top level (its
+        own bindings first, then its star imports): a value, None (bound to something unknown)
+        or ``_NOT_BOUND``."""
         top = facts.scopes[0]
         self._deps.add((key, name))
         if name in top.names:
@@ -279,15 +279,11 @@ class ModuleLookup:
             return _NOT_BOUND
         return self._scc(("star", key, name), self._star_walk, key, facts, name)
 
-    def _star_exports(self, mod, name: str) -> bool | None:
-        """Whether ``from mod import *`` binds ``name``: True when ``mod``'s ``__all__`` lists
-        it, False when ``mod`` cannot export it (not in its literal ``__all__``; without one, a
-        name with a leading underscore), None when it may (a public name of a module without
-        ``__all__``, a module whose ``__all__`` is not read, or that has no facts)."""
-        key = self.module_file(mod)
-        facts = self._facts(key) if key is not None else None
-        if facts is None:
-            return None
+    def _star_exports(self, key: str, facts: PyFacts, name: str) -> bool | None:
+        """Whether ``from <file key> import *`` binds ``name`` (``facts``: the file's): True
+        when its ``__all__`` lists it, False when it cannot export it (not in its literal
+        ``__all__``; without one, a name with a leading underscore), None when it may (a
+        public name of a module without ``__all__``, or whose ``__all__`` is not read)."""
         self._deps.add((key, STARS))  # (its ``star_names`` are part of that entity)
         names = facts.star_names
         if names is None:
@@ -298,8 +294,12 @@ class ModuleLookup:
 
     def module_binding(self, mod, name: str):
         """What module ``mod`` binds ``name`` to at its top level (``_bound_in``), None when
-        it binds nothing or something unknown."""
-        v = self._bound_in(mod, name)
+        it binds nothing or something unknown, or has no facts to tell."""
+        key = self.module_file(mod)
+        facts = self._facts(key) if key is not None else None
+        if facts is None:
+            return None
+        v = self._bound_in(key, facts, name)
         return None if v == _NOT_BOUND else v
 
     def _may_bind(self, mod, name: str) -> bool:
